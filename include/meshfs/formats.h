@@ -1,0 +1,55 @@
+/* The output formats and their writers.
+ *
+ * One writer per file in src/formats/, one page per format in docs/formats/.
+ * A writer takes a validated scene in the canonical frame (scene.h) and the
+ * options, writes its whole output to the sink, and returns 0, or -1 with err
+ * set.  Writers are pure: same scene and options give the same bytes. */
+#ifndef MESHFS_FORMATS_H
+#define MESHFS_FORMATS_H
+
+#include "meshfs/err.h"
+#include "meshfs/options.h"
+#include "meshfs/scene.h"
+#include "meshfs/sink.h"
+
+typedef enum mfs_format {
+    MFS_FMT_FMD,
+    MFS_FMT_FMI,
+    MFS_FMT_GMF,
+    MFS_FMT_DEM,
+    MFS_FMT_VRT,
+    MFS_FMT_TRI,
+    MFS_FMT_SPH,
+    MFS_FMT_COUNT
+} mfs_format;
+
+#define MFS_FMT_ALL ((1u << MFS_FMT_COUNT) - 1)
+
+typedef int (*mfs_writer_fn)(const mfs_scene *s, const mfs_options *o, mfs_sink *out,
+                             mfs_err *err);
+
+typedef struct mfs_format_info {
+    mfs_format id;
+    const char *name;      /* "fmd": also the file extension */
+    mfs_writer_fn write;
+    unsigned options;      /* mfs_opt_bit set this writer reads */
+} mfs_format_info;
+
+const mfs_format_info *mfs_format_get(mfs_format f);
+
+/* By name or extension ("fmd", case-insensitive); NULL if unknown. */
+const mfs_format_info *mfs_format_find(const char *name);
+
+/* Parses "fmd,gmf,..." into a bit mask; -1 with err on an unknown name. */
+int mfs_format_parse_list(const char *list, unsigned *mask, mfs_err *err);
+
+/* The writers (src/formats/<name>.c). */
+int mfs_write_fmd(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
+int mfs_write_fmi(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
+int mfs_write_gmf(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
+int mfs_write_dem(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
+int mfs_write_vrt(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
+int mfs_write_tri(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
+int mfs_write_sph(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
+
+#endif

@@ -1,0 +1,36 @@
+/* Conversion options: everything besides input bytes that decides output.
+ *
+ * Each format declares which options it reads (mfs_format_info.options), and
+ * only those enter its cache key, so changing an option that affects .fmi
+ * alone leaves the cached .gmf valid. */
+#ifndef MESHFS_OPTIONS_H
+#define MESHFS_OPTIONS_H
+
+#include <stddef.h>
+
+typedef enum mfs_opt_bit {
+    MFS_OPT_PRETRANS = 1u << 0,        /* fmd: bake node transforms into vertices */
+    MFS_OPT_FMI_TEXTURES = 1u << 1,    /* fmi: texture lines instead of UNKNOWN */
+    MFS_OPT_REVERSE_WINDING = 1u << 2, /* tri: reverse every triangle */
+    MFS_OPT_SOURCE_FRAME = 1u << 3,    /* import: keep the importer's raw frame */
+    MFS_OPT_FMI_MODEL = 1u << 4,       /* fmi: the model= path (model_path below) */
+} mfs_opt_bit;
+
+typedef struct mfs_options {
+    int pretrans;
+    int fmi_textures;
+    int reverse_winding;
+    int source_frame;
+    /* Path of the model relative to the engine's models/ folder, without
+     * extension, e.g. "vehicles/car".  Set by the caller from the output
+     * layout; the .fmi model= line uses it (see docs/formats/fmi.md). */
+    const char *model_path;
+} mfs_options;
+
+void mfs_options_default(mfs_options *o);
+
+/* Canonical text of the options selected by mask ("pretrans=1;..."), for
+ * cache keys and logs.  Returns the length written (truncated to n-1). */
+size_t mfs_options_key(const mfs_options *o, unsigned mask, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,193 @@
+/* The neutral scene model between importing and writing.
+ *
+ * Writers see only this: no assimp type crosses this header, so a writer can
+ * be unit-tested with a scene built by hand and another importer can be added
+ * without touching writers.
+ *
+ * Canonical frame (what every importer delivers, see docs/scene.md):
+ *   right-handed, +Y up, +Z towards the viewer (glTF), 1 unit = 1 metre;
+ *   triangles counter-clockwise seen from their front;
+ *   UV origin bottom-left (v grows upwards, OpenGL / assimp native).
+ * Each writer converts from this frame to its format's own.
+ *
+ * Matrices are column-vector convention (p' = M * p), stored row by row:
+ *   m[0..3] is row 0, translation sits at m[3], m[7], m[11].
+ *
+ * Plain data: arrays with counts, indices instead of pointers between
+ * objects.  Everything is owned by the scene and released by mfs_scene_free.
+ */
+#ifndef MESHFS_SCENE_H
+#define MESHFS_SCENE_H
+
+#include <stdint.h>
+
+#include "meshfs/err.h"
+
+#define MFS_MAX_UV 2
+
+typedef struct mfs_mat4 {
+    float m[16];
+} mfs_mat4;
+
+typedef struct mfs_node {
+    char *name;
+    mfs_mat4 local;       /* relative to parent */
+    int32_t parent;       /* index into scene->nodes, -1 for the root */
+    uint32_t n_children;
+    uint32_t *children;   /* indices, in file order */
+    uint32_t n_meshes;
+    uint32_t *meshes;     /* meshes this node places */
+} mfs_node;
+
+typedef struct mfs_weight {
+    uint32_t vertex;
+    float weight;
+} mfs_weight;
+
+typedef struct mfs_bone {
+    char *name;           /* equals the name of the node it moves */
+    int32_t node;         /* that node's index, -1 if none matched */
+    mfs_mat4 offset;      /* mesh space -> bone space at bind pose (inverse bind) */
+    uint32_t n_weights;
+    mfs_weight *weights;
+} mfs_bone;
+
+typedef enum mfs_prim {
+    MFS_PRIM_POINTS = 1,
+    MFS_PRIM_LINES = 2,
+    MFS_PRIM_TRIANGLES = 3,
+} mfs_prim;
+
+typedef struct mfs_mesh {
+    char *name;
+    int32_t material;     /* index into scene->materials, -1 if none */
+    mfs_prim prim;        /* every face of a mesh has this many indices */
+
+    uint32_t n_vertices;
+    float (*positions)[3];
+    float (*normals)[3];     /* NULL if absent; unit length otherwise */
+    float (*tangents)[3];    /* NULL if absent */
+    float (*bitangents)[3];  /* NULL if absent (set together with tangents) */
+    float (*uv[MFS_MAX_UV])[2]; /* NULL if that set is absent; set 0 first */
+    float (*colors)[4];      /* RGBA 0..1, NULL if absent */
+
+    uint32_t n_faces;
+    uint32_t *indices;       /* n_faces * prim entries */
+
+    uint32_t n_bones;
+    mfs_bone *bones;
+} mfs_mesh;
+
+typedef enum mfs_tex_kind {
+    MFS_TEX_DIFFUSE,
+    MFS_TEX_SPECULAR,
+    MFS_TEX_NORMAL,
+    MFS_TEX_REFLECTION,
+    MFS_TEX_KINDS
+} mfs_tex_kind;
+
+typedef struct mfs_material {
+    char *name;
+    char *textures[MFS_TEX_KINDS]; /* path as written in the source file, or NULL */
+} mfs_material;
+
+typedef struct mfs_vec_key {
+    double time;          /* ticks */
+    float v[3];
+} mfs_vec_key;
+
+typedef struct mfs_quat_key {
+    double time;          /* ticks */
+    float q[4];           /* x, y, z, w; unit length */
+} mfs_quat_key;
+
+typedef struct mfs_channel {
+    int32_t node;         /* index of the node it animates */
+    uint32_t n_pos, n_rot, n_scale;
+    mfs_vec_key *pos;     /* sorted by time */
+    mfs_quat_key *rot;
+    mfs_vec_key *scale;
+} mfs_channel;
+
+typedef struct mfs_animation {
+    char *name;           /* may be "" */
+    double duration;      /* ticks */
+    double ticks_per_second; /* > 0 (importer substitutes 25 when the file says 0) */
+    uint32_t n_channels;
+    mfs_channel *channels;
+} mfs_animation;
+
+typedef struct mfs_scene {
+    uint32_t n_nodes;
+    mfs_node *nodes;      /* depth-first pre-order: nodes[0] is the root,
+                             a parent always precedes its children */
+    uint32_t n_meshes;
+    mfs_mesh *meshes;
+    uint32_t n_materials;
+    mfs_material *materials;
+    uint32_t n_animations;
+    mfs_animation *animations;
+} mfs_scene;
+
+/* ---- lifetime ---- */
+
+mfs_scene *mfs_scene_new(void);
+void mfs_scene_free(mfs_scene *s);
+
+/* Duplicates a string for storage in a scene (NULL-safe, never returns NULL
+ * for non-NULL input unless out of memory). */
+char *mfs_strdup(const char *s);
+
+/* Checks the invariants above (indices in range, tree order, counts, bone
+ * node links).  Writers may assume a scene that passed. */
+int mfs_scene_validate(const mfs_scene *s, mfs_err *err);
+
+/* ---- math (src/scene/mat4.c) ---- */
+
+void mfs_mat4_identity(mfs_mat4 *m);
+int mfs_mat4_is_identity(const mfs_mat4 *m);
+/* r = a * b (apply b first).  r may alias a or b. */
+void mfs_mat4_mul(mfs_mat4 *r, const mfs_mat4 *a, const mfs_mat4 *b);
+/* Returns -1 if singular (r untouched). */
+int mfs_mat4_invert(mfs_mat4 *r, const mfs_mat4 *a);
+void mfs_mat4_transpose(mfs_mat4 *r, const mfs_mat4 *a);
+void mfs_mat4_point(const mfs_mat4 *m, const float p[3], float out[3]);
+void mfs_mat4_vector(const mfs_mat4 *m, const float v[3], float out[3]);
+/* Matrix for normals: inverse-transpose of the upper 3x3 (stored in a mat4,
+ * no translation).  Falls back to the 3x3 itself if singular. */
+void mfs_mat4_normal_matrix(mfs_mat4 *r, const mfs_mat4 *m);
+float mfs_mat4_det3(const mfs_mat4 *m);
+/* T * R * S from translation, unit quaternion (x,y,z,w) and scale. */
+void mfs_mat4_compose(mfs_mat4 *r, const float t[3], const float q[4], const float s[3]);
+/* Inverse of compose for matrices without shear; returns -1 if singular. */
+int mfs_mat4_decompose(const mfs_mat4 *m, float t[3], float q[4], float s[3]);
+void mfs_normalize3(float v[3]);
+
+/* ---- derived data (src/scene/world.c, src/scene/anim.c) ---- */
+
+/* world[i] = transform of node i in model space (parents applied).
+ * world must hold n_nodes matrices. */
+void mfs_scene_world(const mfs_scene *s, mfs_mat4 *world);
+
+/* For each mesh, the node that places it (first in pre-order), or -1 when no
+ * node references it.  out must hold n_meshes entries. */
+void mfs_scene_mesh_nodes(const mfs_scene *s, int32_t *out);
+
+/* Samples channel c at time t (ticks): linear for vectors, slerp (shortest
+ * arc) for rotations, clamped at the ends.  Missing tracks fall back to the
+ * components of `rest` (the node's local matrix).  Writes the local matrix. */
+void mfs_channel_sample(const mfs_channel *c, double t, const mfs_mat4 *rest, mfs_mat4 *out);
+
+/* Local matrix of every node at time t of animation a: animated nodes
+ * sampled, the others at their rest matrix.  local must hold n_nodes. */
+void mfs_scene_pose(const mfs_scene *s, const mfs_animation *a, double t, mfs_mat4 *local);
+
+/* Counts over all meshes, triangle meshes only for triangles. */
+uint64_t mfs_scene_vertex_count(const mfs_scene *s);
+uint64_t mfs_scene_triangle_count(const mfs_scene *s);
+
+/* Axis-aligned box of every mesh's vertices placed by its node (model
+ * space).  Returns 0 if there is no vertex. */
+int mfs_scene_bounds(const mfs_scene *s, float min[3], float max[3]);
+
+#endif

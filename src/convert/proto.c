@@ -1,0 +1,1 @@
+/* PLACEHOLDER */ typedef int mfs_placeholder_proto;

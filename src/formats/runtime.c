@@ -1,0 +1,1 @@
+/* PLACEHOLDER: shared merge/reduce for vrt/tri/sph, being written. */

@@ -1,0 +1,2 @@
+/* PLACEHOLDER: reader being written. */
+typedef int mfs_placeholder_fmi;
