@@ -1,1 +1,383 @@
-/* PLACEHOLDER */ typedef int mfs_placeholder_worker_client;
+/* Running meshfs-worker from a parent (meshfs-convert, the mount daemon).
+ *
+ * posix_spawn rather than fork: the daemon is multithreaded, and a forked
+ * child would inherit locks held by other threads.  glibc's posix_spawn
+ * uses CLONE_VFORK, so spawning is also cheap for a large parent. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "meshfs/worker.h"
+
+extern char **environ;
+
+void mfs_limits_default(mfs_limits *l)
+{
+    l->timeout_s = 60;
+    l->memory = 4ull << 30;
+    l->output = 4ull << 30;
+    l->cpu_s = 120;
+}
+
+static char worker_path[PATH_MAX];
+static pthread_once_t worker_once = PTHREAD_ONCE_INIT;
+
+static void find_worker(void)
+{
+    const char *env = getenv("MESHFS_WORKER");
+    if (env && env[0]) {
+        snprintf(worker_path, sizeof worker_path, "%s", env);
+        return;
+    }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(worker_path, sizeof worker_path, "%s/meshfs-worker", self);
+            if (access(worker_path, X_OK) == 0)
+                return;
+        }
+    }
+    snprintf(worker_path, sizeof worker_path, "%s/meshfs-worker", MESHFS_LIBEXECDIR);
+}
+
+const char *mfs_worker_path(void)
+{
+    pthread_once(&worker_once, find_worker);
+    return worker_path;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* argv for one job; strings live in `store`. */
+typedef struct argv_buf {
+    char *argv[40];
+    int argc;
+    char store[8][64];
+    int used;
+} argv_buf;
+
+static void arg(argv_buf *a, const char *s)
+{
+    if (a->argc < 39)
+        a->argv[a->argc++] = (char *)s;
+    a->argv[a->argc] = NULL;
+}
+
+static void arg_num(argv_buf *a, const char *flag, unsigned long long v)
+{
+    if (a->used >= 8)
+        return;
+    snprintf(a->store[a->used], sizeof a->store[0], "%llu", v);
+    arg(a, flag);
+    arg(a, a->store[a->used++]);
+}
+
+static void build_argv(argv_buf *a, const mfs_job *job, char *formats, size_t fsz)
+{
+    size_t n = 0;
+    formats[0] = '\0';
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        if (job->formats & (1u << f))
+            n += (size_t)snprintf(formats + n, fsz - n, "%s%s", n ? "," : "", mfs_format_get((mfs_format)f)->name);
+    memset(a, 0, sizeof *a);
+    arg(a, mfs_worker_path());
+    arg(a, "--root");
+    arg(a, job->root);
+    arg(a, "--model");
+    arg(a, job->model);
+    arg(a, "--outdir");
+    arg(a, job->outdir);
+    arg(a, "--formats");
+    arg(a, formats);
+    if (job->opts.pretrans)
+        arg(a, "--pretrans");
+    if (job->opts.fmi_textures)
+        arg(a, "--fmi-textures");
+    if (job->opts.reverse_winding)
+        arg(a, "--reverse-winding");
+    if (job->opts.source_frame)
+        arg(a, "--source-frame");
+    if (job->opts.model_path) {
+        arg(a, "--model-path");
+        arg(a, job->opts.model_path);
+    }
+    arg_num(a, "--memory", job->limits.memory);
+    arg_num(a, "--cpu", job->limits.cpu_s);
+    arg_num(a, "--output", job->limits.output);
+}
+
+static int spawn(char **argv, int report_fd, int out_fd, pid_t *pid, mfs_err *err)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (out_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+    else
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    if (!getenv("MESHFS_WORKER_STDERR"))
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    if (report_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, report_fd, MFS_REPORT_FD);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    int rc = posix_spawn(pid, argv[0], &fa, &at, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (rc != 0)
+        return mfs_errf(err, "cannot start worker %s: %s", argv[0], strerror(rc));
+    return 0;
+}
+
+/* Reads the report until EOF or the deadline.  Returns 1 on EOF, 0 on
+ * timeout, -1 if the report outgrew its cap. */
+static int read_report(int fd, double deadline, uint8_t **buf, size_t *len)
+{
+    size_t cap = 4096;
+    *buf = malloc(cap);
+    *len = 0;
+    if (!*buf)
+        return -1;
+    for (;;) {
+        double left = deadline - now_s();
+        if (left <= 0)
+            return 0;
+        struct pollfd p = {fd, POLLIN, 0};
+        int timeout_ms = left > 1e6 ? 1000000000 : (int)(left * 1000) + 1;
+        int r = poll(&p, 1, timeout_ms);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0)
+            continue;
+        if (*len == cap) {
+            if (cap >= MFS_PROTO_MAX)
+                return -1;
+            cap *= 2;
+            uint8_t *nb = realloc(*buf, cap);
+            if (!nb)
+                return -1;
+            *buf = nb;
+        }
+        ssize_t n = read(fd, *buf + *len, cap - *len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 1;
+        *len += (size_t)n;
+    }
+}
+
+/* Waits for pid until the deadline, then kills it.  Returns the wait
+ * status; *timed_out tells whether we killed it. */
+static int reap(pid_t pid, double deadline, int *timed_out)
+{
+    int status = 0;
+    *timed_out = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            return status;
+        if (r < 0 && errno != EINTR)
+            return 0;
+        if (now_s() >= deadline) {
+            kill(pid, SIGKILL);
+            *timed_out = 1;
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+            return status;
+        }
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void describe_death(int status, const mfs_job *job, char *out, size_t n)
+{
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        const char *name = sigabbrev_np(sig);
+        if (sig == SIGXCPU || (sig == SIGKILL && job->limits.cpu_s))
+            snprintf(out, n, "importer crashed: SIG%s (CPU time limit %llu s?)", name ? name : "?",
+                     (unsigned long long)job->limits.cpu_s);
+        else
+            snprintf(out, n, "importer crashed: SIG%s", name ? name : "?");
+    } else if (WIFEXITED(status)) {
+        snprintf(out, n, "worker exited with status %d without a report", WEXITSTATUS(status));
+    } else {
+        snprintf(out, n, "worker ended abnormally");
+    }
+}
+
+int mfs_worker_convert(const mfs_job *job, mfs_report *rep, mfs_err *err)
+{
+    memset(rep, 0, sizeof *rep);
+    char formats[64];
+    argv_buf a;
+    build_argv(&a, job, formats, sizeof formats);
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return mfs_errf(err, "pipe: %s", strerror(errno));
+    pid_t pid;
+    int rc = spawn(a.argv, p[1], -1, &pid, err);
+    close(p[1]);
+    if (rc < 0) {
+        close(p[0]);
+        return -1;
+    }
+    double t0 = now_s();
+    double deadline = job->limits.timeout_s > 0 ? t0 + job->limits.timeout_s : 1e300;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int got = read_report(p[0], deadline, &buf, &len);
+    close(p[0]);
+    int timed_out;
+    int status = reap(pid, got == 1 ? deadline : now_s(), &timed_out);
+    if (got == 0 || timed_out) {
+        snprintf(rep->error, sizeof rep->error, "import timed out after %g s", job->limits.timeout_s);
+    } else if (got < 0) {
+        snprintf(rep->error, sizeof rep->error, "worker report exceeds %u bytes", MFS_PROTO_MAX);
+    } else if (len == 0) {
+        describe_death(status, job, rep->error, sizeof rep->error);
+    } else {
+        mfs_err derr;
+        mfs_err_clear(&derr);
+        if (mfs_report_decode(buf, len, rep, &derr) < 0)
+            snprintf(rep->error, sizeof rep->error, "worker sent a bad report: %s", derr.msg);
+        else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+            /* A report followed by a crash (e.g. in a destructor) is not
+             * trusted: the outputs may be incomplete. */
+            mfs_report_free(rep);
+            memset(rep, 0, sizeof *rep);
+            describe_death(status, job, rep->error, sizeof rep->error);
+        }
+    }
+    free(buf);
+    return 0;
+}
+
+/* ---- which files are models ---- */
+
+/* Extensions assimp claims that are too generic to treat every such file as
+ * a model (an asset folder's .xml or .txt is far more likely something
+ * else), plus animation-only inputs with no geometry. */
+static const char *const skipped_ext[] = {"xml", "md5anim", "md5camera", "pk3", "prj", NULL};
+
+static char **model_exts;
+static char model_exts_err[MFS_ERR_MAX];
+static pthread_once_t exts_once = PTHREAD_ONCE_INIT;
+
+static int skipped(const char *e)
+{
+    for (int i = 0; skipped_ext[i]; i++)
+        if (strcmp(skipped_ext[i], e) == 0)
+            return 1;
+    return 0;
+}
+
+static void load_exts(void)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        snprintf(model_exts_err, sizeof model_exts_err, "pipe: %s", strerror(errno));
+        return;
+    }
+    char *argv[] = {(char *)mfs_worker_path(), "--list-extensions", NULL};
+    pid_t pid;
+    mfs_err err;
+    if (spawn(argv, -1, p[1], &pid, &err) < 0) {
+        close(p[0]);
+        close(p[1]);
+        snprintf(model_exts_err, sizeof model_exts_err, "%s", err.msg);
+        return;
+    }
+    close(p[1]);
+    uint8_t *buf;
+    size_t len;
+    read_report(p[0], now_s() + 30, &buf, &len);
+    close(p[0]);
+    int to;
+    reap(pid, now_s() + 30, &to);
+    size_t n = 0;
+    char **v = calloc(len / 2 + 2, sizeof(char *));
+    if (!v || !buf) {
+        free(buf);
+        free(v);
+        snprintf(model_exts_err, sizeof model_exts_err, "out of memory");
+        return;
+    }
+    char *s = (char *)buf;
+    size_t i = 0;
+    while (i < len) {
+        size_t j = i;
+        while (j < len && buf[j] != '\n')
+            j++;
+        if (j > i && j - i < 32) {
+            char e[32];
+            memcpy(e, s + i, j - i);
+            e[j - i] = '\0';
+            if (!skipped(e))
+                v[n++] = strdup(e);
+        }
+        i = j + 1;
+    }
+    free(buf);
+    if (n == 0) {
+        free(v);
+        snprintf(model_exts_err, sizeof model_exts_err, "worker %s listed no model extensions",
+                 mfs_worker_path());
+        return;
+    }
+    model_exts = v;
+}
+
+const char *const *mfs_model_extensions(mfs_err *err)
+{
+    pthread_once(&exts_once, load_exts);
+    if (!model_exts) {
+        mfs_errf(err, "%s", model_exts_err);
+        return NULL;
+    }
+    return (const char *const *)model_exts;
+}
+
+int mfs_is_model_name(const char *name)
+{
+    const char *const *exts = mfs_model_extensions(NULL);
+    const char *dot = strrchr(name, '.');
+    if (!exts || !dot || dot == name || !dot[1])
+        return 0;
+    char e[32];
+    size_t n = 0;
+    for (const char *c = dot + 1; *c && n + 1 < sizeof e; c++)
+        e[n++] = (char)((*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
+    e[n] = '\0';
+    for (int i = 0; exts[i]; i++)
+        if (strcmp(exts[i], e) == 0)
+            return 1;
+    return 0;
+}

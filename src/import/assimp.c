@@ -1,1 +1,143 @@
-/* PLACEHOLDER */ typedef int mfs_placeholder_assimp;
+/* mfs_import: assimp behind the neutral scene.
+ *
+ * One import serves every output format, so the post-processing is the
+ * union of what the writers need (docs/import.md explains each step);
+ * anything format-specific (bone-influence caps, winding, frames) is the
+ * writer's job. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <assimp/cimport.h>
+#include <assimp/config.h>
+#include <assimp/postprocess.h>
+#include <assimp/scene.h>
+
+#include "convert_scene.h"
+#include "iofs.h"
+#include "meshfs/import.h"
+
+unsigned mfs_import_ai_flags(void)
+{
+    return aiProcess_Triangulate | aiProcess_SortByPType | aiProcess_JoinIdenticalVertices |
+           aiProcess_GenSmoothNormals | aiProcess_CalcTangentSpace |
+           aiProcess_ValidateDataStructure;
+}
+
+static void lower_ext(const char *path, char *ext, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    const char *dot = strrchr(slash ? slash : path, '.');
+    size_t i = 0;
+    if (dot)
+        for (dot++; *dot && i + 1 < n; dot++)
+            ext[i++] = (char)tolower((unsigned char)*dot);
+    ext[i] = '\0';
+}
+
+int mfs_import_supported(const char *filename)
+{
+    char ext[32];
+    lower_ext(filename, ext, sizeof ext);
+    if (!ext[0])
+        return 0;
+    char dotted[40];
+    snprintf(dotted, sizeof dotted, ".%s", ext);
+    return aiIsExtensionSupported(dotted) == AI_TRUE;
+}
+
+/* Meshes without a name get their node's name (or "mesh<N>") so that every
+ * format that keys on mesh names has something stable to write. */
+static int name_meshes(mfs_scene *s, mfs_err *err)
+{
+    int32_t *placed = malloc(sizeof(int32_t) * (s->n_meshes ? s->n_meshes : 1));
+    if (!placed)
+        return mfs_errf(err, "out of memory");
+    mfs_scene_mesh_nodes(s, placed);
+    for (uint32_t i = 0; i < s->n_meshes; i++) {
+        mfs_mesh *m = &s->meshes[i];
+        if (m->name[0])
+            continue;
+        char buf[64];
+        const char *nm = placed[i] >= 0 ? s->nodes[placed[i]].name : "";
+        if (!nm[0]) {
+            snprintf(buf, sizeof buf, "mesh%u", i);
+            nm = buf;
+        }
+        char *d = mfs_strdup(nm);
+        if (!d) {
+            free(placed);
+            return mfs_errf(err, "out of memory");
+        }
+        free(m->name);
+        m->name = d;
+    }
+    free(placed);
+    return 0;
+}
+
+static const struct aiScene *run_assimp(mfs_iofs *fs, const char *rel)
+{
+    struct aiPropertyStore *props = aiCreatePropertyStore();
+    /* Pivot helper nodes ("X_$AssimpFbx$_Translation") would show up as
+     * nodes in every output; let assimp fold them where it can. */
+    aiSetImportPropertyInteger(props, AI_CONFIG_IMPORT_FBX_PRESERVE_PIVOTS, 0);
+    const struct aiScene *ai = aiImportFileExWithProperties(rel, mfs_import_ai_flags(), &fs->io, props);
+    aiReleasePropertyStore(props);
+    return ai;
+}
+
+int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
+               mfs_scene **out, mfs_deps *deps, mfs_err *err)
+{
+    *out = NULL;
+    char rel[4096];
+    if (mfs_iofs_normalise(relpath, rel, sizeof rel) < 0)
+        return mfs_errf(err, "%s: path leaves the source root", relpath);
+    mfs_iofs fs;
+    if (mfs_iofs_init(&fs, root, deps, err) < 0)
+        return -1;
+    const struct aiScene *ai = run_assimp(&fs, rel);
+    int rc = -1;
+    if (fs.refused_count) {
+        mfs_errf(err, "refused to open '%s': outside the source root", fs.refused);
+        goto done;
+    }
+    if (!ai) {
+        const char *why = aiGetErrorString();
+        mfs_errf(err, "import failed: %s", why && why[0] ? why : "unknown assimp error");
+        goto done;
+    }
+    if (fs.oom) {
+        mfs_errf(err, "out of memory while reading inputs");
+        goto done;
+    }
+    if (ai->mNumMeshes == 0) {
+        mfs_errf(err, "no meshes in the scene");
+        goto done;
+    }
+    mfs_mat4 c;
+    char why[128];
+    char ext[32];
+    lower_ext(rel, ext, sizeof ext);
+    if (mfs_frame_matrix(ai, ext, &c, why, sizeof why, err) < 0)
+        goto done;
+    mfs_scene *s = mfs_from_aiscene(ai, err);
+    aiReleaseImport(ai);
+    ai = NULL;
+    if (!s)
+        goto done;
+    if ((!(o && o->source_frame) && mfs_frame_apply(s, &c, err) < 0) || name_meshes(s, err) < 0 ||
+        mfs_scene_validate(s, err) < 0) {
+        mfs_scene_free(s);
+        goto done;
+    }
+    *out = s;
+    rc = 0;
+done:
+    if (ai)
+        aiReleaseImport(ai);
+    mfs_iofs_close(&fs);
+    return rc;
+}

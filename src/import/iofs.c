@@ -1,1 +1,250 @@
-/* PLACEHOLDER */ typedef int mfs_placeholder_iofs;
+/* The importer's only way to the disk.
+ *
+ * assimp opens side files (.mtl, .bin, textures, .md5anim...) on its own by
+ * composing paths from what the model says.  A hostile model can say
+ * "../../etc/passwd", an absolute path, or ship a symlink pointing out of the
+ * asset tree.  Every open goes through here: the path is normalised, refused
+ * if it leaves the source root (openat2 with RESOLVE_BENEATH also catches
+ * symlinks that escape), and each file read is recorded with its size and
+ * XXH3-128, which is the input list the cache keys are built from.
+ *
+ * Files are mapped, not copied: the hash and assimp's reads see the very same
+ * bytes, and a large model costs no second heap copy. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "iofs.h"
+
+typedef struct mapped_file {
+    const uint8_t *data;
+    size_t size, pos;
+} mapped_file;
+
+int mfs_iofs_normalise(const char *in, char *out, size_t outsz)
+{
+    if (!in || in[0] == '/' || in[0] == '\0')
+        return -1;
+    size_t n = 0;
+    size_t marks[256]; /* output length before each component */
+    int depth = 0;
+    const char *p = in;
+    while (*p) {
+        const char *e = p;
+        while (*e && *e != '/' && *e != '\\')
+            e++;
+        size_t len = (size_t)(e - p);
+        if (len == 0 || (len == 1 && p[0] == '.')) {
+            /* skip */
+        } else if (len == 2 && p[0] == '.' && p[1] == '.') {
+            if (depth == 0)
+                return -1;
+            n = marks[--depth];
+        } else {
+            if (depth >= 256 || n + len + 2 > outsz)
+                return -1;
+            marks[depth++] = n;
+            if (n)
+                out[n++] = '/';
+            memcpy(out + n, p, len);
+            n += len;
+        }
+        p = *e ? e + 1 : e;
+    }
+    if (n == 0)
+        return -1;
+    out[n] = '\0';
+    return 0;
+}
+
+static int open_beneath(int rootfd, const char *rel)
+{
+    struct open_how how = {
+        .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    };
+    return (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
+}
+
+static void note_refused(mfs_iofs *fs, const char *path)
+{
+    if (fs->refused_count++ == 0) {
+        size_t n = strlen(path);
+        if (n >= sizeof fs->refused)
+            n = sizeof fs->refused - 1;
+        memcpy(fs->refused, path, n);
+        fs->refused[n] = '\0';
+    }
+}
+
+static void record_dep(mfs_iofs *fs, const char *rel, const uint8_t *data, size_t size)
+{
+    mfs_deps *d = fs->deps;
+    for (uint32_t i = 0; i < d->n; i++)
+        if (strcmp(d->v[i].path, rel) == 0)
+            return;
+    if (d->n == d->cap) {
+        uint32_t cap = d->cap ? d->cap * 2 : 8;
+        mfs_dep *nv = realloc(d->v, sizeof(mfs_dep) * cap);
+        if (!nv) {
+            fs->oom = 1;
+            return;
+        }
+        d->v = nv;
+        d->cap = cap;
+    }
+    mfs_dep *dep = &d->v[d->n];
+    dep->path = strdup(rel);
+    if (!dep->path) {
+        fs->oom = 1;
+        return;
+    }
+    dep->size = size;
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits(data, size));
+    memcpy(dep->hash, c.digest, 16);
+    d->n++;
+}
+
+static size_t f_read(struct aiFile *f, char *buf, size_t size, size_t count)
+{
+    mapped_file *m = (mapped_file *)f->UserData;
+    if (size == 0 || count == 0)
+        return 0;
+    size_t avail = m->size - m->pos;
+    size_t items = avail / size;
+    if (items > count)
+        items = count;
+    memcpy(buf, m->data + m->pos, items * size);
+    m->pos += items * size;
+    return items;
+}
+
+static size_t f_write(struct aiFile *f, const char *buf, size_t size, size_t count)
+{
+    (void)f; (void)buf; (void)size; (void)count;
+    return 0; /* read-only by design */
+}
+
+static size_t f_tell(struct aiFile *f)
+{
+    return ((mapped_file *)f->UserData)->pos;
+}
+
+static size_t f_size(struct aiFile *f)
+{
+    return ((mapped_file *)f->UserData)->size;
+}
+
+static enum aiReturn f_seek(struct aiFile *f, size_t off, enum aiOrigin origin)
+{
+    mapped_file *m = (mapped_file *)f->UserData;
+    size_t base = origin == aiOrigin_SET ? 0 : origin == aiOrigin_CUR ? m->pos : m->size;
+    if (origin == aiOrigin_END) {
+        /* assimp passes the distance back from the end */
+        if (off > m->size)
+            return aiReturn_FAILURE;
+        m->pos = m->size - off;
+        return aiReturn_SUCCESS;
+    }
+    if (off > m->size - base)
+        return aiReturn_FAILURE;
+    m->pos = base + off;
+    return aiReturn_SUCCESS;
+}
+
+static void f_flush(struct aiFile *f)
+{
+    (void)f;
+}
+
+static struct aiFile *fs_open(struct aiFileIO *io, const char *path, const char *mode)
+{
+    mfs_iofs *fs = (mfs_iofs *)io->UserData;
+    if (!mode || strchr(mode, 'w') || strchr(mode, 'a') || strchr(mode, '+'))
+        return NULL;
+    char rel[4096];
+    if (mfs_iofs_normalise(path, rel, sizeof rel) < 0) {
+        note_refused(fs, path);
+        return NULL;
+    }
+    int fd = open_beneath(fs->rootfd, rel);
+    if (fd < 0) {
+        if (errno == EXDEV || errno == ELOOP)
+            note_refused(fs, path);
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return NULL;
+    }
+    struct aiFile *f = calloc(1, sizeof *f);
+    mapped_file *m = calloc(1, sizeof *m);
+    if (!f || !m)
+        goto fail;
+    m->size = (size_t)st.st_size;
+    if (m->size) {
+        void *p = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED)
+            goto fail;
+        m->data = p;
+    } else {
+        m->data = (const uint8_t *)"";
+    }
+    close(fd);
+    record_dep(fs, rel, m->data, m->size);
+    f->ReadProc = f_read;
+    f->WriteProc = f_write;
+    f->TellProc = f_tell;
+    f->FileSizeProc = f_size;
+    f->SeekProc = f_seek;
+    f->FlushProc = f_flush;
+    f->UserData = (aiUserData)m;
+    return f;
+fail:
+    close(fd);
+    free(f);
+    free(m);
+    fs->oom = 1;
+    return NULL;
+}
+
+static void fs_close(struct aiFileIO *io, struct aiFile *f)
+{
+    (void)io;
+    if (!f)
+        return;
+    mapped_file *m = (mapped_file *)f->UserData;
+    if (m && m->size)
+        munmap((void *)m->data, m->size);
+    free(m);
+    free(f);
+}
+
+int mfs_iofs_init(mfs_iofs *fs, const char *root, mfs_deps *deps, mfs_err *err)
+{
+    memset(fs, 0, sizeof *fs);
+    fs->rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fs->rootfd < 0)
+        return mfs_errf(err, "%s: cannot open source root: %s", root, strerror(errno));
+    fs->deps = deps;
+    fs->io.OpenProc = fs_open;
+    fs->io.CloseProc = fs_close;
+    fs->io.UserData = (aiUserData)fs;
+    return 0;
+}
+
+void mfs_iofs_close(mfs_iofs *fs)
+{
+    if (fs->rootfd >= 0)
+        close(fs->rootfd);
+    fs->rootfd = -1;
+}

@@ -1,1 +1,499 @@
-int main(void) { return 2; }
+/* meshfs-convert: the mount's conversions in batch, without a mount.
+ *
+ * Every model is converted by its own meshfs-worker process (the same
+ * mechanism the mount uses), so a model that crashes or hangs the importer
+ * is reported as a failed file and the batch carries on. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "meshfs/naming.h"
+#include "meshfs/worker.h"
+
+typedef struct item {
+    char *root;      /* confinement root: the input folder, or a file's folder */
+    char *model;     /* relative to root */
+    char *outdir;    /* folder the views go to */
+    char *base;      /* view base name within outdir */
+    char *fmi_model; /* model path relative to the output root, for .fmi */
+    mfs_report rep;
+    int done_ok;
+} item;
+
+typedef struct batch {
+    item *v;
+    size_t n, cap;
+    const char *out_root;
+    unsigned formats;
+    mfs_options opts;
+    mfs_limits limits;
+    atomic_size_t next, finished;
+    pthread_mutex_t lock;
+    int tty, quiet;
+} batch;
+
+static void die(const char *fmt, const char *a)
+{
+    fprintf(stderr, "meshfs-convert: ");
+    fprintf(stderr, fmt, a);
+    fputc('\n', stderr);
+    exit(2);
+}
+
+static char *xstrdup(const char *s)
+{
+    char *d = strdup(s);
+    if (!d)
+        die("%s", "out of memory");
+    return d;
+}
+
+static char *join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *d = malloc(n);
+    if (!d)
+        die("%s", "out of memory");
+    if (!a[0])
+        snprintf(d, n, "%s", b);
+    else if (!b[0])
+        snprintf(d, n, "%s", a);
+    else
+        snprintf(d, n, "%s/%s", a, b);
+    return d;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted entry names of a folder (sorted: batch order and output must not
+ * depend on readdir order). */
+static char **list_dir(const char *path, size_t *n)
+{
+    DIR *d = opendir(path);
+    *n = 0;
+    if (!d)
+        return NULL;
+    size_t cap = 16;
+    char **v = malloc(cap * sizeof *v);
+    struct dirent *e;
+    while (v && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (*n == cap) {
+            cap *= 2;
+            char **nv = realloc(v, cap * sizeof *v);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        v[(*n)++] = xstrdup(e->d_name);
+    }
+    closedir(d);
+    if (v)
+        qsort(v, *n, sizeof *v, cmp_str);
+    return v;
+}
+
+static void free_list(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void add_item(batch *b, const char *root, const char *rel_dir, const char *name,
+                     char **siblings, size_t ns)
+{
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 64;
+        b->v = realloc(b->v, b->cap * sizeof *b->v);
+        if (!b->v)
+            die("%s", "out of memory");
+    }
+    item *it = &b->v[b->n++];
+    memset(it, 0, sizeof *it);
+    char base[NAME_MAX + 1];
+    if (mfs_view_base(name, (const char *const *)siblings, ns, mfs_is_model_name, base, sizeof base) < 0)
+        die("name too long: %s", name);
+    it->root = xstrdup(root);
+    it->model = join(rel_dir, name);
+    it->outdir = join(b->out_root, rel_dir);
+    it->base = xstrdup(base);
+    it->fmi_model = join(rel_dir, base);
+}
+
+static void walk(batch *b, const char *root, const char *rel_dir, int depth)
+{
+    char *path = join(root, rel_dir);
+    size_t n;
+    char **names = list_dir(path, &n);
+    if (!names) {
+        fprintf(stderr, "meshfs-convert: %s: %s\n", path, strerror(errno));
+        free(path);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (names[i][0] == '.')
+            continue; /* hidden files and our own temp dirs */
+        char *full = join(path, names[i]);
+        struct stat st;
+        if (stat(full, &st) == 0) {
+            if (S_ISDIR(st.st_mode) && depth < 64) {
+                char *sub = join(rel_dir, names[i]);
+                walk(b, root, sub, depth + 1);
+                free(sub);
+            } else if (S_ISREG(st.st_mode) && mfs_is_model_name(names[i])) {
+                add_item(b, root, rel_dir, names[i], names, n);
+            }
+        }
+        free(full);
+    }
+    free_list(names, n);
+    free(path);
+}
+
+static void add_input(batch *b, const char *in)
+{
+    struct stat st;
+    if (stat(in, &st) < 0) {
+        fprintf(stderr, "meshfs-convert: %s: %s\n", in, strerror(errno));
+        /* still listed, so the summary and exit status count it */
+        add_item(b, ".", "", in, NULL, 0);
+        snprintf(b->v[b->n - 1].rep.error, MFS_ERR_MAX, "%s", strerror(errno));
+        b->v[b->n - 1].done_ok = -1;
+        return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        walk(b, in, "", 0);
+        return;
+    }
+    char *copy = xstrdup(in);
+    char *slash = strrchr(copy, '/');
+    const char *dir = ".", *name = copy;
+    if (slash) {
+        *slash = '\0';
+        dir = copy[0] ? copy : "/";
+        name = slash + 1;
+    }
+    size_t n;
+    char **sib = list_dir(dir, &n);
+    add_item(b, dir, "", name, sib, n);
+    free_list(sib, n);
+    free(copy);
+}
+
+static int mkdirs(const char *path)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(tmp, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Moves the worker's outputs to their final names; returns 1 if every
+ * requested format is in place. */
+static int place_outputs(batch *b, item *it, const char *tmp)
+{
+    int all = it->rep.ok;
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        if (!(b->formats & (1u << f)))
+            continue;
+        const char *name = mfs_format_get((mfs_format)f)->name;
+        char src[PATH_MAX], dst[PATH_MAX];
+        snprintf(src, sizeof src, "%s/%s", tmp, name);
+        snprintf(dst, sizeof dst, "%s/%s.%s", it->outdir, it->base, name);
+        if (it->rep.ok && it->rep.fmt[f].ok) {
+            if (rename(src, dst) < 0) {
+                snprintf(it->rep.fmt[f].error, MFS_ERR_MAX, "%s: %s", dst, strerror(errno));
+                it->rep.fmt[f].ok = 0;
+                all = 0;
+            }
+        } else {
+            unlink(src);
+            all = 0;
+        }
+    }
+    rmdir(tmp);
+    return all;
+}
+
+static void convert_item(batch *b, item *it)
+{
+    if (it->done_ok < 0)
+        return;
+    if (mkdirs(it->outdir) < 0) {
+        snprintf(it->rep.error, MFS_ERR_MAX, "%s: %s", it->outdir, strerror(errno));
+        return;
+    }
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s/.meshfs-XXXXXX", it->outdir);
+    if (!mkdtemp(tmp)) {
+        snprintf(it->rep.error, MFS_ERR_MAX, "%s: %s", it->outdir, strerror(errno));
+        return;
+    }
+    mfs_job job = {.root = it->root, .model = it->model, .formats = b->formats, .opts = b->opts,
+                   .outdir = tmp, .limits = b->limits};
+    job.opts.model_path = it->fmi_model;
+    mfs_err err;
+    mfs_err_clear(&err);
+    if (mfs_worker_convert(&job, &it->rep, &err) < 0) {
+        snprintf(it->rep.error, MFS_ERR_MAX, "%s", err.msg);
+        rmdir(tmp);
+        return;
+    }
+    it->done_ok = place_outputs(b, it, tmp);
+}
+
+static const char *first_error(const batch *b, const item *it)
+{
+    if (!it->rep.ok)
+        return it->rep.error;
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        if ((b->formats & (1u << f)) && !it->rep.fmt[f].ok)
+            return it->rep.fmt[f].error;
+    return "";
+}
+
+static void progress(batch *b, const item *it)
+{
+    pthread_mutex_lock(&b->lock);
+    size_t done = atomic_fetch_add(&b->finished, 1) + 1;
+    if (b->tty) {
+        int width = 30, fill = (int)(width * done / (b->n ? b->n : 1));
+        fprintf(stderr, "\r\033[K[%.*s%*s] %zu/%zu %s", fill, "##############################",
+                width - fill, "", done, b->n, it->model);
+        if (done == b->n)
+            fputc('\n', stderr);
+    } else if (!b->quiet) {
+        if (it->done_ok == 1)
+            printf("ok %s/%s\n", strcmp(it->root, ".") ? it->root : "", it->model);
+        else
+            printf("FAILED %s/%s: %s\n", strcmp(it->root, ".") ? it->root : "", it->model, first_error(b, it));
+        fflush(stdout);
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
+static void *worker_thread(void *arg)
+{
+    batch *b = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&b->next, 1);
+        if (i >= b->n)
+            return NULL;
+        convert_item(b, &b->v[i]);
+        progress(b, &b->v[i]);
+    }
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void write_report(const batch *b, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "meshfs-convert: %s: %s\n", path, strerror(errno));
+        return;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        const item *it = &b->v[i];
+        const mfs_stats *st = &it->rep.stats;
+        fputs("{\"model\":", f);
+        json_str(f, it->model);
+        fputs(",\"root\":", f);
+        json_str(f, it->root);
+        fprintf(f, ",\"ok\":%s,\"error\":", it->done_ok == 1 ? "true" : "false");
+        json_str(f, first_error(b, it));
+        fprintf(f, ",\"meshes\":%u,\"nodes\":%u,\"bones\":%u,\"animations\":%u,\"vertices\":%llu,"
+                   "\"triangles\":%llu,\"min\":[%.9g,%.9g,%.9g],\"max\":[%.9g,%.9g,%.9g],\"outputs\":{",
+                st->meshes, st->nodes, st->bones, st->animations, (unsigned long long)st->vertices,
+                (unsigned long long)st->triangles, st->min[0], st->min[1], st->min[2], st->max[0],
+                st->max[1], st->max[2]);
+        int first = 1;
+        for (int fm = 0; fm < MFS_FMT_COUNT; fm++) {
+            if (!(b->formats & (1u << fm)))
+                continue;
+            const char *name = mfs_format_get((mfs_format)fm)->name;
+            fprintf(f, "%s\"%s\":{\"ok\":%s,\"size\":%llu,\"path\":", first ? "" : ",", name,
+                    it->rep.fmt[fm].ok ? "true" : "false", (unsigned long long)it->rep.fmt[fm].size);
+            char p[PATH_MAX];
+            snprintf(p, sizeof p, "%s/%s.%s", it->outdir, it->base, name);
+            json_str(f, p);
+            fputs(",\"error\":", f);
+            json_str(f, it->rep.fmt[fm].error);
+            fputc('}', f);
+            first = 0;
+        }
+        fputs("},\"deps\":[", f);
+        for (uint32_t d = 0; d < it->rep.deps.n; d++) {
+            if (d)
+                fputc(',', f);
+            json_str(f, it->rep.deps.v[d].path);
+        }
+        fputs("]}\n", f);
+    }
+    fclose(f);
+}
+
+static uint64_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    switch (*end) {
+    case 'k': case 'K': v *= 1024.0; break;
+    case 'm': case 'M': v *= 1024.0 * 1024; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    case '\0': break;
+    default: die("bad size '%s' (use e.g. 512M, 4G)", s);
+    }
+    if (!(v >= 0))
+        die("bad size '%s'", s);
+    return (uint64_t)v;
+}
+
+static void usage(FILE *f)
+{
+    fputs("usage: meshfs-convert [options] INPUT... [-o OUTDIR]\n"
+          "Converts model files, and every model under folders (recursively), into engine\n"
+          "formats, mirroring the folder layout under OUTDIR (default: current folder).\n\n"
+          "  -o, --output DIR        where converted files go\n"
+          "  -f, --formats LIST      fmd,fmi,gmf,dem,vrt,tri,sph (default: all)\n"
+          "  -j, --jobs N            parallel conversions (default: number of CPUs)\n"
+          "      --pretrans          fmd: bake node transforms into vertices\n"
+          "      --fmi-textures      fmi: texture names instead of UNKNOWN\n"
+          "      --reverse-winding   tri: reverse every triangle\n"
+          "      --source-frame      keep the importer's raw coordinates (no axis/unit fix)\n"
+          "      --timeout SECONDS   per model (default 60)\n"
+          "      --memory SIZE       address-space cap per conversion (default 4G)\n"
+          "      --report FILE       write one JSON line per model\n"
+          "  -q, --quiet             no per-model lines (failures still summarised)\n"
+          "  -h, --help              this text\n"
+          "  -V, --version           version\n"
+          "Exit status: 0 if every model converted to every format, 1 otherwise, 2 on usage errors.\n",
+          f);
+}
+
+static void parse_args(int argc, char **argv, batch *b, const char **report, int *jobs)
+{
+    static const struct option longs[] = {
+        {"output", required_argument, 0, 'o'},  {"formats", required_argument, 0, 'f'},
+        {"jobs", required_argument, 0, 'j'},    {"pretrans", no_argument, 0, 1},
+        {"fmi-textures", no_argument, 0, 2},    {"reverse-winding", no_argument, 0, 3},
+        {"source-frame", no_argument, 0, 4},    {"timeout", required_argument, 0, 5},
+        {"memory", required_argument, 0, 6},    {"report", required_argument, 0, 7},
+        {"quiet", no_argument, 0, 'q'},         {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
+    int c;
+    mfs_err err;
+    while ((c = getopt_long(argc, argv, "o:f:j:qhV", longs, NULL)) != -1) {
+        switch (c) {
+        case 'o': b->out_root = optarg; break;
+        case 'f':
+            if (mfs_format_parse_list(optarg, &b->formats, &err) < 0)
+                die("%s", err.msg);
+            break;
+        case 'j': *jobs = atoi(optarg); break;
+        case 1: b->opts.pretrans = 1; break;
+        case 2: b->opts.fmi_textures = 1; break;
+        case 3: b->opts.reverse_winding = 1; break;
+        case 4: b->opts.source_frame = 1; break;
+        case 5: b->limits.timeout_s = strtod(optarg, NULL); break;
+        case 6: b->limits.memory = parse_size(optarg); break;
+        case 7: *report = optarg; break;
+        case 'q': b->quiet = 1; break;
+        case 'h': usage(stdout); exit(0);
+        case 'V': printf("meshfs-convert %s\n", MESHFS_VERSION); exit(0);
+        default: usage(stderr); exit(2);
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        exit(2);
+    }
+    if (*jobs < 1)
+        *jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (*jobs < 1)
+        *jobs = 1;
+}
+
+int main(int argc, char **argv)
+{
+    batch b;
+    memset(&b, 0, sizeof b);
+    b.out_root = ".";
+    b.formats = MFS_FMT_ALL;
+    mfs_options_default(&b.opts);
+    mfs_limits_default(&b.limits);
+    pthread_mutex_init(&b.lock, NULL);
+    const char *report = NULL;
+    int jobs = 0;
+    parse_args(argc, argv, &b, &report, &jobs);
+    mfs_err err;
+    if (!mfs_model_extensions(&err))
+        die("%s", err.msg);
+    b.tty = isatty(2) && !b.quiet;
+    for (int i = optind; i < argc; i++)
+        add_input(&b, argv[i]);
+
+    pthread_t th[64];
+    int nth = jobs > 64 ? 64 : jobs;
+    for (int i = 0; i < nth; i++)
+        pthread_create(&th[i], NULL, worker_thread, &b);
+    for (int i = 0; i < nth; i++)
+        pthread_join(th[i], NULL);
+
+    size_t failed = 0;
+    for (size_t i = 0; i < b.n; i++)
+        failed += b.v[i].done_ok != 1;
+    if (report)
+        write_report(&b, report);
+    if (failed) {
+        fprintf(stderr, "meshfs-convert: %zu of %zu models failed:\n", failed, b.n);
+        for (size_t i = 0; i < b.n; i++)
+            if (b.v[i].done_ok != 1)
+                fprintf(stderr, "  %s/%s: %s\n", b.v[i].root, b.v[i].model, first_error(&b, &b.v[i]));
+    } else if (!b.quiet) {
+        fprintf(stderr, "meshfs-convert: %zu models converted\n", b.n);
+    }
+    for (size_t i = 0; i < b.n; i++) {
+        item *it = &b.v[i];
+        mfs_report_free(&it->rep);
+        free(it->root);
+        free(it->model);
+        free(it->outdir);
+        free(it->base);
+        free(it->fmi_model);
+    }
+    free(b.v);
+    return failed || b.n == 0 ? 1 : 0;
+}

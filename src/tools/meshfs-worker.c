@@ -1,1 +1,152 @@
-int main(void) { return 2; }
+/* meshfs-worker: one conversion in a process of its own.
+ *
+ * Started by meshfs-convert and the mount daemon (src/convert/worker_client.c),
+ * never by hand.  It limits itself before touching the model, imports it once,
+ * writes every requested format into --outdir, and writes its report to fd 3.
+ * Anything it says is checked by the parent; anything it does wrong (crash,
+ * hang, runaway allocation) costs only this process. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <assimp/cimport.h>
+
+#include "meshfs/worker.h"
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: meshfs-worker --root DIR --model REL --outdir DIR --formats LIST\n"
+                    "         [--pretrans] [--fmi-textures] [--reverse-winding] [--source-frame]\n"
+                    "         [--model-path P] [--memory BYTES] [--cpu SECONDS] [--output BYTES]\n"
+                    "       meshfs-worker --list-extensions\n"
+                    "Internal helper of meshfs: writes its report to fd %d.\n",
+            MFS_REPORT_FD);
+}
+
+static int list_extensions(void)
+{
+    struct aiString s;
+    /* assimp appends to the string, so it must start empty */
+    memset(&s, 0, sizeof s);
+    aiGetExtensionList(&s);
+    /* "*.3ds;*.obj;..." -> one lower-case extension per line */
+    const char *p = s.data;
+    while (*p) {
+        while (*p == '*' || *p == '.' || *p == ';')
+            p++;
+        const char *e = p;
+        while (*e && *e != ';')
+            e++;
+        if (e > p) {
+            for (const char *c = p; c < e; c++)
+                putchar((*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
+            putchar('\n');
+        }
+        p = e;
+    }
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+static void limit(int res, unsigned long long v)
+{
+    if (!v)
+        return;
+    struct rlimit rl = {v, v};
+    if (res == RLIMIT_CPU)
+        rl.rlim_max = v + 5; /* SIGXCPU first, SIGKILL 5 s later */
+    setrlimit(res, &rl);
+}
+
+/* Dies with the parent, and keeps only the descriptors it needs: a worker
+ * must not hold the daemon's /dev/fuse or cache files open. */
+static void confine(void)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1)
+        _exit(70);
+    close_range(MFS_REPORT_FD + 1, ~0u, 0);
+    limit(RLIMIT_CORE, 0);
+    struct rlimit rl = {0, 0};
+    setrlimit(RLIMIT_CORE, &rl);
+}
+
+static int send_report(const mfs_report *rep)
+{
+    uint8_t *buf;
+    size_t len;
+    if (mfs_report_encode(rep, &buf, &len) < 0)
+        return -1;
+    const uint8_t *p = buf;
+    while (len) {
+        ssize_t w = write(MFS_REPORT_FD, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            free(buf);
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    free(buf);
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, mfs_job *job)
+{
+    memset(job, 0, sizeof *job);
+    mfs_options_default(&job->opts);
+    mfs_err err;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--pretrans")) job->opts.pretrans = 1;
+        else if (!strcmp(a, "--fmi-textures")) job->opts.fmi_textures = 1;
+        else if (!strcmp(a, "--reverse-winding")) job->opts.reverse_winding = 1;
+        else if (!strcmp(a, "--source-frame")) job->opts.source_frame = 1;
+        else if (!v) return -1;
+        else if (!strcmp(a, "--root")) job->root = v, i++;
+        else if (!strcmp(a, "--model")) job->model = v, i++;
+        else if (!strcmp(a, "--outdir")) job->outdir = v, i++;
+        else if (!strcmp(a, "--model-path")) job->opts.model_path = v, i++;
+        else if (!strcmp(a, "--memory")) job->limits.memory = strtoull(v, NULL, 10), i++;
+        else if (!strcmp(a, "--cpu")) job->limits.cpu_s = strtoull(v, NULL, 10), i++;
+        else if (!strcmp(a, "--output")) job->limits.output = strtoull(v, NULL, 10), i++;
+        else if (!strcmp(a, "--formats")) {
+            if (mfs_format_parse_list(v, &job->formats, &err) < 0) {
+                fprintf(stderr, "meshfs-worker: %s\n", err.msg);
+                return -1;
+            }
+            i++;
+        } else return -1;
+    }
+    return job->root && job->model && job->outdir && job->formats ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && !strcmp(argv[1], "--list-extensions"))
+        return list_extensions();
+    mfs_job job;
+    if (parse_args(argc, argv, &job) < 0) {
+        usage();
+        return 2;
+    }
+    confine();
+    limit(RLIMIT_AS, job.limits.memory);
+    limit(RLIMIT_CPU, job.limits.cpu_s);
+    /* Test hook (docs/reliability.md): simulate a hanging importer. */
+    const char *hang = getenv("MESHFS_TEST_WORKER_SLEEP");
+    if (hang)
+        sleep((unsigned)atoi(hang));
+    mfs_report rep;
+    mfs_job_run(&job, &rep);
+    int rc = send_report(&rep) < 0 ? 1 : 0;
+    mfs_report_free(&rep);
+    return rc;
+}

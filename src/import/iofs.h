@@ -1,0 +1,27 @@
+/* A confined, recording file system for assimp (internal to the importer). */
+#ifndef MESHFS_IMPORT_IOFS_H
+#define MESHFS_IMPORT_IOFS_H
+
+#include <assimp/cfileio.h>
+
+#include "meshfs/import.h"
+
+typedef struct mfs_iofs {
+    struct aiFileIO io;   /* handed to assimp; UserData points back here */
+    int rootfd;
+    mfs_deps *deps;       /* every file opened, model first */
+    char refused[512];    /* first path refused for leaving the root */
+    int refused_count;
+    int oom;
+} mfs_iofs;
+
+/* Opens root as the confinement directory.  Returns -1 with err set. */
+int mfs_iofs_init(mfs_iofs *fs, const char *root, mfs_deps *deps, mfs_err *err);
+void mfs_iofs_close(mfs_iofs *fs);
+
+/* Lexically normalises a path the way the confinement sees it:
+ * "a/./b//c/../d" -> "a/b/d".  Returns -1 if it is absolute or climbs
+ * above its start. */
+int mfs_iofs_normalise(const char *in, char *out, size_t outsz);
+
+#endif
