@@ -35,6 +35,7 @@ void mfs_limits_default(mfs_limits *l);
 typedef struct mfs_stats {
     uint32_t meshes, nodes, bones, animations, materials;
     uint64_t vertices, triangles;
+    uint64_t faces;          /* all faces: triangles, lines and points */
     float min[3], max[3];    /* canonical model-space box (zeros if empty) */
 } mfs_stats;
 

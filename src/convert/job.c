@@ -2,6 +2,8 @@
  * requested format into the job's private directory. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,8 +19,10 @@ static void fill_stats(const mfs_scene *s, mfs_stats *st)
     st->materials = s->n_materials;
     st->vertices = mfs_scene_vertex_count(s);
     st->triangles = mfs_scene_triangle_count(s);
-    for (uint32_t i = 0; i < s->n_meshes; i++)
+    for (uint32_t i = 0; i < s->n_meshes; i++) {
         st->bones += s->meshes[i].n_bones;
+        st->faces += s->meshes[i].n_faces;
+    }
     if (!mfs_scene_bounds(s, st->min, st->max)) {
         memset(st->min, 0, sizeof st->min);
         memset(st->max, 0, sizeof st->max);
@@ -68,6 +72,49 @@ static void write_one(const mfs_job *job, const mfs_scene *s, const mfs_format_i
         unlink(path);
 }
 
+/* Writers are pure functions of a const scene, so they run side by side:
+ * on a million-triangle model the text and gzip writers are each a
+ * noticeable fraction of the import, and the import itself cannot be split.
+ * Heaviest first, so the last one to start is a short one. */
+static const mfs_format write_order[MFS_FMT_COUNT] = {
+    MFS_FMT_DEM, MFS_FMT_FMD, MFS_FMT_GMF, MFS_FMT_VRT, MFS_FMT_TRI, MFS_FMT_SPH, MFS_FMT_FMI,
+};
+
+typedef struct pool {
+    const mfs_job *job;
+    const mfs_scene *scene;
+    mfs_report *rep;
+    atomic_int next;
+} pool;
+
+static void *pool_thread(void *arg)
+{
+    pool *p = arg;
+    for (;;) {
+        int i = atomic_fetch_add(&p->next, 1);
+        if (i >= MFS_FMT_COUNT)
+            return NULL;
+        mfs_format f = write_order[i];
+        if (p->rep->formats & (1u << f))
+            write_one(p->job, p->scene, mfs_format_get(f), &p->rep->fmt[f]);
+    }
+}
+
+static void write_all(const mfs_job *job, const mfs_scene *s, mfs_report *rep)
+{
+    pool p = {job, s, rep, 0};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int extra = cpus > 4 ? 3 : cpus > 1 ? (int)cpus - 1 : 0;
+    pthread_t th[3];
+    int started = 0;
+    for (int i = 0; i < extra; i++)
+        if (pthread_create(&th[started], NULL, pool_thread, &p) == 0)
+            started++;
+    pool_thread(&p);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}
+
 int mfs_job_run(const mfs_job *job, mfs_report *rep)
 {
     memset(rep, 0, sizeof *rep);
@@ -82,9 +129,7 @@ int mfs_job_run(const mfs_job *job, mfs_report *rep)
     rep->ok = 1;
     fill_stats(s, &rep->stats);
     rep->formats = job->formats & MFS_FMT_ALL;
-    for (int f = 0; f < MFS_FMT_COUNT; f++)
-        if (rep->formats & (1u << f))
-            write_one(job, s, mfs_format_get((mfs_format)f), &rep->fmt[f]);
+    write_all(job, s, rep);
     mfs_scene_free(s);
     return 0;
 }

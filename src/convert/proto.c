@@ -62,6 +62,7 @@ int mfs_report_encode(const mfs_report *r, uint8_t **buf, size_t *len)
         mfs_put_u32(&s, counts[i]);
     put_u64(&s, st->vertices);
     put_u64(&s, st->triangles);
+    put_u64(&s, st->faces);
     for (int i = 0; i < 3; i++)
         mfs_put_f32(&s, st->min[i]);
     for (int i = 0; i < 3; i++)
@@ -189,7 +190,8 @@ static int get_stats(rd *r, mfs_stats *st)
     for (int i = 0; i < 5; i++)
         if (get_u32(r, counts[i], "stats") < 0)
             return -1;
-    if (get_u64(r, &st->vertices, "stats") < 0 || get_u64(r, &st->triangles, "stats") < 0)
+    if (get_u64(r, &st->vertices, "stats") < 0 || get_u64(r, &st->triangles, "stats") < 0 ||
+        get_u64(r, &st->faces, "stats") < 0)
         return -1;
     for (int i = 0; i < 3; i++)
         if (get_f32(r, &st->min[i], "stats") < 0)

@@ -70,8 +70,7 @@ static void confine(void)
     if (getppid() == 1)
         _exit(70);
     close_range(MFS_REPORT_FD + 1, ~0u, 0);
-    limit(RLIMIT_CORE, 0);
-    struct rlimit rl = {0, 0};
+    struct rlimit rl = {0, 0}; /* a crashing importer leaves no core files */
     setrlimit(RLIMIT_CORE, &rl);
 }
 
@@ -138,7 +137,12 @@ int main(int argc, char **argv)
         return 2;
     }
     confine();
+#if defined(__SANITIZE_ADDRESS__)
+    /* ASan reserves terabytes of address space for its shadow memory; an
+     * address-space cap would kill every sanitized worker at start. */
+#else
     limit(RLIMIT_AS, job.limits.memory);
+#endif
     limit(RLIMIT_CPU, job.limits.cpu_s);
     /* Test hook (docs/reliability.md): simulate a hanging importer. */
     const char *hang = getenv("MESHFS_TEST_WORKER_SLEEP");

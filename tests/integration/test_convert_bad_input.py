@@ -1,0 +1,95 @@
+"""Bad input to meshfs-convert: every file gets a clear error naming it and
+the reason, the exit status is non-zero, and the batch carries on."""
+import os
+import random
+import shutil
+import unittest
+
+from common import CORPUS, FORMATS, convert, tempdir
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+class BadInput(unittest.TestCase):
+    def make_tree(self, src):
+        good = os.path.join(CORPUS, "OBJ", "box.obj")
+        shutil.copy(good, os.path.join(src, "good.obj"))
+        write(os.path.join(src, "empty.obj"), b"")
+        with open(os.path.join(CORPUS, "FBX", "box.fbx"), "rb") as f:
+            fbx = f.read()
+        write(os.path.join(src, "truncated.fbx"), fbx[: len(fbx) // 3])
+        rnd = random.Random(1234)
+        for ext in ("obj", "fbx", "dae", "glb", "ply", "stl", "3ds", "x"):
+            write(os.path.join(src, "random", f"noise.{ext}"), bytes(rnd.randrange(256) for _ in range(4096)))
+        # References that leave the source root must be refused, by name.
+        write(os.path.join(src, "escape", "mtl.obj"),
+              b"mtllib ../../etc/passwd\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+        write(os.path.join(src, "escape", "abs.obj"),
+              b"mtllib /etc/passwd\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+        write(os.path.join(src, "escape", "buf.gltf"),
+              b'{"asset":{"version":"2.0"},"buffers":[{"uri":"../../etc/passwd","byteLength":12}],'
+              b'"bufferViews":[{"buffer":0,"byteLength":12}],"accessors":[{"bufferView":0,'
+              b'"componentType":5126,"count":1,"type":"VEC3","max":[0,0,0],"min":[0,0,0]}],'
+              b'"meshes":[{"primitives":[{"attributes":{"POSITION":0}}]}],"nodes":[{"mesh":0}],'
+              b'"scenes":[{"nodes":[0]}],"scene":0}')
+        os.symlink("/etc/passwd", os.path.join(src, "escape", "link.mtl"))
+        write(os.path.join(src, "escape", "link.obj"),
+              b"mtllib link.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+
+    def test_bad_files_fail_clearly_and_batch_carries_on(self):
+        with tempdir() as src, tempdir() as out:
+            self.make_tree(src)
+            shutil.copytree(os.path.join(CORPUS, "invalid"), os.path.join(src, "invalid"))
+            p, rows = convert([src], out, "--timeout", "60")
+            self.assertEqual(p.returncode, 1, p.stderr)
+            by = {r["model"]: r for r in rows}
+            # the good model converted to every format despite its neighbours
+            self.assertTrue(by["good.obj"]["ok"], by["good.obj"])
+            for f in FORMATS:
+                self.assertTrue(os.path.getsize(os.path.join(out, f"good.{f}")) > 0)
+            failed = [m for m, r in by.items() if not r["ok"]]
+            for m in failed:
+                self.assertTrue(by[m]["error"], m)
+                # the summary names the file and the reason
+                self.assertIn(m, p.stderr)
+                self.assertIn(by[m]["error"][:60], p.stderr)
+                # a failed model leaves no output behind
+                base = os.path.splitext(m)[0]
+                for f in FORMATS:
+                    self.assertFalse(os.path.exists(os.path.join(out, f"{base}.{f}")), (m, f))
+            for m in ("empty.obj", "truncated.fbx", "invalid/empty.x", "invalid/OutOfMemory.off",
+                      "invalid/malformed.obj"):
+                self.assertIn(m, failed)
+            for ext in ("obj", "fbx", "dae", "glb", "ply", "stl", "3ds", "x"):
+                self.assertIn(f"random/noise.{ext}", failed)
+            self.assertIn("refused to open '../../etc/passwd'", by["escape/mtl.obj"]["error"])
+            self.assertIn("refused to open '/etc/passwd'", by["escape/abs.obj"]["error"])
+            self.assertIn("refused to open", by["escape/buf.gltf"]["error"])
+            self.assertIn("../../etc/passwd", by["escape/buf.gltf"]["error"])
+            self.assertIn("refused to open 'escape/link.mtl'", by["escape/link.obj"]["error"])
+            # nothing outside the root was read
+            for r in rows:
+                for d in r["deps"]:
+                    self.assertFalse(d.startswith("/") or d.startswith(".."), (r["model"], d))
+
+    def test_missing_input_is_reported(self):
+        with tempdir() as out:
+            p, rows = convert(["/nonexistent/model.fbx"], out)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("/nonexistent/model.fbx", p.stderr)
+            self.assertIn("No such file or directory", p.stderr)
+
+    def test_usage_errors(self):
+        with tempdir() as out:
+            p, _ = convert([os.path.join(CORPUS, "OBJ", "box.obj")], out, "--formats", "fmd,bogus",
+                           report=False)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("unknown format 'bogus'", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
