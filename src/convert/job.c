@@ -58,7 +58,12 @@ static void write_one(const mfs_job *job, const mfs_scene *s, const mfs_format_i
     if (close(fd) < 0 && !serr)
         serr = errno;
     if (rc < 0) {
-        snprintf(res->error, sizeof res->error, "%s: %s", fi->name, err.msg);
+        /* writers may name themselves already; say it once */
+        size_t nl = strlen(fi->name);
+        const char *msg = err.msg;
+        if (!strncmp(msg, fi->name, nl) && msg[nl] == ':' && msg[nl + 1] == ' ')
+            msg += nl + 2;
+        snprintf(res->error, sizeof res->error, "%s: %s", fi->name, msg);
     } else if (serr == EFBIG) {
         snprintf(res->error, sizeof res->error, "%s: output exceeds the %llu-byte cap", fi->name,
                  (unsigned long long)job->limits.output);

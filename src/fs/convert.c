@@ -1,0 +1,219 @@
+/* A conversion for the mount: one worker run, its outputs filed in the cache.
+ *
+ * The worker writes into a private directory beside the cache; each output
+ * it vouches for is copied into a cache entry under the key built from the
+ * inputs the worker actually read, each failure becomes a negative entry
+ * under the same key (so it is not retried until an input changes), and the
+ * model's manifest records the inputs for the next lookup. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+void mfs_fs_log(mfs_fs *fs, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (fs->cfg.foreground)
+        fprintf(stderr, "meshfs: %s\n", msg);
+    else
+        syslog(LOG_WARNING, "%s", msg);
+}
+
+void mfs_fs_format_options(const mfs_fs *fs, int format, const char *fmi_model, char *buf, size_t n)
+{
+    mfs_options o = fs->cfg.opts;
+    o.model_path = fmi_model;
+    mfs_options_key(&o, mfs_format_get((mfs_format)format)->options, buf, n);
+}
+
+void mfs_fs_import_options(const mfs_fs *fs, char *buf, size_t n)
+{
+    mfs_options_key(&fs->cfg.opts, MFS_OPT_SOURCE_FRAME, buf, n);
+}
+
+static void job_slot_take(mfs_fs *fs)
+{
+    pthread_mutex_lock(&fs->job_lock);
+    while (fs->jobs_running >= fs->cfg.convert_jobs)
+        pthread_cond_wait(&fs->job_cond, &fs->job_lock);
+    fs->jobs_running++;
+    pthread_mutex_unlock(&fs->job_lock);
+}
+
+static void job_slot_give(mfs_fs *fs)
+{
+    pthread_mutex_lock(&fs->job_lock);
+    fs->jobs_running--;
+    pthread_cond_signal(&fs->job_cond);
+    pthread_mutex_unlock(&fs->job_lock);
+}
+
+/* Streams one output file into a cache entry. */
+static int file_output(mfs_fs *fs, const char *path, const mfs_cache_key *k, uint64_t size, mfs_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return mfs_errf(err, "worker output %s: %s", path, strerror(errno));
+    mfs_cache_writer *w;
+    if (mfs_cache_writer_begin(fs->cache, k, &w, err) < 0) {
+        close(fd);
+        return -1;
+    }
+    static const size_t chunk = 1 << 20;
+    char *buf = malloc(chunk);
+    uint64_t total = 0;
+    int rc = buf ? 0 : mfs_errf(err, "out of memory");
+    while (rc == 0) {
+        ssize_t r = read(fd, buf, chunk);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = mfs_errf(err, "worker output %s: %s", path, strerror(errno));
+            break;
+        }
+        if (r == 0)
+            break;
+        total += (uint64_t)r;
+        rc = mfs_cache_writer_write(w, buf, (size_t)r, err);
+    }
+    free(buf);
+    close(fd);
+    if (rc == 0 && total != size)
+        rc = mfs_errf(err, "worker output %s: %llu bytes, report says %llu", path,
+                      (unsigned long long)total, (unsigned long long)size);
+    if (rc < 0) {
+        mfs_cache_writer_abort(w);
+        return -1;
+    }
+    return mfs_cache_writer_commit(w, NULL, err);
+}
+
+static int file_results(mfs_fs *fs, const char *tmp, const char *fmi_model, unsigned formats,
+                        const mfs_report *rep, const mfs_dep *deps, uint32_t ndeps,
+                        mfs_cache_manifest *man, mfs_err *err)
+{
+    man->views = calloc(MFS_FMT_COUNT, sizeof *man->views);
+    if (!man->views)
+        return mfs_errf(err, "out of memory");
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        if (!(formats & (1u << f)))
+            continue;
+        const char *name = mfs_format_get((mfs_format)f)->name;
+        char opts[4200];
+        mfs_fs_format_options(fs, f, fmi_model, opts, sizeof opts);
+        mfs_cache_view *v = &man->views[man->nviews];
+        if (mfs_cache_view_key(deps, ndeps, name, opts, MESHFS_VERSION, &v->key, err) < 0)
+            return -1;
+        v->format = strdup(name);
+        if (!v->format)
+            return mfs_errf(err, "out of memory");
+        man->nviews++;
+        char out[4200];
+        snprintf(out, sizeof out, "%s/%s", tmp, name);
+        const char *reason = !rep->ok ? rep->error : !rep->fmt[f].ok ? rep->fmt[f].error : NULL;
+        if (!reason) {
+            mfs_err ferr;
+            mfs_err_clear(&ferr);
+            if (file_output(fs, out, &v->key, rep->fmt[f].size, &ferr) < 0) {
+                /* e.g. ENOSPC: the view fails with the reason, no partial entry */
+                mfs_fs_log(fs, "cache: %s", ferr.msg);
+                mfs_cache_store_negative(fs->cache, &v->key, ferr.msg, err);
+            }
+        } else {
+            if (mfs_cache_store_negative(fs->cache, &v->key, reason[0] ? reason : "conversion failed", err) < 0)
+                mfs_fs_log(fs, "cache: %s", err->msg);
+        }
+        unlink(out);
+    }
+    return 0;
+}
+
+static int copy_deps(mfs_cache_manifest *man, const mfs_dep *d, uint32_t n)
+{
+    man->deps = calloc(n ? n : 1, sizeof *man->deps);
+    if (!man->deps)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        man->deps[i] = d[i];
+        man->deps[i].path = strdup(d[i].path);
+        if (!man->deps[i].path)
+            return -1;
+        man->ndeps++;
+    }
+    return 0;
+}
+
+int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsigned formats,
+                   mfs_cache_manifest *man, mfs_err *err)
+{
+    memset(man, 0, sizeof *man);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s/job-XXXXXX", fs->tmpdir);
+    if (!mkdtemp(tmp))
+        return mfs_errf(err, "%s: %s", tmp, strerror(errno));
+    mfs_job job = {.root = fs->cfg.src, .model = relpath, .formats = formats,
+                   .opts = fs->cfg.opts, .outdir = tmp, .limits = fs->cfg.limits};
+    job.opts.model_path = fmi_model;
+    mfs_report rep;
+    job_slot_take(fs);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = mfs_worker_convert(&job, &rep, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    job_slot_give(fs);
+    atomic_fetch_add(&fs->stats.conversions, 1);
+    if (rc < 0) {
+        rmdir(tmp);
+        return -1;
+    }
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (!rep.ok) {
+        atomic_fetch_add(&fs->stats.conversion_failures, 1);
+        mfs_fs_log(fs, "%s: conversion failed: %s", relpath, rep.error);
+    } else {
+        mfs_fs_log(fs, "%s: converted in %.2f s", relpath, secs);
+    }
+    /* Inputs for the keys: what the worker read; if it died before saying,
+     * the model file alone (hashed here), so a crash is keyed to its bytes. */
+    mfs_dep self = {0};
+    const mfs_dep *deps = rep.deps.v;
+    uint32_t ndeps = rep.deps.n;
+    if (ndeps && strcmp(deps[0].path, relpath) != 0)
+        ndeps = 0; /* the model must come first: not trusting an odd report */
+    if (ndeps == 0) {
+        struct stat st;
+        self.path = (char *)relpath;
+        if (mfs_cache_file_hash_at(fs->cache, fs->rootfd, relpath, &st, self.hash, err) < 0) {
+            mfs_report_free(&rep);
+            rmdir(tmp);
+            return -1;
+        }
+        self.size = (uint64_t)st.st_size;
+        deps = &self;
+        ndeps = 1;
+    }
+    rc = file_results(fs, tmp, fmi_model, formats, &rep, deps, ndeps, man, err);
+    if (rc == 0 && copy_deps(man, deps, ndeps) < 0)
+        rc = mfs_errf(err, "out of memory");
+    if (rc == 0) {
+        char iopts[64];
+        mfs_cache_key mk;
+        mfs_fs_import_options(fs, iopts, sizeof iopts);
+        if (mfs_cache_manifest_key(relpath, deps[0].size, deps[0].hash, iopts, MESHFS_VERSION, &mk, err) == 0)
+            mfs_cache_manifest_store(fs->cache, &mk, man, err);
+    }
+    mfs_report_free(&rep);
+    rmdir(tmp);
+    return rc;
+}

@@ -1,0 +1,115 @@
+/* Internal to the mount daemon (src/fs/): the state one mount shares
+ * between FUSE threads.  See docs/architecture.md for the path of a read(). */
+#ifndef MESHFS_FS_H
+#define MESHFS_FS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "meshfs/cache.h"
+#include "meshfs/formats.h"
+#include "meshfs/worker.h"
+
+typedef struct mfs_fs_config {
+    char *src;              /* absolute path of SRC */
+    char *cache_dir;        /* NULL: default */
+    uint64_t cache_size;
+    unsigned formats;       /* views shown */
+    int hide_sources;
+    mfs_options opts;       /* pretrans, fmi_textures, reverse_winding, source_frame */
+    mfs_limits limits;
+    unsigned convert_jobs;  /* concurrent workers */
+    int foreground;
+} mfs_fs_config;
+
+typedef struct mfs_fs_stats {
+    atomic_uint_least64_t conversions;    /* workers run */
+    atomic_uint_least64_t conversion_failures;
+    atomic_uint_least64_t views_served;   /* opens of views */
+} mfs_fs_stats;
+
+typedef struct mfs_models mfs_models;
+typedef struct mfs_dirmaps mfs_dirmaps;
+
+typedef struct mfs_fs {
+    mfs_fs_config cfg;
+    int rootfd;             /* SRC, O_PATH|O_DIRECTORY */
+    mfs_cache *cache;
+    mfs_models *models;
+    mfs_dirmaps *dirs;
+    mfs_fs_stats stats;
+    char tmpdir[4096];      /* worker output dirs live here (same fs as the cache) */
+    pthread_mutex_t job_lock;
+    pthread_cond_t job_cond;
+    unsigned jobs_running;
+} mfs_fs;
+
+/* ---- dirmap.c: which names in a folder are views of which model ---- */
+
+typedef struct mfs_view_ref {
+    char *model;            /* model file name in the folder */
+    char *base;             /* view base name: "car" or "car.fbx" */
+    int format;             /* mfs_format */
+} mfs_view_ref;
+
+mfs_dirmaps *mfs_dirmaps_new(void);
+void mfs_dirmaps_free(mfs_dirmaps *d);
+
+/* If `name` in folder `dir` (relative, "" for the root) is a view, fills ref
+ * (model is a malloc'd copy) and returns 1; 0 if not; -errno on error. */
+int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref);
+
+typedef int (*mfs_dir_fill)(void *ctx, const char *name, const struct stat *st);
+
+/* Lists folder `dir` as the mount shows it: passed-through entries (model
+ * files omitted with hide_sources) and every view.  st has only st_ino and
+ * the type bits of st_mode set.  Returns 0 or -errno. */
+int mfs_dir_list(mfs_fs *fs, const char *dir, mfs_dir_fill fill, void *ctx);
+
+/* Stable inode numbers: a source entry keeps its own, a view gets a hash of
+ * (device, inode, format) with the top bit set. */
+uint64_t mfs_view_ino(dev_t dev, ino_t ino, int format);
+
+/* ---- models.c: a model's views, converted once, served from the cache ---- */
+
+typedef struct mfs_view_state {
+    int ok;                 /* 1: bytes in the cache; 0: failed (reason set) */
+    char reason[MFS_ERR_MAX];
+    mfs_cache_hit hit;      /* ok: fd/offset/length (caller releases) */
+    uint64_t size;
+    struct timespec mtime;  /* newest input mtime */
+    mfs_cache_key key;
+    int same_as_last;       /* want_fd: the key equals that of the last open */
+} mfs_view_state;
+
+mfs_models *mfs_models_new(void);
+void mfs_models_free(mfs_models *m);
+
+/* Resolves view `format` of model `name` in folder `dir` (relative to SRC,
+ * "" for the root), whose views are named `base`.<fmt>: converting it if
+ * needed (single flight per model).  want_fd: also open the cache entry.
+ * Returns 0 (st->ok says whether the view has bytes) or -errno when the
+ * model itself cannot be reached. */
+int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *base,
+                     int format, int want_fd, mfs_view_state *st);
+
+/* ---- convert.c: run a worker for a model and file its outputs ---- */
+
+/* Converts relpath for every format in `formats`, storing each output (or a
+ * negative entry) in the cache and the manifest for the model.  deps and
+ * per-format keys come back in *man (caller frees).  Returns 0 or -1 with
+ * err (cache trouble); a failed conversion is a 0 with negative entries. */
+int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsigned formats,
+                   mfs_cache_manifest *man, mfs_err *err);
+
+/* Option text for a format's cache key (fmi_model: the .fmi model= path),
+ * and for the manifest. */
+void mfs_fs_format_options(const mfs_fs *fs, int format, const char *fmi_model, char *buf,
+                           size_t n);
+void mfs_fs_import_options(const mfs_fs *fs, char *buf, size_t n);
+
+void mfs_fs_log(mfs_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,210 @@
+/* meshfs SRC MNT: mount a folder of models with converted views beside them.
+ *
+ * Options follow FUSE conventions: generic ones (-f, -d, -s, -o allow_other,
+ * ...) pass through to libfuse, every meshfs option is an -o name=value so
+ * the mount works from fstab. */
+#define FUSE_USE_VERSION 314
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "ops.h"
+
+typedef struct cli {
+    char *src;
+    char *cache_dir;
+    char *cache_size;
+    char *formats;
+    char *convert_memory;
+    double convert_timeout;
+    unsigned convert_jobs;
+    int hide_sources, pretrans, fmi_textures, reverse_winding, source_frame;
+    int show_help, show_version;
+    int nonopts;
+} cli;
+
+#define OPT(t, p) {t, offsetof(cli, p), 1}
+static const struct fuse_opt cli_spec[] = {
+    OPT("cache_dir=%s", cache_dir),
+    OPT("cache_size=%s", cache_size),
+    OPT("formats=%s", formats),
+    OPT("convert_timeout=%lf", convert_timeout),
+    OPT("convert_memory=%s", convert_memory),
+    OPT("convert_jobs=%u", convert_jobs),
+    OPT("hide_sources", hide_sources),
+    OPT("pretrans", pretrans),
+    OPT("fmi_textures", fmi_textures),
+    OPT("reverse_winding", reverse_winding),
+    OPT("source_frame", source_frame),
+    OPT("-h", show_help),
+    OPT("--help", show_help),
+    OPT("-V", show_version),
+    OPT("--version", show_version),
+    FUSE_OPT_END,
+};
+
+/* The first non-option argument is SRC; the rest (MNT) goes to libfuse. */
+static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
+{
+    cli *c = data;
+    if (key == FUSE_OPT_KEY_NONOPT && c->nonopts++ == 0) {
+        c->src = strdup(arg);
+        return 0;
+    }
+    return 1;
+}
+
+static void usage(const char *prog)
+{
+    printf("usage: %s [options] SRC MNT\n\n"
+           "Mounts SRC read-only at MNT; every model shows up beside its converted views\n"
+           "(.fmd .fmi .gmf .dem .vrt .tri .sph), converted on first access and cached.\n\n"
+           "meshfs options:\n"
+           "    -o formats=LIST          views to show (default fmd,fmi,gmf,dem,vrt,tri,sph)\n"
+           "    -o hide_sources          show only views and non-model files\n"
+           "    -o pretrans              fmd: bake node transforms into vertices\n"
+           "    -o fmi_textures          fmi: texture names instead of UNKNOWN\n"
+           "    -o reverse_winding       tri: reverse every triangle\n"
+           "    -o source_frame          keep the importer's raw coordinates\n"
+           "    -o cache_dir=DIR         default ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs\n"
+           "    -o cache_size=SIZE       cap, e.g. 512M, 2G (default 2G)\n"
+           "    -o convert_timeout=SECS  per conversion, then SIGKILL (default 60)\n"
+           "    -o convert_memory=SIZE   address-space cap per conversion (default 4G)\n"
+           "    -o convert_jobs=N        conversions at once (default: number of CPUs)\n\n",
+           prog);
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    double m = 1;
+    switch (*end) {
+    case 'k': case 'K': m = 1024.0; end++; break;
+    case 'm': case 'M': m = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': m = 1024.0 * 1024 * 1024; end++; break;
+    case 't': case 'T': m = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    }
+    if (errno || end == s || *end || !(v >= 0))
+        return -1;
+    *out = (uint64_t)(v * m);
+    return 0;
+}
+
+static int configure(mfs_fs *fs, cli *c)
+{
+    mfs_fs_config *cfg = &fs->cfg;
+    char real[PATH_MAX];
+    if (!c->src || !realpath(c->src, real)) {
+        fprintf(stderr, "meshfs: source folder %s: %s\n", c->src ? c->src : "(missing)",
+                c->src ? strerror(errno) : "give SRC and MNT");
+        return -1;
+    }
+    cfg->src = strdup(real);
+    cfg->cache_dir = c->cache_dir;
+    cfg->formats = MFS_FMT_ALL;
+    mfs_err err;
+    if (c->formats && mfs_format_parse_list(c->formats, &cfg->formats, &err) < 0) {
+        fprintf(stderr, "meshfs: -o formats: %s\n", err.msg);
+        return -1;
+    }
+    cfg->cache_size = MFS_CACHE_DEFAULT_MAX_SIZE;
+    if (c->cache_size && parse_size(c->cache_size, &cfg->cache_size) < 0) {
+        fprintf(stderr, "meshfs: -o cache_size=%s: not a size\n", c->cache_size);
+        return -1;
+    }
+    mfs_limits_default(&cfg->limits);
+    if (c->convert_timeout > 0)
+        cfg->limits.timeout_s = c->convert_timeout;
+    if (c->convert_memory && parse_size(c->convert_memory, &cfg->limits.memory) < 0) {
+        fprintf(stderr, "meshfs: -o convert_memory=%s: not a size\n", c->convert_memory);
+        return -1;
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg->convert_jobs = c->convert_jobs ? c->convert_jobs : (unsigned)(cpus > 0 ? cpus : 1);
+    cfg->hide_sources = c->hide_sources;
+    mfs_options_default(&cfg->opts);
+    cfg->opts.pretrans = c->pretrans;
+    cfg->opts.fmi_textures = c->fmi_textures;
+    cfg->opts.reverse_winding = c->reverse_winding;
+    cfg->opts.source_frame = c->source_frame;
+    return 0;
+}
+
+static int open_state(mfs_fs *fs)
+{
+    mfs_err err;
+    mfs_err_clear(&err);
+    fs->rootfd = open(fs->cfg.src, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fs->rootfd < 0) {
+        fprintf(stderr, "meshfs: %s: %s\n", fs->cfg.src, strerror(errno));
+        return -1;
+    }
+    if (!mfs_model_extensions(&err)) {
+        fprintf(stderr, "meshfs: %s\n", err.msg);
+        return -1;
+    }
+    mfs_cache_config cc = {.dir = fs->cfg.cache_dir, .max_size = fs->cfg.cache_size};
+    if (mfs_cache_open(&cc, &fs->cache, &err) < 0) {
+        fprintf(stderr, "meshfs: cache: %s\n", err.msg);
+        return -1;
+    }
+    /* worker output goes beside the cache, so filing it is a local copy */
+    snprintf(fs->tmpdir, sizeof fs->tmpdir, "%s/tmp", mfs_cache_dir(fs->cache));
+    if (mkdir(fs->tmpdir, 0700) < 0 && errno != EEXIST) {
+        fprintf(stderr, "meshfs: %s: %s\n", fs->tmpdir, strerror(errno));
+        return -1;
+    }
+    fs->models = mfs_models_new();
+    fs->dirs = mfs_dirmaps_new();
+    pthread_mutex_init(&fs->job_lock, NULL);
+    pthread_cond_init(&fs->job_cond, NULL);
+    return fs->models && fs->dirs ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+    cli c;
+    memset(&c, 0, sizeof c);
+    if (fuse_opt_parse(&args, &c, cli_spec, cli_proc) < 0)
+        return 2;
+    if (c.show_version) {
+        printf("meshfs %s\n", MESHFS_VERSION);
+        fuse_opt_add_arg(&args, "--version");
+        return fuse_main(args.argc, args.argv, &mfs_fuse_ops, NULL);
+    }
+    if (c.show_help) {
+        usage(argv[0]);
+        fuse_opt_add_arg(&args, "--help");
+        args.argv[0][0] = '\0';
+        return fuse_main(args.argc, args.argv, &mfs_fuse_ops, NULL);
+    }
+    static mfs_fs fs;
+    if (configure(&fs, &c) < 0)
+        return 2;
+    for (int i = 0; i < args.argc; i++)
+        if (!strcmp(args.argv[i], "-f") || !strcmp(args.argv[i], "-d"))
+            fs.cfg.foreground = 1;
+    if (open_state(&fs) < 0)
+        return 1;
+    /* Read-only at the kernel too; and enough FUSE threads that callers
+     * waiting on conversions cannot starve an ls (docs/architecture.md). */
+    fuse_opt_add_arg(&args, "-oro,fsname=meshfs,subtype=meshfs,default_permissions");
+    fuse_opt_add_arg(&args, "-omax_threads=64");
+    int rc = fuse_main(args.argc, args.argv, &mfs_fuse_ops, &fs);
+    mfs_cache_close(fs.cache);
+    mfs_models_free(fs.models);
+    mfs_dirmaps_free(fs.dirs);
+    fuse_opt_free_args(&args);
+    return rc;
+}

@@ -1,0 +1,326 @@
+/* A model's views: resolved from memory when nothing changed, from the cache
+ * when the inputs are known, by a conversion otherwise.
+ *
+ * Each model has a mutex held across its slow path, so concurrent first
+ * readers of one model wait for one conversion instead of starting their
+ * own; other models are not held up.  The fast path only stats the inputs:
+ * a warm lookup reads no source bytes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "fs.h"
+
+typedef struct sig {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime, ctime;
+} sig;
+
+typedef struct fmt_memo {
+    int known;
+    int ok;
+    uint64_t size;
+    mfs_cache_key key;
+    char reason[MFS_ERR_MAX];
+} fmt_memo;
+
+typedef struct model {
+    char *path;               /* relative to SRC */
+    pthread_mutex_t lock;
+    struct model *next;
+    /* memo, valid while every input's sig is unchanged */
+    int valid;
+    char *fmi_model;          /* the fmi model= path the memo was made for */
+    uint32_t ninputs;
+    char **input_paths;
+    sig *input_sigs;
+    struct timespec newest;
+    fmt_memo fmt[MFS_FMT_COUNT];
+    /* key of each view at its last open, kept across memo refreshes: the
+     * kernel may keep its page cache only while the bytes are the same */
+    int served[MFS_FMT_COUNT];
+    mfs_cache_key served_key[MFS_FMT_COUNT];
+} model;
+
+#define NBUCKET 8192
+
+struct mfs_models {
+    pthread_mutex_t lock;
+    model *bucket[NBUCKET];
+};
+
+mfs_models *mfs_models_new(void)
+{
+    mfs_models *m = calloc(1, sizeof *m);
+    if (m)
+        pthread_mutex_init(&m->lock, NULL);
+    return m;
+}
+
+static void memo_clear(model *m)
+{
+    for (uint32_t i = 0; i < m->ninputs; i++)
+        free(m->input_paths[i]);
+    free(m->input_paths);
+    free(m->input_sigs);
+    free(m->fmi_model);
+    m->input_paths = NULL;
+    m->input_sigs = NULL;
+    m->fmi_model = NULL;
+    m->ninputs = 0;
+    m->valid = 0;
+    memset(m->fmt, 0, sizeof m->fmt);
+}
+
+void mfs_models_free(mfs_models *ms)
+{
+    if (!ms)
+        return;
+    for (int b = 0; b < NBUCKET; b++)
+        while (ms->bucket[b]) {
+            model *m = ms->bucket[b];
+            ms->bucket[b] = m->next;
+            memo_clear(m);
+            pthread_mutex_destroy(&m->lock);
+            free(m->path);
+            free(m);
+        }
+    pthread_mutex_destroy(&ms->lock);
+    free(ms);
+}
+
+static model *get_model(mfs_models *ms, const char *path)
+{
+    unsigned b = (unsigned)(XXH3_64bits(path, strlen(path)) % NBUCKET);
+    pthread_mutex_lock(&ms->lock);
+    model *m = ms->bucket[b];
+    while (m && strcmp(m->path, path))
+        m = m->next;
+    if (!m) {
+        m = calloc(1, sizeof *m);
+        if (m && !(m->path = strdup(path))) {
+            free(m);
+            m = NULL;
+        }
+        if (m) {
+            pthread_mutex_init(&m->lock, NULL);
+            m->next = ms->bucket[b];
+            ms->bucket[b] = m;
+        }
+    }
+    pthread_mutex_unlock(&ms->lock);
+    return m;
+}
+
+static int take_sig(mfs_fs *fs, const char *path, sig *s)
+{
+    struct stat st;
+    if (fstatat(fs->rootfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    s->dev = st.st_dev;
+    s->ino = st.st_ino;
+    s->size = st.st_size;
+    s->mtime = st.st_mtim;
+    s->ctime = st.st_ctim;
+    return 0;
+}
+
+static int same_sig(const sig *a, const sig *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+           a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+static int memo_current(mfs_fs *fs, const model *m, const char *fmi_model)
+{
+    if (!m->valid || strcmp(m->fmi_model, fmi_model))
+        return 0;
+    for (uint32_t i = 0; i < m->ninputs; i++) {
+        sig now;
+        if (take_sig(fs, m->input_paths[i], &now) < 0 || !same_sig(&now, &m->input_sigs[i]))
+            return 0;
+    }
+    return 1;
+}
+
+/* Records the inputs' current sigs and each enabled format's entry state. */
+static int memo_fill(mfs_fs *fs, model *m, const mfs_cache_manifest *man, const char *fmi_model)
+{
+    memo_clear(m);
+    m->input_paths = calloc(man->ndeps + 1, sizeof *m->input_paths);
+    m->input_sigs = calloc(man->ndeps + 1, sizeof *m->input_sigs);
+    m->fmi_model = strdup(fmi_model);
+    if (!m->input_paths || !m->input_sigs || !m->fmi_model)
+        return -ENOMEM;
+    m->newest = (struct timespec){0, 0};
+    for (uint32_t i = 0; i < man->ndeps; i++) {
+        m->input_paths[i] = strdup(man->deps[i].path);
+        if (!m->input_paths[i])
+            return -ENOMEM;
+        m->ninputs++;
+        if (take_sig(fs, man->deps[i].path, &m->input_sigs[i]) < 0)
+            return -EAGAIN; /* vanished meanwhile: resolve again */
+        struct timespec t = m->input_sigs[i].mtime;
+        if (t.tv_sec > m->newest.tv_sec || (t.tv_sec == m->newest.tv_sec && t.tv_nsec > m->newest.tv_nsec))
+            m->newest = t;
+    }
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        if (!(fs->cfg.formats & (1u << f)))
+            continue;
+        /* Keys come from the inputs and today's options, not from the
+         * manifest: an option that changed since only moves its own views. */
+        char opts[4200];
+        mfs_cache_key key;
+        mfs_err err;
+        mfs_err_clear(&err);
+        mfs_fs_format_options(fs, f, fmi_model, opts, sizeof opts);
+        if (mfs_cache_view_key(man->deps, man->ndeps, mfs_format_get((mfs_format)f)->name, opts,
+                               MESHFS_VERSION, &key, &err) < 0)
+            return -ENOMEM;
+        const mfs_cache_key *k = &key;
+        mfs_cache_hit hit = {.fd = -1};
+        int r = mfs_cache_lookup(fs->cache, k, &hit, &err);
+        if (r != 1) {
+            mfs_cache_hit_release(&hit);
+            continue;
+        }
+        fmt_memo *fm = &m->fmt[f];
+        fm->known = 1;
+        fm->key = *k;
+        fm->ok = hit.fd >= 0;
+        fm->size = hit.length;
+        if (hit.reason)
+            snprintf(fm->reason, sizeof fm->reason, "%s", hit.reason);
+        mfs_cache_hit_release(&hit);
+    }
+    m->valid = 1;
+    return 0;
+}
+
+/* Which enabled formats have no entry yet for these inputs. */
+static unsigned missing_formats(mfs_fs *fs, const model *m)
+{
+    unsigned miss = 0;
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        if ((fs->cfg.formats & (1u << f)) && !m->fmt[f].known)
+            miss |= 1u << f;
+    return miss;
+}
+
+/* Brings the memo up to date, converting if needed.  Called with m->lock. */
+static int refresh(mfs_fs *fs, model *m, const char *fmi_model, mfs_err *err)
+{
+    for (int attempt = 0; attempt < 3; attempt++) {
+        struct stat st;
+        uint8_t hash[16];
+        if (mfs_cache_file_hash_at(fs->cache, fs->rootfd, m->path, &st, hash, err) < 0)
+            return -(errno ? errno : EIO);
+        char iopts[64];
+        mfs_fs_import_options(fs, iopts, sizeof iopts);
+        mfs_cache_key mk;
+        if (mfs_cache_manifest_key(m->path, (uint64_t)st.st_size, hash, iopts, MESHFS_VERSION, &mk, err) < 0)
+            return -EIO;
+        mfs_cache_manifest man;
+        memset(&man, 0, sizeof man);
+        int have = mfs_cache_manifest_load(fs->cache, &mk, &man, err);
+        if (have == 1 && mfs_cache_manifest_current(fs->cache, fs->rootfd, &man, err) != 1) {
+            mfs_cache_manifest_free(&man);
+            have = 0;
+        }
+        unsigned need = fs->cfg.formats;
+        if (have == 1) {
+            /* the manifest's keys were made with the options of its time:
+             * recompute them for ours, then see which entries exist */
+            int rc = memo_fill(fs, m, &man, fmi_model);
+            mfs_cache_manifest_free(&man);
+            if (rc == -EAGAIN)
+                continue;
+            if (rc < 0)
+                return rc;
+            need = missing_formats(fs, m);
+            if (!need)
+                return 0;
+        }
+        memset(&man, 0, sizeof man);
+        if (mfs_fs_convert(fs, m->path, fmi_model, need, &man, err) < 0)
+            return -EIO;
+        int cur = mfs_cache_manifest_current(fs->cache, fs->rootfd, &man, err);
+        int rc = cur == 1 ? memo_fill(fs, m, &man, fmi_model) : -EAGAIN;
+        mfs_cache_manifest_free(&man);
+        if (rc == 0 && !missing_formats(fs, m))
+            return 0;
+        if (rc < 0 && rc != -EAGAIN)
+            return rc;
+        /* an input changed while it was converting: go round again */
+    }
+    return mfs_errf(err, "%s: inputs kept changing during conversion", m->path), -EIO;
+}
+
+static void join_path(char *out, size_t n, const char *dir, const char *name)
+{
+    if (dir[0])
+        snprintf(out, n, "%s/%s", dir, name);
+    else
+        snprintf(out, n, "%s", name);
+}
+
+int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *base,
+                     int format, int want_fd, mfs_view_state *out)
+{
+    memset(out, 0, sizeof *out);
+    out->hit.fd = -1;
+    char path[4096], fmi_model[4096];
+    join_path(path, sizeof path, dir, name);
+    join_path(fmi_model, sizeof fmi_model, dir, base);
+    model *m = get_model(fs->models, path);
+    if (!m)
+        return -ENOMEM;
+    pthread_mutex_lock(&m->lock);
+    int rc = 0;
+    mfs_err err;
+    mfs_err_clear(&err);
+    for (int tries = 0; tries < 2; tries++) {
+        if (!memo_current(fs, m, fmi_model) || !m->fmt[format].known) {
+            rc = refresh(fs, m, fmi_model, &err);
+            if (rc < 0)
+                break;
+        }
+        fmt_memo *fm = &m->fmt[format];
+        if (!fm->known) {
+            rc = -EIO;
+            break;
+        }
+        out->ok = fm->ok;
+        out->size = fm->ok ? fm->size : 0;
+        out->mtime = m->newest;
+        out->key = fm->key;
+        snprintf(out->reason, sizeof out->reason, "%s", fm->reason);
+        if (!want_fd || !fm->ok)
+            break;
+        int r = mfs_cache_lookup(fs->cache, &fm->key, &out->hit, &err);
+        if (r == 1 && out->hit.fd >= 0 && out->hit.length == fm->size) {
+            out->same_as_last = m->served[format] &&
+                                !memcmp(&m->served_key[format], &fm->key, sizeof fm->key);
+            m->served[format] = 1;
+            m->served_key[format] = fm->key;
+            break;
+        }
+        /* evicted or damaged since the memo was made: convert again */
+        mfs_cache_hit_release(&out->hit);
+        out->hit.fd = -1;
+        m->valid = 0;
+        rc = -EIO;
+    }
+    if (rc < 0 && err.msg[0]) {
+        snprintf(out->reason, sizeof out->reason, "%s", err.msg);
+        mfs_fs_log(fs, "%s: %s", path, err.msg);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
