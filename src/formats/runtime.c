@@ -1,1 +1,738 @@
-/* PLACEHOLDER: shared merge/reduce for vrt/tri/sph, being written. */
+/* The one model-space mesh behind .vrt, .tri and .sph (docs/formats/vrt.md):
+ * every triangle mesh placed by its node, merged, identical vertices
+ * reduced, and a bounding sphere around the result.  Built once per scene
+ * content and shared by the three writers (see runtime.h). */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Inline: the reducer hashes one 32-byte key per vertex, where a call into
+ * the shared library costs as much as the hash. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "runtime.h"
+
+#define NONE UINT32_MAX
+
+/* Vertices reduced per batch: the table slots of a whole batch are
+ * prefetched before the first probe, so their cache misses overlap instead
+ * of queueing (the table outgrows the caches for large models). */
+#define BATCH 64
+
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Placement: where each mesh sits in model space                      */
+/* ------------------------------------------------------------------ */
+
+typedef struct placement {
+    mfs_mat4 *world;      /* per node */
+    int32_t *mesh_node;   /* per mesh, -1 when no node places it */
+} placement;
+
+static int placement_init(placement *pl, const mfs_scene *s, mfs_err *err)
+{
+    pl->world = malloc(sizeof(mfs_mat4) * (s->n_nodes ? s->n_nodes : 1));
+    pl->mesh_node = malloc(sizeof(int32_t) * (s->n_meshes ? s->n_meshes : 1));
+    if (!pl->world || !pl->mesh_node)
+        return mfs_errf(err, "out of memory placing %u nodes", s->n_nodes);
+    mfs_scene_world(s, pl->world);
+    mfs_scene_mesh_nodes(s, pl->mesh_node);
+    return 0;
+}
+
+static void placement_free(placement *pl)
+{
+    free(pl->world);
+    free(pl->mesh_node);
+}
+
+/* Point and line meshes have no place in a triangle buffer. */
+static int is_merged(const mfs_mesh *m)
+{
+    return m->prim == MFS_PRIM_TRIANGLES && m->n_faces > 0;
+}
+
+/* Per-mesh transform, prepared once so the per-vertex work is a few
+ * multiplies.  Identity parts are skipped so that untransformed meshes keep
+ * their source bits exactly (renormalising a unit normal can move its last
+ * bit). */
+typedef struct mesh_xf {
+    mfs_mat4 world;
+    mfs_mat4 nrm;
+    int world_identity;
+    int nrm_identity;
+    int mirror;           /* det < 0: swap two corners to stay counter-clockwise */
+} mesh_xf;
+
+static void mesh_xf_init(mesh_xf *x, const placement *pl, uint32_t mesh)
+{
+    int32_t node = pl->mesh_node[mesh];
+    if (node >= 0)
+        x->world = pl->world[node];
+    else
+        mfs_mat4_identity(&x->world);
+    x->world_identity = mfs_mat4_is_identity(&x->world);
+    mfs_mat4_normal_matrix(&x->nrm, &x->world);
+    x->nrm_identity = mfs_mat4_is_identity(&x->nrm);
+    x->mirror = mfs_mat4_det3(&x->world) < 0.0f;
+}
+
+static int model_position(const mesh_xf *x, const mfs_mesh *m, uint32_t v, float out[3],
+                          mfs_err *err)
+{
+    if (x->world_identity)
+        memcpy(out, m->positions[v], sizeof(float) * 3);
+    else
+        mfs_mat4_point(&x->world, m->positions[v], out);
+    if (!isfinite(out[0]) || !isfinite(out[1]) || !isfinite(out[2]))
+        return mfs_errf(err, "mesh '%s': vertex %u is not finite in model space",
+                        m->name ? m->name : "", v);
+    return 0;
+}
+
+static void model_normal(const mesh_xf *x, const mfs_mesh *m, uint32_t v, float out[3])
+{
+    if (x->nrm_identity) {
+        memcpy(out, m->normals[v], sizeof(float) * 3);
+        return;
+    }
+    mfs_mat4_vector(&x->nrm, m->normals[v], out);
+    mfs_normalize3(out);
+}
+
+static void corner_uv(const mfs_mesh *m, uint32_t v, float out[2])
+{
+    if (m->uv[0]) {
+        out[0] = m->uv[0][v][0];
+        out[1] = m->uv[0][v][1];
+    } else {
+        out[0] = out[1] = 0.0f;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Reduction: open-addressing hash set over the 8-float vertices        */
+/* ------------------------------------------------------------------ */
+
+typedef struct slot {
+    uint32_t tag;         /* high hash bits: most mismatches end here */
+    uint32_t index;       /* into reducer.v, NONE when empty */
+} slot;
+
+typedef struct reducer {
+    slot *table;
+    size_t mask;
+    float (*v)[MFS_RT_FLOATS];
+    uint32_t n;
+} reducer;
+
+/* Equality is on bit patterns, after folding -0.0 into +0.0 and every NaN
+ * into one quiet NaN: values that compare equal then merge, and the bytes
+ * written never depend on which of two equal spellings came first. */
+static uint32_t canon_bits(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    if ((b & 0x7fffffffu) == 0)
+        return 0;
+    if ((b & 0x7f800000u) == 0x7f800000u && (b & 0x007fffffu))
+        return 0x7fc00000u;
+    return b;
+}
+
+static int reducer_init(reducer *r, uint64_t bound, mfs_err *err)
+{
+    memset(r, 0, sizeof *r);
+    if (bound > SIZE_MAX / (sizeof(float) * MFS_RT_FLOATS) || bound > SIZE_MAX / 4 / sizeof(slot))
+        return mfs_errf(err, "out of memory reducing %llu vertices", (unsigned long long)bound);
+    size_t size = 16;
+    while (size < bound * 2)
+        size *= 2;
+    r->table = malloc(size * sizeof(slot));
+    r->v = malloc((size_t)(bound ? bound : 1) * sizeof *r->v);
+    if (!r->table || !r->v)
+        return mfs_errf(err, "out of memory reducing %llu vertices", (unsigned long long)bound);
+    memset(r->table, 0xff, size * sizeof(slot));
+    r->mask = size - 1;
+    return 0;
+}
+
+static void reducer_free(reducer *r)
+{
+    free(r->table);
+    free(r->v);
+}
+
+/* A vertex ready for the table: canonical bits and their hash. */
+typedef struct vkey {
+    uint32_t bits[MFS_RT_FLOATS];
+    uint64_t hash;
+} vkey;
+
+static void make_key(const float vert[MFS_RT_FLOATS], vkey *k)
+{
+    for (int i = 0; i < MFS_RT_FLOATS; i++)
+        k->bits[i] = canon_bits(vert[i]);
+    k->hash = XXH3_64bits(k->bits, sizeof k->bits);
+}
+
+/* Index of k among the unique vertices, appending it if new.  The caller
+ * sized the table for every possible insertion, so it stays at most half
+ * full and a probe always ends. */
+static uint32_t intern(reducer *r, const vkey *k)
+{
+    uint32_t tag = (uint32_t)(k->hash >> 32);
+    for (size_t i = (size_t)k->hash & r->mask;; i = (i + 1) & r->mask) {
+        slot *sl = &r->table[i];
+        if (sl->index == NONE) {
+            sl->tag = tag;
+            sl->index = r->n;
+            memcpy(r->v[r->n], k->bits, sizeof k->bits);
+            return r->n++;
+        }
+        if (sl->tag == tag && memcmp(r->v[sl->index], k->bits, sizeof k->bits) == 0)
+            return sl->index;
+    }
+}
+
+/* Interns keys in order (so first-reference order is kept). */
+static void intern_batch(reducer *r, const vkey *keys, uint32_t n, uint32_t *out)
+{
+    for (uint32_t i = 0; i < n; i++)
+        PREFETCH(&r->table[(size_t)keys[i].hash & r->mask]);
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = intern(r, &keys[i]);
+}
+
+/* ------------------------------------------------------------------ */
+/* Merging                                                              */
+/* ------------------------------------------------------------------ */
+
+static void corners(const mfs_mesh *m, const mesh_xf *x, uint32_t f, uint32_t c[3])
+{
+    const uint32_t *ix = &m->indices[(size_t)f * 3];
+    c[0] = ix[0];
+    c[1] = x->mirror ? ix[2] : ix[1];
+    c[2] = x->mirror ? ix[1] : ix[2];
+}
+
+static int smooth_key(const mfs_mesh *m, const mesh_xf *x, uint32_t v, vkey *k, mfs_err *err)
+{
+    float vert[MFS_RT_FLOATS];
+    if (model_position(x, m, v, vert, err) < 0)
+        return -1;
+    corner_uv(m, v, vert + 3);
+    model_normal(x, m, v, vert + 5);
+    make_key(vert, k);
+    return 0;
+}
+
+/* A mesh with normals: every source vertex becomes one 8-float vertex, made
+ * and reduced once.  First the corners are walked to list the referenced
+ * vertices in first-reference order (order), then those are reduced in
+ * batches, then the triangles are written through remap. */
+static int merge_smooth(reducer *r, const mfs_mesh *m, const mesh_xf *x, uint32_t *remap,
+                        uint32_t *order, uint32_t (*out)[3], mfs_err *err)
+{
+    uint32_t n = 0;
+    for (uint32_t v = 0; v < m->n_vertices; v++)
+        remap[v] = NONE;
+    for (uint32_t f = 0; f < m->n_faces; f++) {
+        uint32_t c[3];
+        corners(m, x, f, c);
+        for (int k = 0; k < 3; k++)
+            if (remap[c[k]] == NONE) {
+                remap[c[k]] = 0;
+                order[n++] = c[k];
+            }
+    }
+    vkey keys[BATCH];
+    uint32_t idx[BATCH];
+    for (uint32_t i = 0; i < n; i += BATCH) {
+        uint32_t b = n - i < BATCH ? n - i : BATCH;
+        for (uint32_t j = 0; j < b; j++)
+            if (smooth_key(m, x, order[i + j], &keys[j], err) < 0)
+                return -1;
+        intern_batch(r, keys, b, idx);
+        for (uint32_t j = 0; j < b; j++)
+            remap[order[i + j]] = idx[j];
+    }
+    for (uint32_t f = 0; f < m->n_faces; f++) {
+        uint32_t c[3];
+        corners(m, x, f, c);
+        for (int k = 0; k < 3; k++)
+            out[f][k] = remap[c[k]];
+    }
+    return 0;
+}
+
+static void face_normal(const float p[3][3], float n[3])
+{
+    double a[3], b[3];
+    for (int k = 0; k < 3; k++) {
+        a[k] = (double)p[1][k] - p[0][k];
+        b[k] = (double)p[2][k] - p[0][k];
+    }
+    double c[3] = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                   a[0] * b[1] - a[1] * b[0]};
+    double l = sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
+    for (int k = 0; k < 3; k++)
+        n[k] = l > 0 ? (float)(c[k] / l) : 0.0f;
+}
+
+static int faceted_keys(const mfs_mesh *m, const mesh_xf *x, uint32_t f, vkey k[3],
+                        mfs_err *err)
+{
+    uint32_t c[3];
+    float p[3][3], n[3];
+    corners(m, x, f, c);
+    for (int i = 0; i < 3; i++)
+        if (model_position(x, m, c[i], p[i], err) < 0)
+            return -1;
+    face_normal(p, n);
+    for (int i = 0; i < 3; i++) {
+        float vert[MFS_RT_FLOATS];
+        memcpy(vert, p[i], sizeof p[i]);
+        corner_uv(m, c[i], vert + 3);
+        memcpy(vert + 5, n, sizeof n);
+        make_key(vert, &k[i]);
+    }
+    return 0;
+}
+
+/* A mesh without normals: each corner takes its face's normal (flat
+ * shading), so vertices are made per corner, a batch of faces at a time. */
+static int merge_faceted(reducer *r, const mfs_mesh *m, const mesh_xf *x, uint32_t (*out)[3],
+                         mfs_err *err)
+{
+    enum { FACES = BATCH / 3 };
+    vkey keys[FACES * 3];
+    uint32_t idx[FACES * 3];
+    for (uint32_t f = 0; f < m->n_faces; f += FACES) {
+        uint32_t b = m->n_faces - f < FACES ? m->n_faces - f : FACES;
+        for (uint32_t j = 0; j < b; j++)
+            if (faceted_keys(m, x, f + j, &keys[j * 3], err) < 0)
+                return -1;
+        intern_batch(r, keys, b * 3, idx);
+        memcpy(out[f], idx, sizeof(uint32_t) * 3 * b);
+    }
+    return 0;
+}
+
+/* Upper bounds that size every buffer once: triangles, unique vertices,
+ * and the largest per-mesh remap table. */
+typedef struct sizes {
+    uint64_t triangles, vertices;
+    uint32_t remap;
+} sizes;
+
+static void count(const mfs_scene *s, sizes *z)
+{
+    memset(z, 0, sizeof *z);
+    for (uint32_t i = 0; i < s->n_meshes; i++) {
+        const mfs_mesh *m = &s->meshes[i];
+        if (!is_merged(m))
+            continue;
+        uint64_t refs = (uint64_t)m->n_faces * 3;
+        z->triangles += m->n_faces;
+        if (m->normals) {
+            z->vertices += refs < m->n_vertices ? refs : m->n_vertices;
+            if (m->n_vertices > z->remap)
+                z->remap = m->n_vertices;
+        } else {
+            z->vertices += refs;
+        }
+    }
+}
+
+static int build_placed(const mfs_scene *s, const placement *pl, mfs_runtime *rt, mfs_err *err)
+{
+    sizes z;
+    count(s, &z);
+    if (z.triangles == 0)
+        return mfs_errf(err, "model has no triangles (point and line meshes are not written)");
+    if (z.triangles > MFS_RT_MAX_TRIANGLES)
+        return mfs_errf(err, "model has %llu triangles, the int32 size field allows at most %d",
+                        (unsigned long long)z.triangles, (int)MFS_RT_MAX_TRIANGLES);
+
+    reducer r;
+    uint32_t *remap = malloc(sizeof(uint32_t) * (z.remap ? z.remap : 1));
+    uint32_t *order = malloc(sizeof(uint32_t) * (z.remap ? z.remap : 1));
+    rt->triangles = malloc(sizeof *rt->triangles * (size_t)z.triangles);
+    int rc = reducer_init(&r, z.vertices, err);
+    if (rc == 0 && (!remap || !order || !rt->triangles))
+        rc = mfs_errf(err, "out of memory merging %llu triangles",
+                      (unsigned long long)z.triangles);
+
+    uint32_t t = 0;
+    for (uint32_t i = 0; rc == 0 && i < s->n_meshes; i++) {
+        const mfs_mesh *m = &s->meshes[i];
+        if (!is_merged(m))
+            continue;
+        mesh_xf x;
+        mesh_xf_init(&x, pl, i);
+        rc = m->normals ? merge_smooth(&r, m, &x, remap, order, rt->triangles + t, err)
+                        : merge_faceted(&r, m, &x, rt->triangles + t, err);
+        t += m->n_faces;
+    }
+    free(remap);
+    free(order);
+    if (rc == 0 && r.n > MFS_RT_MAX_VERTICES)
+        rc = mfs_errf(err, "model has %u unique vertices, the int32 size field allows at most %d",
+                      r.n, (int)MFS_RT_MAX_VERTICES);
+    if (rc < 0) {
+        reducer_free(&r);
+        return -1;
+    }
+
+    rt->n_triangles = t;
+    rt->n_vertices = r.n;
+    rt->vertices = realloc(r.v, sizeof *r.v * r.n); /* give back the bound's slack */
+    if (!rt->vertices)
+        rt->vertices = r.v;
+    free(r.table);
+    mfs_runtime_sphere(&rt->vertices[0][0], MFS_RT_FLOATS, rt->n_vertices, rt->center,
+                       &rt->radius);
+    return 0;
+}
+
+int mfs_runtime_build(const mfs_scene *s, mfs_runtime *rt, mfs_err *err)
+{
+    memset(rt, 0, sizeof *rt);
+    placement pl;
+    int rc = placement_init(&pl, s, err);
+    if (rc == 0)
+        rc = build_placed(s, &pl, rt, err);
+    placement_free(&pl);
+    return rc;
+}
+
+void mfs_runtime_free(mfs_runtime *rt)
+{
+    free(rt->vertices);
+    free(rt->triangles);
+    memset(rt, 0, sizeof *rt);
+}
+
+/* ------------------------------------------------------------------ */
+/* Bounding sphere                                                      */
+/* ------------------------------------------------------------------ */
+
+static double dist2(const float *q, const double c[3])
+{
+    double dx = (double)q[0] - c[0], dy = (double)q[1] - c[1], dz = (double)q[2] - c[2];
+    return dx * dx + dy * dy + dz * dz;
+}
+
+static uint32_t farthest(const float *p, size_t stride, uint32_t n, const float *from)
+{
+    double c[3] = {from[0], from[1], from[2]}, best = -1;
+    uint32_t bi = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        double d = dist2(p + i * stride, c);
+        if (d > best) {
+            best = d;
+            bi = i;
+        }
+    }
+    return bi;
+}
+
+/* Ritter (1990) in the farthest-point form: a point, the point y farthest
+ * from it, the point z farthest from y; start with the sphere on y-z and
+ * grow it towards every point still outside. */
+static void ritter(const float *p, size_t stride, uint32_t n, double c[3])
+{
+    const float *y = p + farthest(p, stride, n, p) * stride;
+    const float *z = p + farthest(p, stride, n, y) * stride;
+    for (int k = 0; k < 3; k++)
+        c[k] = ((double)y[k] + z[k]) * 0.5;
+    /* r2 kept squared so that points exactly on the first sphere (cube
+     * corners) compare equal and do not nudge the centre. */
+    double r2 = dist2(y, c);
+    for (uint32_t i = 0; i < n; i++) {
+        const float *q = p + i * stride;
+        double d2 = dist2(q, c);
+        if (d2 <= r2)
+            continue;
+        double d = sqrt(d2), r = sqrt(r2), nr = (r + d) * 0.5, k = (nr - r) / d;
+        for (int j = 0; j < 3; j++)
+            c[j] += ((double)q[j] - c[j]) * k;
+        r2 = nr * nr;
+    }
+}
+
+int mfs_runtime_sphere_contains(const float c[3], float r, const float q[3])
+{
+    /* Readers compute |q - c| in float in some order; accept only if every
+     * summation order passes both as d^2 <= r^2 and as sqrt(d^2) <= r, and
+     * the (near exact) double distance does too. */
+    float dx = q[0] - c[0], dy = q[1] - c[1], dz = q[2] - c[2];
+    float xx = dx * dx, yy = dy * dy, zz = dz * dz, rr = r * r;
+    float s[3] = {(xx + yy) + zz, (xx + zz) + yy, (yy + zz) + xx};
+    for (int i = 0; i < 3; i++)
+        if (s[i] > rr || sqrtf(s[i]) > r)
+            return 0;
+    double dc[3] = {c[0], c[1], c[2]};
+    return dist2(q, dc) <= (double)r * r;
+}
+
+void mfs_runtime_sphere(const float *p, size_t stride, uint32_t n, float center[3],
+                        float *radius)
+{
+    center[0] = center[1] = center[2] = 0.0f;
+    *radius = 0.0f;
+    if (n == 0)
+        return;
+    double c[3];
+    ritter(p, stride, n, c);
+    for (int k = 0; k < 3; k++)
+        center[k] = (float)c[k];
+
+    /* The radius is measured from the centre as stored (float), not taken
+     * from Ritter's double radius, so rounding the centre cannot leave a
+     * vertex out.  The 2^-40 margin covers the double rounding. */
+    double dc[3] = {center[0], center[1], center[2]}, m2 = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        double d2 = dist2(p + i * stride, dc);
+        if (d2 > m2)
+            m2 = d2;
+    }
+    double need = sqrt(m2) * (1.0 + 0x1p-40);
+    float r = (float)need;
+    if ((double)r < need)
+        r = nextafterf(r, INFINITY);
+
+    /* Float tests can still fail by an ulp at the surface.  Points well
+     * inside (relative margin 2^-20, far above float rounding) skip them. */
+    double safe2 = (double)r * r * (1.0 - 0x1p-20);
+    int fast = r > 1e-15f;
+    for (uint32_t i = 0; i < n; i++) {
+        const float *q = p + i * stride;
+        if (fast && dist2(q, dc) <= safe2)
+            continue;
+        while (!mfs_runtime_sphere_contains(center, r, q)) {
+            r = nextafterf(r, INFINITY);
+            safe2 = (double)r * r * (1.0 - 0x1p-20);
+        }
+    }
+    *radius = r;
+}
+
+/* ------------------------------------------------------------------ */
+/* The shared cache                                                     */
+/* ------------------------------------------------------------------ */
+
+/* Exactly the inputs the result depends on, in a fixed order. */
+static int scene_key(const mfs_scene *s, const placement *pl, uint8_t key[16], mfs_err *err)
+{
+    XXH3_state_t *st = XXH3_createState();
+    if (!st)
+        return mfs_errf(err, "out of memory hashing the scene");
+    XXH3_128bits_reset(st);
+    XXH3_128bits_update(st, "meshfs-runtime-1", 16);
+    for (uint32_t i = 0; i < s->n_meshes; i++) {
+        const mfs_mesh *m = &s->meshes[i];
+        if (!is_merged(m))
+            continue;
+        mfs_mat4 w;
+        if (pl->mesh_node[i] >= 0)
+            w = pl->world[pl->mesh_node[i]];
+        else
+            mfs_mat4_identity(&w);
+        uint32_t head[5] = {i, m->n_vertices, m->n_faces, m->normals != NULL, m->uv[0] != NULL};
+        XXH3_128bits_update(st, head, sizeof head);
+        XXH3_128bits_update(st, w.m, sizeof w.m);
+        XXH3_128bits_update(st, m->positions, sizeof *m->positions * m->n_vertices);
+        if (m->normals)
+            XXH3_128bits_update(st, m->normals, sizeof *m->normals * m->n_vertices);
+        if (m->uv[0])
+            XXH3_128bits_update(st, m->uv[0], sizeof *m->uv[0] * m->n_vertices);
+        XXH3_128bits_update(st, m->indices, sizeof(uint32_t) * 3 * (size_t)m->n_faces);
+    }
+    XXH128_canonicalFromHash((XXH128_canonical_t *)key, XXH3_128bits_digest(st));
+    XXH3_freeState(st);
+    return 0;
+}
+
+/* rt first, so a const mfs_runtime* handed out converts back. */
+typedef struct holder {
+    mfs_runtime rt;
+    unsigned refs;        /* guarded by cache_lock */
+} holder;
+
+typedef struct entry {
+    int used, building;
+    uint8_t key[16];
+    unsigned takers;      /* MFS_RT_USER_* bits that have taken it */
+    uint64_t tick;        /* last use, for eviction */
+    holder *h;
+} entry;
+
+#define CACHE_SLOTS 4
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cache_built = PTHREAD_COND_INITIALIZER;
+static entry cache[CACHE_SLOTS];
+static uint64_t cache_tick, cache_builds;
+
+static void holder_free(holder *h)
+{
+    mfs_runtime_free(&h->rt);
+    free(h);
+}
+
+/* Drops the cache's reference; returns the holder if it is now unowned
+ * (freed by the caller after unlocking). */
+static holder *evict(entry *e)
+{
+    holder *h = e->h;
+    memset(e, 0, sizeof *e);
+    if (h && --h->refs == 0)
+        return h;
+    return NULL;
+}
+
+static entry *find(const uint8_t key[16])
+{
+    for (int i = 0; i < CACHE_SLOTS; i++)
+        if (cache[i].used && memcmp(cache[i].key, key, 16) == 0)
+            return &cache[i];
+    return NULL;
+}
+
+/* A free slot, else the least recently used finished one; NULL when every
+ * slot is being built (the caller then builds without caching). */
+static entry *claim(holder **dead)
+{
+    entry *best = NULL;
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        entry *e = &cache[i];
+        if (!e->used)
+            return e;
+        if (!e->building && (!best || e->tick < best->tick))
+            best = e;
+    }
+    if (best)
+        *dead = evict(best);
+    return best;
+}
+
+/* Records that `user` took e's result; once all three writers have, the
+ * cache lets go of it (the takers' references keep it alive). */
+static void note_taken(entry *e, unsigned user)
+{
+    e->takers |= user;
+    e->tick = ++cache_tick;
+    if ((e->takers & MFS_RT_USER_ALL) == MFS_RT_USER_ALL)
+        evict(e);
+}
+
+static holder *build_holder(const mfs_scene *s, const placement *pl, mfs_err *err)
+{
+    holder *h = calloc(1, sizeof *h);
+    if (!h) {
+        mfs_errf(err, "out of memory");
+        return NULL;
+    }
+    if (build_placed(s, pl, &h->rt, err) < 0) {
+        holder_free(h);
+        return NULL;
+    }
+    h->refs = 1;
+    return h;
+}
+
+static holder *acquire_placed(const mfs_scene *s, const placement *pl, const uint8_t key[16],
+                              unsigned user, mfs_err *err)
+{
+    holder *dead = NULL, *h = NULL;
+    pthread_mutex_lock(&cache_lock);
+    for (entry *e; (e = find(key)) != NULL;) {
+        if (!e->building) {
+            h = e->h;
+            h->refs++;
+            note_taken(e, user);
+            pthread_mutex_unlock(&cache_lock);
+            return h;
+        }
+        pthread_cond_wait(&cache_built, &cache_lock);
+    }
+    entry *e = claim(&dead);
+    if (e) {
+        e->used = e->building = 1;
+        memcpy(e->key, key, 16);
+    }
+    pthread_mutex_unlock(&cache_lock);
+    if (dead)
+        holder_free(dead);
+
+    h = build_holder(s, pl, err);
+
+    pthread_mutex_lock(&cache_lock);
+    cache_builds++;
+    if (e) {
+        if (h) {
+            e->building = 0;
+            e->h = h;
+            h->refs++; /* the cache's own, next to the caller's */
+            note_taken(e, user);
+        } else {
+            memset(e, 0, sizeof *e); /* failures are not cached: waiters retry */
+        }
+        pthread_cond_broadcast(&cache_built);
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return h;
+}
+
+const mfs_runtime *mfs_runtime_acquire(const mfs_scene *s, unsigned user, mfs_err *err)
+{
+    placement pl;
+    uint8_t key[16];
+    holder *h = NULL;
+    if (placement_init(&pl, s, err) == 0 && scene_key(s, &pl, key, err) == 0)
+        h = acquire_placed(s, &pl, key, user, err);
+    placement_free(&pl);
+    return h ? &h->rt : NULL;
+}
+
+void mfs_runtime_release(const mfs_runtime *rt)
+{
+    if (!rt)
+        return;
+    holder *h = (holder *)(uintptr_t)rt; /* rt is the first member */
+    pthread_mutex_lock(&cache_lock);
+    int last = --h->refs == 0;
+    pthread_mutex_unlock(&cache_lock);
+    if (last)
+        holder_free(h);
+}
+
+void mfs_runtime_cache_clear(void)
+{
+    holder *dead[CACHE_SLOTS] = {0};
+    pthread_mutex_lock(&cache_lock);
+    for (int i = 0; i < CACHE_SLOTS; i++)
+        if (cache[i].used && !cache[i].building)
+            dead[i] = evict(&cache[i]);
+    pthread_mutex_unlock(&cache_lock);
+    for (int i = 0; i < CACHE_SLOTS; i++)
+        if (dead[i])
+            holder_free(dead[i]);
+}
+
+uint64_t mfs_runtime_builds(void)
+{
+    pthread_mutex_lock(&cache_lock);
+    uint64_t n = cache_builds;
+    pthread_mutex_unlock(&cache_lock);
+    return n;
+}
