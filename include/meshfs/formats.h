@@ -40,7 +40,8 @@ const mfs_format_info *mfs_format_get(mfs_format f);
 /* By name or extension ("fmd", case-insensitive); NULL if unknown. */
 const mfs_format_info *mfs_format_find(const char *name);
 
-/* Parses "fmd,gmf,..." into a bit mask; -1 with err on an unknown name. */
+/* Parses "fmd,gmf,..." (or "fmd:gmf", "fmd+gmf": inside a mount's -o list
+ * commas separate options) into a bit mask; -1 with err on an unknown name. */
 int mfs_format_parse_list(const char *list, unsigned *mask, mfs_err *err);
 
 /* The writers (src/formats/<name>.c). */

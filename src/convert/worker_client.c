@@ -125,8 +125,22 @@ static void build_argv(argv_buf *a, const mfs_job *job, char *formats, size_t fs
     arg_num(a, "--output", job->limits.output);
 }
 
+/* Every worker gets the read end of one pipe whose write end only this
+ * process holds (close-on-exec).  When the parent dies, however it dies,
+ * the workers read EOF and exit.  PR_SET_PDEATHSIG would not do: it fires
+ * when the spawning *thread* exits, and FUSE retires idle threads. */
+static int lifeline[2] = {-1, -1};
+static pthread_once_t lifeline_once = PTHREAD_ONCE_INIT;
+
+static void make_lifeline(void)
+{
+    if (pipe2(lifeline, O_CLOEXEC) < 0)
+        lifeline[0] = lifeline[1] = -1;
+}
+
 static int spawn(char **argv, int report_fd, int out_fd, pid_t *pid, mfs_err *err)
 {
+    pthread_once(&lifeline_once, make_lifeline);
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     posix_spawn_file_actions_init(&fa);
@@ -140,6 +154,8 @@ static int spawn(char **argv, int report_fd, int out_fd, pid_t *pid, mfs_err *er
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     if (report_fd >= 0)
         posix_spawn_file_actions_adddup2(&fa, report_fd, MFS_REPORT_FD);
+    if (lifeline[0] >= 0)
+        posix_spawn_file_actions_adddup2(&fa, lifeline[0], MFS_LIFELINE_FD);
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);

@@ -36,8 +36,10 @@ int mfs_format_parse_list(const char *list, unsigned *mask, mfs_err *err)
     *mask = 0;
     const char *p = list;
     while (p && *p) {
+        /* ',' on the command line; ':' or '+' inside -o, where commas
+         * separate mount options */
         const char *e = p;
-        while (*e && *e != ',')
+        while (*e && *e != ',' && *e != ':' && *e != '+')
             e++;
         char name[16];
         size_t n = (size_t)(e - p);

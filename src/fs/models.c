@@ -213,8 +213,12 @@ static unsigned missing_formats(mfs_fs *fs, const model *m)
     return miss;
 }
 
-/* Brings the memo up to date, converting if needed.  Called with m->lock. */
-static int refresh(mfs_fs *fs, model *m, const char *fmi_model, mfs_err *err)
+/* Brings the memo up to date, converting if `format` has no entry for the
+ * current inputs (then every enabled view still missing is made by the same
+ * import).  Views already cached are never remade for another's sake, so an
+ * option that moves only .fmi leaves .gmf reads conversion-free.  Called
+ * with m->lock held. */
+static int refresh(mfs_fs *fs, model *m, const char *fmi_model, int format, mfs_err *err)
 {
     for (int attempt = 0; attempt < 3; attempt++) {
         struct stat st;
@@ -244,7 +248,7 @@ static int refresh(mfs_fs *fs, model *m, const char *fmi_model, mfs_err *err)
             if (rc < 0)
                 return rc;
             need = missing_formats(fs, m);
-            if (!need)
+            if (!(need & (1u << format)))
                 return 0;
         }
         memset(&man, 0, sizeof man);
@@ -253,7 +257,7 @@ static int refresh(mfs_fs *fs, model *m, const char *fmi_model, mfs_err *err)
         int cur = mfs_cache_manifest_current(fs->cache, fs->rootfd, &man, err);
         int rc = cur == 1 ? memo_fill(fs, m, &man, fmi_model) : -EAGAIN;
         mfs_cache_manifest_free(&man);
-        if (rc == 0 && !missing_formats(fs, m))
+        if (rc == 0 && !(missing_formats(fs, m) & (1u << format)))
             return 0;
         if (rc < 0 && rc != -EAGAIN)
             return rc;
@@ -287,7 +291,7 @@ int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *
     mfs_err_clear(&err);
     for (int tries = 0; tries < 2; tries++) {
         if (!memo_current(fs, m, fmi_model) || !m->fmt[format].known) {
-            rc = refresh(fs, m, fmi_model, &err);
+            rc = refresh(fs, m, fmi_model, format, &err);
             if (rc < 0)
                 break;
         }

@@ -6,11 +6,12 @@
  * Anything it says is checked by the parent; anything it does wrong (crash,
  * hang, runaway allocation) costs only this process. */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -62,14 +63,22 @@ static void limit(int res, unsigned long long v)
     setrlimit(res, &rl);
 }
 
+static void *watch_parent(void *arg)
+{
+    char c;
+    while (read(MFS_LIFELINE_FD, &c, 1) < 0 && errno == EINTR)
+        ;
+    _exit(71); /* EOF: the parent is gone, nobody wants this result */
+}
+
 /* Dies with the parent, and keeps only the descriptors it needs: a worker
  * must not hold the daemon's /dev/fuse or cache files open. */
 static void confine(void)
 {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1)
-        _exit(70);
-    close_range(MFS_REPORT_FD + 1, ~0u, 0);
+    close_range(MFS_LIFELINE_FD + 1, ~0u, 0);
+    pthread_t t;
+    if (fcntl(MFS_LIFELINE_FD, F_GETFD) >= 0)
+        pthread_create(&t, NULL, watch_parent, NULL);
     struct rlimit rl = {0, 0}; /* a crashing importer leaves no core files */
     setrlimit(RLIMIT_CORE, &rl);
 }

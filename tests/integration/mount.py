@@ -1,0 +1,53 @@
+"""A real meshfs mount for tests: started in the foreground as a child,
+unmounted (and killed if need be) on exit, also when the test fails."""
+import os
+import subprocess
+import time
+
+from common import tool
+
+
+class Mount:
+    def __init__(self, src, mnt, cache, *opts, env=None):
+        self.src, self.mnt, self.cache = src, mnt, cache
+        self.opts = list(opts)
+        self.env = env
+        self.proc = None
+        self.log = mnt + ".log"
+
+    def __enter__(self):
+        os.makedirs(self.mnt, exist_ok=True)
+        o = ["cache_dir=" + self.cache] + self.opts
+        self.logf = open(self.log, "w")
+        self.proc = subprocess.Popen([tool("meshfs"), "-f", "-o", ",".join(o), self.src, self.mnt],
+                                     stdout=self.logf, stderr=subprocess.STDOUT, env=self.env)
+        deadline = time.time() + 20
+        while not os.path.ismount(self.mnt):
+            if self.proc.poll() is not None or time.time() > deadline:
+                self.logf.close()
+                raise AssertionError("meshfs did not mount:\n" + open(self.log).read())
+            time.sleep(0.02)
+        return self
+
+    def alive(self):
+        return self.proc.poll() is None and os.path.ismount(self.mnt)
+
+    def stats(self):
+        raw = os.getxattr(self.mnt, "user.meshfs.stats").decode()
+        return {k: int(v) for k, v in (kv.split("=") for kv in raw.split())}
+
+    def output(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def __exit__(self, *exc):
+        if os.path.ismount(self.mnt):
+            subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            subprocess.run(["fusermount3", "-u", "-z", self.mnt], capture_output=True)
+        self.logf.close()
+        return False

@@ -1,0 +1,275 @@
+"""The mount, end to end: real FUSE mounts of real models, exercised with
+ordinary tools (cat, cmp, stat, ls, find, rsync, python mmap)."""
+import errno
+import mmap
+import os
+import shutil
+import subprocess
+import threading
+import time
+import unittest
+
+from common import CORPUS, FORMATS, SOURCE, convert, run, tempdir, tree_bytes
+from mount import Mount
+
+EXAMPLES = os.path.join(SOURCE, "examples", "assets")
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def views_of(root):
+    out = []
+    for d, _, files in os.walk(root):
+        for f in files:
+            if os.path.splitext(f)[1][1:] in FORMATS:
+                out.append(os.path.join(d, f))
+    return sorted(out)
+
+
+class MountTest(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempdir()
+        self.tmp = self._tmp.name
+        self.src = os.path.join(self.tmp, "src")
+        shutil.copytree(EXAMPLES, self.src, symlinks=True)
+        self.mnt = os.path.join(self.tmp, "mnt")
+        self.cache = os.path.join(self.tmp, "cache")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def mount(self, *opts, src=None):
+        return Mount(src or self.src, self.mnt, self.cache, *opts)
+
+    def test_views_equal_convert_output(self):
+        out = os.path.join(self.tmp, "out")
+        p, rows = convert([self.src], out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        expected = tree_bytes(out)
+        with self.mount() as m:
+            got = {}
+            for path in views_of(self.mnt):
+                data = read(path)
+                rel = os.path.relpath(path, self.mnt)
+                got[rel] = data
+                self.assertEqual(os.stat(path).st_size, len(data), rel)
+                if data:
+                    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+                        self.assertEqual(mm[:], data, rel)
+            self.assertEqual(len(got), 5 * len(FORMATS))
+            self.assertEqual(sorted(got), sorted(expected))
+            for rel in expected:
+                self.assertEqual(got[rel], expected[rel], rel)
+            # cmp, the real tool, agrees
+            run(["cmp", os.path.join(self.mnt, "crate", "crate.gmf"), os.path.join(out, "crate", "crate.gmf")],
+                check=True)
+            self.assertTrue(m.alive())
+
+    def test_passthrough_and_listing(self):
+        with self.mount():
+            for rel in ("scene/README.txt", "crate/textures/crate.png", "crate/crate.mtl", "crate/crate.obj"):
+                a, b = os.path.join(self.src, rel), os.path.join(self.mnt, rel)
+                self.assertEqual(read(a), read(b), rel)
+                sa, sb = os.stat(a), os.stat(b)
+                self.assertEqual((sa.st_size, sa.st_mode, sa.st_mtime_ns, sa.st_ino),
+                                 (sb.st_size, sb.st_mode, sb.st_mtime_ns, sb.st_ino), rel)
+            # ls -lR and find -ls list every source entry exactly as on SRC
+            src_ls = run(["ls", "-lR", "--time-style=+%s", self.src], check=True).stdout
+            mnt_ls = run(["ls", "-lR", "--time-style=+%s", self.mnt], check=True).stdout
+            src_lines = {l for l in src_ls.splitlines() if l and not l.startswith(("total", "/"))}
+            mnt_lines = {l for l in mnt_ls.splitlines() if l and not l.startswith(("total", "/"))}
+            self.assertTrue(src_lines <= mnt_lines, src_lines - mnt_lines)
+            extra = mnt_lines - src_lines
+            self.assertEqual(len(extra), 5 * len(FORMATS), extra)
+            for l in extra:
+                self.assertTrue(l.startswith("-r--r--r-- 1 "), l)
+            fs = run(["find", self.src, "-printf", "%P %s %M %T@\\n"], check=True).stdout.splitlines()
+            fm = run(["find", self.mnt, "-printf", "%P %s %M %T@\\n"], check=True).stdout.splitlines()
+            self.assertTrue(set(fs) <= set(fm))
+            self.assertEqual(len(fm) - len(fs), 5 * len(FORMATS))
+            run(["find", self.mnt, "-ls"], check=True)
+            # inode numbers are stable while mounted
+            v = os.path.join(self.mnt, "crate", "crate.fmd")
+            self.assertEqual(os.stat(v).st_ino, os.stat(v).st_ino)
+            self.assertEqual(os.stat(v).st_ino, {e.name: e.inode() for e in os.scandir(os.path.dirname(v))}["crate.fmd"])
+            # a view's mtime is the newest of its inputs
+            newest = max(os.stat(os.path.join(self.src, "crate", f)).st_mtime_ns for f in ("crate.obj", "crate.mtl"))
+            self.assertEqual(os.stat(v).st_mtime_ns, newest)
+
+    def test_rsync_twice_transfers_nothing(self):
+        out = os.path.join(self.tmp, "rs")
+        with self.mount():
+            run(["rsync", "-a", self.mnt + "/", out + "/"], check=True)
+            p = run(["rsync", "-a", "--itemize-changes", "--stats", self.mnt + "/", out + "/"], check=True)
+        changes = [l for l in p.stdout.splitlines() if l[:1] in "<>ch." and not l.startswith(".d..t")
+                   and l[:2] not in ("Nu", "To")]
+        self.assertIn("Number of regular files transferred: 0", p.stdout)
+        self.assertEqual(tree_bytes(out)["crate/crate.gmf"], read(os.path.join(self.tmp, "rs", "crate", "crate.gmf")))
+
+    def test_remount_does_zero_conversions(self):
+        time.sleep(2.1)  # past the stat index's racy window for fresh copies (docs/cache.md)
+        with self.mount() as m:
+            first = {p: read(p) for p in views_of(self.mnt)}
+            self.assertEqual(m.stats()["conversions"], 5)  # one import per model, not per view
+        with self.mount() as m:
+            again = {p: read(p) for p in views_of(self.mnt)}
+            self.assertEqual(m.stats()["conversions"], 0)
+            self.assertEqual(m.stats()["files_hashed"], 0)  # warm: no source bytes re-read
+        self.assertEqual(first, again)
+
+    def test_option_change_only_moves_its_own_views(self):
+        with self.mount() as m:
+            gmf = read(os.path.join(self.mnt, "crate", "crate.gmf"))
+            fmi = read(os.path.join(self.mnt, "crate", "crate.fmi"))
+        self.assertIn(b"=UNKNOWN\n", fmi)
+        with self.mount("fmi_textures") as m:
+            self.assertEqual(read(os.path.join(self.mnt, "crate", "crate.gmf")), gmf)
+            self.assertEqual(m.stats()["conversions"], 0)
+            fmi2 = read(os.path.join(self.mnt, "crate", "crate.fmi"))
+            self.assertEqual(m.stats()["conversions"], 1)
+        self.assertNotEqual(fmi, fmi2)
+        self.assertNotIn(b"UNKNOWN", fmi2)
+
+    def test_touch_and_edit(self):
+        obj = os.path.join(self.src, "crate", "crate.obj")
+        mtl = os.path.join(self.src, "crate", "crate.mtl")
+        with self.mount() as m:
+            v = os.path.join(self.mnt, "crate", "crate.dem")
+            before = read(v)
+            self.assertEqual(m.stats()["conversions"], 1)
+            time.sleep(0.01)
+            os.utime(obj)  # touch: same bytes
+            time.sleep(1.2)  # past the attribute cache
+            self.assertEqual(read(v), before)
+            self.assertEqual(m.stats()["conversions"], 1)
+            self.assertEqual(os.stat(v).st_mtime_ns, os.stat(obj).st_mtime_ns)
+            # change the model's bytes: reconverted, new bytes
+            with open(obj, "a") as f:
+                f.write("v 5 5 5\nv 6 5 5\nv 5 6 5\nf -3 -2 -1\n")
+            time.sleep(1.2)
+            after = read(v)
+            self.assertEqual(m.stats()["conversions"], 2)
+            self.assertNotEqual(after, before)
+            self.assertEqual(os.stat(v).st_size, len(after))
+            # change only the .mtl: the dependency reconverts the model
+            fmi_before = read(os.path.join(self.mnt, "crate", "crate.fmi"))
+            with open(mtl) as f:
+                text = f.read()
+            with open(mtl, "w") as f:
+                f.write(text.replace("newmtl crate", "newmtl crate\nKd 0.5 0.5 0.5"))
+            time.sleep(1.2)
+            read(v)
+            self.assertEqual(m.stats()["conversions"], 3)
+
+    def test_corrupt_cache_entry_is_rebuilt(self):
+        with self.mount():
+            good = {p: read(p) for p in views_of(self.mnt)}
+        entries = []
+        for d, _, files in os.walk(os.path.join(self.cache)):
+            for f in files:
+                p = os.path.join(d, f)
+                if os.path.getsize(p) > 200 and not p.startswith(os.path.join(self.cache, "tmp")):
+                    entries.append(p)
+        self.assertTrue(entries)
+        for p in entries:  # flip a byte in the middle of every sizeable file
+            with open(p, "r+b") as f:
+                f.seek(os.path.getsize(p) // 2)
+                b = f.read(1)
+                f.seek(-1, 1)
+                f.write(bytes([b[0] ^ 0xFF]))
+        with self.mount() as m:
+            again = {p: read(p) for p in views_of(self.mnt)}
+            self.assertGreater(m.stats()["cache_corrupt_discarded"], 0)
+            self.assertGreater(m.stats()["conversions"], 0)
+        self.assertEqual(good, again)
+
+    def test_concurrent_first_readers(self):
+        results = [None] * 16
+        with self.mount() as m:
+            v = os.path.join(self.mnt, "characters", "strip.gmf")
+
+            def reader(i):
+                results[i] = read(v)
+            ts = [threading.Thread(target=reader, args=(i,)) for i in range(16)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            self.assertEqual(m.stats()["conversions"], 1)
+        self.assertTrue(results[0])
+        self.assertTrue(all(r == results[0] for r in results))
+
+    def test_failing_model(self):
+        with open(os.path.join(self.src, "props", "broken.obj"), "w") as f:
+            f.write("v 0 0 0\nf 1 2 3\n")  # face index out of range
+        with self.mount() as m:
+            v = os.path.join(self.mnt, "props", "broken.fmd")
+            with self.assertRaises(OSError) as cm:
+                read(v)
+            self.assertEqual(cm.exception.errno, errno.EIO)
+            reason = os.getxattr(v, "user.meshfs.error").decode()
+            self.assertIn("import failed", reason)
+            self.assertIn("OBJ", reason)
+            self.assertIn("user.meshfs.error", os.listxattr(v))
+            # the rest of the tree still works
+            self.assertTrue(read(os.path.join(self.mnt, "props", "cone.gmf")))
+            self.assertTrue(read(os.path.join(self.mnt, "scene", "README.txt")))
+            # the failure is remembered: reading again converts nothing
+            n = m.stats()["conversions"]
+            for _ in range(3):
+                with self.assertRaises(OSError):
+                    read(os.path.join(self.mnt, "props", "broken.gmf"))
+            self.assertEqual(m.stats()["conversions"], n)
+            self.assertTrue(m.alive())
+
+    def test_read_only(self):
+        with self.mount():
+            v = os.path.join(self.mnt, "crate", "crate.gmf")
+            t = os.path.join(self.mnt, "scene", "README.txt")
+            read(v)
+            attempts = [
+                lambda: open(v, "r+b"),
+                lambda: open(t, "ab"),
+                lambda: open(os.path.join(self.mnt, "new.txt"), "wb"),
+                lambda: os.unlink(t),
+                lambda: os.unlink(v),
+                lambda: os.rename(t, t + ".x"),
+                lambda: os.chmod(t, 0o600),
+                lambda: os.truncate(t, 0),
+                lambda: os.mkdir(os.path.join(self.mnt, "d")),
+                lambda: os.setxattr(t, "user.x", b"1"),
+            ]
+            for i, a in enumerate(attempts):
+                with self.assertRaises(OSError, msg=str(i)) as cm:
+                    a()
+                self.assertEqual(cm.exception.errno, errno.EROFS, i)
+        self.assertEqual(tree_bytes(self.src), tree_bytes(EXAMPLES))
+
+    def test_hide_sources_and_formats(self):
+        with self.mount("hide_sources", "formats=gmf:dem"):
+            names = sorted(os.listdir(os.path.join(self.mnt, "crate")))
+            self.assertEqual(names, ["crate.dem", "crate.gmf", "crate.mtl", "textures"])
+            self.assertFalse(os.path.exists(os.path.join(self.mnt, "crate", "crate.obj")))
+            self.assertFalse(os.path.exists(os.path.join(self.mnt, "crate", "crate.fmd")))
+
+    def test_same_stem_models_get_long_names(self):
+        shutil.copy(os.path.join(CORPUS, "OBJ", "box.obj"), os.path.join(self.src, "props", "cone.obj"))
+        with open(os.path.join(self.src, "props", "tetra.fmd"), "wb") as f:
+            f.write(b"a real file named like a view")
+        with self.mount():
+            names = set(os.listdir(os.path.join(self.mnt, "props")))
+            for f in FORMATS:
+                self.assertIn(f"cone.ply.{f}", names)
+                self.assertIn(f"cone.obj.{f}", names)
+                self.assertNotIn(f"cone.{f}", names)
+                self.assertIn(f"tetra.stl.{f}", names)
+            self.assertEqual(read(os.path.join(self.mnt, "props", "tetra.fmd")), b"a real file named like a view")
+            self.assertNotEqual(read(os.path.join(self.mnt, "props", "cone.ply.gmf")),
+                                read(os.path.join(self.mnt, "props", "cone.obj.gmf")))
+
+
+if __name__ == "__main__":
+    unittest.main()
