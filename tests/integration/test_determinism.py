@@ -1,0 +1,49 @@
+"""Same input and options -> same bytes, run after run, and with different
+parallelism."""
+import os
+import unittest
+
+from common import CORPUS, SOURCE, convert, tempdir, tree_bytes
+
+INPUTS = [
+    os.path.join(SOURCE, "examples", "assets"),
+    os.path.join(CORPUS, "FBX", "animation_with_skeleton.fbx"),
+    os.path.join(CORPUS, "X", "Testwuson.X"),
+    os.path.join(CORPUS, "MD5", "SimpleCube.md5mesh"),
+    os.path.join(CORPUS, "SMD", "WusonSMD.smd"),
+    os.path.join(CORPUS, "glTF2", "BoxTextured-glTF", "BoxTextured.gltf"),
+    os.path.join(CORPUS, "Collada", "duck.dae"),
+    os.path.join(CORPUS, "OBJ", "spider.obj"),
+]
+
+
+class Determinism(unittest.TestCase):
+    def test_convert_twice_same_bytes(self):
+        for opts in ([], ["--pretrans", "--fmi-textures", "--reverse-winding"]):
+            with tempdir() as a, tempdir() as b:
+                pa, _ = convert(INPUTS, a, "-j", "1", *opts)
+                pb, _ = convert(INPUTS, b, "-j", "4", *opts)
+                self.assertEqual(pa.returncode, 0, pa.stderr)
+                self.assertEqual(pb.returncode, 0, pb.stderr)
+                ta, tb = tree_bytes(a), tree_bytes(b)
+                self.assertGreater(len(ta), 7 * 10)
+                self.assertEqual(sorted(ta), sorted(tb))
+                for k in ta:
+                    self.assertEqual(ta[k], tb[k], (k, opts))
+
+    def test_options_change_only_their_formats(self):
+        with tempdir() as a, tempdir() as b:
+            convert(INPUTS[:1], a)
+            convert(INPUTS[:1], b, "--fmi-textures", "--reverse-winding")
+            ta, tb = tree_bytes(a), tree_bytes(b)
+            for k in ta:
+                ext = k.rsplit(".", 1)[1]
+                if ext in ("fmi", "tri"):
+                    continue
+                self.assertEqual(ta[k], tb[k], k)
+            self.assertNotEqual(ta["crate/crate.fmi"], tb["crate/crate.fmi"])
+            self.assertNotEqual(ta["crate/crate.tri"], tb["crate/crate.tri"])
+
+
+if __name__ == "__main__":
+    unittest.main()
