@@ -356,8 +356,6 @@ static int build_placed(const mfs_scene *s, const placement *pl, mfs_runtime *rt
 {
     sizes z;
     count(s, &z);
-    if (z.triangles == 0)
-        return mfs_errf(err, "model has no triangles (point and line meshes are not written)");
     if (z.triangles > MFS_RT_MAX_TRIANGLES)
         return mfs_errf(err, "model has %llu triangles, the int32 size field allows at most %d",
                         (unsigned long long)z.triangles, (int)MFS_RT_MAX_TRIANGLES);
@@ -394,12 +392,14 @@ static int build_placed(const mfs_scene *s, const placement *pl, mfs_runtime *rt
 
     rt->n_triangles = t;
     rt->n_vertices = r.n;
-    rt->vertices = realloc(r.v, sizeof *r.v * r.n); /* give back the bound's slack */
+    /* give back the bound's slack (not with 0: realloc would free it) */
+    rt->vertices = r.n ? realloc(r.v, sizeof *r.v * r.n) : NULL;
     if (!rt->vertices)
         rt->vertices = r.v;
     free(r.table);
-    mfs_runtime_sphere(&rt->vertices[0][0], MFS_RT_FLOATS, rt->n_vertices, rt->center,
-                       &rt->radius);
+    if (rt->n_vertices)
+        mfs_runtime_sphere(&rt->vertices[0][0], MFS_RT_FLOATS, rt->n_vertices, rt->center,
+                           &rt->radius);
     return 0;
 }
 

@@ -46,7 +46,7 @@ enum {
 };
 
 /* The prepared data for s, from the cache or built now.  Release it with
- * mfs_runtime_release().  NULL with err set on failure (no triangles, too
+ * mfs_runtime_release().  NULL with err set on failure (too
  * large, out of memory, non-finite model-space position). */
 const mfs_runtime *mfs_runtime_acquire(const mfs_scene *s, unsigned user, mfs_err *err);
 void mfs_runtime_release(const mfs_runtime *rt);

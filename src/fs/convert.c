@@ -126,9 +126,13 @@ static int file_results(mfs_fs *fs, const char *tmp, const char *fmi_model, unsi
             mfs_err ferr;
             mfs_err_clear(&ferr);
             if (file_output(fs, out, &v->key, rep->fmt[f].size, &ferr) < 0) {
-                /* e.g. ENOSPC: the view fails with the reason, no partial entry */
+                /* e.g. ENOSPC: this access fails with the reason and no
+                 * partial entry; nothing negative is stored, because the
+                 * cache's trouble says nothing about the model and the next
+                 * access should try again. */
                 mfs_fs_log(fs, "cache: %s", ferr.msg);
-                mfs_cache_store_negative(fs->cache, &v->key, ferr.msg, err);
+                if (!err->msg[0])
+                    mfs_errf(err, "cache: %s", ferr.msg);
             }
         } else {
             if (mfs_cache_store_negative(fs->cache, &v->key, reason[0] ? reason : "conversion failed", err) < 0)

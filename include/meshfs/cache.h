@@ -1,0 +1,217 @@
+/* The on-disk cache of converted views (docs/cache.md).
+ *
+ * A view (car.fbx -> car.fmd) is stored under a key that names everything
+ * its bytes depend on: each input file (path, size, XXH3-128 of the bytes),
+ * the format, the option text that format reads and the converter version.
+ * Same key, same bytes; so an entry never needs invalidating, only evicting.
+ *
+ * Three more things live beside the entries:
+ *  - negative entries: a failure reason stored under the view's key, so a
+ *    model that fails to convert is not retried until its inputs change;
+ *  - manifests: per model, the dependency list found by the importer and the
+ *    key of each view, so a warm lookup needs no import at all;
+ *  - the stat index: (dev, ino, size, mtime, ctime) -> content hash, so a
+ *    warm lookup re-reads no source bytes.
+ *
+ * Several daemons may share one directory.  Every file reaches its final name
+ * by rename() from a complete, fsynced temporary file; readers open final
+ * names only; entries are checksummed and verified on first open.
+ *
+ * Thread safety: every function taking an mfs_cache* is safe to call from
+ * any number of threads at once, except mfs_cache_open/mfs_cache_close.  A
+ * writer (mfs_cache_writer) or key builder belongs to one thread at a time. */
+#ifndef MESHFS_CACHE_H
+#define MESHFS_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "meshfs/err.h"
+#include "meshfs/import.h" /* mfs_dep: the importer's dependency record */
+
+#define MFS_CACHE_DEFAULT_MAX_SIZE (2ull << 30) /* 2 GiB */
+#define MFS_CACHE_DEFAULT_TMP_AGE 3600          /* seconds */
+
+typedef struct mfs_cache mfs_cache;
+
+/* ---- keys ------------------------------------------------------------- */
+
+typedef struct mfs_cache_key {
+    uint8_t b[16]; /* XXH3-128, canonical (big-endian) form */
+} mfs_cache_key;
+
+/* Streaming key builder.  Every field is tagged and length-prefixed, so the
+ * field sequence is recoverable from the hashed bytes: "ab"+"c" and "a"+"bc"
+ * give different keys.  The encoding is in docs/cache.md. */
+typedef struct mfs_cache_keyb {
+    void *state;
+} mfs_cache_keyb;
+
+/* Starts a key in a domain ("meshfs.view.v1"): keys of different domains
+ * never collide even over equal fields.  -1 only on out of memory. */
+int mfs_cache_key_init(mfs_cache_keyb *kb, const char *domain, mfs_err *err);
+void mfs_cache_key_add_str(mfs_cache_keyb *kb, const char *s); /* NULL = "" */
+void mfs_cache_key_add_bytes(mfs_cache_keyb *kb, const void *p, size_t n);
+void mfs_cache_key_add_u64(mfs_cache_keyb *kb, uint64_t v);
+void mfs_cache_key_add_dep(mfs_cache_keyb *kb, const char *path, uint64_t size,
+                           const uint8_t hash[16]);
+/* Writes the key and releases the builder. */
+void mfs_cache_key_final(mfs_cache_keyb *kb, mfs_cache_key *out);
+/* Releases a builder without producing a key (error paths). */
+void mfs_cache_key_discard(mfs_cache_keyb *kb);
+
+/* 32 lowercase hex digits and a NUL. */
+void mfs_cache_key_hex(const mfs_cache_key *k, char out[33]);
+
+/* Key of one view: domain "meshfs.view.v1", each dep in order, then format
+ * name, option text (mfs_options_key for that format's mask), version. */
+int mfs_cache_view_key(const mfs_dep *deps, uint32_t ndeps, const char *format,
+                       const char *options, const char *version, mfs_cache_key *out,
+                       mfs_err *err);
+
+/* Key of a model's manifest: domain "meshfs.manifest.v1", the model as a dep
+ * (relative path, size, content hash), option text, version. */
+int mfs_cache_manifest_key(const char *model_path, uint64_t model_size,
+                           const uint8_t model_hash[16], const char *options,
+                           const char *version, mfs_cache_key *out, mfs_err *err);
+
+/* ---- opening ---------------------------------------------------------- */
+
+enum {
+    /* Record stats in the index even when the file changed in the last 2 s
+     * (the racy window, docs/cache.md).  Tests only. */
+    MFS_CACHE_TRUST_FRESH_STAT = 1u << 0,
+};
+
+typedef struct mfs_cache_config {
+    const char *dir;        /* NULL: ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs */
+    uint64_t max_size;      /* 0: MFS_CACHE_DEFAULT_MAX_SIZE */
+    unsigned tmp_max_age_s; /* 0: MFS_CACHE_DEFAULT_TMP_AGE */
+    unsigned flags;
+} mfs_cache_config;
+
+/* The default directory; -1 if neither XDG_CACHE_HOME nor HOME is usable. */
+int mfs_cache_default_dir(char *buf, size_t n, mfs_err *err);
+
+/* Creates the directory (0700) and CACHEDIR.TAG if missing, removes
+ * temporary files older than tmp_max_age_s, loads the stat index and trims
+ * the cache to max_size.  cfg may be NULL for all defaults. */
+int mfs_cache_open(const mfs_cache_config *cfg, mfs_cache **out, mfs_err *err);
+void mfs_cache_close(mfs_cache *c);
+
+const char *mfs_cache_dir(const mfs_cache *c);
+
+typedef struct mfs_cache_stats {
+    uint64_t hits;              /* entry lookups served (positive + negative) */
+    uint64_t negative_hits;     /* ... of which negative entries */
+    uint64_t misses;            /* entry lookups not served */
+    uint64_t stores;            /* entries and manifests committed */
+    uint64_t evictions;         /* files removed by the size cap */
+    uint64_t corrupt_discarded; /* entries/manifests failing validation, unlinked */
+    uint64_t verified;          /* entries checksummed on first open */
+    uint64_t manifest_hits, manifest_misses;
+    uint64_t files_hashed;      /* source files hashed from their bytes */
+    uint64_t bytes_hashed;
+    uint64_t index_hits;        /* content hashes answered by the stat index */
+    uint64_t tmp_cleaned;       /* stale temporary files removed */
+    uint64_t size;              /* estimated bytes of entries + manifests (evict.c) */
+} mfs_cache_stats;
+
+void mfs_cache_get_stats(mfs_cache *c, mfs_cache_stats *out);
+
+/* ---- entries ---------------------------------------------------------- */
+
+/* A served entry.  fd is the caller's: pread(fd, buf, length, offset) reads
+ * the payload, and stays valid even if the entry is evicted meanwhile. */
+typedef struct mfs_cache_hit {
+    int fd;          /* -1 for a negative entry */
+    uint64_t offset; /* payload position in fd */
+    uint64_t length; /* payload bytes */
+    char *reason;    /* negative entry: the failure text; else NULL */
+} mfs_cache_hit;
+
+/* Closes fd and frees reason; safe on a zeroed or released hit. */
+void mfs_cache_hit_release(mfs_cache_hit *h);
+
+/* 1: hit (*hit filled), 0: miss (absent, or corrupt and discarded),
+ * -1: error other than absence (err set; treat as a miss). */
+int mfs_cache_lookup(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit,
+                     mfs_err *err);
+
+/* Streaming store: payload bytes go to a temporary file, commit makes them
+ * visible under the key atomically.  commit and abort release the writer. */
+typedef struct mfs_cache_writer mfs_cache_writer;
+
+int mfs_cache_writer_begin(mfs_cache *c, const mfs_cache_key *k, mfs_cache_writer **out,
+                           mfs_err *err);
+int mfs_cache_writer_write(mfs_cache_writer *w, const void *p, size_t n, mfs_err *err);
+/* hit may be NULL; if given it receives a read-only fd on the new entry, so
+ * the caller can serve it even if eviction removes the name at once. */
+int mfs_cache_writer_commit(mfs_cache_writer *w, mfs_cache_hit *hit, mfs_err *err);
+void mfs_cache_writer_abort(mfs_cache_writer *w);
+
+int mfs_cache_store(mfs_cache *c, const mfs_cache_key *k, const void *p, size_t n,
+                    mfs_cache_hit *hit, mfs_err *err);
+
+/* Records a conversion failure under the view's key. */
+int mfs_cache_store_negative(mfs_cache *c, const mfs_cache_key *k, const char *reason,
+                             mfs_err *err);
+
+/* Drops the entry under k (e.g. to retry a failure); absent is not an error. */
+int mfs_cache_remove(mfs_cache *c, const mfs_cache_key *k, mfs_err *err);
+
+/* ---- manifests -------------------------------------------------------- */
+
+typedef struct mfs_cache_view {
+    char *format;      /* "fmd" */
+    mfs_cache_key key; /* its entry key */
+} mfs_cache_view;
+
+typedef struct mfs_cache_manifest {
+    mfs_dep *deps;     /* in import order, the model first */
+    uint32_t ndeps;
+    mfs_cache_view *views;
+    uint32_t nviews;
+} mfs_cache_manifest;
+
+int mfs_cache_manifest_store(mfs_cache *c, const mfs_cache_key *mk,
+                             const mfs_cache_manifest *m, mfs_err *err);
+
+/* 1: loaded into *out (free with mfs_cache_manifest_free), 0: none, -1: error. */
+int mfs_cache_manifest_load(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest *out,
+                            mfs_err *err);
+
+/* Re-hashes every dep under root (through the stat index): 1 if all still
+ * have the recorded size and hash, 0 if any changed or vanished, -1 error. */
+int mfs_cache_manifest_current(mfs_cache *c, int rootfd, const mfs_cache_manifest *m,
+                               mfs_err *err);
+
+/* The view's key by format name, or NULL. */
+const mfs_cache_key *mfs_cache_manifest_find(const mfs_cache_manifest *m,
+                                             const char *format);
+
+void mfs_cache_manifest_free(mfs_cache_manifest *m);
+
+/* ---- source content hashes (the stat index) --------------------------- */
+
+/* XXH3-128 (canonical) of the file open at fd, whose stat is st (NULL:
+ * fstat it).  Answered from the index when (dev, ino, size, mtime, ctime)
+ * match a record; otherwise the bytes are hashed and the index updated. */
+int mfs_cache_file_hash(mfs_cache *c, int fd, const struct stat *st, uint8_t out[16],
+                        mfs_err *err);
+
+/* Same for dirfd/path (AT_FDCWD allowed); st_out (may be NULL) gets the stat.
+ * A missing file is an error whose errno is left in errno (ENOENT). */
+int mfs_cache_file_hash_at(mfs_cache *c, int dirfd, const char *path, struct stat *st_out,
+                           uint8_t out[16], mfs_err *err);
+
+/* ---- size cap --------------------------------------------------------- */
+
+void mfs_cache_set_max_size(mfs_cache *c, uint64_t max_size);
+
+/* Scans the entries, and if they exceed max_size removes the least recently
+ * used until they fit in 90% of it.  Returns files removed, or -1. */
+int mfs_cache_evict(mfs_cache *c, mfs_err *err);
+
+#endif

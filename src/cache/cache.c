@@ -1,0 +1,360 @@
+/* Opening the cache: its directory, CACHEDIR.TAG, leftover temporary files,
+ * statistics, and the small I/O helpers the other cache files share. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache_int.h"
+
+#define TAG_FILE "CACHEDIR.TAG"
+/* https://bford.info/cachedir/: backup tools skip directories holding this. */
+static const char tag_text[] =
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by meshfs.\n"
+    "# For information about cache directory tags, see:\n"
+    "#\thttps://bford.info/cachedir/\n";
+
+/* ---- I/O helpers ------------------------------------------------------ */
+
+int mfs_cache_pwrite_full(int fd, const void *p, size_t n, uint64_t off)
+{
+    const uint8_t *b = p;
+    while (n) {
+        ssize_t w = pwrite(fd, b, n, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        b += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
+}
+
+int64_t mfs_cache_pread_full(int fd, void *p, size_t n, uint64_t off)
+{
+    uint8_t *b = p;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, b + got, n - got, (off_t)(off + got));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (int64_t)got;
+}
+
+int64_t mfs_cache_ts_ns(const struct timespec *ts)
+{
+    return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+int64_t mfs_cache_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return mfs_cache_ts_ns(&ts);
+}
+
+int mfs_cache_tmp_create(mfs_cache *c, char name[MFS_CACHE_PATH_MAX], mfs_err *err)
+{
+    /* O_EXCL over a random name: no two writers, in any process, can share
+     * a temporary file, and a name never looks like an entry. */
+    static atomic_uint seq;
+    for (int tries = 0; tries < 8; tries++) {
+        uint32_t rnd = 0;
+        if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
+            rnd = (uint32_t)mfs_cache_now_ns();
+        snprintf(name, MFS_CACHE_PATH_MAX, MFS_CACHE_TMP_DIR "/%ld-%u-%08x.tmp", (long)getpid(),
+                 atomic_fetch_add(&seq, 1u), rnd);
+        int fd = openat(c->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            return fd;
+        if (errno == ENOENT) /* tmp/ removed by hand: recreate it */
+            mkdirat(c->dirfd, MFS_CACHE_TMP_DIR, 0700);
+        else if (errno != EEXIST)
+            return mfs_errf(err, "cache %s: creating %s: %s", c->dir, name, strerror(errno));
+    }
+    return mfs_errf(err, "cache %s: cannot create a temporary file", c->dir);
+}
+
+int mfs_cache_rename_into(mfs_cache *c, const char *tmp, const char *final, mfs_err *err)
+{
+    if (renameat(c->dirfd, tmp, c->dirfd, final) == 0)
+        return 0;
+    if (errno == ENOENT) {
+        /* Shard directories are made on first use.  If tmp itself is gone
+         * (a cleanup took it), the retry fails again: nothing half-written
+         * ever gets a final name. */
+        char dir[MFS_CACHE_PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", final);
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            *slash = '\0';
+            mkdirat(c->dirfd, MFS_CACHE_ENTRY_DIR, 0700);
+            mkdirat(c->dirfd, dir, 0700);
+        }
+        if (renameat(c->dirfd, tmp, c->dirfd, final) == 0)
+            return 0;
+    }
+    return mfs_errf(err, "cache %s: renaming %s to %s: %s", c->dir, tmp, final,
+                    strerror(errno));
+}
+
+/* ---- directory -------------------------------------------------------- */
+
+int mfs_cache_default_dir(char *buf, size_t n, mfs_err *err)
+{
+    /* XDG base directory spec: a relative or empty XDG_CACHE_HOME is ignored. */
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    int len;
+    if (xdg && xdg[0] == '/')
+        len = snprintf(buf, n, "%s/meshfs", xdg);
+    else if (home && home[0] == '/')
+        len = snprintf(buf, n, "%s/.cache/meshfs", home);
+    else
+        return mfs_errf(err, "cache: neither XDG_CACHE_HOME nor HOME is an absolute path");
+    if (len < 0 || (size_t)len >= n)
+        return mfs_errf(err, "cache: directory name too long");
+    return 0;
+}
+
+static int mkdir_p(const char *path, mfs_err *err)
+{
+    char buf[4096];
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof buf)
+        return mfs_errf(err, "cache: bad directory name '%s'", path);
+    memcpy(buf, path, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char save = buf[i];
+        buf[i] = '\0';
+        /* 0700: the cache holds derived copies of the user's own files. */
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+            return mfs_errf(err, "cache: creating %s: %s", buf, strerror(errno));
+        buf[i] = save;
+    }
+    return 0;
+}
+
+static int write_tag(mfs_cache *c, mfs_err *err)
+{
+    if (faccessat(c->dirfd, TAG_FILE, F_OK, 0) == 0)
+        return 0;
+    char tmp[MFS_CACHE_PATH_MAX];
+    int fd = mfs_cache_tmp_create(c, tmp, err);
+    if (fd < 0)
+        return -1;
+    int e = mfs_cache_pwrite_full(fd, tag_text, sizeof tag_text - 1, 0);
+    close(fd);
+    if (e) {
+        unlinkat(c->dirfd, tmp, 0);
+        return mfs_errf(err, "cache %s: writing %s: %s", c->dir, TAG_FILE, strerror(e));
+    }
+    if (renameat(c->dirfd, tmp, c->dirfd, TAG_FILE) < 0) {
+        e = errno;
+        unlinkat(c->dirfd, tmp, 0);
+        return mfs_errf(err, "cache %s: %s: %s", c->dir, TAG_FILE, strerror(e));
+    }
+    return 0;
+}
+
+/* Newest mtime anywhere in the tree open at fd.  Too deep to judge counts
+ * as fresh, so it is never removed. */
+static int64_t tree_newest(int fd, int depth)
+{
+    struct stat st;
+    if (depth == 0 || fstat(fd, &st) < 0)
+        return INT64_MAX;
+    int64_t newest = mfs_cache_ts_ns(&st.st_mtim);
+    int own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = own >= 0 ? fdopendir(own) : NULL;
+    if (!d) {
+        if (own >= 0)
+            close(own);
+        return INT64_MAX;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL && newest != INT64_MAX) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        int64_t m = INT64_MAX;
+        if (fstatat(own, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            m = mfs_cache_ts_ns(&st.st_mtim);
+            if (S_ISDIR(st.st_mode)) {
+                int sub = openat(own, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                m = sub >= 0 ? tree_newest(sub, depth - 1) : INT64_MAX;
+                if (sub >= 0)
+                    close(sub);
+            }
+        }
+        if (m > newest)
+            newest = m;
+    }
+    closedir(d);
+    return newest;
+}
+
+static int remove_tree(int parent, const char *name, int depth)
+{
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+            fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode) && depth > 1)
+            remove_tree(fd, de->d_name, depth - 1);
+        else
+            unlinkat(fd, de->d_name, 0);
+    }
+    closedir(d);
+    return unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+/* tmp/ holds our temporary files and the daemon's per-job worker output
+ * directories.  A writer keeps its file's mtime fresh by writing to it, and
+ * a worker its directory's by creating files in it, so anything untouched
+ * for tmp_max_age_s belongs to a process that died mid-write. */
+static void clean_tmp(mfs_cache *c)
+{
+    int fd = openat(c->dirfd, MFS_CACHE_TMP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    enum { DEPTH = 8 };
+    int64_t limit = mfs_cache_now_ns() - (int64_t)c->tmp_max_age_s * 1000000000;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+            fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            int64_t newest = sub >= 0 ? tree_newest(sub, DEPTH) : INT64_MAX;
+            if (sub >= 0)
+                close(sub);
+            if (newest < limit && remove_tree(fd, de->d_name, DEPTH) == 0)
+                c->st.tmp_cleaned++;
+        } else if (mfs_cache_ts_ns(&st.st_mtim) < limit && unlinkat(fd, de->d_name, 0) == 0) {
+            c->st.tmp_cleaned++;
+        }
+    }
+    closedir(d);
+}
+
+static int open_dirs(mfs_cache *c, mfs_err *err)
+{
+    if (mkdir_p(c->dir, err) < 0)
+        return -1;
+    c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (c->dirfd < 0)
+        return mfs_errf(err, "cache: opening %s: %s", c->dir, strerror(errno));
+    static const char *const subdirs[] = {MFS_CACHE_TMP_DIR, MFS_CACHE_ENTRY_DIR};
+    for (size_t i = 0; i < 2; i++)
+        if (mkdirat(c->dirfd, subdirs[i], 0700) < 0 && errno != EEXIST)
+            return mfs_errf(err, "cache: creating %s/%s: %s", c->dir, subdirs[i],
+                            strerror(errno));
+    c->lockfd = openat(c->dirfd, MFS_CACHE_LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (c->lockfd < 0)
+        return mfs_errf(err, "cache: opening %s/%s: %s", c->dir, MFS_CACHE_LOCK_FILE,
+                        strerror(errno));
+    return write_tag(c, err);
+}
+
+int mfs_cache_open(const mfs_cache_config *cfg, mfs_cache **out, mfs_err *err)
+{
+    static const mfs_cache_config defaults = {0};
+    if (!cfg)
+        cfg = &defaults;
+    *out = NULL;
+    mfs_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return mfs_errf(err, "cache: out of memory");
+    c->dirfd = c->lockfd = -1;
+    c->max_size = cfg->max_size ? cfg->max_size : MFS_CACHE_DEFAULT_MAX_SIZE;
+    c->tmp_max_age_s = cfg->tmp_max_age_s ? cfg->tmp_max_age_s : MFS_CACHE_DEFAULT_TMP_AGE;
+    c->flags = cfg->flags;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->evict_mu, NULL);
+    char def[4096];
+    if (cfg->dir) {
+        c->dir = strdup(cfg->dir);
+    } else {
+        if (mfs_cache_default_dir(def, sizeof def, err) < 0)
+            goto fail;
+        c->dir = strdup(def);
+    }
+    if (!c->dir) {
+        mfs_errf(err, "cache: out of memory");
+        goto fail;
+    }
+    if (open_dirs(c, err) < 0 || mfs_index_open(c, err) < 0)
+        goto fail;
+    clean_tmp(c);
+    /* The first scan both learns the size and applies a lowered cap. */
+    if (mfs_cache_evict(c, err) < 0)
+        goto fail;
+    *out = c;
+    return 0;
+fail:
+    mfs_cache_close(c);
+    return -1;
+}
+
+void mfs_cache_close(mfs_cache *c)
+{
+    if (!c)
+        return;
+    mfs_index_close(c);
+    if (c->lockfd >= 0)
+        close(c->lockfd);
+    if (c->dirfd >= 0)
+        close(c->dirfd);
+    free(c->vset.slots);
+    pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->evict_mu);
+    free(c->dir);
+    free(c);
+}
+
+const char *mfs_cache_dir(const mfs_cache *c)
+{
+    return c->dir;
+}
+
+void mfs_cache_get_stats(mfs_cache *c, mfs_cache_stats *out)
+{
+    pthread_mutex_lock(&c->mu);
+    *out = c->st;
+    pthread_mutex_unlock(&c->mu);
+}

@@ -1,0 +1,124 @@
+/* Internals shared by the cache's files (not part of the contract).
+ *
+ *   cache.c    opening: directory, CACHEDIR.TAG, temp cleanup, stats, I/O helpers
+ *   key.c      key builder and the view/manifest key definitions
+ *   store.c    entry container: writer, lookup, verification, verified set
+ *   manifest.c manifest payload encode/decode, dependency check
+ *   index.c    stat -> content hash index (append-only log)
+ *   evict.c    size cap, LRU by mtime
+ *
+ * Every path is relative to c->dirfd and used through the *at() calls, so
+ * nothing depends on the process's working directory. */
+#ifndef MESHFS_CACHE_INT_H
+#define MESHFS_CACHE_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "meshfs/cache.h"
+
+/* Entries live in ENTRY_DIR/<2 hex>/<30 hex><suffix>.  The directory carries
+ * the container version, so a future layout can coexist with this one. */
+#define MFS_CACHE_ENTRY_DIR "v1"
+#define MFS_CACHE_TMP_DIR "tmp"
+#define MFS_CACHE_INDEX_FILE "index.log"
+#define MFS_CACHE_LOCK_FILE "lock"
+#define MFS_CACHE_PATH_MAX 64
+
+/* Container kinds (docs/cache.md, "Entry format"). */
+enum { MFS_KIND_VIEW = 1, MFS_KIND_NEGATIVE = 2, MFS_KIND_MANIFEST = 3 };
+
+#define MFS_CACHE_HDR_LEN 40
+#define MFS_CACHE_TRAILER_LEN 16
+#define MFS_CACHE_MAGIC "mfscache"
+#define MFS_CACHE_VERSION 1
+
+typedef struct mfs_vset_slot {
+    mfs_cache_key key;
+    uint64_t dev, ino, size;
+    int used;
+} mfs_vset_slot;
+
+/* Entries verified in this mount's life, by key; (dev, ino, size) tells a
+ * replaced file from the one verified. */
+typedef struct mfs_vset {
+    mfs_vset_slot *slots;
+    size_t cap, n;
+} mfs_vset;
+
+typedef struct mfs_index mfs_index;
+
+struct mfs_cache {
+    char *dir;
+    int dirfd;
+    int lockfd; /* flock()ed by whoever evicts, across processes */
+    uint64_t max_size;
+    unsigned tmp_max_age_s;
+    unsigned flags;
+
+    pthread_mutex_t mu; /* guards st (with the size estimate st.size) and vset */
+    mfs_cache_stats st;
+    mfs_vset vset;
+
+    pthread_mutex_t evict_mu; /* one evicting thread per handle */
+    mfs_index *idx;           /* has its own lock */
+};
+
+/* Statistics: one field bump under the lock. */
+#define MFS_CACHE_STAT_ADD(c, field, v)    \
+    do {                                   \
+        pthread_mutex_lock(&(c)->mu);      \
+        (c)->st.field += (v);              \
+        pthread_mutex_unlock(&(c)->mu);    \
+    } while (0)
+
+/* cache.c: I/O helpers.  Return 0 or a positive errno; read_full returns the
+ * byte count read (short only at end of file) or -errno. */
+int mfs_cache_pwrite_full(int fd, const void *p, size_t n, uint64_t off);
+int64_t mfs_cache_pread_full(int fd, void *p, size_t n, uint64_t off);
+int64_t mfs_cache_now_ns(void);
+int64_t mfs_cache_ts_ns(const struct timespec *ts);
+
+/* Creates a temporary file in tmp/ (O_RDWR, O_EXCL); name gets its path. */
+int mfs_cache_tmp_create(mfs_cache *c, char name[MFS_CACHE_PATH_MAX], mfs_err *err);
+/* Renames tmp into final, creating final's shard directory if needed. */
+int mfs_cache_rename_into(mfs_cache *c, const char *tmp, const char *final, mfs_err *err);
+
+/* key.c */
+void mfs_cache_key_path(const mfs_cache_key *k, char suffix, char out[MFS_CACHE_PATH_MAX]);
+
+/* store.c: the container shared by entries and manifests. */
+typedef struct mfs_cache_wr {
+    mfs_cache *c;
+    mfs_cache_key key;
+    int kind;
+    int fd;
+    uint64_t len;
+    void *hash; /* XXH3 state over the payload, then the header */
+    int err;    /* sticky errno */
+    char tmp[MFS_CACHE_PATH_MAX];
+} mfs_cache_wr;
+
+int mfs_cache_wr_begin(mfs_cache_wr *w, mfs_cache *c, const mfs_cache_key *k, int kind,
+                       mfs_err *err);
+int mfs_cache_wr_write(mfs_cache_wr *w, const void *p, size_t n, mfs_err *err);
+int mfs_cache_wr_commit(mfs_cache_wr *w, mfs_cache_hit *hit, mfs_err *err);
+void mfs_cache_wr_abort(mfs_cache_wr *w);
+
+/* Reads and validates the whole container at path (manifests: small);
+ * 1 with a malloc'd payload, 0 absent or discarded as corrupt, -1 error. */
+int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, uint8_t **payload,
+                         uint64_t *len, mfs_err *err);
+
+/* Unlinks path if it still names the file open at fd (stat identity). */
+void mfs_cache_discard(mfs_cache *c, const char *path, int fd);
+
+/* evict.c: called after each commit with the bytes added. */
+void mfs_cache_account(mfs_cache *c, uint64_t bytes);
+
+/* index.c */
+int mfs_index_open(mfs_cache *c, mfs_err *err);
+void mfs_index_close(mfs_cache *c);
+
+#endif

@@ -1,0 +1,268 @@
+/* Manifests: what importing a model found, so a warm lookup skips import.
+ *
+ * A model's full input list (its .mtl, .bin, textures) is known only after
+ * importing it, yet the view keys are built from that list.  The manifest,
+ * keyed by the model alone (path, content hash, options, version), records
+ * the list and the view keys; if every listed file still hashes the same,
+ * the keys are right without importing again.
+ *
+ * Payload (little-endian, inside the kind-3 container of store.c):
+ *   u32 ndeps, then per dep:  u32 path_len, path, u64 size, 16-byte hash
+ *   u32 nviews, then per view: u32 name_len, name, 16-byte key */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cache_int.h"
+#include "meshfs/sink.h"
+
+/* ---- encoding --------------------------------------------------------- */
+
+static void put_u64(mfs_sink *s, uint64_t v)
+{
+    mfs_put_u32(s, (uint32_t)v);
+    mfs_put_u32(s, (uint32_t)(v >> 32));
+}
+
+static void put_name(mfs_sink *s, const char *str)
+{
+    size_t n = str ? strlen(str) : 0;
+    mfs_put_u32(s, (uint32_t)n);
+    mfs_put(s, str ? str : "", n);
+}
+
+static void encode(mfs_sink *s, const mfs_cache_manifest *m)
+{
+    mfs_put_u32(s, m->ndeps);
+    for (uint32_t i = 0; i < m->ndeps; i++) {
+        put_name(s, m->deps[i].path);
+        put_u64(s, m->deps[i].size);
+        mfs_put(s, m->deps[i].hash, 16);
+    }
+    mfs_put_u32(s, m->nviews);
+    for (uint32_t i = 0; i < m->nviews; i++) {
+        put_name(s, m->views[i].format);
+        mfs_put(s, m->views[i].key.b, 16);
+    }
+}
+
+int mfs_cache_manifest_store(mfs_cache *c, const mfs_cache_key *mk,
+                             const mfs_cache_manifest *m, mfs_err *err)
+{
+    mfs_sink s;
+    mfs_sink_init_mem(&s);
+    encode(&s, m);
+    if (mfs_sink_finish(&s) != 0) {
+        mfs_sink_free(&s);
+        return mfs_errf(err, "cache: manifest: out of memory");
+    }
+    size_t n;
+    uint8_t *buf = mfs_sink_take(&s, &n);
+    mfs_cache_wr w;
+    int r = mfs_cache_wr_begin(&w, c, mk, MFS_KIND_MANIFEST, err);
+    if (r == 0 && (r = mfs_cache_wr_write(&w, buf, n, err)) < 0)
+        mfs_cache_wr_abort(&w);
+    else if (r == 0)
+        r = mfs_cache_wr_commit(&w, NULL, err);
+    free(buf);
+    mfs_sink_free(&s);
+    return r < 0 ? mfs_err_prefix(err, "manifest") : 0;
+}
+
+/* ---- decoding --------------------------------------------------------- */
+
+typedef struct reader {
+    const uint8_t *p;
+    uint64_t n, pos;
+    int bad;
+} reader;
+
+static const uint8_t *take(reader *r, uint64_t n)
+{
+    if (r->bad || n > r->n - r->pos) {
+        r->bad = 1;
+        return NULL;
+    }
+    const uint8_t *p = r->p + r->pos;
+    r->pos += n;
+    return p;
+}
+
+static uint32_t get_u32(reader *r)
+{
+    const uint8_t *p = take(r, 4);
+    return p ? mfs_ld_u32(p) : 0;
+}
+
+static uint64_t get_u64(reader *r)
+{
+    const uint8_t *p = take(r, 8);
+    return p ? mfs_ld_u32(p) | ((uint64_t)mfs_ld_u32(p + 4) << 32) : 0;
+}
+
+static char *get_name(reader *r)
+{
+    uint32_t n = get_u32(r);
+    const uint8_t *p = take(r, n);
+    if (!p || memchr(p, '\0', n))
+        return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (s) {
+        memcpy(s, p, n);
+        s[n] = '\0';
+    }
+    return s;
+}
+
+/* Counts are checked against the bytes left, so a bad count cannot make
+ * us allocate more than the manifest could describe. */
+static int decode(reader *r, mfs_cache_manifest *m)
+{
+    uint32_t nd = get_u32(r);
+    if (nd > (r->n - r->pos) / 28) /* 4 + 8 + 16 bytes per dep at least */
+        return -1;
+    m->deps = calloc(nd ? nd : 1, sizeof *m->deps);
+    if (!m->deps)
+        return -1;
+    for (; m->ndeps < nd; m->ndeps++) {
+        mfs_dep *d = &m->deps[m->ndeps];
+        d->path = get_name(r);
+        d->size = get_u64(r);
+        const uint8_t *h = take(r, 16);
+        if (!d->path || !h)
+            return -1;
+        memcpy(d->hash, h, 16);
+    }
+    uint32_t nv = get_u32(r);
+    if (r->bad || nv > (r->n - r->pos) / 20)
+        return -1;
+    m->views = calloc(nv ? nv : 1, sizeof *m->views);
+    if (!m->views)
+        return -1;
+    for (; m->nviews < nv; m->nviews++) {
+        mfs_cache_view *v = &m->views[m->nviews];
+        v->format = get_name(r);
+        const uint8_t *k = take(r, 16);
+        if (!v->format || !k)
+            return -1;
+        memcpy(v->key.b, k, 16);
+    }
+    return r->bad || r->pos != r->n ? -1 : 0;
+}
+
+int mfs_cache_manifest_load(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest *out,
+                            mfs_err *err)
+{
+    memset(out, 0, sizeof *out);
+    uint8_t *buf;
+    uint64_t n;
+    int r = mfs_cache_read_small(c, mk, MFS_KIND_MANIFEST, &buf, &n, err);
+    if (r <= 0) {
+        MFS_CACHE_STAT_ADD(c, manifest_misses, 1);
+        return r < 0 ? mfs_err_prefix(err, "manifest") : 0;
+    }
+    reader rd = {buf, n, 0, 0};
+    r = decode(&rd, out);
+    free(buf);
+    if (r < 0) {
+        /* The checksum held, so this is a writer bug or memory exhaustion,
+         * not disk damage: report it rather than silently missing. */
+        mfs_cache_manifest_free(out);
+        MFS_CACHE_STAT_ADD(c, manifest_misses, 1);
+        return mfs_errf(err, "manifest: undecodable payload (or out of memory)");
+    }
+    MFS_CACHE_STAT_ADD(c, manifest_hits, 1);
+    return 1;
+}
+
+void mfs_cache_manifest_free(mfs_cache_manifest *m)
+{
+    for (uint32_t i = 0; i < m->ndeps; i++)
+        free(m->deps[i].path);
+    for (uint32_t i = 0; i < m->nviews; i++)
+        free(m->views[i].format);
+    free(m->deps);
+    free(m->views);
+    memset(m, 0, sizeof *m);
+}
+
+const mfs_cache_key *mfs_cache_manifest_find(const mfs_cache_manifest *m, const char *format)
+{
+    for (uint32_t i = 0; i < m->nviews; i++)
+        if (strcmp(m->views[i].format, format) == 0)
+            return &m->views[i].key;
+    return NULL;
+}
+
+/* ---- checking --------------------------------------------------------- */
+
+/* Dep paths come from the confined importer, but the manifest is data on
+ * disk: refuse anything that could leave the root rather than trust it. */
+static int path_ok(const char *p)
+{
+    if (!p[0] || p[0] == '/')
+        return 0;
+    for (const char *s = p; *s;) {
+        const char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n == 0 || (n == 2 && s[0] == '.' && s[1] == '.'))
+            return 0;
+        s += n + (e ? 1 : 0);
+    }
+    return 1;
+}
+
+/* Resolved as the importer resolves it (src/import/iofs.c): a symlink
+ * swapped in since to point out of the root reads as a vanished dep. */
+static int open_beneath(int rootfd, const char *rel)
+{
+    struct open_how how = {
+        .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    };
+    int fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
+    if (fd < 0 && errno == ENOSYS) /* kernel < 5.6 */
+        fd = openat(rootfd, rel, (int)how.flags);
+    return fd;
+}
+
+/* 1 same bytes, 0 changed or gone, -1 error. */
+static int dep_current(mfs_cache *c, int rootfd, const mfs_dep *d, mfs_err *err)
+{
+    if (!path_ok(d->path))
+        return 0;
+    int fd = open_beneath(rootfd, d->path);
+    if (fd < 0)
+        return errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV
+                   ? 0
+                   : mfs_errf(err, "%s: %s", d->path, strerror(errno));
+    struct stat st;
+    uint8_t h[16];
+    int r;
+    if (fstat(fd, &st) < 0)
+        r = mfs_errf(err, "%s: %s", d->path, strerror(errno));
+    else if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != d->size)
+        r = 0; /* the size alone settles it: no hashing */
+    else if (mfs_cache_file_hash(c, fd, &st, h, err) < 0)
+        r = -1;
+    else
+        r = memcmp(h, d->hash, 16) == 0;
+    close(fd);
+    return r;
+}
+
+int mfs_cache_manifest_current(mfs_cache *c, int rootfd, const mfs_cache_manifest *m,
+                               mfs_err *err)
+{
+    for (uint32_t i = 0; i < m->ndeps; i++) {
+        int r = dep_current(c, rootfd, &m->deps[i], err);
+        if (r <= 0)
+            return r < 0 ? mfs_err_prefix(err, "manifest check") : 0;
+    }
+    return 1;
+}

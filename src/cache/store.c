@@ -1,0 +1,510 @@
+/* Entries: the container format, writing by temp file + rename, and
+ * lookup with checksum verification on first open (docs/cache.md).
+ *
+ *   0   8  magic "mfscache"
+ *   8   4  u32 container version (1)
+ *  12   4  u32 kind (1 view, 2 negative, 3 manifest)
+ *  16  16  key
+ *  32   8  u64 payload length n
+ *  40   n  payload
+ *  40+n 16 XXH3-128 (canonical) of payload bytes then header bytes 0..39
+ *
+ * The checksum takes the payload first so a streaming writer, which learns
+ * n only at the end, needs a single pass. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "cache_int.h"
+#include "meshfs/bytes.h"
+
+#define VERIFY_CHUNK (256 * 1024)
+#define REASON_MAX (64 * 1024)
+#define SMALL_MAX (64u << 20) /* manifests: read whole, refuse absurd sizes */
+
+struct mfs_cache_writer {
+    mfs_cache_wr w;
+};
+
+static void st_u64(uint8_t *p, uint64_t v)
+{
+    mfs_st_u32(p, (uint32_t)v);
+    mfs_st_u32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint64_t ld_u64(const uint8_t *p)
+{
+    return mfs_ld_u32(p) | ((uint64_t)mfs_ld_u32(p + 4) << 32);
+}
+
+static char kind_suffix(int kind)
+{
+    return kind == MFS_KIND_MANIFEST ? 'm' : 'e';
+}
+
+static void build_header(uint8_t h[MFS_CACHE_HDR_LEN], int kind, const mfs_cache_key *k,
+                         uint64_t len)
+{
+    memcpy(h, MFS_CACHE_MAGIC, 8);
+    mfs_st_u32(h + 8, MFS_CACHE_VERSION);
+    mfs_st_u32(h + 12, (uint32_t)kind);
+    memcpy(h + 16, k->b, 16);
+    st_u64(h + 32, len);
+}
+
+/* Header consistent with the file it heads?  0 yes, -1 no.  want_manifest
+ * picks which kinds may live under the name. */
+static int parse_header(const uint8_t h[MFS_CACHE_HDR_LEN], const mfs_cache_key *k,
+                        uint64_t file_size, int want_manifest, int *kind, uint64_t *len)
+{
+    if (memcmp(h, MFS_CACHE_MAGIC, 8) != 0 || mfs_ld_u32(h + 8) != MFS_CACHE_VERSION ||
+        memcmp(h + 16, k->b, 16) != 0)
+        return -1;
+    uint32_t kd = mfs_ld_u32(h + 12);
+    int ok = want_manifest ? kd == MFS_KIND_MANIFEST
+                           : (kd == MFS_KIND_VIEW || kd == MFS_KIND_NEGATIVE);
+    uint64_t n = ld_u64(h + 32);
+    if (!ok || file_size < MFS_CACHE_HDR_LEN + MFS_CACHE_TRAILER_LEN ||
+        n != file_size - MFS_CACHE_HDR_LEN - MFS_CACHE_TRAILER_LEN)
+        return -1;
+    *kind = (int)kd;
+    *len = n;
+    return 0;
+}
+
+/* ---- verified set ----------------------------------------------------- */
+
+static size_t vset_slot(const mfs_vset *v, const mfs_cache_key *k)
+{
+    /* Keys are hashes already: their first bytes are a fine bucket index. */
+    size_t i = (size_t)ld_u64(k->b) & (v->cap - 1);
+    while (v->slots[i].used && memcmp(v->slots[i].key.b, k->b, 16) != 0)
+        i = (i + 1) & (v->cap - 1);
+    return i;
+}
+
+static int vset_has(mfs_cache *c, const mfs_cache_key *k, const struct stat *st)
+{
+    int found = 0;
+    pthread_mutex_lock(&c->mu);
+    if (c->vset.cap) {
+        const mfs_vset_slot *s = &c->vset.slots[vset_slot(&c->vset, k)];
+        found = s->used && s->dev == (uint64_t)st->st_dev && s->ino == (uint64_t)st->st_ino &&
+                s->size == (uint64_t)st->st_size;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return found;
+}
+
+static int vset_grow(mfs_vset *v)
+{
+    size_t cap = v->cap ? v->cap * 2 : 256;
+    mfs_vset_slot *old = v->slots;
+    size_t oldcap = v->cap;
+    v->slots = calloc(cap, sizeof *v->slots);
+    if (!v->slots) {
+        v->slots = old;
+        return -1;
+    }
+    v->cap = cap;
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i].used)
+            v->slots[vset_slot(v, &old[i].key)] = old[i];
+    free(old);
+    return 0;
+}
+
+/* Out of memory only costs a second verification later. */
+static void vset_put(mfs_cache *c, const mfs_cache_key *k, const struct stat *st)
+{
+    pthread_mutex_lock(&c->mu);
+    mfs_vset *v = &c->vset;
+    if ((v->n + 1) * 2 > v->cap && vset_grow(v) < 0) {
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    mfs_vset_slot *s = &v->slots[vset_slot(v, k)];
+    if (!s->used)
+        v->n++;
+    *s = (mfs_vset_slot){*k, (uint64_t)st->st_dev, (uint64_t)st->st_ino,
+                         (uint64_t)st->st_size, 1};
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ---- writing ---------------------------------------------------------- */
+
+int mfs_cache_wr_begin(mfs_cache_wr *w, mfs_cache *c, const mfs_cache_key *k, int kind,
+                       mfs_err *err)
+{
+    memset(w, 0, sizeof *w);
+    w->c = c;
+    w->key = *k;
+    w->kind = kind;
+    w->hash = XXH3_createState();
+    if (!w->hash)
+        return mfs_errf(err, "cache: out of memory");
+    XXH3_128bits_reset(w->hash);
+    w->fd = mfs_cache_tmp_create(c, w->tmp, err);
+    if (w->fd < 0) {
+        XXH3_freeState(w->hash);
+        return -1;
+    }
+    return 0;
+}
+
+int mfs_cache_wr_write(mfs_cache_wr *w, const void *p, size_t n, mfs_err *err)
+{
+    if (!w->err)
+        w->err = mfs_cache_pwrite_full(w->fd, p, n, MFS_CACHE_HDR_LEN + w->len);
+    if (w->err)
+        return mfs_errf(err, "cache %s: writing %s: %s", w->c->dir, w->tmp, strerror(w->err));
+    XXH3_128bits_update(w->hash, p, n);
+    w->len += n;
+    return 0;
+}
+
+static void wr_release(mfs_cache_wr *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+    XXH3_freeState(w->hash);
+    w->hash = NULL;
+}
+
+void mfs_cache_wr_abort(mfs_cache_wr *w)
+{
+    if (w->fd >= 0)
+        unlinkat(w->c->dirfd, w->tmp, 0);
+    wr_release(w);
+}
+
+/* Header, trailer, LRU stamp, then fsync: everything the final name will
+ * show is on disk before the rename publishes it. */
+static int wr_seal(mfs_cache_wr *w, mfs_err *err)
+{
+    uint8_t hdr[MFS_CACHE_HDR_LEN];
+    build_header(hdr, w->kind, &w->key, w->len);
+    XXH3_128bits_update(w->hash, hdr, sizeof hdr);
+    XXH128_canonical_t sum;
+    XXH128_canonicalFromHash(&sum, XXH3_128bits_digest(w->hash));
+    int e = mfs_cache_pwrite_full(w->fd, sum.digest, 16, MFS_CACHE_HDR_LEN + w->len);
+    if (!e)
+        e = mfs_cache_pwrite_full(w->fd, hdr, sizeof hdr, 0);
+    int64_t now = mfs_cache_now_ns();
+    struct timespec ts[2] = {{0, UTIME_OMIT}, {now / 1000000000, now % 1000000000}};
+    futimens(w->fd, ts); /* best effort: only LRU order depends on it */
+    if (!e && fsync(w->fd) < 0)
+        e = errno;
+    if (e)
+        return mfs_errf(err, "cache %s: writing %s: %s", w->c->dir, w->tmp, strerror(e));
+    return 0;
+}
+
+int mfs_cache_wr_commit(mfs_cache_wr *w, mfs_cache_hit *hit, mfs_err *err)
+{
+    mfs_cache *c = w->c;
+    if (hit)
+        *hit = (mfs_cache_hit){.fd = -1};
+    if (w->err) {
+        mfs_errf(err, "cache %s: writing %s: %s", c->dir, w->tmp, strerror(w->err));
+        mfs_cache_wr_abort(w);
+        return -1;
+    }
+    struct stat st;
+    int ro = -1;
+    if (wr_seal(w, err) < 0 || fstat(w->fd, &st) < 0) {
+        mfs_cache_wr_abort(w);
+        return -1;
+    }
+    /* Opened before the rename: this inode is the caller's even if another
+     * process evicts the new name a moment later. */
+    if (hit && (ro = openat(c->dirfd, w->tmp, O_RDONLY | O_CLOEXEC)) < 0) {
+        mfs_errf(err, "cache %s: reopening %s: %s", c->dir, w->tmp, strerror(errno));
+        mfs_cache_wr_abort(w);
+        return -1;
+    }
+    char final[MFS_CACHE_PATH_MAX];
+    mfs_cache_key_path(&w->key, kind_suffix(w->kind), final);
+    if (mfs_cache_rename_into(c, w->tmp, final, err) < 0) {
+        if (ro >= 0)
+            close(ro);
+        mfs_cache_wr_abort(w);
+        return -1;
+    }
+    vset_put(c, &w->key, &st);
+    if (hit)
+        *hit = (mfs_cache_hit){.fd = ro, .offset = MFS_CACHE_HDR_LEN, .length = w->len};
+    wr_release(w);
+    MFS_CACHE_STAT_ADD(c, stores, 1);
+    mfs_cache_account(c, (uint64_t)st.st_size);
+    return 0;
+}
+
+int mfs_cache_writer_begin(mfs_cache *c, const mfs_cache_key *k, mfs_cache_writer **out,
+                           mfs_err *err)
+{
+    *out = malloc(sizeof **out);
+    if (!*out)
+        return mfs_errf(err, "cache: out of memory");
+    if (mfs_cache_wr_begin(&(*out)->w, c, k, MFS_KIND_VIEW, err) < 0) {
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int mfs_cache_writer_write(mfs_cache_writer *w, const void *p, size_t n, mfs_err *err)
+{
+    return mfs_cache_wr_write(&w->w, p, n, err);
+}
+
+int mfs_cache_writer_commit(mfs_cache_writer *w, mfs_cache_hit *hit, mfs_err *err)
+{
+    int r = mfs_cache_wr_commit(&w->w, hit, err);
+    free(w);
+    return r;
+}
+
+void mfs_cache_writer_abort(mfs_cache_writer *w)
+{
+    if (!w)
+        return;
+    mfs_cache_wr_abort(&w->w);
+    free(w);
+}
+
+static int store_kind(mfs_cache *c, const mfs_cache_key *k, int kind, const void *p,
+                      size_t n, mfs_cache_hit *hit, mfs_err *err)
+{
+    mfs_cache_wr w;
+    if (mfs_cache_wr_begin(&w, c, k, kind, err) < 0)
+        return -1;
+    if (mfs_cache_wr_write(&w, p, n, err) < 0) {
+        mfs_cache_wr_abort(&w);
+        return -1;
+    }
+    return mfs_cache_wr_commit(&w, hit, err);
+}
+
+int mfs_cache_store(mfs_cache *c, const mfs_cache_key *k, const void *p, size_t n,
+                    mfs_cache_hit *hit, mfs_err *err)
+{
+    return store_kind(c, k, MFS_KIND_VIEW, p, n, hit, err);
+}
+
+int mfs_cache_store_negative(mfs_cache *c, const mfs_cache_key *k, const char *reason,
+                             mfs_err *err)
+{
+    size_t n = strlen(reason);
+    if (n > REASON_MAX)
+        n = REASON_MAX;
+    return store_kind(c, k, MFS_KIND_NEGATIVE, reason, n, NULL, err);
+}
+
+int mfs_cache_remove(mfs_cache *c, const mfs_cache_key *k, mfs_err *err)
+{
+    char path[MFS_CACHE_PATH_MAX];
+    mfs_cache_key_path(k, 'e', path);
+    if (unlinkat(c->dirfd, path, 0) < 0 && errno != ENOENT)
+        return mfs_errf(err, "cache %s: removing %s: %s", c->dir, path, strerror(errno));
+    return 0;
+}
+
+/* ---- reading ---------------------------------------------------------- */
+
+void mfs_cache_discard(mfs_cache *c, const char *path, int fd)
+{
+    /* Another process may have renamed a good entry over the bad one since
+     * we opened it; only the file we judged is removed. */
+    struct stat a, b;
+    if (fstat(fd, &a) == 0 && fstatat(c->dirfd, path, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+        a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        unlinkat(c->dirfd, path, 0);
+    MFS_CACHE_STAT_ADD(c, corrupt_discarded, 1);
+}
+
+/* 1 if the trailer matches payload + header, 0 if not or unreadable. */
+static int checksum_ok(int fd, const uint8_t hdr[MFS_CACHE_HDR_LEN], uint64_t len)
+{
+    uint8_t *buf = malloc(VERIFY_CHUNK);
+    XXH3_state_t *st = XXH3_createState();
+    int ok = 0;
+    if (!buf || !st)
+        goto out;
+    XXH3_128bits_reset(st);
+    for (uint64_t off = 0; off < len;) {
+        size_t want = len - off < VERIFY_CHUNK ? (size_t)(len - off) : VERIFY_CHUNK;
+        if (mfs_cache_pread_full(fd, buf, want, MFS_CACHE_HDR_LEN + off) != (int64_t)want)
+            goto out;
+        XXH3_128bits_update(st, buf, want);
+        off += want;
+    }
+    XXH3_128bits_update(st, hdr, MFS_CACHE_HDR_LEN);
+    XXH128_canonical_t sum;
+    XXH128_canonicalFromHash(&sum, XXH3_128bits_digest(st));
+    uint8_t trailer[16];
+    ok = mfs_cache_pread_full(fd, trailer, 16, MFS_CACHE_HDR_LEN + len) == 16 &&
+         memcmp(trailer, sum.digest, 16) == 0;
+out:
+    XXH3_freeState(st);
+    free(buf);
+    return ok;
+}
+
+/* Validates the entry open at fd: header always, checksum once per inode
+ * per handle.  1 valid, 0 discarded as corrupt. */
+static int validate(mfs_cache *c, const mfs_cache_key *k, int fd, const char *path,
+                    int *kind, uint64_t *len)
+{
+    struct stat st;
+    uint8_t hdr[MFS_CACHE_HDR_LEN];
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+        mfs_cache_pread_full(fd, hdr, sizeof hdr, 0) != (int64_t)sizeof hdr ||
+        parse_header(hdr, k, (uint64_t)st.st_size, 0, kind, len) < 0)
+        goto corrupt;
+    if (vset_has(c, k, &st))
+        return 1;
+    if (!checksum_ok(fd, hdr, *len))
+        goto corrupt;
+    vset_put(c, k, &st);
+    MFS_CACHE_STAT_ADD(c, verified, 1);
+    return 1;
+corrupt:
+    mfs_cache_discard(c, path, fd);
+    return 0;
+}
+
+static void touch(int fd)
+{
+    /* mtime is the LRU stamp (atime is unreliable under noatime/relatime).
+     * An explicit clock reading rather than UTIME_NOW: file timestamps tick
+     * at jiffy granularity, too coarse to order uses close together. */
+    int64_t now = mfs_cache_now_ns();
+    struct timespec ts[2] = {{0, UTIME_OMIT}, {now / 1000000000, now % 1000000000}};
+    futimens(fd, ts);
+}
+
+static int read_reason(int fd, uint64_t len, mfs_cache_hit *hit)
+{
+    if (len > REASON_MAX)
+        return -1;
+    char *r = malloc((size_t)len + 1);
+    if (!r || mfs_cache_pread_full(fd, r, (size_t)len, MFS_CACHE_HDR_LEN) != (int64_t)len) {
+        free(r);
+        return -1;
+    }
+    r[len] = '\0';
+    hit->reason = r;
+    return 0;
+}
+
+static int lookup_miss(mfs_cache *c, int r)
+{
+    MFS_CACHE_STAT_ADD(c, misses, 1);
+    return r;
+}
+
+int mfs_cache_lookup(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit, mfs_err *err)
+{
+    *hit = (mfs_cache_hit){.fd = -1};
+    char path[MFS_CACHE_PATH_MAX];
+    mfs_cache_key_path(k, 'e', path);
+    int fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return lookup_miss(c, 0);
+        mfs_errf(err, "cache %s: opening %s: %s", c->dir, path, strerror(errno));
+        return lookup_miss(c, -1);
+    }
+    int kind;
+    uint64_t len;
+    if (!validate(c, k, fd, path, &kind, &len)) {
+        close(fd);
+        return lookup_miss(c, 0);
+    }
+    touch(fd);
+    if (kind == MFS_KIND_NEGATIVE) {
+        int r = read_reason(fd, len, hit);
+        close(fd);
+        if (r < 0) {
+            mfs_errf(err, "cache %s: reading %s: failed", c->dir, path);
+            return lookup_miss(c, -1);
+        }
+        pthread_mutex_lock(&c->mu);
+        c->st.hits++;
+        c->st.negative_hits++;
+        pthread_mutex_unlock(&c->mu);
+        return 1;
+    }
+    *hit = (mfs_cache_hit){.fd = fd, .offset = MFS_CACHE_HDR_LEN, .length = len};
+    MFS_CACHE_STAT_ADD(c, hits, 1);
+    return 1;
+}
+
+void mfs_cache_hit_release(mfs_cache_hit *h)
+{
+    if (h->fd >= 0)
+        close(h->fd);
+    free(h->reason);
+    *h = (mfs_cache_hit){.fd = -1};
+}
+
+int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, uint8_t **payload,
+                         uint64_t *len, mfs_err *err)
+{
+    char path[MFS_CACHE_PATH_MAX];
+    mfs_cache_key_path(k, kind_suffix(kind), path);
+    *payload = NULL;
+    int fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return 0;
+        return mfs_errf(err, "cache %s: opening %s: %s", c->dir, path, strerror(errno));
+    }
+    /* Small and read whole anyway, so verified on every load: no set. */
+    struct stat st;
+    uint8_t *buf = NULL;
+    int got_kind;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > SMALL_MAX ||
+        st.st_size < MFS_CACHE_HDR_LEN + MFS_CACHE_TRAILER_LEN)
+        goto corrupt;
+    size_t size = (size_t)st.st_size;
+    if (!(buf = malloc(size))) {
+        close(fd);
+        return mfs_errf(err, "cache: out of memory");
+    }
+    if (mfs_cache_pread_full(fd, buf, size, 0) != (int64_t)size ||
+        parse_header(buf, k, size, kind == MFS_KIND_MANIFEST, &got_kind, len) < 0 ||
+        got_kind != kind)
+        goto corrupt;
+    XXH3_state_t *hs = XXH3_createState();
+    if (!hs) {
+        free(buf);
+        close(fd);
+        return mfs_errf(err, "cache: out of memory");
+    }
+    XXH3_128bits_reset(hs);
+    XXH3_128bits_update(hs, buf + MFS_CACHE_HDR_LEN, (size_t)*len);
+    XXH3_128bits_update(hs, buf, MFS_CACHE_HDR_LEN);
+    XXH128_canonical_t sum;
+    XXH128_canonicalFromHash(&sum, XXH3_128bits_digest(hs));
+    XXH3_freeState(hs);
+    if (memcmp(buf + MFS_CACHE_HDR_LEN + *len, sum.digest, 16) != 0)
+        goto corrupt;
+    memmove(buf, buf + MFS_CACHE_HDR_LEN, (size_t)*len);
+    touch(fd);
+    close(fd);
+    *payload = buf;
+    return 1;
+corrupt:
+    free(buf);
+    mfs_cache_discard(c, path, fd);
+    close(fd);
+    return 0;
+}

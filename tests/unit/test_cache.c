@@ -1,0 +1,1091 @@
+/* The view cache (docs/cache.md): keys, entries, verification, the stat
+ * index, manifests, eviction, crash leftovers and sharing between handles.
+ * Every test runs in its own temporary directory. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "meshfs/cache.h"
+
+typedef struct fx {
+    char dir[300];   /* cache directory */
+    char root[300];  /* source files */
+    char base[256];
+    int rootfd;
+} fx;
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st; (void)flag; (void)f;
+    return remove(p);
+}
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    const char *t = getenv("TMPDIR");
+    snprintf(f->base, sizeof f->base, "%s/test_cache.XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(f->base))
+        return -1;
+    snprintf(f->dir, sizeof f->dir, "%s/cache", f->base);
+    snprintf(f->root, sizeof f->root, "%s/src", f->base);
+    mkdir(f->root, 0700);
+    f->rootfd = open(f->root, O_RDONLY | O_DIRECTORY);
+    *state = f;
+    return f->rootfd < 0 ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    close(f->rootfd);
+    nftw(f->base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+static mfs_cache *open_cache(const fx *f, uint64_t max, unsigned flags)
+{
+    mfs_cache_config cfg = {.dir = f->dir, .max_size = max, .flags = flags};
+    mfs_cache *c = NULL;
+    mfs_err err = {{0}};
+    if (mfs_cache_open(&cfg, &c, &err) < 0)
+        fail_msg("open: %s", err.msg);
+    return c;
+}
+
+static mfs_cache_stats stats(mfs_cache *c)
+{
+    mfs_cache_stats s;
+    mfs_cache_get_stats(c, &s);
+    return s;
+}
+
+static void fill(uint8_t *p, size_t n, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (uint8_t)x;
+    }
+}
+
+static mfs_cache_key key_of(const char *s)
+{
+    mfs_cache_keyb kb;
+    mfs_cache_key k;
+    assert_int_equal(mfs_cache_key_init(&kb, "test", NULL), 0);
+    mfs_cache_key_add_str(&kb, s);
+    mfs_cache_key_final(&kb, &k);
+    return k;
+}
+
+/* The entry's file, worked out from the documented layout. */
+static void entry_path(const fx *f, const mfs_cache_key *k, char suffix, char *out, size_t n)
+{
+    char hex[33];
+    mfs_cache_key_hex(k, hex);
+    snprintf(out, n, "%s/v1/%.2s/%s.%c", f->dir, hex, hex + 2, suffix);
+}
+
+static int exists(const char *p)
+{
+    struct stat st;
+    return lstat(p, &st) == 0;
+}
+
+static int count_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static void write_file(const fx *f, const char *rel, const void *p, size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", f->root, rel);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, p, n), (ssize_t)n);
+    close(fd);
+}
+
+/* Sets mtime to a fixed second; ctime becomes "now" as a side effect. */
+static void set_mtime(const char *path, time_t sec)
+{
+    struct timespec ts[2] = {{sec, 0}, {sec, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static void canon128(const void *p, size_t n, uint8_t out[16])
+{
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits(p, n));
+    memcpy(out, c.digest, 16);
+}
+
+static void assert_payload(const mfs_cache_hit *h, const uint8_t *want, size_t n)
+{
+    assert_true(h->fd >= 0);
+    assert_int_equal(h->length, n);
+    uint8_t *got = malloc(n ? n : 1);
+    assert_int_equal(pread(h->fd, got, n, (off_t)h->offset), (ssize_t)n);
+    assert_memory_equal(got, want, n);
+    free(got);
+}
+
+/* ---- keys ------------------------------------------------------------- */
+
+/* Appends the documented field encodings to a buffer. */
+typedef struct kbuf {
+    uint8_t b[512];
+    size_t n;
+} kbuf;
+
+static void kb_u64(kbuf *k, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        k->b[k->n++] = (uint8_t)(v >> (8 * i));
+}
+
+static void kb_str(kbuf *k, const char *s)
+{
+    k->b[k->n++] = 'S';
+    kb_u64(k, strlen(s));
+    memcpy(k->b + k->n, s, strlen(s));
+    k->n += strlen(s);
+}
+
+static void kb_dep(kbuf *k, const char *path, uint64_t size, const uint8_t h[16])
+{
+    k->b[k->n++] = 'D';
+    kb_u64(k, strlen(path));
+    memcpy(k->b + k->n, path, strlen(path));
+    k->n += strlen(path);
+    kb_u64(k, size);
+    memcpy(k->b + k->n, h, 16);
+    k->n += 16;
+}
+
+static void test_key_encoding(void **state)
+{
+    (void)state;
+    mfs_dep deps[2] = {{"car.obj", 1234, {0}}, {"car.mtl", 56, {0}}};
+    for (int i = 0; i < 16; i++) {
+        deps[0].hash[i] = (uint8_t)i;
+        deps[1].hash[i] = (uint8_t)(0xf0 + i);
+    }
+    kbuf want = {{0}, 0};
+    kb_str(&want, "meshfs.view.v1");
+    kb_dep(&want, "car.obj", 1234, deps[0].hash);
+    kb_dep(&want, "car.mtl", 56, deps[1].hash);
+    kb_str(&want, "fmd");
+    kb_str(&want, "pretrans;");
+    kb_str(&want, "meshfs 0.1.0");
+    /* 'S' + u64 14 + "meshfs.view.v1" = 23 bytes, first bytes spelled out. */
+    static const uint8_t head[10] = {'S', 14, 0, 0, 0, 0, 0, 0, 0, 'm'};
+    assert_memory_equal(want.b, head, sizeof head);
+    uint8_t h[16];
+    canon128(want.b, want.n, h);
+
+    mfs_cache_key k, k2;
+    assert_int_equal(mfs_cache_view_key(deps, 2, "fmd", "pretrans;", "meshfs 0.1.0", &k, NULL), 0);
+    assert_memory_equal(k.b, h, 16);
+    assert_int_equal(mfs_cache_view_key(deps, 2, "fmd", "pretrans;", "meshfs 0.1.0", &k2, NULL), 0);
+    assert_memory_equal(k.b, k2.b, 16);
+
+    /* The manifest key: its domain, the model as a dep, options, version. */
+    kbuf mw = {{0}, 0};
+    kb_str(&mw, "meshfs.manifest.v1");
+    kb_dep(&mw, "car.obj", 1234, deps[0].hash);
+    kb_str(&mw, "");
+    kb_str(&mw, "v");
+    canon128(mw.b, mw.n, h);
+    assert_int_equal(mfs_cache_manifest_key("car.obj", 1234, deps[0].hash, "", "v", &k, NULL), 0);
+    assert_memory_equal(k.b, h, 16);
+
+    /* u64 and byte fields. */
+    kbuf uw = {{0}, 0};
+    kb_str(&uw, "d");
+    uw.b[uw.n++] = 'U';
+    kb_u64(&uw, 0x0102030405060708ull);
+    canon128(uw.b, uw.n, h);
+    mfs_cache_keyb kb;
+    assert_int_equal(mfs_cache_key_init(&kb, "d", NULL), 0);
+    mfs_cache_key_add_u64(&kb, 0x0102030405060708ull);
+    mfs_cache_key_final(&kb, &k);
+    assert_memory_equal(k.b, h, 16);
+
+    char hex[33];
+    mfs_cache_key_hex(&(mfs_cache_key){{0x01, 0xab, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10}}, hex);
+    assert_string_equal(hex, "01abff00000000000000000000000010");
+}
+
+static mfs_cache_key two_strs(const char *a, const char *b)
+{
+    mfs_cache_keyb kb;
+    mfs_cache_key k;
+    assert_int_equal(mfs_cache_key_init(&kb, "t", NULL), 0);
+    mfs_cache_key_add_str(&kb, a);
+    mfs_cache_key_add_str(&kb, b);
+    mfs_cache_key_final(&kb, &k);
+    return k;
+}
+
+static void test_key_separation(void **state)
+{
+    (void)state;
+    mfs_cache_key a = two_strs("ab", "c"), b = two_strs("a", "bc");
+    assert_memory_not_equal(a.b, b.b, 16);
+    /* Tags alone do not separate fields: lengths must. */
+    a = two_strs("aSb", "c");
+    b = two_strs("a", "bSc");
+    assert_memory_not_equal(a.b, b.b, 16);
+    a = two_strs("", "x");
+    b = two_strs("x", "");
+    assert_memory_not_equal(a.b, b.b, 16);
+    a = two_strs("ab", "c");
+    b = two_strs("ab", "c");
+    assert_memory_equal(a.b, b.b, 16);
+
+    /* A dep is not a string with the same bytes; order of deps matters. */
+    uint8_t h1[16] = {1}, h2[16] = {2};
+    mfs_dep d12[2] = {{"a", 1, {1}}, {"b", 1, {2}}};
+    mfs_dep d21[2] = {{"b", 1, {2}}, {"a", 1, {1}}};
+    mfs_cache_key k12, k21;
+    mfs_cache_view_key(d12, 2, "fmd", "", "v", &k12, NULL);
+    mfs_cache_view_key(d21, 2, "fmd", "", "v", &k21, NULL);
+    assert_memory_not_equal(k12.b, k21.b, 16);
+
+    /* Each dep field changes the key. */
+    mfs_dep one = {"a", 1, {0}};
+    memcpy(one.hash, h1, 16);
+    mfs_cache_key base, k;
+    mfs_cache_view_key(&one, 1, "fmd", "", "v", &base, NULL);
+    memcpy(one.hash, h2, 16);
+    mfs_cache_view_key(&one, 1, "fmd", "", "v", &k, NULL);
+    assert_memory_not_equal(base.b, k.b, 16);
+    memcpy(one.hash, h1, 16);
+    one.size = 2;
+    mfs_cache_view_key(&one, 1, "fmd", "", "v", &k, NULL);
+    assert_memory_not_equal(base.b, k.b, 16);
+    one.size = 1;
+    /* Format, options and version are separate fields. */
+    mfs_cache_key fo1, fo2;
+    mfs_cache_view_key(&one, 1, "fmd", "x", "v", &fo1, NULL);
+    mfs_cache_view_key(&one, 1, "fmdx", "", "v", &fo2, NULL);
+    assert_memory_not_equal(fo1.b, fo2.b, 16);
+    mfs_cache_view_key(&one, 1, "fmd", "", "v", &k, NULL);
+    assert_memory_equal(base.b, k.b, 16);
+    /* Same fields, other domain. */
+    mfs_cache_manifest_key("a", 1, h1, "", "v", &k, NULL);
+    assert_memory_not_equal(base.b, k.b, 16);
+}
+
+/* ---- entries ---------------------------------------------------------- */
+
+static void test_store_lookup(void **state)
+{
+    fx *f = *state;
+    enum { N = 300000 }; /* more than one verification chunk */
+    uint8_t *data = malloc(N);
+    fill(data, N, 7);
+    mfs_cache_key k = key_of("view-1");
+    mfs_err err = {{0}};
+
+    mfs_cache *c = open_cache(f, 0, 0);
+    mfs_cache_hit h;
+    assert_int_equal(mfs_cache_lookup(c, &k, &h, &err), 0);
+    assert_int_equal(h.fd, -1);
+    assert_int_equal(mfs_cache_store(c, &k, data, N, &h, &err), 0);
+    assert_int_equal(h.offset, 40);
+    assert_payload(&h, data, N);
+    mfs_cache_hit_release(&h);
+    assert_int_equal(mfs_cache_lookup(c, &k, &h, &err), 1);
+    assert_payload(&h, data, N);
+    mfs_cache_hit_release(&h);
+    mfs_cache_stats s = stats(c);
+    assert_int_equal(s.stores, 1);
+    assert_int_equal(s.hits, 1);
+    assert_int_equal(s.misses, 1);
+    assert_int_equal(s.verified, 0); /* written by us: trusted */
+    assert_int_equal(s.size, N + 56);
+    mfs_cache_close(c);
+
+    /* A fresh handle (another mount) verifies once, then trusts. */
+    c = open_cache(f, 0, 0);
+    assert_int_equal(stats(c).size, N + 56);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(mfs_cache_lookup(c, &k, &h, &err), 1);
+        assert_payload(&h, data, N);
+        mfs_cache_hit_release(&h);
+    }
+    s = stats(c);
+    assert_int_equal(s.verified, 1);
+    assert_int_equal(s.hits, 2);
+    assert_int_equal(s.corrupt_discarded, 0);
+
+    /* Streaming writer, in pieces, gives the same entry format. */
+    mfs_cache_key k2 = key_of("view-2");
+    mfs_cache_writer *w;
+    assert_int_equal(mfs_cache_writer_begin(c, &k2, &w, &err), 0);
+    for (size_t off = 0; off < N; off += 70001)
+        assert_int_equal(mfs_cache_writer_write(w, data + off, N - off < 70001 ? N - off : 70001, &err), 0);
+    assert_int_equal(mfs_cache_writer_commit(w, NULL, &err), 0);
+    mfs_cache_close(c);
+    c = open_cache(f, 0, 0);
+    assert_int_equal(mfs_cache_lookup(c, &k2, &h, &err), 1);
+    assert_payload(&h, data, N);
+    mfs_cache_hit_release(&h);
+    assert_int_equal(stats(c).verified, 1);
+
+    /* An aborted writer leaves nothing. */
+    mfs_cache_key k3 = key_of("view-3");
+    assert_int_equal(mfs_cache_writer_begin(c, &k3, &w, &err), 0);
+    assert_int_equal(mfs_cache_writer_write(w, data, 100, &err), 0);
+    mfs_cache_writer_abort(w);
+    assert_int_equal(mfs_cache_lookup(c, &k3, &h, &err), 0);
+    char tmpdir[512];
+    snprintf(tmpdir, sizeof tmpdir, "%s/tmp", f->dir);
+    assert_int_equal(count_files(tmpdir), 0);
+
+    /* Removal. */
+    assert_int_equal(mfs_cache_remove(c, &k2, &err), 0);
+    assert_int_equal(mfs_cache_lookup(c, &k2, &h, &err), 0);
+    mfs_cache_close(c);
+    free(data);
+}
+
+static void test_entry_bytes(void **state)
+{
+    fx *f = *state;
+    mfs_cache_key k = key_of("bytes");
+    mfs_cache *c = open_cache(f, 0, 0);
+    assert_int_equal(mfs_cache_store(c, &k, "hello", 5, NULL, NULL), 0);
+    mfs_cache_close(c);
+
+    char path[512];
+    entry_path(f, &k, 'e', path, sizeof path);
+    uint8_t b[128];
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(read(fd, b, sizeof b), 61);
+    close(fd);
+    uint8_t hdr[40] = {'m', 'f', 's', 'c', 'a', 'c', 'h', 'e', 1, 0, 0, 0, 1, 0, 0, 0};
+    memcpy(hdr + 16, k.b, 16);
+    hdr[32] = 5;
+    assert_memory_equal(b, hdr, 40);
+    assert_memory_equal(b + 40, "hello", 5);
+    uint8_t both[45], sum[16];
+    memcpy(both, "hello", 5);
+    memcpy(both + 5, hdr, 40);
+    canon128(both, 45, sum);
+    assert_memory_equal(b + 45, sum, 16);
+
+    /* CACHEDIR.TAG carries the standard signature. */
+    char tag[512], text[64];
+    snprintf(tag, sizeof tag, "%s/CACHEDIR.TAG", f->dir);
+    fd = open(tag, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(read(fd, text, 44), 44);
+    close(fd);
+    assert_memory_equal(text, "Signature: 8a477f597d28d172789f06886806bc55\n", 44);
+}
+
+static void flip_byte(const char *path, off_t off)
+{
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    uint8_t b;
+    assert_int_equal(pread(fd, &b, 1, off), 1);
+    b ^= 0x20;
+    assert_int_equal(pwrite(fd, &b, 1, off), 1);
+    close(fd);
+}
+
+static void test_corrupt_entry(void **state)
+{
+    fx *f = *state;
+    enum { N = 1000 };
+    uint8_t data[N];
+    fill(data, N, 3);
+    /* magic, kind, key, length, first and last payload byte, trailer. */
+    const off_t where[] = {0, 12, 20, 33, 40, 40 + N - 1, 40 + N + 15};
+    for (size_t i = 0; i < sizeof where / sizeof *where; i++) {
+        mfs_cache_key k = key_of("corrupt");
+        mfs_cache *c = open_cache(f, 0, 0);
+        assert_int_equal(mfs_cache_store(c, &k, data, N, NULL, NULL), 0);
+        mfs_cache_close(c);
+        char path[512];
+        entry_path(f, &k, 'e', path, sizeof path);
+        flip_byte(path, where[i]);
+
+        c = open_cache(f, 0, 0);
+        mfs_cache_hit h;
+        assert_int_equal(mfs_cache_lookup(c, &k, &h, NULL), 0);
+        assert_int_equal(h.fd, -1);
+        mfs_cache_stats s = stats(c);
+        assert_int_equal(s.corrupt_discarded, 1);
+        assert_int_equal(s.misses, 1);
+        assert_int_equal(s.hits, 0);
+        assert_false(exists(path));
+        mfs_cache_close(c);
+    }
+}
+
+static void test_truncated_entry(void **state)
+{
+    fx *f = *state;
+    uint8_t data[1000];
+    fill(data, sizeof data, 4);
+    const off_t lens[] = {1055, 1000, 40, 10, 0};
+    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
+        mfs_cache_key k = key_of("trunc");
+        mfs_cache *c = open_cache(f, 0, 0);
+        assert_int_equal(mfs_cache_store(c, &k, data, sizeof data, NULL, NULL), 0);
+        mfs_cache_close(c);
+        char path[512];
+        entry_path(f, &k, 'e', path, sizeof path);
+        assert_int_equal(truncate(path, lens[i]), 0);
+        c = open_cache(f, 0, 0);
+        mfs_cache_hit h;
+        assert_int_equal(mfs_cache_lookup(c, &k, &h, NULL), 0);
+        assert_int_equal(stats(c).corrupt_discarded, 1);
+        assert_false(exists(path));
+        mfs_cache_close(c);
+    }
+}
+
+static void test_negative_entry(void **state)
+{
+    fx *f = *state;
+    const char *why = "fmd: mesh 'wheel': 70000 vertices exceed 65535";
+    mfs_cache_key k = key_of("neg");
+    mfs_cache *c = open_cache(f, 0, 0);
+    assert_int_equal(mfs_cache_store_negative(c, &k, why, NULL), 0);
+    mfs_cache_close(c);
+    c = open_cache(f, 0, 0);
+    for (int i = 0; i < 2; i++) {
+        mfs_cache_hit h;
+        assert_int_equal(mfs_cache_lookup(c, &k, &h, NULL), 1);
+        assert_int_equal(h.fd, -1);
+        assert_non_null(h.reason);
+        assert_string_equal(h.reason, why);
+        mfs_cache_hit_release(&h);
+        assert_null(h.reason);
+    }
+    mfs_cache_stats s = stats(c);
+    assert_int_equal(s.hits, 2);
+    assert_int_equal(s.negative_hits, 2);
+    assert_int_equal(s.verified, 1);
+    /* A later success replaces the failure under the same key. */
+    mfs_cache_hit h;
+    assert_int_equal(mfs_cache_store(c, &k, "ok", 2, NULL, NULL), 0);
+    assert_int_equal(mfs_cache_lookup(c, &k, &h, NULL), 1);
+    assert_null(h.reason);
+    assert_payload(&h, (const uint8_t *)"ok", 2);
+    mfs_cache_hit_release(&h);
+    mfs_cache_close(c);
+}
+
+/* ---- stat index ------------------------------------------------------- */
+
+static void test_index(void **state)
+{
+    fx *f = *state;
+    char text[5000], path[512];
+    fill((uint8_t *)text, sizeof text, 9);
+    write_file(f, "m.obj", text, sizeof text);
+    snprintf(path, sizeof path, "%s/m.obj", f->root);
+    set_mtime(path, 1000000000);
+    uint8_t want[16], h[16];
+    canon128(text, sizeof text, want);
+
+    mfs_cache *c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
+    struct stat st;
+    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "m.obj", &st, h, NULL), 0);
+    assert_memory_equal(h, want, 16);
+    assert_int_equal(st.st_size, sizeof text);
+    assert_int_equal(stats(c).files_hashed, 1);
+    assert_int_equal(stats(c).bytes_hashed, sizeof text);
+    /* Same stat: answered by the index. */
+    memset(h, 0, 16);
+    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "m.obj", NULL, h, NULL), 0);
+    assert_memory_equal(h, want, 16);
+    assert_int_equal(stats(c).files_hashed, 1);
+    assert_int_equal(stats(c).index_hits, 1);
+    mfs_cache_close(c);
+
+    /* Persisted: another handle re-reads no bytes. */
+    c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
+    int fd = openat(f->rootfd, "m.obj", O_RDONLY);
+    assert_int_equal(mfs_cache_file_hash(c, fd, NULL, h, NULL), 0);
+    close(fd);
+    assert_memory_equal(h, want, 16);
+    assert_int_equal(stats(c).files_hashed, 0);
+    assert_int_equal(stats(c).index_hits, 1);
+
+    /* touch: stat changes, bytes do not -> re-hashed, same hash. */
+    set_mtime(path, 1000000100);
+    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "m.obj", NULL, h, NULL), 0);
+    assert_memory_equal(h, want, 16);
+    assert_int_equal(stats(c).files_hashed, 1);
+    /* ... and recorded again. */
+    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "m.obj", NULL, h, NULL), 0);
+    assert_int_equal(stats(c).files_hashed, 1);
+
+    /* Same size, other bytes: a new hash. */
+    text[100] ^= 1;
+    write_file(f, "m.obj", text, sizeof text);
+    set_mtime(path, 1000000200);
+    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "m.obj", NULL, h, NULL), 0);
+    canon128(text, sizeof text, want);
+    assert_memory_equal(h, want, 16);
+    assert_int_equal(stats(c).files_hashed, 2);
+
+    /* Missing file: error with errno. */
+    errno = 0;
+    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "nope.obj", NULL, h, NULL), -1);
+    assert_int_equal(errno, ENOENT);
+    mfs_cache_close(c);
+}
+
+static void test_index_racy(void **state)
+{
+    fx *f = *state;
+    /* Just written, ctime = now: inside the racy window, so never recorded. */
+    write_file(f, "fresh.obj", "abc", 3);
+    mfs_cache *c = open_cache(f, 0, 0);
+    uint8_t h[16], want[16];
+    canon128("abc", 3, want);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "fresh.obj", NULL, h, NULL), 0);
+        assert_memory_equal(h, want, 16);
+    }
+    assert_int_equal(stats(c).files_hashed, 2);
+    assert_int_equal(stats(c).index_hits, 0);
+    mfs_cache_close(c);
+}
+
+static void test_index_log_damage(void **state)
+{
+    fx *f = *state;
+    write_file(f, "a.obj", "aaaa", 4);
+    write_file(f, "b.obj", "bbbbbb", 6);
+    uint8_t h[16];
+    mfs_cache *c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
+    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "a.obj", NULL, h, NULL), 0);
+    mfs_cache_close(c);
+    /* A torn record (crash mid-append) ... */
+    char log[512];
+    snprintf(log, sizeof log, "%s/index.log", f->dir);
+    int fd = open(log, O_WRONLY | O_APPEND);
+    assert_int_equal(write(fd, "\x01\x02\x03\x04\x05", 5), 5);
+    close(fd);
+    /* ... followed by another process's append ... */
+    c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
+    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "b.obj", NULL, h, NULL), 0);
+    assert_int_equal(stats(c).files_hashed, 1);
+    mfs_cache_close(c);
+    struct stat st;
+    assert_int_equal(stat(log, &st), 0);
+    assert_int_equal(st.st_size, 16 + 64 + 5 + 64);
+    /* ... both records are found again. */
+    c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
+    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "a.obj", NULL, h, NULL), 0);
+    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "b.obj", NULL, h, NULL), 0);
+    assert_int_equal(stats(c).files_hashed, 0);
+    assert_int_equal(stats(c).index_hits, 2);
+    mfs_cache_close(c);
+}
+
+static void test_index_shared(void **state)
+{
+    fx *f = *state;
+    /* Two live handles: what one hashes, the other finds without hashing. */
+    write_file(f, "s.obj", "shared", 6);
+    mfs_cache *a = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
+    mfs_cache *b = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
+    uint8_t h[16];
+    assert_int_equal(mfs_cache_file_hash_at(a, f->rootfd, "s.obj", NULL, h, NULL), 0);
+    assert_int_equal(mfs_cache_file_hash_at(b, f->rootfd, "s.obj", NULL, h, NULL), 0);
+    assert_int_equal(stats(a).files_hashed, 1);
+    assert_int_equal(stats(b).files_hashed, 0);
+    mfs_cache_close(a);
+    mfs_cache_close(b);
+}
+
+static void test_index_compaction(void **state)
+{
+    fx *f = *state;
+    /* One file re-stamped 5000 times: 5000 appends, one live record.  The
+     * log is rewritten once superseded records pass 4096, so it stays
+     * small, and the newest record survives the rewrite. */
+    write_file(f, "t.obj", "t", 1);
+    char path[512], log[512];
+    snprintf(path, sizeof path, "%s/t.obj", f->root);
+    snprintf(log, sizeof log, "%s/index.log", f->dir);
+    mfs_cache *c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
+    uint8_t h[16];
+    for (int i = 0; i < 5000; i++) {
+        set_mtime(path, 1000000000 + i);
+        assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "t.obj", NULL, h, NULL), 0);
+    }
+    mfs_cache_close(c);
+    struct stat st;
+    assert_int_equal(stat(log, &st), 0);
+    /* Rewritten at append 4099 (the first > 2*1 + 4096) to its 1 live
+     * record; 901 appends since. */
+    assert_int_equal(st.st_size, 16 + 64 * (1 + 901));
+    c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
+    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "t.obj", NULL, h, NULL), 0);
+    assert_int_equal(stats(c).files_hashed, 0);
+    mfs_cache_close(c);
+}
+
+/* ---- manifests -------------------------------------------------------- */
+
+static void test_manifest(void **state)
+{
+    fx *f = *state;
+    write_file(f, "car.obj", "v 0 0 0\nmtllib car.mtl\n", 23);
+    write_file(f, "car.mtl", "newmtl paint\nmap_Kd tex.png\n", 28);
+    write_file(f, "tex.png", "PNGDATA", 7);
+    char mtl[512];
+    snprintf(mtl, sizeof mtl, "%s/car.mtl", f->root);
+    set_mtime(mtl, 1000000000);
+    mfs_cache *c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
+
+    static const char *names[3] = {"car.obj", "car.mtl", "tex.png"};
+    mfs_dep deps[3];
+    for (int i = 0; i < 3; i++) {
+        struct stat st;
+        deps[i].path = (char *)names[i];
+        assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, names[i], &st, deps[i].hash, NULL), 0);
+        deps[i].size = (uint64_t)st.st_size;
+    }
+    mfs_cache_view views[2] = {{"fmd", {{0}}}, {"gmf", {{0}}}};
+    mfs_cache_view_key(deps, 3, "fmd", "pretrans;", "v1", &views[0].key, NULL);
+    mfs_cache_view_key(deps, 3, "gmf", "", "v1", &views[1].key, NULL);
+    mfs_cache_key mk;
+    mfs_cache_manifest_key("car.obj", deps[0].size, deps[0].hash, "pretrans;", "v1", &mk, NULL);
+    mfs_cache_manifest m = {deps, 3, views, 2}, got;
+    assert_int_equal(mfs_cache_manifest_load(c, &mk, &got, NULL), 0);
+    assert_int_equal(mfs_cache_manifest_store(c, &mk, &m, NULL), 0);
+    mfs_cache_close(c);
+
+    c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
+    assert_int_equal(mfs_cache_manifest_load(c, &mk, &got, NULL), 1);
+    assert_int_equal(got.ndeps, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_string_equal(got.deps[i].path, names[i]);
+        assert_int_equal(got.deps[i].size, deps[i].size);
+        assert_memory_equal(got.deps[i].hash, deps[i].hash, 16);
+    }
+    assert_int_equal(got.nviews, 2);
+    assert_string_equal(got.views[1].format, "gmf");
+    assert_memory_equal(mfs_cache_manifest_find(&got, "fmd")->b, views[0].key.b, 16);
+    assert_memory_equal(mfs_cache_manifest_find(&got, "gmf")->b, views[1].key.b, 16);
+    assert_null(mfs_cache_manifest_find(&got, "dem"));
+    assert_int_equal(stats(c).manifest_hits, 1);
+
+    /* Deps unchanged: current, from the index alone. */
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 1);
+    assert_int_equal(stats(c).files_hashed, 0);
+    /* Touched, same bytes: still current. */
+    set_mtime(mtl, 1000000100);
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 1);
+    assert_int_equal(stats(c).files_hashed, 1);
+    /* Same size, other bytes: stale. */
+    write_file(f, "car.mtl", "newmtl paint\nmap_Kd tex.jpg\n", 28);
+    set_mtime(mtl, 1000000200);
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 0);
+    /* Back to the old bytes: current again. */
+    write_file(f, "car.mtl", "newmtl paint\nmap_Kd tex.png\n", 28);
+    set_mtime(mtl, 1000000300);
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 1);
+    /* Other size: stale without hashing. */
+    uint64_t hashed = stats(c).files_hashed;
+    write_file(f, "tex.png", "PNGDATA2", 8);
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 0);
+    assert_int_equal(stats(c).files_hashed, hashed);
+    /* Gone: stale. */
+    assert_int_equal(unlinkat(f->rootfd, "tex.png", 0), 0);
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 0);
+    mfs_cache_manifest_free(&got);
+
+    /* A damaged manifest is discarded, not decoded. */
+    mfs_cache_close(c);
+    char path[512];
+    entry_path(f, &mk, 'm', path, sizeof path);
+    flip_byte(path, 45);
+    c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
+    assert_int_equal(mfs_cache_manifest_load(c, &mk, &got, NULL), 0);
+    assert_int_equal(stats(c).corrupt_discarded, 1);
+    assert_false(exists(path));
+    mfs_cache_close(c);
+}
+
+static void test_manifest_escape(void **state)
+{
+    fx *f = *state;
+    /* A dep that now leads out of the root never counts as current, even
+     * when the file outside has the recorded bytes. */
+    char outside[512], link[512];
+    snprintf(outside, sizeof outside, "%s/outside.png", f->base);
+    int fd = open(outside, O_WRONLY | O_CREAT, 0600);
+    assert_int_equal(write(fd, "PNG", 3), 3);
+    close(fd);
+    snprintf(link, sizeof link, "%s/tex.png", f->root);
+    assert_int_equal(symlink(outside, link), 0);
+    mfs_dep d = {"tex.png", 3, {0}};
+    canon128("PNG", 3, d.hash);
+    mfs_cache_manifest m = {&d, 1, NULL, 0};
+    mfs_cache *c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &m, NULL), 0);
+    d.path = "../outside.png";
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &m, NULL), 0);
+    d.path = "";
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &m, NULL), 0);
+    /* The same bytes inside the root are current. */
+    write_file(f, "in.png", "PNG", 3);
+    d.path = "in.png";
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &m, NULL), 1);
+    assert_int_equal(stats(c).files_hashed, 1);
+    mfs_cache_close(c);
+}
+
+/* ---- eviction --------------------------------------------------------- */
+
+static void test_evict_lru(void **state)
+{
+    fx *f = *state;
+    enum { N = 1000 }; /* files of 1056 bytes */
+    uint8_t data[4][N];
+    mfs_cache_key k[4];
+    char path[4][512];
+    for (int i = 0; i < 4; i++) {
+        fill(data[i], N, (uint32_t)i + 20);
+        char name[8] = {'e', (char)('A' + i), 0};
+        k[i] = key_of(name);
+        entry_path(f, &k[i], 'e', path[i], sizeof path[i]);
+    }
+    /* Cap 4000: three entries (3168) fit, four (4224) do not, and trimming
+     * to 90% (3600) takes exactly one. */
+    mfs_cache *c = open_cache(f, 4000, 0);
+    mfs_cache_hit h;
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(mfs_cache_store(c, &k[i], data[i], N, NULL, NULL), 0);
+    assert_int_equal(mfs_cache_lookup(c, &k[0], &h, NULL), 1); /* A is now newer than B */
+    mfs_cache_hit_release(&h);
+    assert_int_equal(stats(c).evictions, 0);
+    assert_int_equal(mfs_cache_store(c, &k[3], data[3], N, NULL, NULL), 0);
+    assert_int_equal(stats(c).evictions, 1);
+    assert_int_equal(stats(c).size, 3 * (N + 56));
+    assert_true(exists(path[0]));
+    assert_false(exists(path[1]));
+    assert_true(exists(path[2]));
+    assert_true(exists(path[3]));
+
+    /* A held-open entry survives its own eviction for its reader. */
+    mfs_cache_hit held;
+    assert_int_equal(mfs_cache_lookup(c, &k[2], &held, NULL), 1);
+    mfs_cache_set_max_size(c, 1);
+    assert_int_equal(mfs_cache_evict(c, NULL), 3);
+    assert_false(exists(path[2]));
+    assert_payload(&held, data[2], N);
+    mfs_cache_hit_release(&held);
+    assert_int_equal(mfs_cache_lookup(c, &k[2], &h, NULL), 0);
+    assert_int_equal(stats(c).size, 0);
+    assert_int_equal(stats(c).evictions, 4);
+    mfs_cache_close(c);
+
+    /* Opening with a lower cap trims at once. */
+    c = open_cache(f, 0, 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(mfs_cache_store(c, &k[i], data[i], N, NULL, NULL), 0);
+    mfs_cache_close(c);
+    c = open_cache(f, 2200, 0);
+    assert_int_equal(stats(c).evictions, 3); /* down to 1980 */
+    assert_false(exists(path[2]));
+    assert_true(exists(path[3]));
+    mfs_cache_close(c);
+}
+
+/* ---- crash leftovers -------------------------------------------------- */
+
+static void test_crash_and_tmp_cleanup(void **state)
+{
+    fx *f = *state;
+    mfs_cache_key k = key_of("crash");
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        mfs_cache *c = open_cache(f, 0, 0);
+        mfs_cache_writer *w;
+        uint8_t data[5000];
+        fill(data, sizeof data, 1);
+        if (mfs_cache_writer_begin(c, &k, &w, NULL) < 0 ||
+            mfs_cache_writer_write(w, data, sizeof data, NULL) < 0)
+            _exit(1);
+        raise(SIGKILL); /* kill -9 mid-write */
+        _exit(2);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+    char tmpdir[512], entry[512], old[1024], fresh[1024];
+    snprintf(tmpdir, sizeof tmpdir, "%s/tmp", f->dir);
+    entry_path(f, &k, 'e', entry, sizeof entry);
+    assert_int_equal(count_files(tmpdir), 1); /* only a temp file ... */
+    assert_false(exists(entry));              /* ... never a half entry */
+
+    /* Age the dead writer's file past the 1 h limit; a live writer's file
+     * (fresh) must stay. */
+    DIR *d = opendir(tmpdir);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        if (de->d_name[0] != '.')
+            snprintf(old, sizeof old, "%s/%s", tmpdir, de->d_name);
+    closedir(d);
+    set_mtime(old, time(NULL) - 3601);
+    snprintf(fresh, sizeof fresh, "%s/live-writer.tmp", tmpdir);
+    close(open(fresh, O_WRONLY | O_CREAT, 0600));
+    /* The daemon's worker output directories: a dead one (everything old)
+     * goes, a live one (a fresh file inside an old directory) stays. */
+    char dead[1024], dead_file[1100], live[1024], live_file[1100];
+    snprintf(dead, sizeof dead, "%s/job-dead", tmpdir);
+    snprintf(dead_file, sizeof dead_file, "%s/car.fmd", dead);
+    snprintf(live, sizeof live, "%s/job-live", tmpdir);
+    snprintf(live_file, sizeof live_file, "%s/car.fmd", live);
+    assert_int_equal(mkdir(dead, 0700), 0);
+    assert_int_equal(mkdir(live, 0700), 0);
+    close(open(dead_file, O_WRONLY | O_CREAT, 0600));
+    close(open(live_file, O_WRONLY | O_CREAT, 0600));
+    set_mtime(dead_file, time(NULL) - 7200);
+    set_mtime(dead, time(NULL) - 7200);
+    set_mtime(live, time(NULL) - 7200);
+    mfs_cache *c = open_cache(f, 0, 0);
+    assert_int_equal(stats(c).tmp_cleaned, 2);
+    assert_false(exists(old));
+    assert_true(exists(fresh));
+    assert_false(exists(dead));
+    assert_true(exists(live_file));
+    mfs_cache_hit h;
+    assert_int_equal(mfs_cache_lookup(c, &k, &h, NULL), 0);
+    assert_int_equal(stats(c).corrupt_discarded, 0);
+    mfs_cache_close(c);
+}
+
+/* ---- sharing ---------------------------------------------------------- */
+
+enum { SHARED_N = 200000, ROUNDS = 40 };
+
+/* Child process body: 0 on success. */
+static int child_store(const fx *f, const mfs_cache_key *k, const uint8_t *data)
+{
+    mfs_cache_config cfg = {.dir = f->dir};
+    mfs_cache *c;
+    if (mfs_cache_open(&cfg, &c, NULL) < 0)
+        return 1;
+    for (int i = 0; i < ROUNDS; i++)
+        if (mfs_cache_store(c, k, data, SHARED_N, NULL, NULL) < 0)
+            return 2;
+    mfs_cache_close(c);
+    return 0;
+}
+
+static int child_read(const fx *f, const mfs_cache_key *k, const uint8_t *data)
+{
+    mfs_cache_config cfg = {.dir = f->dir};
+    mfs_cache *c;
+    if (mfs_cache_open(&cfg, &c, NULL) < 0)
+        return 1;
+    uint8_t *buf = malloc(SHARED_N);
+    for (int i = 0; i < ROUNDS * 4; i++) {
+        mfs_cache_hit h;
+        int r = mfs_cache_lookup(c, k, &h, NULL);
+        if (r < 0)
+            return 3;
+        if (r == 1 && (h.length != SHARED_N ||
+                       pread(h.fd, buf, SHARED_N, (off_t)h.offset) != SHARED_N ||
+                       memcmp(buf, data, SHARED_N) != 0))
+            return 4;
+        mfs_cache_hit_release(&h);
+    }
+    mfs_cache_stats s;
+    mfs_cache_get_stats(c, &s);
+    free(buf);
+    mfs_cache_close(c);
+    return s.corrupt_discarded ? 5 : 0;
+}
+
+static void test_two_handles_same_key(void **state)
+{
+    fx *f = *state;
+    uint8_t *data = malloc(SHARED_N);
+    fill(data, SHARED_N, 99);
+    mfs_cache_key k = key_of("shared");
+    mfs_cache *c = open_cache(f, 0, 0); /* creates the directory first */
+    mfs_cache_close(c);
+    pid_t pids[3];
+    fflush(NULL);
+    for (int i = 0; i < 3; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0)
+            _exit(i < 2 ? child_store(f, &k, data) : child_read(f, &k, data));
+    }
+    for (int i = 0; i < 3; i++) {
+        int status;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    c = open_cache(f, 0, 0);
+    mfs_cache_hit h;
+    assert_int_equal(mfs_cache_lookup(c, &k, &h, NULL), 1);
+    assert_payload(&h, data, SHARED_N);
+    mfs_cache_hit_release(&h);
+    assert_int_equal(stats(c).corrupt_discarded, 0);
+    mfs_cache_close(c);
+    char hex[33], dir[512], tmpdir[512];
+    mfs_cache_key_hex(&k, hex);
+    snprintf(dir, sizeof dir, "%s/v1/%.2s", f->dir, hex);
+    snprintf(tmpdir, sizeof tmpdir, "%s/tmp", f->dir);
+    assert_int_equal(count_files(dir), 1);
+    assert_int_equal(count_files(tmpdir), 0);
+    free(data);
+}
+
+typedef struct thr_arg {
+    mfs_cache *c;
+    int id;
+    int bad;
+} thr_arg;
+
+static void *thread_body(void *p)
+{
+    thr_arg *a = p;
+    uint8_t data[3000], buf[3000];
+    for (int i = 0; i < 50; i++) {
+        char name[32];
+        int which = (i % 2) ? a->id * 100 + i : i; /* shared and own keys */
+        snprintf(name, sizeof name, "t%d", which);
+        mfs_cache_key k = key_of(name);
+        fill(data, sizeof data, (uint32_t)which);
+        if (mfs_cache_store(a->c, &k, data, sizeof data, NULL, NULL) < 0)
+            a->bad++;
+        mfs_cache_hit h;
+        if (mfs_cache_lookup(a->c, &k, &h, NULL) == 1) {
+            if (pread(h.fd, buf, sizeof buf, (off_t)h.offset) != (ssize_t)sizeof buf ||
+                memcmp(buf, data, sizeof buf) != 0)
+                a->bad++;
+            mfs_cache_hit_release(&h);
+        }
+    }
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    fx *f = *state;
+    /* A cap of ~20 entries keeps eviction running under the threads. */
+    mfs_cache *c = open_cache(f, 20 * 3056, 0);
+    pthread_t t[4];
+    thr_arg a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (thr_arg){c, i + 1, 0};
+        assert_int_equal(pthread_create(&t[i], NULL, thread_body, &a[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(a[i].bad, 0);
+    }
+    mfs_cache_stats s = stats(c);
+    assert_int_equal(s.stores, 200);
+    assert_int_equal(s.corrupt_discarded, 0);
+    assert_true(s.evictions > 0);
+    assert_true(mfs_cache_evict(c, NULL) >= 0);
+    assert_true(stats(c).size <= 20 * 3056);
+    mfs_cache_close(c);
+}
+
+static void test_default_dir(void **state)
+{
+    (void)state;
+    char buf[512];
+    const char *oh = getenv("HOME"), *ox = getenv("XDG_CACHE_HOME");
+    char *save_h = oh ? strdup(oh) : NULL, *save_x = ox ? strdup(ox) : NULL;
+    setenv("HOME", "/home/u", 1);
+    setenv("XDG_CACHE_HOME", "/x/cache", 1);
+    assert_int_equal(mfs_cache_default_dir(buf, sizeof buf, NULL), 0);
+    assert_string_equal(buf, "/x/cache/meshfs");
+    setenv("XDG_CACHE_HOME", "relative", 1); /* ignored per the XDG spec */
+    assert_int_equal(mfs_cache_default_dir(buf, sizeof buf, NULL), 0);
+    assert_string_equal(buf, "/home/u/.cache/meshfs");
+    unsetenv("XDG_CACHE_HOME");
+    assert_int_equal(mfs_cache_default_dir(buf, sizeof buf, NULL), 0);
+    assert_string_equal(buf, "/home/u/.cache/meshfs");
+    unsetenv("HOME");
+    assert_int_equal(mfs_cache_default_dir(buf, sizeof buf, NULL), -1);
+    if (save_h)
+        setenv("HOME", save_h, 1);
+    if (save_x)
+        setenv("XDG_CACHE_HOME", save_x, 1);
+    free(save_h);
+    free(save_x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_key_encoding),
+        cmocka_unit_test(test_key_separation),
+        cmocka_unit_test(test_default_dir),
+        cmocka_unit_test_setup_teardown(test_store_lookup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_entry_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_entry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_entry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_negative_entry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_racy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_log_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_shared, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_compaction, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_manifest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_manifest_escape, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_evict_lru, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crash_and_tmp_cleanup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_handles_same_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
