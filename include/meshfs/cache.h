@@ -139,6 +139,13 @@ void mfs_cache_hit_release(mfs_cache_hit *h);
 int mfs_cache_lookup(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit,
                      mfs_err *err);
 
+/* What a lookup would answer, from the entry's header alone: no checksum
+ * pass, no LRU stamp, no descriptor kept (hit->fd stays -1; reason is set
+ * for a negative entry).  For attributes: a cold stat of a large view need
+ * not read it.  The bytes are still verified when mfs_cache_lookup opens
+ * the entry to serve it.  Returns like mfs_cache_lookup. */
+int mfs_cache_peek(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit, mfs_err *err);
+
 /* Streaming store: payload bytes go to a temporary file, commit makes them
  * visible under the key atomically.  commit and abort release the writer. */
 typedef struct mfs_cache_writer mfs_cache_writer;

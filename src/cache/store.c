@@ -447,6 +447,33 @@ int mfs_cache_lookup(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit, m
     return 1;
 }
 
+int mfs_cache_peek(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit, mfs_err *err)
+{
+    *hit = (mfs_cache_hit){.fd = -1};
+    char path[MFS_CACHE_PATH_MAX];
+    mfs_cache_key_path(k, 'e', path);
+    int fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return 0;
+        return mfs_errf(err, "cache %s: opening %s: %s", c->dir, path, strerror(errno));
+    }
+    struct stat st;
+    uint8_t h[MFS_CACHE_HDR_LEN];
+    int kind, r = 0;
+    uint64_t len;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        mfs_cache_pread_full(fd, h, sizeof h, 0) == (int64_t)sizeof h &&
+        parse_header(h, k, (uint64_t)st.st_size, 0, &kind, &len) == 0) {
+        r = 1;
+        hit->length = len;
+        if (kind == MFS_KIND_NEGATIVE && read_reason(fd, len, hit) < 0)
+            r = 0;
+    }
+    close(fd);
+    return r;
+}
+
 void mfs_cache_hit_release(mfs_cache_hit *h)
 {
     if (h->fd >= 0)

@@ -128,7 +128,13 @@ int mfs_job_run(const mfs_job *job, mfs_report *rep)
     mfs_err err;
     mfs_err_clear(&err);
     if (mfs_import(job->root, job->model, &io, &s, &rep->deps, &err) < 0) {
-        snprintf(rep->error, sizeof rep->error, "%s", err.msg);
+        /* assimp turns an allocation refused by RLIMIT_AS into a plain
+         * std::bad_alloc; say what it means */
+        if (strstr(err.msg, "bad_alloc") || strstr(err.msg, "out of memory"))
+            snprintf(rep->error, sizeof rep->error, "out of memory (limit %llu MiB): %s",
+                     (unsigned long long)(job->limits.memory >> 20), err.msg);
+        else
+            snprintf(rep->error, sizeof rep->error, "%s", err.msg);
         return 0;
     }
     rep->ok = 1;

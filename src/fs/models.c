@@ -185,7 +185,7 @@ static int memo_fill(mfs_fs *fs, model *m, const mfs_cache_manifest *man, const 
             return -ENOMEM;
         const mfs_cache_key *k = &key;
         mfs_cache_hit hit = {.fd = -1};
-        int r = mfs_cache_lookup(fs->cache, k, &hit, &err);
+        int r = mfs_cache_peek(fs->cache, k, &hit, &err);
         if (r != 1) {
             mfs_cache_hit_release(&hit);
             continue;
@@ -193,7 +193,7 @@ static int memo_fill(mfs_fs *fs, model *m, const mfs_cache_manifest *man, const 
         fmt_memo *fm = &m->fmt[f];
         fm->known = 1;
         fm->key = *k;
-        fm->ok = hit.fd >= 0;
+        fm->ok = hit.reason == NULL;
         fm->size = hit.length;
         if (hit.reason)
             snprintf(fm->reason, sizeof fm->reason, "%s", hit.reason);

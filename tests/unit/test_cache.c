@@ -430,6 +430,42 @@ static void flip_byte(const char *path, off_t off)
     close(fd);
 }
 
+/* peek answers from the header alone; the bytes are checked when served. */
+static void test_peek(void **state)
+{
+    fx *f = *state;
+    mfs_err err;
+    mfs_cache_key k = key_of("peek"), kn = key_of("peek-neg"), km = key_of("peek-missing");
+    mfs_cache *c = open_cache(f, 0, 0);
+    assert_int_equal(mfs_cache_store(c, &k, "0123456789", 10, NULL, &err), 0);
+    assert_int_equal(mfs_cache_store_negative(c, &kn, "importer crashed: SIGSEGV", &err), 0);
+    mfs_cache_hit h;
+    assert_int_equal(mfs_cache_peek(c, &k, &h, &err), 1);
+    assert_int_equal(h.fd, -1);
+    assert_int_equal(h.length, 10);
+    assert_null(h.reason);
+    mfs_cache_hit_release(&h);
+    assert_int_equal(mfs_cache_peek(c, &kn, &h, &err), 1);
+    assert_string_equal(h.reason, "importer crashed: SIGSEGV");
+    mfs_cache_hit_release(&h);
+    assert_int_equal(mfs_cache_peek(c, &km, &h, &err), 0);
+    /* a payload byte flipped: peek cannot tell, the serving lookup can */
+    char path[512];
+    entry_path(f, &k, 'e', path, sizeof path);
+    flip_byte(path, 45);
+    mfs_cache_close(c);
+    c = open_cache(f, 0, 0);
+    assert_int_equal(mfs_cache_peek(c, &k, &h, &err), 1);
+    mfs_cache_hit_release(&h);
+    assert_int_equal(mfs_cache_lookup(c, &k, &h, &err), 0);
+    assert_int_equal(mfs_cache_peek(c, &k, &h, &err), 0); /* discarded */
+    /* a header that disagrees with the file's size is not an entry */
+    assert_int_equal(mfs_cache_store(c, &k, "abc", 3, NULL, &err), 0);
+    assert_int_equal(truncate(path, 50), 0);
+    assert_int_equal(mfs_cache_peek(c, &k, &h, &err), 0);
+    mfs_cache_close(c);
+}
+
 static void test_corrupt_entry(void **state)
 {
     fx *f = *state;
@@ -1073,6 +1109,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_entry_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_entry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peek, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_entry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_negative_entry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index, setup, teardown),
