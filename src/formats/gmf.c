@@ -1,8 +1,1103 @@
-/* PLACEHOLDER: being written; replaced before this lands. */
+/* Leadwerks Game Model Format (.gmf, version 1) writer.
+ * Layout, frame and every decision: docs/formats/gmf.md.
+ *
+ * A gmf file is a tree of blocks whose `size` counts only the block's own
+ * payload, never its children.  So no size depends on a subtree and the file
+ * is streamed in one pre-order walk; the only things to know before writing
+ * a header are child counts, which the plan below works out first (surfaces
+ * per node, the skeleton, the split of big meshes into surfaces). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
 #include "meshfs/formats.h"
+
+enum { /* block tags */
+    GMF_FILE = 1,
+    GMF_NODE = 2,
+    GMF_MESH = 3,
+    GMF_BONE = 4,
+    GMF_VERTEXARRAY = 5,
+    GMF_INDICEARRAY = 6,
+    GMF_PROPERTIES = 7,
+    GMF_ANIMATIONKEYS = 8,
+    GMF_SURFACE = 10,
+};
+
+enum { /* vertex array kinds */
+    GMF_POSITION = 1,
+    GMF_NORMAL = 2,
+    GMF_TEXTURE_COORD = 3,
+    GMF_COLOR = 4,
+    GMF_TANGENT = 5,
+    GMF_BINORMAL = 6,
+    GMF_BONEINDICE = 7,
+    GMF_BONEWEIGHT = 8,
+};
+
+enum { /* component types, primitive modes */
+    GMF_UNSIGNED_BYTE = 2,
+    GMF_UNSIGNED_SHORT = 4,
+    GMF_FLOAT = 8,
+    GMF_TRIANGLES = 7,
+};
+
+#define GMF_VERSION 1
+#define GMF_FPS 30.0
+/* Indices are unsigned short; 65535 keeps the largest index at 65534. */
+#define GMF_MAX_SURF_VERTS 65535u
+/* Keeps an index array's int32 size far from overflow (2^26 * 6 bytes). */
+#define GMF_MAX_SURF_TRIS (1u << 26)
+#define GMF_MAX_BONES 256u      /* bone indices are bytes */
+#define GMF_MAX_FRAMES 100000u  /* ~55 minutes at 30 fps per animation */
+
+#define STACK_BONE 0x80000000u  /* walk item: BONE block rather than MESH/NODE */
+
+typedef struct chunk {
+    uint32_t tri0, ntri, nvert;
+} chunk;
+
+typedef struct mesh_plan {
+    uint8_t eligible;  /* triangles with faces: written at all */
+    uint8_t skinned;   /* has a bone linked to a node: goes to the skin host */
+    uint32_t n_chunks; /* surfaces it becomes */
+    chunk *chunks;     /* NULL: one surface holding every vertex as stored */
+} mesh_plan;
+
+/* Up to four influences of one vertex, strongest first. */
+typedef struct infl {
+    float w[4];
+    uint8_t id[4];
+    uint8_t q[4]; /* weights quantised to bytes summing to 255 */
+} infl;
+
+typedef struct gmf {
+    const mfs_scene *s;
+    mfs_sink *out;
+    int32_t *mesh_node;  /* first placing node, -1 if none */
+    mfs_mat4 *world;     /* rest placement of every node */
+    mesh_plan *plan;
+    int32_t *bone_id;    /* per node: BONE id, -1 if the node is not a bone */
+    mfs_mat4 *bind_local; /* per bone node: its BONE matrix (canonical frame) */
+    uint32_t *top;       /* bones whose parent is not a bone, in node order */
+    uint32_t n_top, n_bones;
+    int32_t host;        /* node whose MESH carries skinned surfaces and bones */
+    uint32_t *frames;    /* per animation */
+    int32_t *chan;       /* [anim * n_nodes + node]: channel index or -1 */
+    char **matval;       /* per material: `material` property, NULL = none */
+    uint32_t *mark, *local, *list, stamp; /* scratch for splitting meshes */
+    infl *skin;          /* scratch: influences of one skinned mesh */
+} gmf;
+
+/* ---- low-level output ---- */
+
+/* Writes 0 for -0: mirroring must not turn an identity's zeros into -0. */
+static inline float pz(float x)
+{
+    return x + 0.0f;
+}
+
+static inline float neg(float x)
+{
+    return 0.0f - x;
+}
+
+static void put_header(mfs_sink *o, int32_t tag, uint32_t nkids, uint32_t size)
+{
+    mfs_put_i32(o, tag);
+    mfs_put_u32(o, nkids);
+    mfs_put_u32(o, size);
+}
+
+/* Canonical column-vector matrix -> gmf: conjugate by S = diag(1,1,-1) to
+ * mirror Z, then transpose so translation lands at elements 12..14.  The
+ * right column is written as exactly 0,0,0,1: Leadwerks matrices are affine,
+ * and importers leave rounding noise in the bottom row (ASE gives 0.9999999). */
+static void put_matrix(mfs_sink *o, const mfs_mat4 *m)
+{
+    for (int r = 0; r < 4; r++) {
+        for (int c = 0; c < 3; c++) {
+            float v = m->m[c * 4 + r];
+            mfs_put_f32(o, pz(((r == 2) != (c == 2)) ? neg(v) : v));
+        }
+        mfs_put_f32(o, r == 3 ? 1.0f : 0.0f);
+    }
+}
+
+/* Property strings end at NUL and readers also stop at CR/LF, so those
+ * become '_' (one byte for one: lengths, and so sizes, do not change). */
+static void put_cstr(mfs_sink *o, const char *str)
+{
+    while (*str) {
+        size_t n = strcspn(str, "\r\n");
+        mfs_put(o, str, n);
+        str += n;
+        if (*str) {
+            mfs_put_u8(o, '_');
+            str++;
+        }
+    }
+    mfs_put_u8(o, 0);
+}
+
+static void put_prop(mfs_sink *o, const char *key, const char *value)
+{
+    put_header(o, GMF_PROPERTIES, 0, (uint32_t)(4 + strlen(key) + 1 + strlen(value) + 1));
+    mfs_put_i32(o, 1);
+    put_cstr(o, key);
+    put_cstr(o, value);
+}
+
+static void put_va_header(mfs_sink *o, uint32_t nv, int32_t kind, int32_t type, uint32_t el,
+                          uint32_t elsize)
+{
+    put_header(o, GMF_VERTEXARRAY, 0, 16 + nv * el * elsize);
+    mfs_put_u32(o, nv);
+    mfs_put_i32(o, kind);
+    mfs_put_i32(o, type);
+    mfs_put_u32(o, el);
+}
+
+/* Vertex and index data go through a stack buffer: one sink call per few
+ * kilobytes instead of one per float keeps 1M-triangle models cheap. */
+typedef struct batch {
+    mfs_sink *o;
+    size_t n;
+    uint8_t b[16384];
+} batch;
+
+static inline uint8_t *batch_room(batch *bt, size_t need)
+{
+    if (bt->n + need > sizeof bt->b) {
+        mfs_put(bt->o, bt->b, bt->n);
+        bt->n = 0;
+    }
+    return bt->b + bt->n;
+}
+
+static inline void batch_f32x3(batch *bt, float x, float y, float z)
+{
+    uint8_t *p = batch_room(bt, 12);
+    mfs_st_f32(p, x);
+    mfs_st_f32(p + 4, y);
+    mfs_st_f32(p + 8, z);
+    bt->n += 12;
+}
+
+static void batch_flush(batch *bt)
+{
+    mfs_put(bt->o, bt->b, bt->n);
+    bt->n = 0;
+}
+
+/* ---- the plan: meshes ---- */
+
+static int is_skinned(const mfs_mesh *m)
+{
+    for (uint32_t b = 0; b < m->n_bones; b++)
+        if (m->bones[b].node >= 0)
+            return 1;
+    return 0;
+}
+
+/* Number of distinct vertices of triangle t not yet marked with stamp st. */
+static uint32_t new_vertices(const gmf *g, const uint32_t *t, uint32_t st)
+{
+    uint32_t n = g->mark[t[0]] != st;
+    n += g->mark[t[1]] != st && t[1] != t[0];
+    n += g->mark[t[2]] != st && t[2] != t[0] && t[2] != t[1];
+    return n;
+}
+
+/* Greedy split in triangle order: a surface closes when the next triangle
+ * would take it past the vertex (or triangle) limit.  Vertices shared across
+ * the cut are duplicated into both surfaces. */
+static int plan_chunks(gmf *g, const mfs_mesh *m, mesh_plan *p, mfs_err *err)
+{
+    uint32_t cap = 0, st = ++g->stamp;
+    chunk cur = {0, 0, 0};
+    for (uint32_t f = 0; f < m->n_faces; f++) {
+        const uint32_t *t = &m->indices[(size_t)f * 3];
+        uint32_t n = new_vertices(g, t, st);
+        if (cur.nvert + n > GMF_MAX_SURF_VERTS || cur.ntri == GMF_MAX_SURF_TRIS) {
+            if (p->n_chunks == cap) {
+                cap = cap ? cap * 2 : 4;
+                chunk *nc = realloc(p->chunks, sizeof(chunk) * cap);
+                if (!nc)
+                    return mfs_errf(err, "mesh '%s': out of memory splitting it", m->name);
+                p->chunks = nc;
+            }
+            p->chunks[p->n_chunks++] = cur;
+            cur = (chunk){f, 0, 0};
+            st = ++g->stamp;
+            n = new_vertices(g, t, st);
+        }
+        for (int k = 0; k < 3; k++)
+            g->mark[t[k]] = st;
+        cur.nvert += n;
+        cur.ntri++;
+    }
+    chunk *nc = realloc(p->chunks, sizeof(chunk) * (p->n_chunks + 1));
+    if (!nc)
+        return mfs_errf(err, "mesh '%s': out of memory splitting it", m->name);
+    p->chunks = nc;
+    p->chunks[p->n_chunks++] = cur;
+    return 0;
+}
+
+static int plan_meshes(gmf *g, mfs_err *err)
+{
+    const mfs_scene *s = g->s;
+    uint32_t scratch = 0;
+    for (uint32_t i = 0; i < s->n_meshes; i++) {
+        const mfs_mesh *m = &s->meshes[i];
+        mesh_plan *p = &g->plan[i];
+        /* gmf stores triangles only: point and line meshes are dropped. */
+        p->eligible = m->prim == MFS_PRIM_TRIANGLES && m->n_faces > 0 && m->n_vertices > 0;
+        p->skinned = p->eligible && is_skinned(m);
+        p->n_chunks = p->eligible;
+        if (p->eligible && (m->n_vertices > GMF_MAX_SURF_VERTS || m->n_faces > GMF_MAX_SURF_TRIS) &&
+            m->n_vertices > scratch)
+            scratch = m->n_vertices;
+    }
+    if (!scratch)
+        return 0;
+    g->mark = calloc(scratch, sizeof(uint32_t));
+    g->local = malloc(sizeof(uint32_t) * scratch);
+    g->list = malloc(sizeof(uint32_t) * GMF_MAX_SURF_VERTS);
+    if (!g->mark || !g->local || !g->list)
+        return mfs_errf(err, "out of memory");
+    for (uint32_t i = 0; i < s->n_meshes; i++) {
+        const mfs_mesh *m = &s->meshes[i];
+        mesh_plan *p = &g->plan[i];
+        if (!p->eligible || (m->n_vertices <= GMF_MAX_SURF_VERTS && m->n_faces <= GMF_MAX_SURF_TRIS))
+            continue;
+        p->n_chunks = 0;
+        if (plan_chunks(g, m, p, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- the plan: skeleton ---- */
+
+static int32_t lca(const mfs_scene *s, const uint32_t *depth, int32_t a, int32_t b)
+{
+    while (depth[a] > depth[b])
+        a = s->nodes[a].parent;
+    while (depth[b] > depth[a])
+        b = s->nodes[b].parent;
+    while (a != b) {
+        a = s->nodes[a].parent;
+        b = s->nodes[b].parent;
+    }
+    return a;
+}
+
+/* Bones: every node a skinned mesh's bone links to, plus the nodes between
+ * those and their lowest common ancestor (which is a bone only if linked
+ * itself).  Marks them with bone_id 0 for now; returns the count. */
+static uint32_t mark_bones(gmf *g, const uint32_t *depth)
+{
+    const mfs_scene *s = g->s;
+    int32_t top = -1;
+    for (uint32_t i = 0; i < s->n_meshes; i++) {
+        if (!g->plan[i].skinned)
+            continue;
+        const mfs_mesh *m = &s->meshes[i];
+        for (uint32_t b = 0; b < m->n_bones; b++) {
+            int32_t n = m->bones[b].node;
+            if (n < 0)
+                continue;
+            g->bone_id[n] = 0;
+            top = top < 0 ? n : lca(s, depth, top, n);
+        }
+    }
+    if (top < 0)
+        return 0;
+    for (uint32_t n = 0; n < s->n_nodes; n++) {
+        if (g->bone_id[n] != 0 || (int32_t)n == top)
+            continue;
+        for (int32_t p = s->nodes[n].parent; p != top && p >= 0 && g->bone_id[p] < 0;
+             p = s->nodes[p].parent)
+            g->bone_id[p] = 0;
+    }
+    uint32_t count = 0;
+    for (uint32_t n = 0; n < s->n_nodes; n++)
+        count += g->bone_id[n] == 0;
+    return count;
+}
+
+/* A bone (or a node below one) cannot hold the skeleton: the BONE blocks
+ * would have to nest inside themselves.  Node 0 is exempt: it is always the
+ * root MESH, whatever else it is. */
+static int below_bone(const gmf *g, int32_t n)
+{
+    for (; n > 0; n = g->s->nodes[n].parent)
+        if (g->bone_id[n] >= 0)
+            return 1;
+    return 0;
+}
+
+static int32_t place_of(const gmf *g, uint32_t mesh)
+{
+    return g->mesh_node[mesh] < 0 ? 0 : g->mesh_node[mesh];
+}
+
+static int32_t pick_host(const gmf *g, const uint32_t *depth)
+{
+    int32_t h = -1;
+    for (uint32_t i = 0; i < g->s->n_meshes; i++)
+        if (g->plan[i].skinned)
+            h = h < 0 ? place_of(g, i) : lca(g->s, depth, h, place_of(g, i));
+    while (h > 0 && below_bone(g, h))
+        h = g->s->nodes[h].parent;
+    return h;
+}
+
+/* Ids in depth-first pre-order of the BONE tree, the order the blocks are
+ * written in (top bones in node order, children in the scene's order). */
+static int number_bones(gmf *g, mfs_err *err)
+{
+    const mfs_scene *s = g->s;
+    uint32_t *stack = malloc(sizeof(uint32_t) * (s->n_nodes + 1));
+    g->top = malloc(sizeof(uint32_t) * (s->n_nodes + 1));
+    if (!stack || !g->top) {
+        free(stack);
+        return mfs_errf(err, "out of memory");
+    }
+    for (uint32_t n = 0; n < s->n_nodes; n++) {
+        int32_t p = s->nodes[n].parent;
+        if (g->bone_id[n] >= 0 && (p < 0 || g->bone_id[p] < 0))
+            g->top[g->n_top++] = n;
+    }
+    uint32_t sp = 0, next = 0;
+    for (uint32_t i = g->n_top; i-- > 0;)
+        stack[sp++] = g->top[i];
+    while (sp) {
+        const mfs_node *nd = &s->nodes[stack[--sp]];
+        g->bone_id[stack[sp]] = (int32_t)next++;
+        for (uint32_t c = nd->n_children; c-- > 0;)
+            if (g->bone_id[nd->children[c]] >= 0)
+                stack[sp++] = nd->children[c];
+    }
+    free(stack);
+    return 0;
+}
+
+/* Bind pose of each bone in the host's space.  Where a mesh gives the bone
+ * an offset matrix, the bind transform is the inverse of that offset placed
+ * where the mesh is (the first mesh wins); bones no mesh names (ancestors
+ * filling the chain) take their rest placement.  bind[] is scratch. */
+static int bind_poses(gmf *g, mfs_mat4 *bind, mfs_err *err)
+{
+    const mfs_scene *s = g->s;
+    uint8_t *have = calloc(s->n_nodes, 1);
+    if (!have)
+        return mfs_errf(err, "out of memory");
+    for (uint32_t i = 0; i < s->n_meshes; i++) {
+        if (!g->plan[i].skinned)
+            continue;
+        const mfs_mesh *m = &s->meshes[i];
+        for (uint32_t b = 0; b < m->n_bones; b++) {
+            int32_t n = m->bones[b].node;
+            mfs_mat4 inv;
+            if (n < 0 || have[n] || mfs_mat4_invert(&inv, &m->bones[b].offset) < 0)
+                continue;
+            mfs_mat4_mul(&bind[n], &g->world[place_of(g, i)], &inv);
+            have[n] = 1;
+        }
+    }
+    mfs_mat4 ih;
+    if (mfs_mat4_invert(&ih, &g->world[g->host]) < 0)
+        mfs_mat4_identity(&ih);
+    for (uint32_t n = 0; n < s->n_nodes; n++) {
+        if (g->bone_id[n] < 0)
+            continue;
+        if (!have[n])
+            bind[n] = g->world[n];
+        mfs_mat4_mul(&bind[n], &ih, &bind[n]);
+    }
+    free(have);
+    for (uint32_t n = 0; n < s->n_nodes; n++) {
+        if (g->bone_id[n] < 0)
+            continue;
+        int32_t p = s->nodes[n].parent;
+        mfs_mat4 ip;
+        if (p < 0 || g->bone_id[p] < 0)
+            g->bind_local[n] = bind[n]; /* a top bone: its parent is the host */
+        else if (mfs_mat4_invert(&ip, &bind[p]) == 0)
+            mfs_mat4_mul(&g->bind_local[n], &ip, &bind[n]);
+        else
+            g->bind_local[n] = s->nodes[n].local;
+    }
+    return 0;
+}
+
+static int plan_skeleton(gmf *g, mfs_err *err)
+{
+    const mfs_scene *s = g->s;
+    uint32_t *depth = malloc(sizeof(uint32_t) * s->n_nodes);
+    if (!depth)
+        return mfs_errf(err, "out of memory");
+    for (uint32_t n = 0; n < s->n_nodes; n++) {
+        g->bone_id[n] = -1;
+        depth[n] = n ? depth[s->nodes[n].parent] + 1 : 0;
+    }
+    g->n_bones = mark_bones(g, depth);
+    g->host = g->n_bones ? pick_host(g, depth) : -1;
+    free(depth);
+    if (!g->n_bones)
+        return 0;
+    if (g->n_bones > GMF_MAX_BONES)
+        return mfs_errf(err, "skeleton has %u bones; gmf bone indices are bytes, so at most %u",
+                        g->n_bones, GMF_MAX_BONES);
+    if (number_bones(g, err) < 0)
+        return -1;
+    mfs_mat4 *bind = malloc(sizeof(mfs_mat4) * s->n_nodes);
+    if (!bind)
+        return mfs_errf(err, "out of memory");
+    int rc = bind_poses(g, bind, err);
+    free(bind);
+    return rc;
+}
+
+/* ---- the plan: animations and materials ---- */
+
+static int plan_animations(gmf *g, mfs_err *err)
+{
+    const mfs_scene *s = g->s;
+    if (!s->n_animations)
+        return 0;
+    g->frames = malloc(sizeof(uint32_t) * s->n_animations);
+    g->chan = malloc(sizeof(int32_t) * s->n_animations * (size_t)s->n_nodes);
+    if (!g->frames || !g->chan)
+        return mfs_errf(err, "out of memory");
+    for (uint32_t a = 0; a < s->n_animations; a++) {
+        const mfs_animation *an = &s->animations[a];
+        double secs = an->duration / an->ticks_per_second;
+        double nf = floor(secs * GMF_FPS + 0.5) + 1;
+        if (!(nf <= GMF_MAX_FRAMES))
+            return mfs_errf(err, "animation '%s': %.1f s needs more than %u frames at %.0f fps",
+                            an->name, secs, GMF_MAX_FRAMES, GMF_FPS);
+        g->frames[a] = (uint32_t)nf;
+        int32_t *map = &g->chan[(size_t)a * s->n_nodes];
+        for (uint32_t n = 0; n < s->n_nodes; n++)
+            map[n] = -1;
+        /* the last channel on a node wins, as in mfs_scene_pose */
+        for (uint32_t c = 0; c < an->n_channels; c++)
+            map[an->channels[c].node] = (int32_t)c;
+    }
+    return 0;
+}
+
+/* What Leadwerks looks up is a material file: the diffuse texture's file
+ * name with .mat for its extension (materials are named after their
+ * texture), else the material's name plus .mat.  Directories are dropped:
+ * source paths mean nothing in the engine's file system.  Sets *base and
+ * returns the length of the stem; 0 means no material property. */
+static size_t material_stem(const mfs_material *mt, const char **base)
+{
+    const char *b = mt->textures[MFS_TEX_DIFFUSE];
+    size_t n = 0;
+    if (b && b[0] != '*') { /* "*N" is assimp's embedded texture */
+        for (const char *p = b; *p; p++)
+            if (*p == '/' || *p == '\\')
+                b = p + 1;
+        const char *dot = strrchr(b, '.');
+        n = dot && dot > b ? (size_t)(dot - b) : strlen(b);
+    }
+    if (!n) {
+        b = mt->name;
+        n = strlen(b);
+        if (n > 4 && strcasecmp(b + n - 4, ".mat") == 0)
+            n -= 4;
+    }
+    *base = b;
+    return n;
+}
+
+static int plan_materials(gmf *g, mfs_err *err)
+{
+    const mfs_scene *s = g->s;
+    g->matval = calloc(s->n_materials ? s->n_materials : 1, sizeof(char *));
+    if (!g->matval)
+        return mfs_errf(err, "out of memory");
+    for (uint32_t i = 0; i < s->n_materials; i++) {
+        const char *base;
+        size_t n = material_stem(&s->materials[i], &base);
+        if (!n)
+            continue;
+        char *v = malloc(n + 5);
+        if (!v)
+            return mfs_errf(err, "out of memory");
+        memcpy(v, base, n);
+        memcpy(v + n, ".mat", 5);
+        g->matval[i] = v;
+    }
+    return 0;
+}
+
+static int plan(gmf *g, mfs_err *err)
+{
+    const mfs_scene *s = g->s;
+    size_t nn = s->n_nodes, nm = s->n_meshes ? s->n_meshes : 1;
+    g->mesh_node = malloc(sizeof(int32_t) * nm);
+    g->world = malloc(sizeof(mfs_mat4) * nn);
+    g->plan = calloc(nm, sizeof(mesh_plan));
+    g->bone_id = malloc(sizeof(int32_t) * nn);
+    g->bind_local = malloc(sizeof(mfs_mat4) * nn);
+    if (!g->mesh_node || !g->world || !g->plan || !g->bone_id || !g->bind_local)
+        return mfs_errf(err, "out of memory");
+    mfs_scene_mesh_nodes(s, g->mesh_node);
+    mfs_scene_world(s, g->world);
+    if (plan_meshes(g, err) < 0 || plan_skeleton(g, err) < 0 || plan_animations(g, err) < 0 ||
+        plan_materials(g, err) < 0)
+        return -1;
+    return 0;
+}
+
+static void gmf_free(gmf *g)
+{
+    if (g->plan)
+        for (uint32_t i = 0; i < g->s->n_meshes; i++)
+            free(g->plan[i].chunks);
+    if (g->matval)
+        for (uint32_t i = 0; i < g->s->n_materials; i++)
+            free(g->matval[i]);
+    free(g->mesh_node);
+    free(g->world);
+    free(g->plan);
+    free(g->bone_id);
+    free(g->bind_local);
+    free(g->top);
+    free(g->frames);
+    free(g->chan);
+    free(g->matval);
+    free(g->mark);
+    free(g->local);
+    free(g->list);
+    free(g->skin);
+}
+
+/* ---- skin weights ---- */
+
+static int infl_before(float wa, uint8_t ia, float wb, uint8_t ib)
+{
+    return wa > wb || (wa == wb && ia < ib);
+}
+
+/* Keeps the four strongest influences, sorted; ties go to the lower id.
+ * An id already kept accumulates (a bone listed twice for a vertex).  Empty
+ * slots have weight 0 and sort last. */
+static void infl_add(infl *f, uint8_t id, float w)
+{
+    int k = 3;
+    for (int i = 0; i < 4 && f->w[i] > 0; i++)
+        if (f->id[i] == id) {
+            w += f->w[i];
+            k = i; /* its slot is free to take; it can only move up */
+            break;
+        }
+    if (k == 3 && f->w[3] > 0 && !infl_before(w, id, f->w[3], f->id[3]))
+        return;
+    /* insertion from slot k upwards; written as single steps so compilers
+     * do not turn it into memmove calls */
+    while (k > 0 && (f->w[k - 1] == 0 || infl_before(w, id, f->w[k - 1], f->id[k - 1]))) {
+        f->w[k] = f->w[k - 1];
+        f->id[k] = f->id[k - 1];
+        k--;
+    }
+    f->w[k] = w;
+    f->id[k] = id;
+}
+
+/* Bytes summing to exactly 255: the weaker weights truncated, the strongest
+ * takes the rest (its own truncation plus the 0..3 remainder), so it stays
+ * the largest.  A vertex without influence is bound wholly to bone 0. */
+static void infl_quantise(infl *f)
+{
+    double sum = (double)f->w[0] + f->w[1] + f->w[2] + f->w[3];
+    memset(f->q, 0, 4);
+    if (!(sum > 0)) {
+        memset(f->id, 0, 4);
+        f->q[0] = 255;
+        return;
+    }
+    double scale = 255.0 / sum;
+    unsigned tot = 0;
+    for (int i = 1; i < 4 && f->w[i] > 0; i++) {
+        f->q[i] = (uint8_t)(f->w[i] * scale); /* truncation: w >= 0 */
+        tot += f->q[i];
+    }
+    f->q[0] = (uint8_t)(255 - tot);
+}
+
+static int build_skin(gmf *g, const mfs_mesh *m, mfs_err *err)
+{
+    free(g->skin);
+    g->skin = calloc(m->n_vertices, sizeof(infl));
+    if (!g->skin)
+        return mfs_errf(err, "mesh '%s': out of memory for skin weights", m->name);
+    for (uint32_t b = 0; b < m->n_bones; b++) {
+        const mfs_bone *bo = &m->bones[b];
+        if (bo->node < 0) /* no node to move it: its influence is dropped */
+            continue;
+        uint8_t id = (uint8_t)g->bone_id[bo->node];
+        for (uint32_t k = 0; k < bo->n_weights; k++)
+            if (bo->weights[k].weight > 0)
+                infl_add(&g->skin[bo->weights[k].vertex], id, bo->weights[k].weight);
+    }
+    for (uint32_t v = 0; v < m->n_vertices; v++)
+        infl_quantise(&g->skin[v]);
+    return 0;
+}
+
+/* ---- surfaces ---- */
+
+/* The vertices of one surface: all of the mesh, or a split-off chunk. */
+typedef struct vsrc {
+    const mfs_mesh *m;
+    const uint32_t *list; /* NULL: vertex i is mesh vertex i */
+    uint32_t nv;
+    const mfs_mat4 *xf;   /* into the host's space, NULL if already there */
+    mfs_mat4 nxf;         /* normal matrix of xf */
+    const infl *skin;     /* NULL if not skinned */
+} vsrc;
+
+static inline uint32_t vid(const vsrc *v, uint32_t i)
+{
+    return v->list ? v->list[i] : i;
+}
+
+static void put_positions(batch *bt, const vsrc *v)
+{
+    put_va_header(bt->o, v->nv, GMF_POSITION, GMF_FLOAT, 3, 4);
+    for (uint32_t i = 0; i < v->nv; i++) {
+        float q[3];
+        const float *p = v->m->positions[vid(v, i)];
+        if (v->xf) {
+            mfs_mat4_point(v->xf, p, q);
+            p = q;
+        }
+        batch_f32x3(bt, p[0], p[1], neg(p[2]));
+    }
+    batch_flush(bt);
+}
+
+/* Directions: normals and tangents mirror Z like positions.  The binormal
+ * also flips as a whole because v is flipped: Leadwerks' binormal points
+ * along +v as stored, canonical bitangents along +v before the flip. */
+static void put_dirs(batch *bt, const vsrc *v, float (*d)[3], const mfs_mat4 *xf, int32_t kind,
+                     int binormal)
+{
+    put_va_header(bt->o, v->nv, kind, GMF_FLOAT, 3, 4);
+    for (uint32_t i = 0; i < v->nv; i++) {
+        float q[3];
+        const float *p = d[vid(v, i)];
+        if (xf) {
+            mfs_mat4_vector(xf, p, q);
+            mfs_normalize3(q);
+            p = q;
+        }
+        if (binormal)
+            batch_f32x3(bt, neg(p[0]), neg(p[1]), p[2]);
+        else
+            batch_f32x3(bt, p[0], p[1], neg(p[2]));
+    }
+    batch_flush(bt);
+}
+
+static uint8_t unorm8(float c)
+{
+    if (!(c > 0))
+        return 0;
+    if (c >= 1)
+        return 255;
+    return (uint8_t)(c * 255.0f + 0.5f);
+}
+
+static void put_colors(batch *bt, const vsrc *v)
+{
+    put_va_header(bt->o, v->nv, GMF_COLOR, GMF_UNSIGNED_BYTE, 4, 1);
+    for (uint32_t i = 0; i < v->nv; i++) {
+        const float *c = v->m->colors[vid(v, i)];
+        uint8_t *p = batch_room(bt, 4);
+        for (int k = 0; k < 4; k++)
+            p[k] = unorm8(c[k]);
+        bt->n += 4;
+    }
+    batch_flush(bt);
+}
+
+static void put_uvs(batch *bt, const vsrc *v, float (*uv)[2])
+{
+    put_va_header(bt->o, v->nv, GMF_TEXTURE_COORD, GMF_FLOAT, 2, 4);
+    for (uint32_t i = 0; i < v->nv; i++) {
+        const float *t = uv[vid(v, i)];
+        uint8_t *p = batch_room(bt, 8);
+        mfs_st_f32(p, t[0]);
+        mfs_st_f32(p + 4, 1.0f - t[1]);
+        bt->n += 8;
+    }
+    batch_flush(bt);
+}
+
+static void put_skin(batch *bt, const vsrc *v, int weights)
+{
+    put_va_header(bt->o, v->nv, weights ? GMF_BONEWEIGHT : GMF_BONEINDICE, GMF_UNSIGNED_BYTE, 4, 1);
+    for (uint32_t i = 0; i < v->nv; i++) {
+        const infl *f = &v->skin[vid(v, i)];
+        memcpy(batch_room(bt, 4), weights ? f->q : f->id, 4);
+        bt->n += 4;
+    }
+    batch_flush(bt);
+}
+
+/* Clockwise from the front in Leadwerks: each triangle reversed, unless the
+ * placement into the host is itself a mirror, which reverses it again. */
+static void put_indices(gmf *g, batch *bt, const vsrc *v, const chunk *c, int reverse)
+{
+    const mfs_mesh *m = v->m;
+    uint32_t tri0 = c ? c->tri0 : 0, ntri = c ? c->ntri : m->n_faces;
+    put_header(bt->o, GMF_INDICEARRAY, 0, 12 + ntri * 6);
+    mfs_put_u32(bt->o, ntri * 3);
+    mfs_put_i32(bt->o, GMF_TRIANGLES);
+    mfs_put_i32(bt->o, GMF_UNSIGNED_SHORT);
+    const uint32_t *ix = &m->indices[(size_t)tri0 * 3];
+    for (uint32_t f = 0; f < ntri; f++, ix += 3) {
+        uint32_t t[3] = {ix[0], ix[1], ix[2]};
+        if (v->list)
+            for (int k = 0; k < 3; k++)
+                t[k] = g->local[t[k]];
+        uint8_t *p = batch_room(bt, 6);
+        for (int k = 0; k < 3; k++)
+            mfs_st_u16(p + 2 * k, (uint16_t)t[reverse ? 2 - k : k]);
+        bt->n += 6;
+    }
+    batch_flush(bt);
+}
+
+/* Lists a chunk's vertices in first-use order and maps mesh -> surface ids. */
+static void chunk_vertices(gmf *g, const mfs_mesh *m, const chunk *c)
+{
+    uint32_t st = ++g->stamp, nl = 0;
+    const uint32_t *ix = &m->indices[(size_t)c->tri0 * 3];
+    for (size_t k = 0; k < (size_t)c->ntri * 3; k++) {
+        uint32_t v = ix[k];
+        if (g->mark[v] != st) {
+            g->mark[v] = st;
+            g->local[v] = nl;
+            g->list[nl++] = v;
+        }
+    }
+}
+
+static uint32_t array_count(const mfs_mesh *m, int skinned)
+{
+    uint32_t n = 1 + (m->normals != NULL) + (m->colors != NULL) + (m->uv[0] != NULL);
+    n += m->uv[0] && m->uv[1];
+    n += m->tangents ? 2 : 0;
+    n += skinned ? 2 : 0;
+    return n;
+}
+
+static void put_surface(gmf *g, batch *bt, vsrc *v, const chunk *c, int reverse)
+{
+    mfs_sink *o = g->out;
+    const mfs_mesh *m = v->m;
+    const char *mat = m->material >= 0 ? g->matval[m->material] : NULL;
+    put_header(o, GMF_SURFACE, (mat != NULL) + array_count(m, v->skin != NULL) + 1, 0);
+    if (mat)
+        put_prop(o, "material", mat);
+    put_positions(bt, v);
+    if (m->normals)
+        put_dirs(bt, v, m->normals, v->xf ? &v->nxf : NULL, GMF_NORMAL, 0);
+    if (m->colors)
+        put_colors(bt, v);
+    for (int k = 0; k < MFS_MAX_UV && m->uv[k]; k++)
+        put_uvs(bt, v, m->uv[k]);
+    if (m->tangents) {
+        put_dirs(bt, v, m->tangents, v->xf, GMF_TANGENT, 0);
+        put_dirs(bt, v, m->bitangents, v->xf, GMF_BINORMAL, 1);
+    }
+    if (v->skin) {
+        put_skin(bt, v, 0);
+        put_skin(bt, v, 1);
+    }
+    put_indices(g, bt, v, c, reverse);
+}
+
+/* All surfaces of one mesh; xf places it into the host (skinned meshes
+ * placed elsewhere), NULL when its own node holds it. */
+static int put_mesh_surfaces(gmf *g, uint32_t mi, const mfs_mat4 *xf, mfs_err *err)
+{
+    const mfs_mesh *m = &g->s->meshes[mi];
+    const mesh_plan *p = &g->plan[mi];
+    vsrc v = {.m = m, .xf = xf, .nv = m->n_vertices};
+    if (xf)
+        mfs_mat4_normal_matrix(&v.nxf, xf);
+    if (p->skinned) {
+        if (build_skin(g, m, err) < 0)
+            return -1;
+        v.skin = g->skin;
+    }
+    int reverse = !(xf && mfs_mat4_det3(xf) < 0);
+    batch *bt = malloc(sizeof *bt);
+    if (!bt)
+        return mfs_errf(err, "out of memory");
+    bt->o = g->out;
+    bt->n = 0;
+    if (!p->chunks)
+        put_surface(g, bt, &v, NULL, reverse);
+    for (uint32_t c = 0; p->chunks && c < p->n_chunks; c++) {
+        chunk_vertices(g, m, &p->chunks[c]);
+        v.list = g->list;
+        v.nv = p->chunks[c].nvert;
+        put_surface(g, bt, &v, &p->chunks[c], reverse);
+    }
+    free(bt);
+    return 0;
+}
+
+/* ---- what goes where ---- */
+
+/* The rigid meshes a node places (node 0 also takes meshes no node places). */
+static uint32_t node_rigid_surfaces(const gmf *g, uint32_t n)
+{
+    const mfs_node *nd = &g->s->nodes[n];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < nd->n_meshes; i++)
+        if (!g->plan[nd->meshes[i]].skinned)
+            k += g->plan[nd->meshes[i]].n_chunks;
+    if (n == 0)
+        for (uint32_t i = 0; i < g->s->n_meshes; i++)
+            if (g->mesh_node[i] < 0 && !g->plan[i].skinned)
+                k += g->plan[i].n_chunks;
+    return k;
+}
+
+static uint32_t skinned_surfaces(const gmf *g)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < g->s->n_meshes; i++)
+        if (g->plan[i].skinned)
+            k += g->plan[i].n_chunks;
+    return k;
+}
+
+static int put_rigid_surfaces(gmf *g, uint32_t n, mfs_err *err)
+{
+    const mfs_node *nd = &g->s->nodes[n];
+    for (uint32_t i = 0; i < nd->n_meshes; i++)
+        if (g->plan[nd->meshes[i]].eligible && !g->plan[nd->meshes[i]].skinned &&
+            put_mesh_surfaces(g, nd->meshes[i], NULL, err) < 0)
+            return -1;
+    if (n == 0)
+        for (uint32_t i = 0; i < g->s->n_meshes; i++)
+            if (g->mesh_node[i] < 0 && g->plan[i].eligible && !g->plan[i].skinned &&
+                put_mesh_surfaces(g, i, NULL, err) < 0)
+                return -1;
+    return 0;
+}
+
+static int put_skinned_surfaces(gmf *g, mfs_err *err)
+{
+    mfs_mat4 ih;
+    if (mfs_mat4_invert(&ih, &g->world[g->host]) < 0)
+        mfs_mat4_identity(&ih);
+    for (uint32_t i = 0; i < g->s->n_meshes; i++) {
+        if (!g->plan[i].skinned)
+            continue;
+        mfs_mat4 xf;
+        int32_t at = place_of(g, i);
+        if (at != g->host)
+            mfs_mat4_mul(&xf, &ih, &g->world[at]);
+        int moved = at != g->host && !mfs_mat4_is_identity(&xf);
+        if (put_mesh_surfaces(g, i, moved ? &xf : NULL, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- animation keys ---- */
+
+static double frame_time(const mfs_animation *an, uint32_t k)
+{
+    double t = k / GMF_FPS * an->ticks_per_second;
+    return t < an->duration ? t : an->duration;
+}
+
+static void node_local_at(const gmf *g, uint32_t a, double t, uint32_t n, mfs_mat4 *out)
+{
+    const mfs_scene *s = g->s;
+    int32_t c = g->chan[(size_t)a * s->n_nodes + n];
+    if (c < 0)
+        *out = s->nodes[n].local;
+    else
+        mfs_channel_sample(&s->animations[a].channels[c], t, &s->nodes[n].local, out);
+}
+
+static void node_world_at(const gmf *g, uint32_t a, double t, uint32_t n, mfs_mat4 *out)
+{
+    node_local_at(g, a, t, n, out);
+    for (int32_t p = g->s->nodes[n].parent; p >= 0; p = g->s->nodes[p].parent) {
+        mfs_mat4 l;
+        node_local_at(g, a, t, (uint32_t)p, &l);
+        mfs_mat4_mul(out, &l, out);
+    }
+}
+
+/* A top bone's parent in the file is the host, not its scene parent, so its
+ * key is its pose relative to the (posed) host. */
+static void top_bone_at(const gmf *g, uint32_t a, double t, uint32_t n, mfs_mat4 *out)
+{
+    mfs_mat4 hw, ih;
+    node_world_at(g, a, t, n, out);
+    node_world_at(g, a, t, (uint32_t)g->host, &hw);
+    if (mfs_mat4_invert(&ih, &hw) == 0)
+        mfs_mat4_mul(out, &ih, out);
+}
+
+enum { KEYS_LIMB, KEYS_BONE, KEYS_NONE };
+
+/* Bones carry every frame of every animation; other limbs only the
+ * animations that move them, and a 0-frame placeholder for the rest, so
+ * that the k-th ANIMATIONKEYS block of every limb is animation k. */
+static void put_keys(gmf *g, uint32_t n, int kind)
+{
+    const mfs_scene *s = g->s;
+    int top = kind == KEYS_BONE && (s->nodes[n].parent < 0 || g->bone_id[s->nodes[n].parent] < 0);
+    for (uint32_t a = 0; a < s->n_animations; a++) {
+        int moves = kind == KEYS_BONE ||
+                    (kind == KEYS_LIMB && g->chan[(size_t)a * s->n_nodes + n] >= 0);
+        uint32_t nf = moves ? g->frames[a] : 0;
+        put_header(g->out, GMF_ANIMATIONKEYS, 0, 4 + 64 * nf);
+        mfs_put_u32(g->out, nf);
+        for (uint32_t k = 0; k < nf; k++) {
+            double t = frame_time(&s->animations[a], k);
+            mfs_mat4 l;
+            if (top)
+                top_bone_at(g, a, t, n, &l);
+            else
+                node_local_at(g, a, t, n, &l);
+            put_matrix(g->out, &l);
+        }
+    }
+}
+
+/* ---- the tree ---- */
+
+typedef struct walk {
+    uint32_t *stack;
+    uint32_t sp;
+} walk;
+
+static int is_bone(const gmf *g, uint32_t n)
+{
+    return g->bone_id[n] >= 0;
+}
+
+/* MESH (or NODE when it holds no surface) for a scene node that is not a
+ * bone.  Children: keys, name, surfaces, then BONEs (on the host) and child
+ * limbs, which are pushed for the walk. */
+static int put_limb(gmf *g, uint32_t n, walk *w, mfs_err *err)
+{
+    const mfs_node *nd = &g->s->nodes[n];
+    int host = (int32_t)n == g->host;
+    uint32_t nsurf = node_rigid_surfaces(g, n) + (host ? skinned_surfaces(g) : 0);
+    uint32_t nlimb = 0;
+    for (uint32_t c = 0; c < nd->n_children; c++)
+        nlimb += !is_bone(g, nd->children[c]);
+    uint32_t kids = g->s->n_animations + 1 + nsurf + (host ? g->n_top : 0) + nlimb;
+    put_header(g->out, n == 0 || nsurf ? GMF_MESH : GMF_NODE, kids, 64);
+    put_matrix(g->out, &nd->local);
+    put_keys(g, n, KEYS_LIMB);
+    put_prop(g->out, "name", nd->name);
+    if (put_rigid_surfaces(g, n, err) < 0 || (host && put_skinned_surfaces(g, err) < 0))
+        return -1;
+    for (uint32_t c = nd->n_children; c-- > 0;)
+        if (!is_bone(g, nd->children[c]))
+            w->stack[w->sp++] = nd->children[c];
+    if (host)
+        for (uint32_t i = g->n_top; i-- > 0;)
+            w->stack[w->sp++] = g->top[i] | STACK_BONE;
+    return 0;
+}
+
+/* A bone node that also places rigid meshes gets them in a MESH child with
+ * an identity matrix, so BONE blocks hold only what real files show. */
+static int put_bone_meshes(gmf *g, uint32_t n, uint32_t nsurf, mfs_err *err)
+{
+    put_header(g->out, GMF_MESH, g->s->n_animations + 1 + nsurf, 64);
+    mfs_mat4 id;
+    mfs_mat4_identity(&id);
+    put_matrix(g->out, &id);
+    put_keys(g, n, KEYS_NONE); /* moves with its BONE, never on its own */
+    put_prop(g->out, "name", g->s->nodes[n].name);
+    return put_rigid_surfaces(g, n, err);
+}
+
+/* BONE: bind matrix, id; children: name, keys, its meshes, child BONEs,
+ * then the non-bone children hanging from it (node 0's stay on the root). */
+static int put_bone(gmf *g, uint32_t n, walk *w, mfs_err *err)
+{
+    const mfs_node *nd = &g->s->nodes[n];
+    uint32_t nbone = 0, nlimb = 0;
+    for (uint32_t c = 0; c < nd->n_children; c++) {
+        nbone += is_bone(g, nd->children[c]);
+        nlimb += n != 0 && !is_bone(g, nd->children[c]);
+    }
+    uint32_t nsurf = n != 0 ? node_rigid_surfaces(g, n) : 0;
+    put_header(g->out, GMF_BONE, 1 + g->s->n_animations + (nsurf > 0) + nbone + nlimb, 68);
+    put_matrix(g->out, &g->bind_local[n]);
+    mfs_put_i32(g->out, g->bone_id[n]);
+    put_prop(g->out, "name", nd->name);
+    put_keys(g, n, KEYS_BONE);
+    if (nsurf && put_bone_meshes(g, n, nsurf, err) < 0)
+        return -1;
+    for (uint32_t c = nd->n_children; c-- > 0 && n != 0;)
+        if (!is_bone(g, nd->children[c]))
+            w->stack[w->sp++] = nd->children[c];
+    for (uint32_t c = nd->n_children; c-- > 0;)
+        if (is_bone(g, nd->children[c]))
+            w->stack[w->sp++] = nd->children[c] | STACK_BONE;
+    return 0;
+}
+
+/* Pre-order walk with an explicit stack: scene trees can be deeper than a
+ * worker thread's stack would like. */
+static int put_tree(gmf *g, mfs_err *err)
+{
+    walk w = {malloc(sizeof(uint32_t) * (g->s->n_nodes + 2)), 0};
+    if (!w.stack)
+        return mfs_errf(err, "out of memory");
+    put_header(g->out, GMF_FILE, 1, 4);
+    mfs_put_i32(g->out, GMF_VERSION);
+    w.stack[w.sp++] = 0;
+    int rc = 0;
+    while (w.sp && !g->out->err && rc == 0) {
+        uint32_t item = w.stack[--w.sp];
+        if (item & STACK_BONE)
+            rc = put_bone(g, item & ~STACK_BONE, &w, err);
+        else
+            rc = put_limb(g, item, &w, err);
+    }
+    free(w.stack);
+    return rc;
+}
 
 int mfs_write_gmf(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err)
 {
-    (void)s; (void)o; (void)out;
-    return mfs_errf(err, "gmf: writer not written yet");
+    (void)o; /* no gmf option: source_frame only changes what the importer delivers */
+    gmf g;
+    memset(&g, 0, sizeof g);
+    g.s = s;
+    g.out = out;
+    int rc = plan(&g, err);
+    if (rc == 0)
+        rc = put_tree(&g, err);
+    gmf_free(&g);
+    return rc;
 }
