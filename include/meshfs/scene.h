@@ -186,8 +186,9 @@ void mfs_scene_pose(const mfs_scene *s, const mfs_animation *a, double t, mfs_ma
 uint64_t mfs_scene_vertex_count(const mfs_scene *s);
 uint64_t mfs_scene_triangle_count(const mfs_scene *s);
 
-/* Axis-aligned box of every mesh's vertices placed by its node (model
- * space).  Returns 0 if there is no vertex. */
+/* Axis-aligned box of every mesh's vertices at every node that places it
+ * (model space; a mesh no node places counts where it is).  Returns 0 if
+ * there is no vertex. */
 int mfs_scene_bounds(const mfs_scene *s, float min[3], float max[3]);
 
 #endif

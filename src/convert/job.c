@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -23,6 +24,20 @@ static void fill_stats(const mfs_scene *s, mfs_stats *st)
         st->bones += s->meshes[i].n_bones;
         st->faces += s->meshes[i].n_faces;
     }
+    /* every placed copy of a triangle mesh, and unplaced meshes once */
+    int32_t *first = malloc(sizeof(int32_t) * (s->n_meshes ? s->n_meshes : 1));
+    if (first)
+        mfs_scene_mesh_nodes(s, first);
+    for (uint32_t i = 0; i < s->n_nodes; i++)
+        for (uint32_t k = 0; k < s->nodes[i].n_meshes; k++) {
+            const mfs_mesh *m = &s->meshes[s->nodes[i].meshes[k]];
+            if (m->prim == MFS_PRIM_TRIANGLES)
+                st->placed_triangles += m->n_faces;
+        }
+    for (uint32_t i = 0; first && i < s->n_meshes; i++)
+        if (first[i] < 0 && s->meshes[i].prim == MFS_PRIM_TRIANGLES)
+            st->placed_triangles += s->meshes[i].n_faces;
+    free(first);
     if (!mfs_scene_bounds(s, st->min, st->max)) {
         memset(st->min, 0, sizeof st->min);
         memset(st->max, 0, sizeof st->max);

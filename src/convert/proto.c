@@ -63,6 +63,7 @@ int mfs_report_encode(const mfs_report *r, uint8_t **buf, size_t *len)
     put_u64(&s, st->vertices);
     put_u64(&s, st->triangles);
     put_u64(&s, st->faces);
+    put_u64(&s, st->placed_triangles);
     for (int i = 0; i < 3; i++)
         mfs_put_f32(&s, st->min[i]);
     for (int i = 0; i < 3; i++)
@@ -191,7 +192,7 @@ static int get_stats(rd *r, mfs_stats *st)
         if (get_u32(r, counts[i], "stats") < 0)
             return -1;
     if (get_u64(r, &st->vertices, "stats") < 0 || get_u64(r, &st->triangles, "stats") < 0 ||
-        get_u64(r, &st->faces, "stats") < 0)
+        get_u64(r, &st->faces, "stats") < 0 || get_u64(r, &st->placed_triangles, "stats") < 0)
         return -1;
     for (int i = 0; i < 3; i++)
         if (get_f32(r, &st->min[i], "stats") < 0)

@@ -31,26 +31,48 @@
 /* Placement: where each mesh sits in model space                      */
 /* ------------------------------------------------------------------ */
 
+/* One placed copy of a mesh: a mesh appears once for every node that places
+ * it (instancing), and once where it is if no node does. */
+typedef struct instance {
+    uint32_t mesh;
+    int32_t node;         /* -1: not placed, identity */
+} instance;
+
 typedef struct placement {
     mfs_mat4 *world;      /* per node */
-    int32_t *mesh_node;   /* per mesh, -1 when no node places it */
+    instance *inst;       /* pre-order of nodes, then unplaced meshes */
+    uint32_t n_inst;
 } placement;
 
 static int placement_init(placement *pl, const mfs_scene *s, mfs_err *err)
 {
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < s->n_nodes; i++)
+        n += s->nodes[i].n_meshes;
     pl->world = malloc(sizeof(mfs_mat4) * (s->n_nodes ? s->n_nodes : 1));
-    pl->mesh_node = malloc(sizeof(int32_t) * (s->n_meshes ? s->n_meshes : 1));
-    if (!pl->world || !pl->mesh_node)
+    pl->inst = malloc(sizeof(instance) * (size_t)(n + s->n_meshes + 1));
+    int32_t *first = malloc(sizeof(int32_t) * (s->n_meshes ? s->n_meshes : 1));
+    pl->n_inst = 0;
+    if (!pl->world || !pl->inst || !first) {
+        free(first);
         return mfs_errf(err, "out of memory placing %u nodes", s->n_nodes);
+    }
     mfs_scene_world(s, pl->world);
-    mfs_scene_mesh_nodes(s, pl->mesh_node);
+    mfs_scene_mesh_nodes(s, first);
+    for (uint32_t i = 0; i < s->n_nodes; i++)
+        for (uint32_t k = 0; k < s->nodes[i].n_meshes; k++)
+            pl->inst[pl->n_inst++] = (instance){s->nodes[i].meshes[k], (int32_t)i};
+    for (uint32_t i = 0; i < s->n_meshes; i++)
+        if (first[i] < 0)
+            pl->inst[pl->n_inst++] = (instance){i, -1};
+    free(first);
     return 0;
 }
 
 static void placement_free(placement *pl)
 {
     free(pl->world);
-    free(pl->mesh_node);
+    free(pl->inst);
 }
 
 /* Point and line meshes have no place in a triangle buffer. */
@@ -71,9 +93,9 @@ typedef struct mesh_xf {
     int mirror;           /* det < 0: swap two corners to stay counter-clockwise */
 } mesh_xf;
 
-static void mesh_xf_init(mesh_xf *x, const placement *pl, uint32_t mesh)
+static void mesh_xf_init(mesh_xf *x, const placement *pl, const instance *in)
 {
-    int32_t node = pl->mesh_node[mesh];
+    int32_t node = in->node;
     if (node >= 0)
         x->world = pl->world[node];
     else
@@ -333,11 +355,11 @@ typedef struct sizes {
     uint32_t remap;
 } sizes;
 
-static void count(const mfs_scene *s, sizes *z)
+static void count(const mfs_scene *s, const placement *pl, sizes *z)
 {
     memset(z, 0, sizeof *z);
-    for (uint32_t i = 0; i < s->n_meshes; i++) {
-        const mfs_mesh *m = &s->meshes[i];
+    for (uint32_t j = 0; j < pl->n_inst; j++) {
+        const mfs_mesh *m = &s->meshes[pl->inst[j].mesh];
         if (!is_merged(m))
             continue;
         uint64_t refs = (uint64_t)m->n_faces * 3;
@@ -355,7 +377,7 @@ static void count(const mfs_scene *s, sizes *z)
 static int build_placed(const mfs_scene *s, const placement *pl, mfs_runtime *rt, mfs_err *err)
 {
     sizes z;
-    count(s, &z);
+    count(s, pl, &z);
     if (z.triangles > MFS_RT_MAX_TRIANGLES)
         return mfs_errf(err, "model has %llu triangles, the int32 size field allows at most %d",
                         (unsigned long long)z.triangles, (int)MFS_RT_MAX_TRIANGLES);
@@ -370,12 +392,12 @@ static int build_placed(const mfs_scene *s, const placement *pl, mfs_runtime *rt
                       (unsigned long long)z.triangles);
 
     uint32_t t = 0;
-    for (uint32_t i = 0; rc == 0 && i < s->n_meshes; i++) {
-        const mfs_mesh *m = &s->meshes[i];
+    for (uint32_t j = 0; rc == 0 && j < pl->n_inst; j++) {
+        const mfs_mesh *m = &s->meshes[pl->inst[j].mesh];
         if (!is_merged(m))
             continue;
         mesh_xf x;
-        mesh_xf_init(&x, pl, i);
+        mesh_xf_init(&x, pl, &pl->inst[j]);
         rc = m->normals ? merge_smooth(&r, m, &x, remap, order, rt->triangles + t, err)
                         : merge_faceted(&r, m, &x, rt->triangles + t, err);
         t += m->n_faces;
@@ -538,13 +560,14 @@ static int scene_key(const mfs_scene *s, const placement *pl, uint8_t key[16], m
         return mfs_errf(err, "out of memory hashing the scene");
     XXH3_128bits_reset(st);
     XXH3_128bits_update(st, "meshfs-runtime-1", 16);
-    for (uint32_t i = 0; i < s->n_meshes; i++) {
+    for (uint32_t j = 0; j < pl->n_inst; j++) {
+        uint32_t i = pl->inst[j].mesh;
         const mfs_mesh *m = &s->meshes[i];
         if (!is_merged(m))
             continue;
         mfs_mat4 w;
-        if (pl->mesh_node[i] >= 0)
-            w = pl->world[pl->mesh_node[i]];
+        if (pl->inst[j].node >= 0)
+            w = pl->world[pl->inst[j].node];
         else
             mfs_mat4_identity(&w);
         uint32_t head[5] = {i, m->n_vertices, m->n_faces, m->normals != NULL, m->uv[0] != NULL};

@@ -167,6 +167,19 @@ static int copy_bones(mfs_scene *s, mfs_mesh *m, const struct aiMesh *am, mfs_er
  * that are not finite or not positive are dropped first. */
 static int normalise_weights(mfs_mesh *m, mfs_err *err)
 {
+    /* A bone that names no node cannot move anything (and FGE's reader
+     * would dereference the missing node): drop it, so that its weights go
+     * to the bones that remain. */
+    uint32_t kept = 0;
+    for (uint32_t b = 0; b < m->n_bones; b++) {
+        if (m->bones[b].node >= 0) {
+            m->bones[kept++] = m->bones[b];
+        } else {
+            free(m->bones[b].name);
+            free(m->bones[b].weights);
+        }
+    }
+    m->n_bones = kept;
     if (!m->n_bones)
         return 0;
     double *sum = calloc(m->n_vertices ? m->n_vertices : 1, sizeof *sum);

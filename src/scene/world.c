@@ -28,6 +28,21 @@ void mfs_scene_mesh_nodes(const mfs_scene *s, int32_t *out)
         }
 }
 
+static void grow(const mfs_mesh *m, const mfs_mat4 *w, float min[3], float max[3], int *any)
+{
+    for (uint32_t v = 0; v < m->n_vertices; v++) {
+        float p[3];
+        mfs_mat4_point(w, m->positions[v], p);
+        for (int k = 0; k < 3; k++) {
+            if (p[k] < min[k])
+                min[k] = p[k];
+            if (p[k] > max[k])
+                max[k] = p[k];
+        }
+        *any = 1;
+    }
+}
+
 int mfs_scene_bounds(const mfs_scene *s, float min[3], float max[3])
 {
     mfs_mat4 *world = malloc(sizeof(mfs_mat4) * (s->n_nodes ? s->n_nodes : 1));
@@ -41,23 +56,15 @@ int mfs_scene_bounds(const mfs_scene *s, float min[3], float max[3])
         min[k] = FLT_MAX;
         max[k] = -FLT_MAX;
     }
-    for (uint32_t i = 0; i < s->n_meshes; i++) {
-        const mfs_mesh *m = &s->meshes[i];
-        mfs_mat4 id;
-        mfs_mat4_identity(&id);
-        const mfs_mat4 *w = mn[i] >= 0 ? &world[mn[i]] : &id;
-        for (uint32_t v = 0; v < m->n_vertices; v++) {
-            float p[3];
-            mfs_mat4_point(w, m->positions[v], p);
-            for (int k = 0; k < 3; k++) {
-                if (p[k] < min[k])
-                    min[k] = p[k];
-                if (p[k] > max[k])
-                    max[k] = p[k];
-            }
-            any = 1;
-        }
-    }
+    /* every placement of every mesh; a mesh no node places, where it is */
+    for (uint32_t i = 0; i < s->n_nodes; i++)
+        for (uint32_t k = 0; k < s->nodes[i].n_meshes; k++)
+            grow(&s->meshes[s->nodes[i].meshes[k]], &world[i], min, max, &any);
+    mfs_mat4 id;
+    mfs_mat4_identity(&id);
+    for (uint32_t i = 0; i < s->n_meshes; i++)
+        if (mn[i] < 0)
+            grow(&s->meshes[i], &id, min, max, &any);
 out:
     free(world);
     free(mn);

@@ -335,9 +335,10 @@ static void write_report(const batch *b, const char *path)
         fprintf(f, ",\"ok\":%s,\"error\":", it->done_ok == 1 ? "true" : "false");
         json_str(f, first_error(b, it));
         fprintf(f, ",\"meshes\":%u,\"nodes\":%u,\"bones\":%u,\"animations\":%u,\"vertices\":%llu,"
-                   "\"triangles\":%llu,\"faces\":%llu,\"min\":[%.9g,%.9g,%.9g],\"max\":[%.9g,%.9g,%.9g],\"outputs\":{",
+                   "\"triangles\":%llu,\"faces\":%llu,\"placed_triangles\":%llu,\"min\":[%.9g,%.9g,%.9g],\"max\":[%.9g,%.9g,%.9g],\"outputs\":{",
                 st->meshes, st->nodes, st->bones, st->animations, (unsigned long long)st->vertices,
-                (unsigned long long)st->triangles, (unsigned long long)st->faces, st->min[0], st->min[1], st->min[2], st->max[0],
+                (unsigned long long)st->triangles, (unsigned long long)st->faces,
+                (unsigned long long)st->placed_triangles, st->min[0], st->min[1], st->min[2], st->max[0],
                 st->max[1], st->max[2]);
         int first = 1;
         for (int fm = 0; fm < MFS_FMT_COUNT; fm++) {

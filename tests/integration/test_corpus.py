@@ -18,9 +18,12 @@ REFUSED = {
     "glTF2/BoxWithInfinites-glTF-Binary/BoxWithInfinites.glb": "is not finite",
 }
 SKINNED = ["FBX/animation_with_skeleton.fbx", "X/Testwuson.X", "MD5/SimpleCube.md5mesh", "SMD/WusonSMD.smd"]
-# formats whose triangle count is the import's triangles (point and line
-# meshes are skipped), and .fmd, which keeps them as degenerate triangles
-TRI_FORMATS = {"gmf": "triangles", "dem": "triangles", "tri": "triangles", "fmd": "faces"}
+# The import's count each format's triangles must equal: .gmf, .dem and .tri
+# write a mesh at every node that places it (instancing; point and line
+# meshes skipped); .fmd stores each mesh once and keeps points and lines as
+# degenerate triangles (docs/formats/*.md).
+TRI_FORMATS = {"gmf": "placed_triangles", "dem": "placed_triangles", "tri": "placed_triangles",
+               "fmd": "faces"}
 # .fmd is left out: it links meshes to nodes only by name, so a reader cannot
 # always place a mesh (docs/inspect.md); its geometry is checked through the
 # other formats, written from the same scene.

@@ -481,6 +481,29 @@ static void node_translation_applied(void **state)
     mfs_scene_free(s);
 }
 
+/* A mesh placed by two nodes appears twice: once at each placement. */
+static void instanced_mesh_written_at_every_node(void **state)
+{
+    (void)state;
+    mfs_scene *s = fixture_cube();
+    /* root places the cube too, translated (5, 0, 0) */
+    s->nodes[0].local.m[3] = 5.0f;
+    s->nodes[1].local.m[3] = -10.0f; /* the cube node: world x - 5 */
+    s->nodes[0].meshes = realloc(s->nodes[0].meshes, sizeof(uint32_t));
+    s->nodes[0].meshes[0] = 0;
+    s->nodes[0].n_meshes = 1;
+    blob v = write_fmt(mfs_write_vrt, s), t = write_fmt(mfs_write_tri, s);
+    assert_int_equal(vrt_count(v), 48);
+    assert_int_equal(tri_count(t), 24);
+    /* the first copy is the root's (pre-order): vertex 0 at x 5.5 */
+    assert_true(vfloat(v, 0, 0) == 5.5f);
+    assert_true(vfloat(v, 24, 0) == -4.5f);
+    assert_int_equal(tindex(t, 12, 0), 24);
+    free(v.p);
+    free(t.p);
+    mfs_scene_free(s);
+}
+
 static void node_rotation_and_scale_on_normals(void **state)
 {
     (void)state;
@@ -965,6 +988,7 @@ int main(void)
         cmocka_unit_test_setup(point_and_line_meshes_skipped, setup),
         cmocka_unit_test_setup(no_triangles_gives_empty_files, setup),
         cmocka_unit_test_setup(node_translation_applied, setup),
+        cmocka_unit_test_setup(instanced_mesh_written_at_every_node, setup),
         cmocka_unit_test_setup(node_rotation_and_scale_on_normals, setup),
         cmocka_unit_test_setup(mirror_node_keeps_ccw, setup),
         cmocka_unit_test_setup(missing_normals_and_uvs, setup),
