@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frenetic.h"
 #include "meshfs/formats.h"
 
 /* zlib level for the gzip payload.  Measured on a 1M-triangle mesh (see
@@ -40,57 +41,11 @@ typedef struct mesh_xf {
     mfs_mat4 normal;    /* its normal matrix */
 } mesh_xf;
 
-/* ---- names FGE treats specially (keep in step with fmi.c) ---- */
-
-static int has_prefix_ci(const char *s, const char *prefix)
-{
-    for (; *prefix; s++, prefix++) {
-        unsigned char c = (unsigned char)*s;
-        if (c >= 'A' && c <= 'Z')
-            c = (unsigned char)(c - 'A' + 'a');
-        if (c != (unsigned char)*prefix)
-            return 0;
-    }
-    return 1;
-}
-
-/* FGE's ModelHandler: these meshes get IsVisible = false (the prefix test is
- * on the ASCII-lowercased name). */
-static int fge_hidden(const char *name)
-{
-    return has_prefix_ci(name, "collisionconvex_") || has_prefix_ci(name, "collisioncomplex_") ||
-           has_prefix_ci(name, "marker_") || has_prefix_ci(name, "norender_");
-}
+/* ---- names FGE treats specially (src/formats/frenetic.c) ---- */
 
 static int fge_soup(const char *name)
 {
-    return has_prefix_ci(name, "collisioncomplex_");
-}
-
-/* The mesh name as both .fmd and .fmi carry it: '=', CR and LF would break
- * an .fmi line and a ":::" run would be read as a texture type, so each of
- * those characters becomes '_'.  Same rule in fmi.c, so keys still match. */
-static char *fge_mesh_name(const char *name)
-{
-    size_t n = strlen(name);
-    char *r = malloc(n + 1);
-    if (!r)
-        return NULL;
-    memcpy(r, name, n + 1);
-    for (size_t i = 0; i < n; i++) {
-        if (r[i] == '=' || r[i] == '\r' || r[i] == '\n') {
-            r[i] = '_';
-        } else if (name[i] == ':') {
-            size_t a = i, b = i;
-            while (a > 0 && name[a - 1] == ':')
-                a--;
-            while (name[b] == ':')
-                b++;
-            if (b - a >= 3)
-                r[i] = '_';
-        }
-    }
-    return r;
+    return mfs_fge_has_prefix(name, "collisioncomplex_");
 }
 
 /* ---- primitives ---- */
@@ -299,7 +254,7 @@ static void put_soup(mfs_sink *z, const mfs_mesh *m, const float (*nrm)[3], cons
  * dereferences the node it finds by name without a null check). */
 static int bone_written(const mfs_mesh *m, const mfs_bone *b)
 {
-    return !fge_hidden(m->name) && b->node >= 0;
+    return !mfs_fge_hidden(m->name) && b->node >= 0;
 }
 
 static void put_bones(mfs_sink *z, const mfs_mesh *m, const mesh_xf *xf)
@@ -332,7 +287,7 @@ static void put_bones(mfs_sink *z, const mfs_mesh *m, const mesh_xf *xf)
 static int put_mesh(fmd_writer *w, uint32_t mi, mfs_err *err)
 {
     const mfs_mesh *m = &w->s->meshes[mi];
-    char *name = fge_mesh_name(m->name);
+    char *name = mfs_fge_mesh_name(m->name);
     float(*own)[3] = m->normals ? NULL : smooth_normals(m);
     if (!name || (!m->normals && !own)) {
         free(name);
@@ -411,7 +366,7 @@ static int put_meshes(fmd_writer *w, mfs_err *err)
 {
     for (int pass = 0; pass < 2; pass++)
         for (uint32_t i = 0; i < w->s->n_meshes; i++)
-            if (fge_hidden(w->s->meshes[i].name) == pass && put_mesh(w, i, err) < 0)
+            if (mfs_fge_hidden(w->s->meshes[i].name) == pass && put_mesh(w, i, err) < 0)
                 return -1;
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frenetic.h"
 #include "meshfs/formats.h"
 
 /* ---- names FGE treats specially (keep in step with fmd.c) ---- */
@@ -14,47 +15,6 @@
 static char lower_ascii(char c)
 {
     return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
-}
-
-static int has_prefix_ci(const char *s, const char *prefix)
-{
-    for (; *prefix; s++, prefix++)
-        if (lower_ascii(*s) != *prefix)
-            return 0;
-    return 1;
-}
-
-/* Meshes FGE makes invisible; it has no texture slot for them, so a line
- * would only earn an "Unknown skin entry" warning. */
-static int fge_hidden(const char *name)
-{
-    return has_prefix_ci(name, "collisionconvex_") || has_prefix_ci(name, "collisioncomplex_") ||
-           has_prefix_ci(name, "marker_") || has_prefix_ci(name, "norender_");
-}
-
-/* Same rule as fmd.c writes into the .fmd, so keys match mesh names:
- * '=', CR, LF and every ':' of a run of three or more become '_'. */
-static char *fge_mesh_name(const char *name)
-{
-    size_t n = strlen(name);
-    char *r = malloc(n + 1);
-    if (!r)
-        return NULL;
-    memcpy(r, name, n + 1);
-    for (size_t i = 0; i < n; i++) {
-        if (r[i] == '=' || r[i] == '\r' || r[i] == '\n') {
-            r[i] = '_';
-        } else if (name[i] == ':') {
-            size_t a = i, b = i;
-            while (a > 0 && name[a - 1] == ':')
-                a--;
-            while (name[b] == ':')
-                b++;
-            if (b - a >= 3)
-                r[i] = '_';
-        }
-    }
-    return r;
 }
 
 /* ---- CleanFileName ---- */
@@ -110,7 +70,7 @@ static const char *texture_rel_start(const char *path)
         const char *c = p;
         while (c > path && !is_sep(c[-1]))
             c--;
-        if (p - c == 8 && has_prefix_ci(c, "textures"))
+        if (p - c == 8 && mfs_fge_has_prefix(c, "textures"))
             after = p + 1;
     }
     return after && *after ? after : base;
@@ -252,9 +212,9 @@ static int name_meshes(named *v, const mfs_scene *s, mfs_err *err)
 {
     for (uint32_t i = 0; i < s->n_meshes; i++) {
         v[i].mesh = i;
-        if (fge_hidden(s->meshes[i].name))
+        if (mfs_fge_hidden(s->meshes[i].name))
             continue;
-        v[i].name = fge_mesh_name(s->meshes[i].name);
+        v[i].name = mfs_fge_mesh_name(s->meshes[i].name);
         if (!v[i].name)
             return mfs_errf(err, "mesh '%s': out of memory", s->meshes[i].name);
     }

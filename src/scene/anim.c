@@ -1,29 +1,25 @@
 /* Sampling animation channels, shared by the writers that resample
  * (gmf frames, dem sequences) so both agree on what a pose is. */
 #include <math.h>
+#include <stddef.h>
+#include <string.h>
 
 #include "meshfs/scene.h"
 
-static size_t key_index_vec(const mfs_vec_key *k, uint32_t n, double t)
-{
-    /* last key with time <= t (binary search); n >= 1 */
-    size_t lo = 0, hi = n;
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (k[mid].time <= t)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
+_Static_assert(offsetof(mfs_vec_key, time) == 0 && offsetof(mfs_quat_key, time) == 0,
+               "keys start with their time");
 
-static size_t key_index_quat(const mfs_quat_key *k, uint32_t n, double t)
+/* Index of the last key with time <= t, by binary search; n >= 1.  Both
+ * key types start with their time, so one search serves both. */
+static size_t last_key(const void *keys, size_t stride, uint32_t n, double t)
 {
+    const char *base = keys;
     size_t lo = 0, hi = n;
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
-        if (k[mid].time <= t)
+        double tm;
+        memcpy(&tm, base + mid * stride, sizeof tm);
+        if (tm <= t)
             lo = mid;
         else
             hi = mid;
@@ -38,7 +34,7 @@ static void sample_vec(const mfs_vec_key *k, uint32_t n, double t, float out[3])
             out[i] = k[0].v[i];
         return;
     }
-    size_t a = key_index_vec(k, n, t);
+    size_t a = last_key(k, sizeof *k, n, t);
     if (a + 1 >= n) {
         for (int i = 0; i < 3; i++)
             out[i] = k[n - 1].v[i];
@@ -84,7 +80,7 @@ static void sample_quat(const mfs_quat_key *k, uint32_t n, double t, float out[4
             out[i] = k[0].q[i];
         return;
     }
-    size_t a = key_index_quat(k, n, t);
+    size_t a = last_key(k, sizeof *k, n, t);
     if (a + 1 >= n) {
         for (int i = 0; i < 4; i++)
             out[i] = k[n - 1].q[i];
