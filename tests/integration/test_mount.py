@@ -202,6 +202,34 @@ class MountTest(unittest.TestCase):
         self.assertTrue(results[0])
         self.assertTrue(all(r == results[0] for r in results))
 
+    def test_cold_opens_do_not_starve_listing(self):
+        # 16 models whose conversions each take >= 1 s, one worker at a time:
+        # 16 FUSE requests wait on conversions while ls must still answer.
+        many = os.path.join(self.src, "many")
+        os.makedirs(many)
+        for i in range(16):
+            shutil.copy(os.path.join(self.src, "props", "tetra.stl"), os.path.join(many, f"t{i}.stl"))
+        env = dict(os.environ, MESHFS_TEST_WORKER_SLEEP="1")
+        with Mount(self.src, self.mnt, self.cache, "convert_jobs=1", env=env) as m:
+            ts = [threading.Thread(target=lambda i=i: os.stat(os.path.join(self.mnt, "many", f"t{i}.gmf")))
+                  for i in range(16)]
+            for t in ts:
+                t.start()
+            time.sleep(0.5)
+            for _ in range(3):
+                t0 = time.monotonic()
+                names = os.listdir(os.path.join(self.mnt, "scene"))
+                self.assertLess(time.monotonic() - t0, 1.0)
+                self.assertIn("README.txt", names)
+                t0 = time.monotonic()
+                self.assertTrue(read(os.path.join(self.mnt, "scene", "README.txt")))
+                self.assertLess(time.monotonic() - t0, 1.0)
+                time.sleep(0.3)
+            self.assertTrue(any(t.is_alive() for t in ts))  # conversions were still queued
+            for t in ts:
+                t.join()
+            self.assertEqual(m.stats()["conversions"], 16)
+
     def test_failing_model(self):
         with open(os.path.join(self.src, "props", "broken.obj"), "w") as f:
             f.write("v 0 0 0\nf 1 2 3\n")  # face index out of range
