@@ -68,7 +68,8 @@ static void usage(const char *prog)
            "Mounts SRC read-only at MNT; every model shows up beside its converted views\n"
            "(.fmd .fmi .gmf .dem .vrt .tri .sph), converted on first access and cached.\n\n"
            "meshfs options:\n"
-           "    -o formats=LIST          views to show (default fmd,fmi,gmf,dem,vrt,tri,sph)\n"
+           "    -o formats=LIST          views to show, ':'-separated (default all:\n"
+           "                             fmd:fmi:gmf:dem:vrt:tri:sph)\n"
            "    -o hide_sources          show only views and non-model files\n"
            "    -o pretrans              fmd: bake node transforms into vertices\n"
            "    -o fmi_textures          fmi: texture names instead of UNKNOWN\n"
@@ -200,7 +201,8 @@ int main(int argc, char **argv)
     /* Read-only at the kernel too; and enough FUSE threads that callers
      * waiting on conversions cannot starve an ls (docs/architecture.md). */
     fuse_opt_add_arg(&args, "-oro,fsname=meshfs,subtype=meshfs,default_permissions");
-    fuse_opt_add_arg(&args, "-omax_threads=64");
+    /* before the user's arguments, so a -o max_threads given there wins */
+    fuse_opt_insert_arg(&args, 1, "-omax_threads=64");
     int rc = fuse_main(args.argc, args.argv, &mfs_fuse_ops, &fs);
     mfs_cache_close(fs.cache);
     mfs_models_free(fs.models);
