@@ -186,6 +186,44 @@ class MountTest(unittest.TestCase):
             self.assertGreater(m.stats()["conversions"], 0)
         self.assertEqual(good, again)
 
+    def test_open_view_keeps_its_bytes(self):
+        obj = os.path.join(self.src, "crate", "crate.obj")
+        with self.mount():
+            v = os.path.join(self.mnt, "crate", "crate.dem")
+            whole = read(v)
+            with open(v, "rb") as f:
+                head = f.read(100)
+                with open(obj, "a") as src:  # the source changes under the reader
+                    src.write("v 7 7 7\nv 8 7 7\nv 7 8 7\nf -3 -2 -1\n")
+                time.sleep(1.2)
+                rest = f.read()
+            self.assertEqual(head + rest, whole)
+            fresh = read(v)  # the next open sees the new content
+            self.assertNotEqual(fresh, whole)
+            # the new vertex (8, 7, 7), in .dem's Blender frame (x, -z, y)
+            self.assertIn(b" 8.0 -7.0 7.0 ", fresh)
+            self.assertNotIn(b" 8.0 -7.0 7.0 ", whole)
+
+    def test_two_mounts_share_one_cache(self):
+        out = os.path.join(self.tmp, "out")
+        p, _ = convert([self.src], out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        expected = tree_bytes(out)
+        mnt2 = os.path.join(self.tmp, "mnt2")
+        got = [{}, {}]
+        with self.mount(), Mount(self.src, mnt2, self.cache):
+            def reader(k, root):
+                for path in views_of(root):
+                    got[k][os.path.relpath(path, root)] = read(path)
+            ts = [threading.Thread(target=reader, args=(0, self.mnt)),
+                  threading.Thread(target=reader, args=(1, mnt2))]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        self.assertEqual(got[0], expected)
+        self.assertEqual(got[1], expected)
+
     def test_concurrent_first_readers(self):
         results = [None] * 16
         with self.mount() as m:
