@@ -4,8 +4,8 @@
  * same float, in Python repr style so the output matches the reference
  * Blender exporter's look: "1.0", "-0.5", "0.125", "1e-05", "1.5e+20",
  * "-0.0", "nan", "inf".  Fixed notation for 1e-4 <= |x| < 1e16, exponent
- * notation otherwise.  Returns the length; buf needs MFS_F32_BUF bytes;
- * the result is NUL-terminated. */
+ * notation otherwise.  Returns the length; buf needs MFS_F32_BUF bytes
+ * (those after the NUL are used as scratch); the result is NUL-terminated. */
 #ifndef MESHFS_NUMFMT_H
 #define MESHFS_NUMFMT_H
 

@@ -13,7 +13,7 @@ typedef enum mfs_opt_bit {
     MFS_OPT_FMI_TEXTURES = 1u << 1,    /* fmi: texture lines instead of UNKNOWN */
     MFS_OPT_REVERSE_WINDING = 1u << 2, /* tri: reverse every triangle */
     MFS_OPT_SOURCE_FRAME = 1u << 3,    /* import: keep the importer's raw frame */
-    MFS_OPT_FMI_MODEL = 1u << 4,       /* fmi: the model= path (model_path below) */
+    MFS_OPT_MODEL_PATH = 1u << 4,       /* fmi model= line, dem model name (model_path) */
 } mfs_opt_bit;
 
 typedef struct mfs_options {
@@ -23,7 +23,8 @@ typedef struct mfs_options {
     int source_frame;
     /* Path of the model relative to the engine's models/ folder, without
      * extension, e.g. "vehicles/car".  Set by the caller from the output
-     * layout; the .fmi model= line uses it (see docs/formats/fmi.md). */
+     * layout; the .fmi model= line and the .dem model name use it
+     * (docs/formats/fmi.md, dem.md). */
     const char *model_path;
 } mfs_options;
 

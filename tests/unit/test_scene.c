@@ -138,7 +138,7 @@ static void test_option_keys(void **state)
     o.model_path = "cars/car";
     mfs_options_key(&o, MFS_OPT_PRETRANS | MFS_OPT_SOURCE_FRAME, a, sizeof a);
     assert_string_equal(a, ""); /* fmi options do not reach an fmd key */
-    mfs_options_key(&o, MFS_OPT_FMI_TEXTURES | MFS_OPT_FMI_MODEL, b, sizeof b);
+    mfs_options_key(&o, MFS_OPT_FMI_TEXTURES | MFS_OPT_MODEL_PATH, b, sizeof b);
     assert_string_equal(b, "fmi_textures;model=cars/car;");
 }
 
