@@ -187,8 +187,8 @@ uint64_t mfs_scene_vertex_count(const mfs_scene *s);
 uint64_t mfs_scene_triangle_count(const mfs_scene *s);
 
 /* Axis-aligned box of every mesh's vertices at every node that places it
- * (model space; a mesh no node places counts where it is).  Returns 0 if
- * there is no vertex. */
-int mfs_scene_bounds(const mfs_scene *s, float min[3], float max[3]);
+ * (model space; a mesh no node places counts where it is); triangles_only
+ * leaves point and line meshes out.  Returns 0 if there is no vertex. */
+int mfs_scene_bounds(const mfs_scene *s, int triangles_only, float min[3], float max[3]);
 
 #endif

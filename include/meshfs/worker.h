@@ -38,7 +38,7 @@ typedef struct mfs_stats {
     uint64_t vertices, triangles;
     uint64_t faces;          /* all faces: triangles, lines and points */
     uint64_t placed_triangles; /* triangles at every node placing them (unplaced: once) */
-    float min[3], max[3];    /* canonical model-space box (zeros if empty) */
+    float min[3], max[3];    /* canonical model-space box of the triangles (zeros if none) */
 } mfs_stats;
 
 typedef struct mfs_fmt_result {

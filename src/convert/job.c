@@ -38,7 +38,7 @@ static void fill_stats(const mfs_scene *s, mfs_stats *st)
         if (first[i] < 0 && s->meshes[i].prim == MFS_PRIM_TRIANGLES)
             st->placed_triangles += s->meshes[i].n_faces;
     free(first);
-    if (!mfs_scene_bounds(s, st->min, st->max)) {
+    if (!mfs_scene_bounds(s, 1, st->min, st->max)) {
         memset(st->min, 0, sizeof st->min);
         memset(st->max, 0, sizeof st->max);
     }

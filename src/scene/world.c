@@ -28,8 +28,11 @@ void mfs_scene_mesh_nodes(const mfs_scene *s, int32_t *out)
         }
 }
 
-static void grow(const mfs_mesh *m, const mfs_mat4 *w, float min[3], float max[3], int *any)
+static void grow(const mfs_mesh *m, const mfs_mat4 *w, float min[3], float max[3], int *any,
+                 int triangles_only)
 {
+    if (triangles_only && m->prim != MFS_PRIM_TRIANGLES)
+        return;
     for (uint32_t v = 0; v < m->n_vertices; v++) {
         float p[3];
         mfs_mat4_point(w, m->positions[v], p);
@@ -43,7 +46,7 @@ static void grow(const mfs_mesh *m, const mfs_mat4 *w, float min[3], float max[3
     }
 }
 
-int mfs_scene_bounds(const mfs_scene *s, float min[3], float max[3])
+int mfs_scene_bounds(const mfs_scene *s, int triangles_only, float min[3], float max[3])
 {
     mfs_mat4 *world = malloc(sizeof(mfs_mat4) * (s->n_nodes ? s->n_nodes : 1));
     int32_t *mn = malloc(sizeof(int32_t) * (s->n_meshes ? s->n_meshes : 1));
@@ -59,12 +62,12 @@ int mfs_scene_bounds(const mfs_scene *s, float min[3], float max[3])
     /* every placement of every mesh; a mesh no node places, where it is */
     for (uint32_t i = 0; i < s->n_nodes; i++)
         for (uint32_t k = 0; k < s->nodes[i].n_meshes; k++)
-            grow(&s->meshes[s->nodes[i].meshes[k]], &world[i], min, max, &any);
+            grow(&s->meshes[s->nodes[i].meshes[k]], &world[i], min, max, &any, triangles_only);
     mfs_mat4 id;
     mfs_mat4_identity(&id);
     for (uint32_t i = 0; i < s->n_meshes; i++)
         if (mn[i] < 0)
-            grow(&s->meshes[i], &id, min, max, &any);
+            grow(&s->meshes[i], &id, min, max, &any, triangles_only);
 out:
     free(world);
     free(mn);

@@ -48,7 +48,7 @@ static void test_fixtures_validate(void **state)
     assert_int_equal(mfs_scene_vertex_count(c), 24);
     assert_int_equal(mfs_scene_triangle_count(c), 12);
     float mn[3], mx[3];
-    assert_true(mfs_scene_bounds(k, mn, mx));
+    assert_true(mfs_scene_bounds(k, 1, mn, mx));
     NEAR(mx[1], 2); NEAR(mn[0], 0);
     /* every cube triangle is counter-clockwise seen from outside */
     const mfs_mesh *m = &c->meshes[0];
