@@ -1,1 +1,0 @@
-/* PLACEHOLDER */ typedef int mfs_placeholder_fileio;
