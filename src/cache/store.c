@@ -183,8 +183,10 @@ void mfs_cache_wr_abort(mfs_cache_wr *w)
     wr_release(w);
 }
 
-/* Header, trailer, LRU stamp, then fsync: everything the final name will
- * show is on disk before the rename publishes it. */
+/* Header, trailer, LRU stamp.  No fsync: a killed process cannot lose what
+ * it wrote (the page cache keeps it), and after a power loss a torn entry
+ * fails its checksum on first open and is rebuilt.  An fsync would only add
+ * the disk's latency to every first read of a view. */
 static int wr_seal(mfs_cache_wr *w, mfs_err *err)
 {
     uint8_t hdr[MFS_CACHE_HDR_LEN];
@@ -198,8 +200,6 @@ static int wr_seal(mfs_cache_wr *w, mfs_err *err)
     int64_t now = mfs_cache_now_ns();
     struct timespec ts[2] = {{0, UTIME_OMIT}, {now / 1000000000, now % 1000000000}};
     futimens(w->fd, ts); /* best effort: only LRU order depends on it */
-    if (!e && fsync(w->fd) < 0)
-        e = errno;
     if (e)
         return mfs_errf(err, "cache %s: writing %s: %s", w->c->dir, w->tmp, strerror(e));
     return 0;
