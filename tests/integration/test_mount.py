@@ -291,6 +291,46 @@ class MountTest(unittest.TestCase):
             self.assertEqual(m.stats()["conversions"], n)
             self.assertTrue(m.alive())
 
+    def test_cache_disk_full(self):
+        # A cache on a tiny tmpfs: storing a view fails with ENOSPC.  The view
+        # reads as EIO with that reason, nothing partial is left under a final
+        # name, the failure is not remembered, and the rest keeps working.
+        os.makedirs(self.cache)
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", self.cache],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            self.skipTest("cannot mount a tmpfs: " + r.stderr.strip())
+        try:
+            big = os.path.join(self.src, "big")
+            os.makedirs(big)
+            with open(os.path.join(big, "grid.obj"), "w") as f:
+                n = 60
+                f.writelines(f"v {i} {(i * j) % 7} {j}\n" for j in range(n) for i in range(n))
+                f.writelines(f"f {j * n + i + 1} {(j + 1) * n + i + 1} {j * n + i + 2}\n"
+                             for j in range(n - 1) for i in range(n - 1))
+            with self.mount() as m:
+                v = os.path.join(self.mnt, "big", "grid.dem")
+                with self.assertRaises(OSError) as cm:
+                    read(v)
+                self.assertEqual(cm.exception.errno, errno.EIO)
+                reason = os.getxattr(v, "user.meshfs.error").decode()
+                self.assertIn("No space left on device", reason)
+                # not remembered as the model's failure: the next read tries again
+                n = m.stats()["conversions"]
+                with self.assertRaises(OSError):
+                    read(os.path.join(self.mnt, "big", "grid.gmf"))
+                self.assertGreater(m.stats()["conversions"], n)
+                for d, _, files in os.walk(os.path.join(self.cache, "v1")):
+                    for f in files:  # whatever made it is complete and checks out
+                        self.assertTrue(f.endswith((".e", ".m")), f)
+                self.assertEqual(os.listdir(os.path.join(self.cache, "tmp")), [])
+                # small views of other models still fit and read
+                self.assertTrue(read(os.path.join(self.mnt, "props", "tetra.fmi")))
+                self.assertTrue(read(os.path.join(self.mnt, "scene", "README.txt")))
+                self.assertTrue(m.alive())
+        finally:
+            subprocess.run(["umount", "-l", self.cache])
+
     def test_read_only(self):
         with self.mount():
             v = os.path.join(self.mnt, "crate", "crate.gmf")
