@@ -19,7 +19,7 @@
 #include "meshfs/options.h"
 
 #define MFS_PROTO_MAGIC 0x5746534du /* "MSFW" little-endian */
-#define MFS_PROTO_VERSION 1
+#define MFS_PROTO_VERSION 2
 #define MFS_REPORT_FD 3             /* the worker writes its report here */
 #define MFS_LIFELINE_FD 4           /* EOF here: the parent died, so must the worker */
 #define MFS_PROTO_MAX (16u << 20)   /* no report is larger; bigger is hostile */
@@ -43,6 +43,8 @@ typedef struct mfs_stats {
 
 typedef struct mfs_fmt_result {
     int ok;                  /* output file written completely */
+    int transient;           /* failed for the machine's sake (e.g. ENOSPC), not
+                                the model's: not to be remembered as its failure */
     uint64_t size;
     char error[MFS_ERR_MAX];
 } mfs_fmt_result;

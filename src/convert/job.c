@@ -57,6 +57,7 @@ static void write_one(const mfs_job *job, const mfs_scene *s, const mfs_format_i
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         snprintf(res->error, sizeof res->error, "%s: cannot create output: %s", fi->name, strerror(errno));
+        res->transient = 1;
         return;
     }
     mfs_sink sink;
@@ -72,18 +73,21 @@ static void write_one(const mfs_job *job, const mfs_scene *s, const mfs_format_i
     mfs_sink_free(&sink);
     if (close(fd) < 0 && !serr)
         serr = errno;
-    if (rc < 0) {
+    /* The sink's own error comes first: a writer that noticed it reports
+     * it as its failure, but a full disk is the machine's, not the model's. */
+    if (serr == EFBIG) {
+        snprintf(res->error, sizeof res->error, "%s: output exceeds the %llu-byte cap", fi->name,
+                 (unsigned long long)job->limits.output);
+    } else if (serr) {
+        snprintf(res->error, sizeof res->error, "%s: writing output: %s", fi->name, strerror(serr));
+        res->transient = 1;
+    } else if (rc < 0) {
         /* writers may name themselves already; say it once */
         size_t nl = strlen(fi->name);
         const char *msg = err.msg;
         if (!strncmp(msg, fi->name, nl) && msg[nl] == ':' && msg[nl + 1] == ' ')
             msg += nl + 2;
         snprintf(res->error, sizeof res->error, "%s: %s", fi->name, msg);
-    } else if (serr == EFBIG) {
-        snprintf(res->error, sizeof res->error, "%s: output exceeds the %llu-byte cap", fi->name,
-                 (unsigned long long)job->limits.output);
-    } else if (serr) {
-        snprintf(res->error, sizeof res->error, "%s: writing output: %s", fi->name, strerror(serr));
     } else {
         res->ok = 1;
         res->size = total;

@@ -72,7 +72,7 @@ int mfs_report_encode(const mfs_report *r, uint8_t **buf, size_t *len)
     for (int f = 0; f < MFS_FMT_COUNT; f++) {
         if (!(r->formats & (1u << f)))
             continue;
-        mfs_put_u8(&s, (uint8_t)(r->fmt[f].ok != 0));
+        mfs_put_u8(&s, (uint8_t)((r->fmt[f].ok != 0) | (r->fmt[f].transient ? 2 : 0)));
         put_u64(&s, r->fmt[f].size);
         put_text(&s, r->fmt[f].error);
     }
@@ -235,7 +235,12 @@ int mfs_report_decode(const uint8_t *buf, size_t len, mfs_report *out, mfs_err *
         if (get_u8(&r, &fok, "format status") < 0 || get_u64(&r, &out->fmt[f].size, "format size") < 0 ||
             get_text(&r, out->fmt[f].error, sizeof out->fmt[f].error, "format error") < 0)
             goto fail;
-        out->fmt[f].ok = fok == 1;
+        if (fok > 3) {
+            mfs_errf(err, "worker report: bad format status %u", fok);
+            goto fail;
+        }
+        out->fmt[f].ok = (fok & 1) != 0;
+        out->fmt[f].transient = (fok & 2) != 0;
     }
     if (r.left != 0) {
         mfs_errf(err, "worker report: %zu trailing bytes", r.left);

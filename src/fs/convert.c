@@ -99,9 +99,9 @@ static int file_output(mfs_fs *fs, const char *path, const mfs_cache_key *k, uin
     return mfs_cache_writer_commit(w, NULL, err);
 }
 
-static int file_results(mfs_fs *fs, const char *tmp, const char *fmi_model, unsigned formats,
-                        const mfs_report *rep, const mfs_dep *deps, uint32_t ndeps,
-                        mfs_cache_manifest *man, mfs_err *err)
+static int file_results(mfs_fs *fs, const char *relpath, const char *tmp, const char *fmi_model,
+                        unsigned formats, const mfs_report *rep, const mfs_dep *deps,
+                        uint32_t ndeps, mfs_cache_manifest *man, mfs_err *err)
 {
     man->views = calloc(MFS_FMT_COUNT, sizeof *man->views);
     if (!man->views)
@@ -134,6 +134,13 @@ static int file_results(mfs_fs *fs, const char *tmp, const char *fmi_model, unsi
                 if (!err->msg[0])
                     mfs_errf(err, "cache: %s", ferr.msg);
             }
+        } else if (rep->ok && rep->fmt[f].transient) {
+            /* the worker could not write its output (disk full...): the
+             * model is not at fault, so this access fails and the next one
+             * tries again */
+            mfs_fs_log(fs, "%s: %s", relpath, reason);
+            if (!err->msg[0])
+                mfs_errf(err, "%s", reason);
         } else {
             if (mfs_cache_store_negative(fs->cache, &v->key, reason[0] ? reason : "conversion failed", err) < 0)
                 mfs_fs_log(fs, "cache: %s", err->msg);
@@ -207,7 +214,7 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
         deps = &self;
         ndeps = 1;
     }
-    rc = file_results(fs, tmp, fmi_model, formats, &rep, deps, ndeps, man, err);
+    rc = file_results(fs, relpath, tmp, fmi_model, formats, &rep, deps, ndeps, man, err);
     if (rc == 0 && copy_deps(man, deps, ndeps) < 0)
         rc = mfs_errf(err, "out of memory");
     if (rc == 0) {

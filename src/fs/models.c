@@ -259,6 +259,8 @@ static int refresh(mfs_fs *fs, model *m, const char *fmi_model, int format, mfs_
         mfs_cache_manifest_free(&man);
         if (rc == 0 && !(missing_formats(fs, m) & (1u << format)))
             return 0;
+        if (rc == 0 && err->msg[0])
+            return -EIO; /* this view could not be stored (disk full...): say why */
         if (rc < 0 && rc != -EAGAIN)
             return rc;
         /* an input changed while it was converting: go round again */

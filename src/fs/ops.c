@@ -80,8 +80,14 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
         return -errno;
     mfs_view_state vs;
     int rc = mfs_view_resolve(fs, dir, ref->model, ref->base, ref->format, 0, &vs);
-    if (rc < 0)
+    if (rc == -ENOENT || (rc < 0 && !vs.reason[0]))
         return rc == -ENOENT ? -ENOENT : -EIO;
+    if (rc < 0) {
+        /* failed for now (e.g. the cache disk is full): like a failed
+         * conversion, an empty view whose reason can be read */
+        vs.size = 0;
+        vs.mtime = mst.st_mtim;
+    }
     memset(st, 0, sizeof *st);
     st->st_dev = mst.st_dev;
     st->st_ino = mfs_view_ino(mst.st_dev, mst.st_ino, ref->format);
