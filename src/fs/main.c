@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
+#include <fuse_lowlevel.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@ typedef struct cli {
     int show_help, show_version;
     int nonopts;
 } cli;
+
 
 #define OPT(t, p) {t, offsetof(cli, p), 1}
 static const struct fuse_opt cli_spec[] = {
@@ -112,6 +114,16 @@ static int configure(mfs_fs *fs, cli *c)
     }
     cfg->src = strdup(real);
     cfg->cache_dir = c->cache_dir;
+    if (c->cache_dir && c->cache_dir[0] != '/') {
+        /* the daemon leaves its working directory when it detaches */
+        char cwd[PATH_MAX], *abs = malloc(PATH_MAX * 2);
+        if (!abs || !getcwd(cwd, sizeof cwd)) {
+            fprintf(stderr, "meshfs: -o cache_dir: cannot resolve %s\n", c->cache_dir);
+            return -1;
+        }
+        snprintf(abs, PATH_MAX * 2, "%s/%s", cwd, c->cache_dir);
+        cfg->cache_dir = abs;
+    }
     cfg->formats = MFS_FMT_ALL;
     mfs_err err;
     if (c->formats && mfs_format_parse_list(c->formats, &cfg->formats, &err) < 0) {
@@ -172,6 +184,55 @@ static int open_state(mfs_fs *fs)
     return fs->models && fs->dirs ? 0 : -1;
 }
 
+/* FUSE threads that can be waiting for conversions at once, beyond which
+ * an ls would have to queue behind them (docs/architecture.md). */
+#define DEFAULT_MAX_THREADS 64
+
+/* fuse_main() with the thread limit applied: libfuse 3.14.0's fuse_main
+ * parses -o max_threads but never passes it to the loop (libfuse PR #742),
+ * leaving a handful of threads that conversions could all occupy. */
+static int run(struct fuse_args *args, mfs_fs *fs)
+{
+    struct fuse_cmdline_opts opts;
+    if (fuse_parse_cmdline(args, &opts) != 0)
+        return 2;
+    int rc = 1;
+    if (!opts.mountpoint) {
+        fprintf(stderr, "meshfs: no mount point given (usage: meshfs [options] SRC MNT)\n");
+        return 2;
+    }
+    fs->cfg.foreground = opts.foreground;
+    struct fuse *f = fuse_new(args, &mfs_fuse_ops, sizeof mfs_fuse_ops, fs);
+    if (!f)
+        goto out;
+    if (fuse_mount(f, opts.mountpoint) != 0)
+        goto destroy;
+    if (fuse_daemonize(opts.foreground) != 0 || fuse_set_signal_handlers(fuse_get_session(f)) != 0)
+        goto unmount;
+    if (opts.singlethread) {
+        rc = fuse_loop(f) ? 1 : 0;
+    } else {
+        struct fuse_loop_config *lc = fuse_loop_cfg_create();
+        fuse_loop_cfg_set_clone_fd(lc, (unsigned)opts.clone_fd);
+        unsigned max = opts.max_threads && opts.max_threads != UINT_MAX ? opts.max_threads
+                                                                        : DEFAULT_MAX_THREADS;
+        fuse_loop_cfg_set_max_threads(lc, max);
+        /* never retire idle threads: a worker spawned by a thread that
+         * exits would lose nothing (lifeline), but thread churn is waste */
+        fuse_loop_cfg_set_idle_threads(lc, max);
+        rc = fuse_loop_mt(f, lc) ? 1 : 0;
+        fuse_loop_cfg_destroy(lc);
+    }
+    fuse_remove_signal_handlers(fuse_get_session(f));
+unmount:
+    fuse_unmount(f);
+destroy:
+    fuse_destroy(f);
+out:
+    free(opts.mountpoint);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -180,30 +241,25 @@ int main(int argc, char **argv)
     if (fuse_opt_parse(&args, &c, cli_spec, cli_proc) < 0)
         return 2;
     if (c.show_version) {
-        printf("meshfs %s\n", MESHFS_VERSION);
-        fuse_opt_add_arg(&args, "--version");
-        return fuse_main(args.argc, args.argv, &mfs_fuse_ops, NULL);
+        printf("meshfs %s\nFUSE library version %s\n", MESHFS_VERSION, fuse_pkgversion());
+        fuse_lowlevel_version();
+        return 0;
     }
     if (c.show_help) {
         usage(argv[0]);
-        fuse_opt_add_arg(&args, "--help");
-        args.argv[0][0] = '\0';
-        return fuse_main(args.argc, args.argv, &mfs_fuse_ops, NULL);
+        printf("FUSE options:\n");
+        fuse_cmdline_help();
+        fuse_lib_help(&args);
+        return 0;
     }
     static mfs_fs fs;
     if (configure(&fs, &c) < 0)
         return 2;
-    for (int i = 0; i < args.argc; i++)
-        if (!strcmp(args.argv[i], "-f") || !strcmp(args.argv[i], "-d"))
-            fs.cfg.foreground = 1;
     if (open_state(&fs) < 0)
         return 1;
-    /* Read-only at the kernel too; and enough FUSE threads that callers
-     * waiting on conversions cannot starve an ls (docs/architecture.md). */
+    /* read-only at the kernel too */
     fuse_opt_add_arg(&args, "-oro,fsname=meshfs,subtype=meshfs,default_permissions");
-    /* before the user's arguments, so a -o max_threads given there wins */
-    fuse_opt_insert_arg(&args, 1, "-omax_threads=64");
-    int rc = fuse_main(args.argc, args.argv, &mfs_fuse_ops, &fs);
+    int rc = run(&args, &fs);
     mfs_cache_close(fs.cache);
     mfs_models_free(fs.models);
     mfs_dirmaps_free(fs.dirs);

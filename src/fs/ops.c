@@ -360,6 +360,13 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     cfg->readdir_ino = 0;
     cfg->kernel_cache = 0; /* keep_cache is decided per open */
     conn->max_readahead = 1u << 20;
+    /* Without this the kernel runs one lookup at a time per directory, so a
+     * cold view's conversion holds up first lookups of its neighbours.
+     * libfuse before 3.17 never passes the flag on to the kernel (upstream
+     * c9905341), so on Debian 12's 3.14 the limitation stands; asking for
+     * it costs nothing and lifts it with a newer libfuse. */
+    if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+        conn->want |= FUSE_CAP_PARALLEL_DIROPS;
     return fuse_get_context()->private_data;
 }
 
