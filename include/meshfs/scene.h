@@ -25,6 +25,12 @@
 
 #define MFS_MAX_UV 2
 
+/* Deepest node tree an imported scene may have.  The formats nest a block
+ * per node level (plus a few for surfaces and arrays), and their readers stop
+ * at 256 levels (MFS_INSPECT_MAX_DEPTH), so deeper trees are refused at
+ * import with a clear error rather than written unreadable. */
+#define MFS_MAX_NODE_DEPTH 200
+
 typedef struct mfs_mat4 {
     float m[16];
 } mfs_mat4;

@@ -53,6 +53,9 @@ typedef struct mfs_fmt_result {
 typedef struct mfs_report {
     int ok;                  /* import succeeded (formats may still fail) */
     char error[MFS_ERR_MAX]; /* import failure reason */
+    int transient;           /* the failure was not the model's (the worker was
+                                killed from outside): set by the parent, never
+                                read from the wire */
     mfs_deps deps;           /* every input read, model first */
     mfs_stats stats;
     unsigned formats;        /* mask of formats reported */

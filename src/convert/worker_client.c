@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -209,39 +210,56 @@ static int read_report(int fd, double deadline, uint8_t **buf, size_t *len)
 }
 
 /* Waits for pid until the deadline, then kills it.  Returns the wait
- * status; *timed_out tells whether we killed it. */
-static int reap(pid_t pid, double deadline, int *timed_out)
+ * status; *timed_out tells whether we killed it, *cpu_s the CPU time it used. */
+static int reap(pid_t pid, double deadline, int *timed_out, double *cpu_s)
 {
     int status = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
     *timed_out = 0;
     for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
+        pid_t r = wait4(pid, &status, WNOHANG, &ru);
         if (r == pid)
-            return status;
+            break;
         if (r < 0 && errno != EINTR)
             return 0;
         if (now_s() >= deadline) {
             kill(pid, SIGKILL);
             *timed_out = 1;
-            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
                 ;
-            return status;
+            break;
         }
         struct timespec ts = {0, 2 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    if (cpu_s)
+        *cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+                 ru.ru_stime.tv_usec / 1e6;
+    return status;
 }
 
-static void describe_death(int status, const mfs_job *job, char *out, size_t n)
+/* Why a worker died without a report.  A SIGKILL that neither the deadline
+ * nor the CPU limit explains came from outside (the OOM killer, an admin, a
+ * test): not the model's fault, so *transient is set and it is not
+ * remembered against the model. */
+static void describe_death(int status, const mfs_job *job, double cpu_s, char *out, size_t n,
+                           int *transient)
 {
+    *transient = 0;
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
         const char *name = sigabbrev_np(sig);
-        if (sig == SIGXCPU || (sig == SIGKILL && job->limits.cpu_s))
-            snprintf(out, n, "importer crashed: SIG%s (CPU time limit %llu s?)", name ? name : "?",
+        int cpu_limit = job->limits.cpu_s && cpu_s >= (double)job->limits.cpu_s;
+        if (sig == SIGXCPU || (sig == SIGKILL && cpu_limit)) {
+            snprintf(out, n, "importer exceeded the CPU time limit of %llu s",
                      (unsigned long long)job->limits.cpu_s);
-        else
+        } else if (sig == SIGKILL) {
+            snprintf(out, n, "worker was killed (SIGKILL) from outside after %.1f s of CPU", cpu_s);
+            *transient = 1;
+        } else {
             snprintf(out, n, "importer crashed: SIG%s", name ? name : "?");
+        }
     } else if (WIFEXITED(status)) {
         snprintf(out, n, "worker exited with status %d without a report", WEXITSTATUS(status));
     } else {
@@ -272,13 +290,14 @@ int mfs_worker_convert(const mfs_job *job, mfs_report *rep, mfs_err *err)
     int got = read_report(p[0], deadline, &buf, &len);
     close(p[0]);
     int timed_out;
-    int status = reap(pid, got == 1 ? deadline : now_s(), &timed_out);
+    double cpu_s = 0;
+    int status = reap(pid, got == 1 ? deadline : now_s(), &timed_out, &cpu_s);
     if (got == 0 || timed_out) {
         snprintf(rep->error, sizeof rep->error, "import timed out after %g s", job->limits.timeout_s);
     } else if (got < 0) {
         snprintf(rep->error, sizeof rep->error, "worker report exceeds %u bytes", MFS_PROTO_MAX);
     } else if (len == 0) {
-        describe_death(status, job, rep->error, sizeof rep->error);
+        describe_death(status, job, cpu_s, rep->error, sizeof rep->error, &rep->transient);
     } else {
         mfs_err derr;
         mfs_err_clear(&derr);
@@ -289,7 +308,7 @@ int mfs_worker_convert(const mfs_job *job, mfs_report *rep, mfs_err *err)
              * trusted: the outputs may be incomplete. */
             mfs_report_free(rep);
             memset(rep, 0, sizeof *rep);
-            describe_death(status, job, rep->error, sizeof rep->error);
+            describe_death(status, job, cpu_s, rep->error, sizeof rep->error, &rep->transient);
         }
     }
     free(buf);
@@ -337,7 +356,7 @@ static void load_exts(void)
     read_report(p[0], now_s() + 30, &buf, &len);
     close(p[0]);
     int to;
-    reap(pid, now_s() + 30, &to);
+    reap(pid, now_s() + 30, &to, NULL);
     size_t n = 0;
     char **v = calloc(len / 2 + 2, sizeof(char *));
     if (!v || !buf) {

@@ -513,6 +513,16 @@ void mfs_runtime_sphere(const float *p, size_t stride, uint32_t n, float center[
     *radius = 0.0f;
     if (n == 0)
         return;
+    /* A reader squares distances in float: past ~1.8e19 they overflow, and
+     * no finite radius passes its test.  Such a model gets an infinite
+     * radius, which the .sph writer refuses, rather than a loop stepping
+     * through every float up to infinity. */
+    for (uint32_t i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++)
+            if (!(fabsf(p[i * stride + k]) <= MFS_RT_SPHERE_MAX_COORD)) {
+                *radius = INFINITY;
+                return;
+            }
     double c[3];
     ritter(p, stride, n, c);
     for (int k = 0; k < 3; k++)

@@ -74,4 +74,9 @@ void mfs_runtime_sphere(const float *p, size_t stride, uint32_t n, float center[
 /* 1 if point q passes every float containment test against (c, r). */
 int mfs_runtime_sphere_contains(const float c[3], float r, const float q[3]);
 
+/* Largest coordinate magnitude a float-arithmetic reader can bound: the
+ * squared distance between two such points, 3 * (2 * 5e18)^2, stays below
+ * FLT_MAX. */
+#define MFS_RT_SPHERE_MAX_COORD 5e18f
+
 #endif

@@ -3,6 +3,8 @@
  * The engine reads the file straight into its 16-byte aligned
  * BoundingSphere {Vect center (x y z w); float radius;}, so the 32 bytes
  * are the centre with w = 1, the radius, and 12 bytes of zero padding. */
+#include <math.h>
+
 #include "runtime.h"
 
 #include "meshfs/formats.h"
@@ -13,6 +15,11 @@ int mfs_write_sph(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_e
     const mfs_runtime *rt = mfs_runtime_acquire(s, MFS_RT_USER_SPH, err);
     if (!rt)
         return mfs_err_prefix(err, "sph");
+    if (!isfinite(rt->radius)) {
+        mfs_runtime_release(rt);
+        return mfs_errf(err, "sph: coordinates beyond +-%g cannot be bounded in float arithmetic",
+                        (double)MFS_RT_SPHERE_MAX_COORD);
+    }
     static const uint8_t pad[12];
     mfs_put_f32(out, rt->center[0]);
     mfs_put_f32(out, rt->center[1]);

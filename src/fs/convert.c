@@ -122,6 +122,7 @@ static int file_results(mfs_fs *fs, const char *relpath, const char *tmp, const 
         char out[4200];
         snprintf(out, sizeof out, "%s/%s", tmp, name);
         const char *reason = !rep->ok ? rep->error : !rep->fmt[f].ok ? rep->fmt[f].error : NULL;
+        int transient = !rep->ok ? rep->transient : rep->fmt[f].transient;
         if (!reason) {
             mfs_err ferr;
             mfs_err_clear(&ferr);
@@ -134,7 +135,7 @@ static int file_results(mfs_fs *fs, const char *relpath, const char *tmp, const 
                 if (!err->msg[0])
                     mfs_errf(err, "cache: %s", ferr.msg);
             }
-        } else if (rep->ok && rep->fmt[f].transient) {
+        } else if (transient) {
             /* the worker could not write its output (disk full...): the
              * model is not at fault, so this access fails and the next one
              * tries again */

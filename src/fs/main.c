@@ -238,31 +238,39 @@ int main(int argc, char **argv)
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
     cli c;
     memset(&c, 0, sizeof c);
-    if (fuse_opt_parse(&args, &c, cli_spec, cli_proc) < 0)
-        return 2;
-    if (c.show_version) {
+    static mfs_fs fs;
+    int rc = 0;
+    if (fuse_opt_parse(&args, &c, cli_spec, cli_proc) < 0) {
+        rc = 2;
+    } else if (c.show_version) {
         printf("meshfs %s\nFUSE library version %s\n", MESHFS_VERSION, fuse_pkgversion());
         fuse_lowlevel_version();
-        return 0;
-    }
-    if (c.show_help) {
+    } else if (c.show_help) {
         usage(argv[0]);
         printf("FUSE options:\n");
         fuse_cmdline_help();
         fuse_lib_help(&args);
-        return 0;
+    } else if (configure(&fs, &c) < 0) {
+        rc = 2;
+    } else if (open_state(&fs) < 0) {
+        rc = 1;
+    } else {
+        /* read-only at the kernel too */
+        fuse_opt_add_arg(&args, "-oro,fsname=meshfs,subtype=meshfs,default_permissions");
+        rc = run(&args, &fs);
     }
-    static mfs_fs fs;
-    if (configure(&fs, &c) < 0)
-        return 2;
-    if (open_state(&fs) < 0)
-        return 1;
-    /* read-only at the kernel too */
-    fuse_opt_add_arg(&args, "-oro,fsname=meshfs,subtype=meshfs,default_permissions");
-    int rc = run(&args, &fs);
-    mfs_cache_close(fs.cache);
+    if (fs.cache)
+        mfs_cache_close(fs.cache);
     mfs_models_free(fs.models);
     mfs_dirmaps_free(fs.dirs);
     fuse_opt_free_args(&args);
+    if (fs.cfg.cache_dir != c.cache_dir)
+        free(fs.cfg.cache_dir);
+    free(fs.cfg.src);
+    free(c.src);
+    free(c.cache_dir);
+    free(c.cache_size);
+    free(c.formats);
+    free(c.convert_memory);
     return rc;
 }

@@ -39,7 +39,7 @@ static void ai_mat(mfs_mat4 *m, const struct aiMatrix4x4 *a)
 
 static uint32_t count_nodes(const struct aiNode *n, int depth)
 {
-    if (!n || depth > 1024)
+    if (!n || depth > MFS_MAX_NODE_DEPTH)
         return 0;
     uint32_t c = 1;
     for (unsigned i = 0; i < n->mNumChildren; i++)
@@ -49,8 +49,8 @@ static uint32_t count_nodes(const struct aiNode *n, int depth)
 
 static int copy_node(walk *w, const struct aiNode *an, int32_t parent, int depth)
 {
-    if (depth > 1024)
-        return mfs_errf(w->err, "node tree deeper than 1024 levels");
+    if (depth > MFS_MAX_NODE_DEPTH)
+        return mfs_errf(w->err, "node tree deeper than %d levels", MFS_MAX_NODE_DEPTH);
     uint32_t idx = w->next++;
     mfs_node *n = &w->s->nodes[idx];
     n->name = ai_str(&an->mName);
@@ -109,6 +109,18 @@ static void fix_normals(float (*nr)[3], uint32_t n)
             v[2] = (float)(v[2] / l);
         }
     }
+}
+
+/* CalcTangentSpace leaves NaN where UVs are degenerate (a texel stretched
+ * to nothing); such a vertex has no tangent frame, so a neutral one is
+ * written instead of NaN. */
+static void fix_tangents(float (*t)[3], float (*b)[3], uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!isfinite(t[i][0] + t[i][1] + t[i][2]) || !isfinite(b[i][0] + b[i][1] + b[i][2])) {
+            t[i][0] = 1, t[i][1] = 0, t[i][2] = 0;
+            b[i][0] = 0, b[i][1] = 0, b[i][2] = 1;
+        }
 }
 
 static int copy_faces(mfs_mesh *m, const struct aiMesh *am, mfs_err *err)
@@ -230,6 +242,8 @@ static int copy_mesh(mfs_scene *s, mfs_mesh *m, const struct aiMesh *am, mfs_err
     }
     if (m->normals)
         fix_normals(m->normals, n);
+    if (m->tangents)
+        fix_tangents(m->tangents, m->bitangents, n);
     for (int k = 0; k < MFS_MAX_UV; k++) {
         const struct aiVector3D *t = am->mTextureCoords[k];
         if (!t || !n || (k == 1 && !m->uv[0]))

@@ -2,6 +2,7 @@
  * and summary output.  The format readers are in the other files here. */
 #define MFS_INSPECT_READER
 #include "meshfs/inspect.h"
+#include "meshfs/json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -417,67 +418,6 @@ int mfs_inspect_file(const char *path, int check, mfs_summary *out, mfs_err *err
 
 /* ---- output ---- */
 
-/* Length of the valid UTF-8 sequence at s (max n bytes), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    unsigned min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF)
-        len = 3, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4)
-        len = 4, min = 0x10000;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    unsigned cp = c & (0x7F >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
-/* A JSON string; invalid UTF-8 bytes become U+FFFD so the line stays valid. */
-static void json_str(FILE *f, const char *s)
-{
-    if (!s) {
-        fputs("null", f);
-        return;
-    }
-    const unsigned char *p = (const unsigned char *)s;
-    size_t n = strlen(s);
-    fputc('"', f);
-    for (size_t i = 0; i < n;) {
-        unsigned c = p[i];
-        if (c == '"' || c == '\\') {
-            fputc('\\', f);
-            fputc((int)c, f);
-            i++;
-        } else if (c < 0x20 || c == 0x7F) {
-            fprintf(f, "\\u%04x", c);
-            i++;
-        } else {
-            size_t k = utf8_len(p + i, n - i);
-            if (k == 0) {
-                fputs("\\ufffd", f);
-                i++;
-            } else {
-                fwrite(p + i, 1, k, f);
-                i += k;
-            }
-        }
-    }
-    fputc('"', f);
-}
 
 static void json_float(FILE *f, float v)
 {
@@ -511,13 +451,13 @@ static unsigned kept_warnings(const mfs_summary *s)
 void mfs_summary_json(FILE *f, const char *file, const mfs_summary *s, const char *error)
 {
     fputs("{\"file\":", f);
-    json_str(f, file);
+    mfs_json_str(f, file);
     fprintf(f, ",\"ok\":%s,\"error\":", error ? "false" : "true");
-    json_str(f, error);
+    mfs_json_str(f, error);
     fputs(",\"format\":", f);
-    json_str(f, s->format[0] ? s->format : NULL);
+    mfs_json_str(f, s->format[0] ? s->format : NULL);
     fprintf(f, ",\"version\":%d,\"name\":", s->version);
-    json_str(f, s->name);
+    mfs_json_str(f, s->name);
     fprintf(f,
             ",\"meshes\":%llu,\"vertices\":%llu,\"triangles\":%llu,\"bones\":%llu,"
             "\"nodes\":%llu,\"animations\":%llu,\"animation_names\":[",
@@ -527,7 +467,7 @@ void mfs_summary_json(FILE *f, const char *file, const mfs_summary *s, const cha
     for (unsigned i = 0; i < s->n_anim_names; i++) {
         if (i)
             fputc(',', f);
-        json_str(f, s->anim_names[i]);
+        mfs_json_str(f, s->anim_names[i]);
     }
     fputc(']', f);
     json_vec(f, "min", s->has_bounds, s->min);
@@ -549,12 +489,12 @@ void mfs_summary_json(FILE *f, const char *file, const mfs_summary *s, const cha
         fputs("null", f);
     }
     fputs(",\"sibling\":", f);
-    json_str(f, s->sibling[0] ? s->sibling : NULL);
+    mfs_json_str(f, s->sibling[0] ? s->sibling : NULL);
     fputs(",\"warnings\":[", f);
     for (unsigned i = 0; i < kept_warnings(s); i++) {
         if (i)
             fputc(',', f);
-        json_str(f, s->warnings[i]);
+        mfs_json_str(f, s->warnings[i]);
     }
     fprintf(f, "],\"warnings_total\":%u,\"violations\":%u}\n", s->n_warnings,
             s->n_violations);

@@ -31,6 +31,20 @@ static int check_mesh(const mfs_scene *s, uint32_t mi, mfs_err *err)
         for (int k = 0; k < 3; k++)
             if (!isfinite(m->positions[v][k]))
                 return mfs_errf(err, "mesh '%s': vertex %u is not finite", nm, v);
+    /* every other attribute a writer copies into a file must be finite too */
+    struct { const float *p; int n; const char *what; } attr[] = {
+        {m->normals ? &m->normals[0][0] : NULL, 3, "normal"},
+        {m->tangents ? &m->tangents[0][0] : NULL, 3, "tangent"},
+        {m->bitangents ? &m->bitangents[0][0] : NULL, 3, "bitangent"},
+        {m->uv[0] ? &m->uv[0][0][0] : NULL, 2, "texture coordinate"},
+        {m->uv[1] ? &m->uv[1][0][0] : NULL, 2, "second texture coordinate"},
+        {m->colors ? &m->colors[0][0] : NULL, 4, "colour"},
+    };
+    for (size_t a = 0; a < sizeof attr / sizeof attr[0]; a++)
+        for (uint64_t i = 0; attr[a].p && i < (uint64_t)m->n_vertices * attr[a].n; i++)
+            if (!isfinite(attr[a].p[i]))
+                return mfs_errf(err, "mesh '%s': %s of vertex %llu is not finite", nm, attr[a].what,
+                                (unsigned long long)(i / attr[a].n));
     for (uint32_t b = 0; b < m->n_bones; b++) {
         const mfs_bone *bo = &m->bones[b];
         if (!bo->name)

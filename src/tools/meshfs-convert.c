@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "meshfs/json.h"
 #include "meshfs/naming.h"
 #include "meshfs/worker.h"
 
@@ -303,21 +304,6 @@ static void *worker_thread(void *arg)
     }
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static void write_report(const batch *b, const char *path)
 {
     FILE *f = fopen(path, "w");
@@ -329,11 +315,11 @@ static void write_report(const batch *b, const char *path)
         const item *it = &b->v[i];
         const mfs_stats *st = &it->rep.stats;
         fputs("{\"model\":", f);
-        json_str(f, it->model);
+        mfs_json_str(f, it->model);
         fputs(",\"root\":", f);
-        json_str(f, it->root);
+        mfs_json_str(f, it->root);
         fprintf(f, ",\"ok\":%s,\"error\":", it->done_ok == 1 ? "true" : "false");
-        json_str(f, first_error(b, it));
+        mfs_json_str(f, first_error(b, it));
         fprintf(f, ",\"meshes\":%u,\"nodes\":%u,\"bones\":%u,\"animations\":%u,\"vertices\":%llu,"
                    "\"triangles\":%llu,\"faces\":%llu,\"placed_triangles\":%llu,\"min\":[%.9g,%.9g,%.9g],\"max\":[%.9g,%.9g,%.9g],\"outputs\":{",
                 st->meshes, st->nodes, st->bones, st->animations, (unsigned long long)st->vertices,
@@ -349,9 +335,9 @@ static void write_report(const batch *b, const char *path)
                     it->rep.fmt[fm].ok ? "true" : "false", (unsigned long long)it->rep.fmt[fm].size);
             char p[PATH_MAX];
             snprintf(p, sizeof p, "%s/%s.%s", it->outdir, it->base, name);
-            json_str(f, p);
+            mfs_json_str(f, p);
             fputs(",\"error\":", f);
-            json_str(f, it->rep.fmt[fm].error);
+            mfs_json_str(f, it->rep.fmt[fm].error);
             fputc('}', f);
             first = 0;
         }
@@ -359,7 +345,7 @@ static void write_report(const batch *b, const char *path)
         for (uint32_t d = 0; d < it->rep.deps.n; d++) {
             if (d)
                 fputc(',', f);
-            json_str(f, it->rep.deps.v[d].path);
+            mfs_json_str(f, it->rep.deps.v[d].path);
         }
         fputs("]}\n", f);
     }

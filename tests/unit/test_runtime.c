@@ -481,6 +481,33 @@ static void node_translation_applied(void **state)
     mfs_scene_free(s);
 }
 
+/* Coordinates whose squared distances overflow float cannot be bounded:
+ * .sph refuses with a reason (at once, not after stepping the radius through
+ * every float), .vrt still writes them. */
+static void huge_coordinates_refused_by_sph(void **state)
+{
+    (void)state;
+    mfs_scene *s = fixture_cube();
+    s->meshes[0].positions[0][0] = 6e18f;
+    mfs_sink k;
+    mfs_err err = {{0}};
+    mfs_options o;
+    mfs_options_default(&o);
+    mfs_sink_init_mem(&k);
+    assert_int_equal(mfs_write_sph(s, &o, &k, &err), -1);
+    assert_non_null(strstr(err.msg, "cannot be bounded in float arithmetic"));
+    mfs_sink_free(&k);
+    blob v = write_fmt(mfs_write_vrt, s);
+    assert_int_equal(vrt_count(v), 24);
+    free(v.p);
+    s->meshes[0].positions[0][0] = 4e18f; /* inside the limit: a finite sphere */
+    blob sph = write_fmt(mfs_write_sph, s);
+    assert_true(isfinite(mfs_ld_f32(sph.p + 16)));
+    assert_true(mfs_ld_f32(sph.p + 16) >= 2e18f);
+    free(sph.p);
+    mfs_scene_free(s);
+}
+
 /* A mesh placed by two nodes appears twice: once at each placement. */
 static void instanced_mesh_written_at_every_node(void **state)
 {
@@ -989,6 +1016,7 @@ int main(void)
         cmocka_unit_test_setup(no_triangles_gives_empty_files, setup),
         cmocka_unit_test_setup(node_translation_applied, setup),
         cmocka_unit_test_setup(instanced_mesh_written_at_every_node, setup),
+        cmocka_unit_test_setup(huge_coordinates_refused_by_sph, setup),
         cmocka_unit_test_setup(node_rotation_and_scale_on_normals, setup),
         cmocka_unit_test_setup(mirror_node_keeps_ccw, setup),
         cmocka_unit_test_setup(missing_normals_and_uvs, setup),

@@ -76,6 +76,10 @@ static void test_validate_rejects(void **state)
     assert_int_equal(mfs_scene_validate(c, &err), -1);
     assert_non_null(strstr(err.msg, "not finite"));
     c->meshes[0].positions[3][1] = 0;
+    c->meshes[0].uv[0][7][1] = INFINITY;
+    assert_int_equal(mfs_scene_validate(c, &err), -1);
+    assert_string_equal(err.msg, "mesh 'cube': texture coordinate of vertex 7 is not finite");
+    c->meshes[0].uv[0][7][1] = 0;
     c->nodes[1].parent = 5;
     assert_int_equal(mfs_scene_validate(c, &err), -1);
     mfs_scene_free(c);
