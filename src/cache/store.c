@@ -410,18 +410,27 @@ static int lookup_miss(mfs_cache *c, int r)
     return r;
 }
 
+/* Opens the entry file for key k: 1 with *fd, 0 if absent, -1 on error. */
+static int open_entry(mfs_cache *c, const mfs_cache_key *k, char path[MFS_CACHE_PATH_MAX], int *fd,
+                      mfs_err *err)
+{
+    mfs_cache_key_path(k, 'e', path);
+    *fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (*fd >= 0)
+        return 1;
+    if (errno == ENOENT || errno == ENOTDIR)
+        return 0;
+    return mfs_errf(err, "cache %s: opening %s: %s", c->dir, path, strerror(errno));
+}
+
 int mfs_cache_lookup(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit, mfs_err *err)
 {
     *hit = (mfs_cache_hit){.fd = -1};
     char path[MFS_CACHE_PATH_MAX];
-    mfs_cache_key_path(k, 'e', path);
-    int fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            return lookup_miss(c, 0);
-        mfs_errf(err, "cache %s: opening %s: %s", c->dir, path, strerror(errno));
-        return lookup_miss(c, -1);
-    }
+    int fd;
+    int o = open_entry(c, k, path, &fd, err);
+    if (o <= 0)
+        return lookup_miss(c, o);
     int kind;
     uint64_t len;
     if (!validate(c, k, fd, path, &kind, &len)) {
@@ -451,13 +460,10 @@ int mfs_cache_peek(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit, mfs
 {
     *hit = (mfs_cache_hit){.fd = -1};
     char path[MFS_CACHE_PATH_MAX];
-    mfs_cache_key_path(k, 'e', path);
-    int fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            return 0;
-        return mfs_errf(err, "cache %s: opening %s: %s", c->dir, path, strerror(errno));
-    }
+    int fd;
+    int o = open_entry(c, k, path, &fd, err);
+    if (o <= 0)
+        return o;
     struct stat st;
     uint8_t h[MFS_CACHE_HDR_LEN];
     int kind, r = 0;
