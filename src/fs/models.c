@@ -26,7 +26,8 @@ typedef struct fmt_memo {
     int ok;
     uint64_t size;
     mfs_cache_key key;
-    char reason[MFS_ERR_MAX];
+    char *reason;             /* failures only: most views have none, and a
+                                 fixed buffer per view would cost 3.5 KiB a model */
 } fmt_memo;
 
 typedef struct model {
@@ -74,6 +75,8 @@ static void memo_clear(model *m)
     m->fmi_model = NULL;
     m->ninputs = 0;
     m->valid = 0;
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        free(m->fmt[f].reason);
     memset(m->fmt, 0, sizeof m->fmt);
 }
 
@@ -195,8 +198,10 @@ static int memo_fill(mfs_fs *fs, model *m, const mfs_cache_manifest *man, const 
         fm->key = *k;
         fm->ok = hit.reason == NULL;
         fm->size = hit.length;
-        if (hit.reason)
-            snprintf(fm->reason, sizeof fm->reason, "%s", hit.reason);
+        if (hit.reason) {
+            fm->reason = hit.reason; /* taken over */
+            hit.reason = NULL;
+        }
         mfs_cache_hit_release(&hit);
     }
     m->valid = 1;
@@ -306,7 +311,7 @@ int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *
         out->size = fm->ok ? fm->size : 0;
         out->mtime = m->newest;
         out->key = fm->key;
-        snprintf(out->reason, sizeof out->reason, "%s", fm->reason);
+        snprintf(out->reason, sizeof out->reason, "%s", fm->reason ? fm->reason : "");
         if (!want_fd || !fm->ok)
             break;
         int r = mfs_cache_lookup(fs->cache, &fm->key, &out->hit, &err);
