@@ -323,32 +323,50 @@ int mfs_dir_list(mfs_fs *fs, const char *dir, mfs_dir_fill fill, void *ctx)
         return rc;
     struct stat dst;
     dev_t dev = fstatat(fs->rootfd, dir[0] ? dir : ".", &dst, 0) == 0 ? dst.st_dev : 0;
-    for (size_t i = 0; i < n; i++) {
+    int stop = 0;
+    for (size_t i = 0; i < n && !stop; i++) {
         if (fs->cfg.hide_sources && is_model_entry(&e[i]))
             continue;
         struct stat st;
         memset(&st, 0, sizeof st);
         st.st_ino = e[i].ino;
         st.st_mode = DTTOIF(e[i].type);
-        if (fill(ctx, e[i].name, &st))
-            break;
+        stop = fill(ctx, e[i].name, &st, NULL);
     }
+    /* The view table is copied out, so the callback (which may stat a
+     * model's inputs) runs without the lock every lookup needs. */
     pthread_mutex_lock(&fs->dirs->lock);
     int err = 0;
     dirmap *m = current_map(fs, dir, &err);
-    if (m) {
-        for (size_t i = 0; i < m->n; i++) {
-            struct stat st;
-            memset(&st, 0, sizeof st);
-            entry key = {m->v[i].model, 0, 0};
-            entry *src = bsearch(&key, e, n, sizeof *e, cmp_entry);
-            st.st_ino = mfs_view_ino(dev, src ? src->ino : 0, m->v[i].format);
-            st.st_mode = S_IFREG;
-            if (fill(ctx, m->v[i].name, &st))
-                break;
-        }
+    size_t nv = m ? m->n : 0;
+    vname *views = calloc(nv ? nv : 1, sizeof *views);
+    for (size_t i = 0; views && i < nv; i++) {
+        views[i].name = strdup(m->v[i].name);
+        views[i].model = strdup(m->v[i].model);
+        views[i].format = m->v[i].format;
     }
     pthread_mutex_unlock(&fs->dirs->lock);
+    if (!views)
+        err = -ENOMEM;
+    for (size_t i = 0; views && i < nv; i++) {
+        if (!stop && views[i].name && views[i].model) {
+            struct stat st;
+            memset(&st, 0, sizeof st);
+            entry key = {views[i].model, 0, 0};
+            entry *src = bsearch(&key, e, n, sizeof *e, cmp_entry);
+            st.st_ino = mfs_view_ino(dev, src ? src->ino : 0, views[i].format);
+            st.st_mode = S_IFREG;
+            size_t ext = strlen(mfs_format_get((mfs_format)views[i].format)->name) + 1;
+            char *base = strndup(views[i].name, strlen(views[i].name) - ext);
+            mfs_view_ref ref = {views[i].model, base, views[i].format};
+            if (base)
+                stop = fill(ctx, views[i].name, &st, &ref);
+            free(base);
+        }
+        free(views[i].name);
+        free(views[i].model);
+    }
+    free(views);
     free_entries(e, n);
     return m ? 0 : err;
 }

@@ -61,11 +61,13 @@ void mfs_dirmaps_free(mfs_dirmaps *d);
  * (model is a malloc'd copy) and returns 1; 0 if not; -errno on error. */
 int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref);
 
-typedef int (*mfs_dir_fill)(void *ctx, const char *name, const struct stat *st);
+/* One listed name.  st has st_ino and the type bits of st_mode; view is
+ * NULL for a passed-through entry. */
+typedef int (*mfs_dir_fill)(void *ctx, const char *name, const struct stat *st,
+                            const mfs_view_ref *view);
 
 /* Lists folder `dir` as the mount shows it: passed-through entries (model
- * files omitted with hide_sources) and every view.  st has only st_ino and
- * the type bits of st_mode set.  Returns 0 or -errno. */
+ * files omitted with hide_sources) and every view.  Returns 0 or -errno. */
 int mfs_dir_list(mfs_fs *fs, const char *dir, mfs_dir_fill fill, void *ctx);
 
 /* Stable inode numbers: a source entry keeps its own, a view gets a hash of
@@ -94,6 +96,14 @@ void mfs_models_free(mfs_models *m);
  * model itself cannot be reached. */
 int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *base,
                      int format, int want_fd, mfs_view_state *st);
+
+/* A view's attributes if they are known without converting or waiting (the
+ * model's memo is current and nobody holds it): 1 with *st filled, else 0.
+ * For listings with attributes (readdirplus). */
+int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struct stat *st);
+
+/* The attributes of a view whose model file has stat mst. */
+void mfs_view_stat(const struct stat *mst, const mfs_view_state *vs, int format, struct stat *st);
 
 /* ---- convert.c: run a worker for a model and file its outputs ---- */
 

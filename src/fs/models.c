@@ -335,3 +335,44 @@ int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *
     pthread_mutex_unlock(&m->lock);
     return rc;
 }
+
+int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struct stat *st)
+{
+    char path[4096], fmi_model[4096];
+    join_path(path, sizeof path, dir, ref->model);
+    join_path(fmi_model, sizeof fmi_model, dir, ref->base);
+    model *m = get_model(fs->models, path);
+    struct stat mst;
+    if (!m || fstatat(fs->rootfd, path, &mst, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    /* never wait: a held model is converting, and a listing must not */
+    if (pthread_mutex_trylock(&m->lock) != 0)
+        return 0;
+    int ok = 0;
+    if (memo_current(fs, m, fmi_model) && m->fmt[ref->format].known) {
+        mfs_view_state vs;
+        memset(&vs, 0, sizeof vs);
+        vs.ok = m->fmt[ref->format].ok;
+        vs.size = vs.ok ? m->fmt[ref->format].size : 0;
+        vs.mtime = m->newest;
+        mfs_view_stat(&mst, &vs, ref->format, st);
+        ok = 1;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return ok;
+}
+
+void mfs_view_stat(const struct stat *mst, const mfs_view_state *vs, int format, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    st->st_dev = mst->st_dev;
+    st->st_ino = mfs_view_ino(mst->st_dev, mst->st_ino, format);
+    st->st_mode = S_IFREG | 0444;
+    st->st_nlink = 1;
+    st->st_uid = mst->st_uid;
+    st->st_gid = mst->st_gid;
+    st->st_size = (off_t)vs->size;
+    st->st_blksize = 4096;
+    st->st_blocks = (blkcnt_t)((vs->size + 511) / 512);
+    st->st_mtim = st->st_ctim = st->st_atim = vs->mtime;
+}

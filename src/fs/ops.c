@@ -88,17 +88,7 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
         vs.size = 0;
         vs.mtime = mst.st_mtim;
     }
-    memset(st, 0, sizeof *st);
-    st->st_dev = mst.st_dev;
-    st->st_ino = mfs_view_ino(mst.st_dev, mst.st_ino, ref->format);
-    st->st_mode = S_IFREG | 0444;
-    st->st_nlink = 1;
-    st->st_uid = mst.st_uid;
-    st->st_gid = mst.st_gid;
-    st->st_size = (off_t)vs.size;
-    st->st_blksize = 4096;
-    st->st_blocks = (blkcnt_t)((vs.size + 511) / 512);
-    st->st_mtim = st->st_ctim = st->st_atim = vs.mtime;
+    mfs_view_stat(&mst, &vs, ref->format, st);
     return 0;
 }
 
@@ -121,14 +111,36 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 }
 
 typedef struct fill_ctx {
+    mfs_fs *fs;
+    const char *dir;
+    int plus;               /* the kernel wants attributes with the names */
     void *buf;
     fuse_fill_dir_t filler;
 } fill_ctx;
 
-static int fill_one(void *ctx, const char *name, const struct stat *st)
+/* With readdirplus the attributes travel with the listing, saving a
+ * LOOKUP per name for `ls -l` and `find -ls`.  Only attributes known
+ * without work are sent: a source entry's own, a view's if its model's memo
+ * is current.  A cold view is listed by name only, so listing a folder never
+ * converts anything. */
+static int fill_one(void *ctx, const char *name, const struct stat *partial,
+                    const mfs_view_ref *view)
 {
     fill_ctx *c = ctx;
-    return c->filler(c->buf, name, st, 0, 0);
+    if (c->plus) {
+        struct stat st;
+        int have;
+        if (view) {
+            have = mfs_view_cached_stat(c->fs, c->dir, view, &st);
+        } else {
+            char path[4200];
+            snprintf(path, sizeof path, "%s%s%s", c->dir, c->dir[0] ? "/" : "", name);
+            have = fstatat(c->fs->rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
+        }
+        if (have)
+            return c->filler(c->buf, name, &st, 0, FUSE_FILL_DIR_PLUS);
+    }
+    return c->filler(c->buf, name, partial, 0, 0);
 }
 
 static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
@@ -138,8 +150,9 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
     const char *r = rel(path);
     filler(buf, ".", NULL, 0, 0);
     filler(buf, "..", NULL, 0, 0);
-    fill_ctx c = {buf, filler};
-    return mfs_dir_list(fs, strcmp(r, ".") ? r : "", fill_one, &c);
+    const char *dir = strcmp(r, ".") ? r : "";
+    fill_ctx c = {fs, dir, (flags & FUSE_READDIR_PLUS) != 0, buf, filler};
+    return mfs_dir_list(fs, dir, fill_one, &c);
 }
 
 static int op_open(const char *path, struct fuse_file_info *fi)
