@@ -99,8 +99,11 @@ int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *
 
 /* A view's attributes if they are known without converting or waiting (the
  * model's memo is current and nobody holds it): 1 with *st filled, else 0.
- * For listings with attributes (readdirplus). */
-int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struct stat *st);
+ * For listings with attributes (readdirplus).  inputs_checked: the caller
+ * has just had a 1 for another view of the same model, so the model's
+ * inputs need not be stat'ed again. */
+int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, int inputs_checked,
+                         struct stat *st);
 
 /* The attributes of a view whose model file has stat mst. */
 void mfs_view_stat(const struct stat *mst, const mfs_view_state *vs, int format, struct stat *st);

@@ -336,7 +336,8 @@ int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *
     return rc;
 }
 
-int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struct stat *st)
+int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, int inputs_checked,
+                         struct stat *st)
 {
     char path[4096], fmi_model[4096];
     join_path(path, sizeof path, dir, ref->model);
@@ -349,7 +350,9 @@ int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, s
     if (pthread_mutex_trylock(&m->lock) != 0)
         return 0;
     int ok = 0;
-    if (memo_current(fs, m, fmi_model) && m->fmt[ref->format].known) {
+    int current = inputs_checked ? m->valid && !strcmp(m->fmi_model, fmi_model)
+                                 : memo_current(fs, m, fmi_model);
+    if (current && m->fmt[ref->format].known) {
         mfs_view_state vs;
         memset(&vs, 0, sizeof vs);
         vs.ok = m->fmt[ref->format].ok;

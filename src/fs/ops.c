@@ -116,6 +116,8 @@ typedef struct fill_ctx {
     int plus;               /* the kernel wants attributes with the names */
     void *buf;
     fuse_fill_dir_t filler;
+    char last_model[256];   /* views come sorted, a model's views together: */
+    int last_current;       /* its inputs are stat'ed once, not per view */
 } fill_ctx;
 
 /* With readdirplus the attributes travel with the listing, saving a
@@ -131,7 +133,10 @@ static int fill_one(void *ctx, const char *name, const struct stat *partial,
         struct stat st;
         int have;
         if (view) {
-            have = mfs_view_cached_stat(c->fs, c->dir, view, &st);
+            int same = c->last_current && !strcmp(c->last_model, view->model);
+            have = mfs_view_cached_stat(c->fs, c->dir, view, same, &st);
+            c->last_current = have;
+            snprintf(c->last_model, sizeof c->last_model, "%s", view->model);
         } else {
             char path[4200];
             snprintf(path, sizeof path, "%s%s%s", c->dir, c->dir[0] ? "/" : "", name);
@@ -151,7 +156,7 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
     filler(buf, ".", NULL, 0, 0);
     filler(buf, "..", NULL, 0, 0);
     const char *dir = strcmp(r, ".") ? r : "";
-    fill_ctx c = {fs, dir, (flags & FUSE_READDIR_PLUS) != 0, buf, filler};
+    fill_ctx c = {fs, dir, (flags & FUSE_READDIR_PLUS) != 0, buf, filler, "", 0};
     return mfs_dir_list(fs, dir, fill_one, &c);
 }
 
