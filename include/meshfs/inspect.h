@@ -134,6 +134,11 @@ static inline size_t mfs_cur_left(const mfs_cur *c) { return c->n - c->off; }
 void mfs_rd_warn(mfs_rd *r, const char *fmt, ...) MFS_PRINTF(2, 3);
 void mfs_rd_violation(mfs_rd *r, const char *fmt, ...) MFS_PRINTF(2, 3);
 
+/* r = a * b for row-major 4x4 floats (r may alias a or b).  Column-vector
+ * files (fmd) compose parent * child with it, row-vector ones (gmf)
+ * child * parent. */
+void mfs_rd_mat_mul(float r[16], const float a[16], const float b[16]);
+
 /* Grows the model-space box by p (file frame). */
 void mfs_rd_point(mfs_rd *r, const float p[3]);
 

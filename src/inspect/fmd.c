@@ -154,19 +154,6 @@ static int read_mat(fmd *f, const char *what, float m[16])
     return 0;
 }
 
-/* r = a * b (column vectors: apply b first). */
-static void mat_mul(float r[16], const float a[16], const float b[16])
-{
-    float t[16];
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
-            float s = 0.0f;
-            for (int k = 0; k < 4; k++)
-                s += a[i * 4 + k] * b[k * 4 + j];
-            t[i * 4 + j] = s;
-        }
-    memcpy(r, t, sizeof t);
-}
 
 static void mat_identity(float m[16])
 {
@@ -377,7 +364,7 @@ static int read_node(fmd *f, const float parent[16], unsigned depth)
     float local[16];
     if (read_str(f, "node name", &node.name) || read_mat(f, "node matrix", local))
         return -1;
-    mat_mul(node.global, parent, local);
+    mfs_rd_mat_mul(node.global, parent, local);
     if (mfs_rd_grow(f->r, (void **)&f->nodes, &f->cap_nodes, f->n_nodes + 1, sizeof node))
         return -1;
     f->nodes[f->n_nodes++] = node;

@@ -101,18 +101,6 @@ static unsigned comp_bytes(uint32_t type)
     return type < sizeof sz / sizeof sz[0] ? sz[type] : 0;
 }
 
-static void row_mul(float r[16], const float a[16], const float b[16])
-{
-    float t[16];
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
-            float s = 0.0f;
-            for (int k = 0; k < 4; k++)
-                s += a[i * 4 + k] * b[k * 4 + j];
-            t[i * 4 + j] = s;
-        }
-    memcpy(r, t, sizeof t);
-}
 
 static void load_mat(const uint8_t *p, float m[16])
 {
@@ -145,7 +133,7 @@ static int limb_payload(gmf *g, uint32_t tag, size_t at, const uint8_t *pl, size
                          "not (0 0 0 1)", at, tag_name(tag), (double)local[3], (double)local[7],
                          (double)local[11], (double)local[15]);
     if (ctx->limb)
-        row_mul(limb->global, local, ctx->limb->global);
+        mfs_rd_mat_mul(limb->global, local, ctx->limb->global);
     else
         memcpy(limb->global, local, sizeof local);
     g->limbs++;

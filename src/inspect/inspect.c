@@ -63,6 +63,19 @@ void mfs_rd_violation(mfs_rd *r, const char *fmt, ...)
     r->sum->n_violations++;
 }
 
+void mfs_rd_mat_mul(float r[16], const float a[16], const float b[16])
+{
+    float t[16];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            float s = 0.0f;
+            for (int k = 0; k < 4; k++)
+                s += a[i * 4 + k] * b[k * 4 + j];
+            t[i * 4 + j] = s;
+        }
+    memcpy(r, t, sizeof t);
+}
+
 void mfs_rd_point(mfs_rd *r, const float p[3])
 {
     mfs_summary *s = r->sum;
