@@ -185,14 +185,26 @@ typedef struct mfs_cache_manifest {
 int mfs_cache_manifest_store(mfs_cache *c, const mfs_cache_key *mk,
                              const mfs_cache_manifest *m, mfs_err *err);
 
-/* 1: loaded into *out (free with mfs_cache_manifest_free), 0: none, -1: error. */
+/* 1: loaded into *out (free with mfs_cache_manifest_free), 0: none, -1: error.
+ * Loading marks the manifest used, like a lookup marks an entry. */
 int mfs_cache_manifest_load(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest *out,
+                            mfs_err *err);
+/* The same without marking it used: a listing looks, it does not use, and
+ * stamping every manifest of a folder would be a metadata write per model. */
+int mfs_cache_manifest_peek(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest *out,
                             mfs_err *err);
 
 /* Re-hashes every dep under root (through the stat index): 1 if all still
  * have the recorded size and hash, 0 if any changed or vanished, -1 error. */
 int mfs_cache_manifest_current(mfs_cache *c, int rootfd, const mfs_cache_manifest *m,
                                mfs_err *err);
+
+/* The same question answered from the stat index alone, reading no source
+ * bytes: 1 if every dep is recorded there with its manifest hash, 0 if any
+ * changed, vanished or is simply not recorded, -1 error.  For listings,
+ * which may say what they know but must not hash a folder of models. */
+int mfs_cache_manifest_known(mfs_cache *c, int rootfd, const mfs_cache_manifest *m,
+                             mfs_err *err);
 
 /* The view's key by format name, or NULL. */
 const mfs_cache_key *mfs_cache_manifest_find(const mfs_cache_manifest *m,
@@ -207,6 +219,10 @@ void mfs_cache_manifest_free(mfs_cache_manifest *m);
  * match a record; otherwise the bytes are hashed and the index updated. */
 int mfs_cache_file_hash(mfs_cache *c, int fd, const struct stat *st, uint8_t out[16],
                         mfs_err *err);
+
+/* The hash the index records for a file with stat st: 1 with out filled, 0
+ * if it has none (the file is new, changed, or changed too recently). */
+int mfs_cache_file_hash_known(mfs_cache *c, const struct stat *st, uint8_t out[16]);
 
 /* Same for dirfd/path (AT_FDCWD allowed); st_out (may be NULL) gets the stat.
  * A missing file is an error whose errno is left in errno (ENOENT). */

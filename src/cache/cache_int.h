@@ -107,9 +107,10 @@ int mfs_cache_wr_commit(mfs_cache_wr *w, mfs_cache_hit *hit, mfs_err *err);
 void mfs_cache_wr_abort(mfs_cache_wr *w);
 
 /* Reads and validates the whole container at path (manifests: small);
- * 1 with a malloc'd payload, 0 absent or discarded as corrupt, -1 error. */
-int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, uint8_t **payload,
-                         uint64_t *len, mfs_err *err);
+ * 1 with a malloc'd payload, 0 absent or discarded as corrupt, -1 error.
+ * stamp: mark it used for LRU (a use, not a look). */
+int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, int stamp,
+                         uint8_t **payload, uint64_t *len, mfs_err *err);
 
 /* Unlinks path if it still names the file open at fd (stat identity). */
 void mfs_cache_discard(mfs_cache *c, const char *path, int fd);

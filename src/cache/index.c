@@ -457,6 +457,16 @@ static int index_find(mfs_cache *c, const idx_rec *want, uint8_t out[16])
     return hit != NULL;
 }
 
+int mfs_cache_file_hash_known(mfs_cache *c, const struct stat *st, uint8_t out[16])
+{
+    idx_rec r;
+    rec_from_stat(&r, st);
+    if (!index_find(c, &r, out))
+        return 0;
+    MFS_CACHE_STAT_ADD(c, index_hits, 1);
+    return 1;
+}
+
 int mfs_cache_file_hash(mfs_cache *c, int fd, const struct stat *st, uint8_t out[16],
                         mfs_err *err)
 {

@@ -155,13 +155,13 @@ static int decode(reader *r, mfs_cache_manifest *m)
     return r->bad || r->pos != r->n ? -1 : 0;
 }
 
-int mfs_cache_manifest_load(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest *out,
-                            mfs_err *err)
+static int load(mfs_cache *c, const mfs_cache_key *mk, int stamp, mfs_cache_manifest *out,
+                mfs_err *err)
 {
     memset(out, 0, sizeof *out);
     uint8_t *buf;
     uint64_t n;
-    int r = mfs_cache_read_small(c, mk, MFS_KIND_MANIFEST, &buf, &n, err);
+    int r = mfs_cache_read_small(c, mk, MFS_KIND_MANIFEST, stamp, &buf, &n, err);
     if (r <= 0) {
         MFS_CACHE_STAT_ADD(c, manifest_misses, 1);
         return r < 0 ? mfs_err_prefix(err, "manifest") : 0;
@@ -178,6 +178,18 @@ int mfs_cache_manifest_load(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_man
     }
     MFS_CACHE_STAT_ADD(c, manifest_hits, 1);
     return 1;
+}
+
+int mfs_cache_manifest_load(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest *out,
+                            mfs_err *err)
+{
+    return load(c, mk, 1, out, err);
+}
+
+int mfs_cache_manifest_peek(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest *out,
+                            mfs_err *err)
+{
+    return load(c, mk, 0, out, err);
 }
 
 void mfs_cache_manifest_free(mfs_cache_manifest *m)
@@ -232,7 +244,8 @@ static int open_beneath(int rootfd, const char *rel)
 }
 
 /* 1 same bytes, 0 changed or gone, -1 error. */
-static int dep_current(mfs_cache *c, int rootfd, const mfs_dep *d, mfs_err *err)
+/* hash_ok: 0 answers from the stat index only (an unrecorded file is 0) */
+static int dep_current(mfs_cache *c, int rootfd, const mfs_dep *d, int hash_ok, mfs_err *err)
 {
     if (!path_ok(d->path))
         return 0;
@@ -248,6 +261,8 @@ static int dep_current(mfs_cache *c, int rootfd, const mfs_dep *d, mfs_err *err)
         r = mfs_errf(err, "%s: %s", d->path, strerror(errno));
     else if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != d->size)
         r = 0; /* the size alone settles it: no hashing */
+    else if (!hash_ok)
+        r = mfs_cache_file_hash_known(c, &st, h) && memcmp(h, d->hash, 16) == 0;
     else if (mfs_cache_file_hash(c, fd, &st, h, err) < 0)
         r = -1;
     else
@@ -256,13 +271,25 @@ static int dep_current(mfs_cache *c, int rootfd, const mfs_dep *d, mfs_err *err)
     return r;
 }
 
-int mfs_cache_manifest_current(mfs_cache *c, int rootfd, const mfs_cache_manifest *m,
-                               mfs_err *err)
+static int deps_current(mfs_cache *c, int rootfd, const mfs_cache_manifest *m, int hash_ok,
+                        mfs_err *err)
 {
     for (uint32_t i = 0; i < m->ndeps; i++) {
-        int r = dep_current(c, rootfd, &m->deps[i], err);
+        int r = dep_current(c, rootfd, &m->deps[i], hash_ok, err);
         if (r <= 0)
             return r < 0 ? mfs_err_prefix(err, "manifest check") : 0;
     }
     return 1;
+}
+
+int mfs_cache_manifest_current(mfs_cache *c, int rootfd, const mfs_cache_manifest *m,
+                               mfs_err *err)
+{
+    return deps_current(c, rootfd, m, 1, err);
+}
+
+int mfs_cache_manifest_known(mfs_cache *c, int rootfd, const mfs_cache_manifest *m,
+                             mfs_err *err)
+{
+    return deps_current(c, rootfd, m, 0, err);
 }

@@ -410,12 +410,26 @@ static int lookup_miss(mfs_cache *c, int r)
     return r;
 }
 
+/* Opens a cache file for reading without touching its atime: the first
+ * read after a write would otherwise dirty the inode (relatime), and a
+ * listing that peeks at thousands of fresh entries would queue as many
+ * journal updates.  Recency lives in mtime (mfs_cache_lookup's stamp), so
+ * atime is never needed.  O_NOATIME is refused (EPERM) on files the caller
+ * does not own, which a shared cache may hold. */
+static int open_ro(mfs_cache *c, const char *path)
+{
+    int fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOATIME);
+    if (fd < 0 && errno == EPERM)
+        fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    return fd;
+}
+
 /* Opens the entry file for key k: 1 with *fd, 0 if absent, -1 on error. */
 static int open_entry(mfs_cache *c, const mfs_cache_key *k, char path[MFS_CACHE_PATH_MAX], int *fd,
                       mfs_err *err)
 {
     mfs_cache_key_path(k, 'e', path);
-    *fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    *fd = open_ro(c, path);
     if (*fd >= 0)
         return 1;
     if (errno == ENOENT || errno == ENOTDIR)
@@ -488,13 +502,13 @@ void mfs_cache_hit_release(mfs_cache_hit *h)
     *h = (mfs_cache_hit){.fd = -1};
 }
 
-int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, uint8_t **payload,
-                         uint64_t *len, mfs_err *err)
+int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, int stamp,
+                         uint8_t **payload, uint64_t *len, mfs_err *err)
 {
     char path[MFS_CACHE_PATH_MAX];
     mfs_cache_key_path(k, kind_suffix(kind), path);
     *payload = NULL;
-    int fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open_ro(c, path);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return 0;
@@ -531,7 +545,8 @@ int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, uint8_t
     if (memcmp(buf + MFS_CACHE_HDR_LEN + *len, sum.digest, 16) != 0)
         goto corrupt;
     memmove(buf, buf + MFS_CACHE_HDR_LEN, (size_t)*len);
-    touch(fd);
+    if (stamp)
+        touch(fd);
     close(fd);
     *payload = buf;
     return 1;

@@ -28,6 +28,9 @@ typedef struct mfs_fs_stats {
     atomic_uint_least64_t conversions;    /* workers run */
     atomic_uint_least64_t conversion_failures;
     atomic_uint_least64_t views_served;   /* opens of views */
+    atomic_uint_least64_t attr_requests;  /* stats (LOOKUP, GETATTR) that reached
+                                             the daemon: a listing with
+                                             attributes saves one per name */
 } mfs_fs_stats;
 
 typedef struct mfs_models mfs_models;
@@ -97,13 +100,16 @@ void mfs_models_free(mfs_models *m);
 int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *base,
                      int format, int want_fd, mfs_view_state *st);
 
-/* A view's attributes if they are known without converting or waiting (the
- * model's memo is current and nobody holds it): 1 with *st filled, else 0.
- * For listings with attributes (readdirplus).  inputs_checked: the caller
- * has just had a 1 for another view of the same model, so the model's
- * inputs need not be stat'ed again. */
-int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, int inputs_checked,
-                         struct stat *st);
+/* A view's attributes if they are known without converting, hashing or
+ * waiting (the model's memo is current, or the cache's manifest and entry
+ * answer from the stat index alone, and nobody holds the model): 1 with *st
+ * filled, else 0.  For listings with attributes (readdirplus), which must
+ * never convert or read models.  model_st receives the model file's stat;
+ * inputs_checked: the caller has just had a 1 for another view of the same
+ * model and passes that call's model_st back, so neither the model nor its
+ * inputs are stat'ed again. */
+int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,
+                         struct stat *model_st, int inputs_checked, struct stat *st);
 
 /* The attributes of a view whose model file has stat mst. */
 void mfs_view_stat(const struct stat *mst, const mfs_view_state *vs, int format, struct stat *st);

@@ -218,18 +218,36 @@ static unsigned missing_formats(mfs_fs *fs, const model *m)
     return miss;
 }
 
+/* The model's content hash; peek: from the stat index only (1 = unknown). */
+static int model_hash(mfs_fs *fs, const model *m, int peek, struct stat *st, uint8_t hash[16],
+                      mfs_err *err)
+{
+    if (!peek)
+        return mfs_cache_file_hash_at(fs->cache, fs->rootfd, m->path, st, hash, err) < 0
+                   ? -(errno ? errno : EIO)
+                   : 0;
+    if (fstatat(fs->rootfd, m->path, st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    return S_ISREG(st->st_mode) && mfs_cache_file_hash_known(fs->cache, st, hash) ? 0 : 1;
+}
+
 /* Brings the memo up to date, converting if `format` has no entry for the
  * current inputs (then every enabled view still missing is made by the same
  * import).  Views already cached are never remade for another's sake, so an
- * option that moves only .fmi leaves .gmf reads conversion-free.  Called
- * with m->lock held. */
-static int refresh(mfs_fs *fs, model *m, const char *fmi_model, int format, mfs_err *err)
+ * option that moves only .fmi leaves .gmf reads conversion-free.
+ *
+ * peek: only what the cache already knows, reading no source bytes and
+ * converting nothing; returns 1 when that is not enough.  Called with
+ * m->lock held. */
+static int refresh(mfs_fs *fs, model *m, const char *fmi_model, int format, int peek,
+                   mfs_err *err)
 {
     for (int attempt = 0; attempt < 3; attempt++) {
         struct stat st;
         uint8_t hash[16];
-        if (mfs_cache_file_hash_at(fs->cache, fs->rootfd, m->path, &st, hash, err) < 0)
-            return -(errno ? errno : EIO);
+        int hr = model_hash(fs, m, peek, &st, hash, err);
+        if (hr != 0)
+            return hr;
         char iopts[64];
         mfs_fs_import_options(fs, iopts, sizeof iopts);
         mfs_cache_key mk;
@@ -237,11 +255,15 @@ static int refresh(mfs_fs *fs, model *m, const char *fmi_model, int format, mfs_
             return -EIO;
         mfs_cache_manifest man;
         memset(&man, 0, sizeof man);
-        int have = mfs_cache_manifest_load(fs->cache, &mk, &man, err);
-        if (have == 1 && mfs_cache_manifest_current(fs->cache, fs->rootfd, &man, err) != 1) {
+        int have = peek ? mfs_cache_manifest_peek(fs->cache, &mk, &man, err)
+                        : mfs_cache_manifest_load(fs->cache, &mk, &man, err);
+        if (have == 1 && (peek ? mfs_cache_manifest_known(fs->cache, fs->rootfd, &man, err)
+                               : mfs_cache_manifest_current(fs->cache, fs->rootfd, &man, err)) != 1) {
             mfs_cache_manifest_free(&man);
             have = 0;
         }
+        if (peek && have != 1)
+            return 1;
         unsigned need = fs->cfg.formats;
         if (have == 1) {
             /* the manifest's keys were made with the options of its time:
@@ -255,6 +277,8 @@ static int refresh(mfs_fs *fs, model *m, const char *fmi_model, int format, mfs_
             need = missing_formats(fs, m);
             if (!(need & (1u << format)))
                 return 0;
+            if (peek)
+                return 1;
         }
         memset(&man, 0, sizeof man);
         if (mfs_fs_convert(fs, m->path, fmi_model, need, &man, err) < 0)
@@ -298,7 +322,7 @@ int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *
     mfs_err_clear(&err);
     for (int tries = 0; tries < 2; tries++) {
         if (!memo_current(fs, m, fmi_model) || !m->fmt[format].known) {
-            rc = refresh(fs, m, fmi_model, format, &err);
+            rc = refresh(fs, m, fmi_model, format, 0, &err);
             if (rc < 0)
                 break;
         }
@@ -336,22 +360,28 @@ int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *
     return rc;
 }
 
-int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, int inputs_checked,
-                         struct stat *st)
+int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,
+                         struct stat *model_st, int inputs_checked, struct stat *st)
 {
     char path[4096], fmi_model[4096];
     join_path(path, sizeof path, dir, ref->model);
     join_path(fmi_model, sizeof fmi_model, dir, ref->base);
     model *m = get_model(fs->models, path);
-    struct stat mst;
-    if (!m || fstatat(fs->rootfd, path, &mst, AT_SYMLINK_NOFOLLOW) < 0)
+    if (!m || (!inputs_checked && fstatat(fs->rootfd, path, model_st, AT_SYMLINK_NOFOLLOW) < 0))
         return 0;
+    const struct stat mst = *model_st;
     /* never wait: a held model is converting, and a listing must not */
     if (pthread_mutex_trylock(&m->lock) != 0)
         return 0;
     int ok = 0;
     int current = inputs_checked ? m->valid && !strcmp(m->fmi_model, fmi_model)
                                  : memo_current(fs, m, fmi_model);
+    if (!current || !m->fmt[ref->format].known) {
+        /* a fresh mount over a warm cache: what the cache knows is enough */
+        mfs_err err;
+        mfs_err_clear(&err);
+        current = refresh(fs, m, fmi_model, ref->format, 1, &err) == 0;
+    }
     if (current && m->fmt[ref->format].known) {
         mfs_view_state vs;
         memset(&vs, 0, sizeof vs);

@@ -95,6 +95,7 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
 static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
     mfs_fs *fs = FS();
+    atomic_fetch_add(&fs->stats.attr_requests, 1);
     const char *r = rel(path);
     if (fstatat(fs->rootfd, r, st, AT_SYMLINK_NOFOLLOW) == 0)
         return is_hidden_source(fs, r, st) ? -ENOENT : 0;
@@ -110,54 +111,146 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
     return rc;
 }
 
-typedef struct fill_ctx {
-    mfs_fs *fs;
-    const char *dir;
-    int plus;               /* the kernel wants attributes with the names */
-    void *buf;
-    fuse_fill_dir_t filler;
-    char last_model[256];   /* views come sorted, a model's views together: */
-    int last_current;       /* its inputs are stat'ed once, not per view */
-} fill_ctx;
+/* One name of a listing, as mfs_dir_list gave it. */
+typedef struct dent {
+    char *name;
+    struct stat partial;    /* st_ino and type bits */
+    int is_view;
+    mfs_view_ref view;      /* is_view: model and base owned here */
+} dent;
 
-/* With readdirplus the attributes travel with the listing, saving a
- * LOOKUP per name for `ls -l` and `find -ls`.  Only attributes known
- * without work are sent: a source entry's own, a view's if its model's memo
- * is current.  A cold view is listed by name only, so listing a folder never
- * converts anything. */
-static int fill_one(void *ctx, const char *name, const struct stat *partial,
-                    const mfs_view_ref *view)
+/* An open directory: its listing, taken when reading starts at offset 0 and
+ * served by offset from then on.  libfuse 3.14's high-level library drops
+ * readdirplus attributes unless the filesystem gives offsets (it buffers
+ * the listing and sends it with ino 0, which the kernel reads as "no
+ * attributes"), and without them every name costs a LOOKUP. */
+typedef struct dirh {
+    char *dir;              /* relative, "" for the root */
+    dent *e;
+    size_t n, cap;
+    int listed;
+    int err;                /* collect ran out of memory */
+} dirh;
+
+static void dirh_clear(dirh *h)
 {
-    fill_ctx *c = ctx;
-    if (c->plus) {
-        struct stat st;
-        int have;
-        if (view) {
-            int same = c->last_current && !strcmp(c->last_model, view->model);
-            have = mfs_view_cached_stat(c->fs, c->dir, view, same, &st);
-            c->last_current = have;
-            snprintf(c->last_model, sizeof c->last_model, "%s", view->model);
-        } else {
-            char path[4200];
-            snprintf(path, sizeof path, "%s%s%s", c->dir, c->dir[0] ? "/" : "", name);
-            have = fstatat(c->fs->rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
-        }
-        if (have)
-            return c->filler(c->buf, name, &st, 0, FUSE_FILL_DIR_PLUS);
+    for (size_t i = 0; i < h->n; i++) {
+        free(h->e[i].name);
+        if (h->e[i].is_view)
+            ref_free(&h->e[i].view);
     }
-    return c->filler(c->buf, name, partial, 0, 0);
+    free(h->e);
+    h->e = NULL;
+    h->n = h->cap = 0;
+    h->listed = 0;
+    h->err = 0;
 }
 
+static int collect(void *ctx, const char *name, const struct stat *partial,
+                   const mfs_view_ref *view)
+{
+    dirh *h = ctx;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 64;
+        dent *ne = realloc(h->e, cap * sizeof *ne);
+        if (!ne)
+            return h->err = -ENOMEM;
+        h->e = ne;
+        h->cap = cap;
+    }
+    dent *d = &h->e[h->n];
+    memset(d, 0, sizeof *d);
+    d->name = strdup(name);
+    d->partial = *partial;
+    if (view) {
+        d->is_view = 1;
+        d->view.model = strdup(view->model);
+        d->view.base = strdup(view->base);
+        d->view.format = view->format;
+    }
+    h->n++;
+    if (!d->name || (view && (!d->view.model || !d->view.base)))
+        return h->err = -ENOMEM;
+    return 0;
+}
+
+static int op_opendir(const char *path, struct fuse_file_info *fi)
+{
+    const char *r = rel(path);
+    dirh *h = calloc(1, sizeof *h);
+    if (!h || !(h->dir = strdup(strcmp(r, ".") ? r : ""))) {
+        free(h);
+        return -ENOMEM;
+    }
+    fi->fh = (uintptr_t)h;
+    return 0;
+}
+
+static int op_releasedir(const char *path, struct fuse_file_info *fi)
+{
+    dirh *h = (dirh *)(uintptr_t)fi->fh;
+    if (h) {
+        dirh_clear(h);
+        free(h->dir);
+        free(h);
+    }
+    return 0;
+}
+
+/* With readdirplus the attributes travel with the listing, saving a LOOKUP
+ * per name for `ls -l` and `find -ls`.  Only attributes known without work
+ * are sent: a source entry's own, a view's if its model's memo is current
+ * or the cache answers without reading the model.  A cold view is listed by
+ * name only, so listing a folder never converts or hashes anything.
+ * same_model: d is a view of the model whose inputs were just checked. */
+static int plus_attr(mfs_fs *fs, const dirh *h, const dent *d, struct stat *model_st,
+                     int same_model, struct stat *st)
+{
+    if (d->is_view)
+        return mfs_view_cached_stat(fs, h->dir, &d->view, model_st, same_model, st);
+    char path[4200];
+    snprintf(path, sizeof path, "%s%s%s", h->dir, h->dir[0] ? "/" : "", d->name);
+    return fstatat(fs->rootfd, path, st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Offsets: 1 and 2 are "." and "..", 3 + i the listing's entry i. */
 static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
                       struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
     mfs_fs *fs = FS();
-    const char *r = rel(path);
-    filler(buf, ".", NULL, 0, 0);
-    filler(buf, "..", NULL, 0, 0);
-    const char *dir = strcmp(r, ".") ? r : "";
-    fill_ctx c = {fs, dir, (flags & FUSE_READDIR_PLUS) != 0, buf, filler, "", 0};
-    return mfs_dir_list(fs, dir, fill_one, &c);
+    dirh *h = (dirh *)(uintptr_t)fi->fh;
+    if (off == 0 || !h->listed) {
+        dirh_clear(h);
+        int rc = mfs_dir_list(fs, h->dir, collect, h);
+        if (rc == 0)
+            rc = h->err;
+        if (rc < 0) {
+            dirh_clear(h);
+            return rc;
+        }
+        h->listed = 1;
+    }
+    if (off < 1 && filler(buf, ".", NULL, 1, 0))
+        return 0;
+    if (off < 2 && filler(buf, "..", NULL, 2, 0))
+        return 0;
+    int plus = (flags & FUSE_READDIR_PLUS) != 0;
+    const char *checked = NULL; /* model whose inputs the last view checked */
+    struct stat model_st;       /* and that model file's stat */
+    for (size_t i = off > 2 ? (size_t)off - 2 : 0; i < h->n; i++) {
+        const dent *d = &h->e[i];
+        struct stat st;
+        int have = 0;
+        if (plus) {
+            int same = d->is_view && checked && !strcmp(checked, d->view.model);
+            have = plus_attr(fs, h, d, &model_st, same, &st);
+            checked = d->is_view && have ? d->view.model : NULL;
+        }
+        if (filler(buf, d->name, have ? &st : &d->partial, (off_t)(i + 3),
+                   have ? FUSE_FILL_DIR_PLUS : 0))
+            break;
+    }
+    return 0;
 }
 
 static int op_open(const char *path, struct fuse_file_info *fi)
@@ -276,12 +369,14 @@ static int stats_text(mfs_fs *fs, char *buf, size_t n)
     mfs_cache_stats cs;
     mfs_cache_get_stats(fs->cache, &cs);
     return snprintf(buf, n,
-                    "conversions=%llu conversion_failures=%llu views_served=%llu cache_hits=%llu "
+                    "conversions=%llu conversion_failures=%llu views_served=%llu attr_requests=%llu "
+                    "cache_hits=%llu "
                     "cache_misses=%llu cache_negative_hits=%llu cache_stores=%llu "
                     "cache_corrupt_discarded=%llu cache_evictions=%llu files_hashed=%llu\n",
                     (unsigned long long)atomic_load(&fs->stats.conversions),
                     (unsigned long long)atomic_load(&fs->stats.conversion_failures),
                     (unsigned long long)atomic_load(&fs->stats.views_served),
+                    (unsigned long long)atomic_load(&fs->stats.attr_requests),
                     (unsigned long long)cs.hits, (unsigned long long)cs.misses,
                     (unsigned long long)cs.negative_hits, (unsigned long long)cs.stores,
                     (unsigned long long)cs.corrupt_discarded, (unsigned long long)cs.evictions,
@@ -385,13 +480,20 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
      * it costs nothing and lifts it with a newer libfuse. */
     if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
         conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+    /* Attributes with every listing, not only its first part: the kernel's
+     * "auto" mode sends plain READDIR after the first reply unless a lookup
+     * happened in between, and find reads the whole folder before it stats
+     * anything, so most names would cost a LOOKUP each. */
+    conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
     return fuse_get_context()->private_data;
 }
 
 const struct fuse_operations mfs_fuse_ops = {
     .init = op_init,
     .getattr = op_getattr,
+    .opendir = op_opendir,
     .readdir = op_readdir,
+    .releasedir = op_releasedir,
     .open = op_open,
     .read = op_read,
     .read_buf = op_read_buf,

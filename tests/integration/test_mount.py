@@ -120,6 +120,29 @@ class MountTest(unittest.TestCase):
             self.assertEqual(m.stats()["files_hashed"], 0)  # warm: no source bytes re-read
         self.assertEqual(first, again)
 
+    def test_listing_carries_attributes(self):
+        """Listings carry each name's attributes (readdirplus), so a listing
+        never converts or hashes, and `find -ls` over a warm cache after a
+        remount sends no stat request per name."""
+        time.sleep(2.1)  # past the stat index's racy window for fresh copies
+        ndirs = sum(1 for _ in os.walk(self.src))
+        with self.mount() as m:
+            names = [f for _, _, fs in os.walk(self.mnt) for f in fs]
+            self.assertEqual(sum(os.path.splitext(f)[1][1:] in FORMATS for f in names), 5 * len(FORMATS))
+            self.assertEqual((m.stats()["conversions"], m.stats()["files_hashed"]), (0, 0))
+            sizes = {os.path.relpath(p, self.mnt): len(read(p)) for p in views_of(self.mnt)}
+            self.assertEqual(m.stats()["conversions"], 5)
+        with self.mount() as m:
+            before = m.stats()["attr_requests"]
+            lines = run(["find", self.mnt, "-printf", "%P %s\\n"], check=True).stdout.splitlines()
+            listed = dict(l.rsplit(" ", 1) for l in lines if l)
+            st = m.stats()
+            self.assertEqual({k: int(listed[k]) for k in sizes}, sizes)
+            self.assertEqual((st["conversions"], st["files_hashed"]), (0, 0))
+            # each view would be one LOOKUP without attributes in the listing;
+            # what remains is the root and the folders find walks into
+            self.assertLessEqual(st["attr_requests"] - before, ndirs, st)
+
     def test_option_change_only_moves_its_own_views(self):
         with self.mount() as m:
             gmf = read(os.path.join(self.mnt, "crate", "crate.gmf"))

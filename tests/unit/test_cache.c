@@ -752,17 +752,47 @@ static void test_manifest(void **state)
     assert_null(mfs_cache_manifest_find(&got, "dem"));
     assert_int_equal(stats(c).manifest_hits, 1);
 
+    /* A load marks the manifest used (its mtime is the LRU stamp); a peek,
+     * as a listing does, leaves it alone. */
+    char mpath[512];
+    entry_path(f, &mk, 'm', mpath, sizeof mpath);
+    struct stat mst;
+    set_mtime(mpath, 1000000000);
+    mfs_cache_manifest peeked;
+    assert_int_equal(mfs_cache_manifest_peek(c, &mk, &peeked, NULL), 1);
+    assert_int_equal(peeked.ndeps, 3);
+    mfs_cache_manifest_free(&peeked);
+    assert_int_equal(stat(mpath, &mst), 0);
+    assert_int_equal(mst.st_mtime, 1000000000);
+    mfs_cache_manifest_free(&got);
+    assert_int_equal(mfs_cache_manifest_load(c, &mk, &got, NULL), 1);
+    assert_int_equal(stat(mpath, &mst), 0);
+    assert_true(mst.st_mtime > 1000000000);
+
     /* Deps unchanged: current, from the index alone. */
+    assert_int_equal(mfs_cache_manifest_known(c, f->rootfd, &got, NULL), 1);
     assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 1);
     assert_int_equal(stats(c).files_hashed, 0);
-    /* Touched, same bytes: still current. */
+    struct stat ost;
+    uint8_t oh[16];
+    assert_int_equal(fstatat(f->rootfd, "car.obj", &ost, 0), 0);
+    assert_int_equal(mfs_cache_file_hash_known(c, &ost, oh), 1);
+    assert_memory_equal(oh, deps[0].hash, 16);
+    /* Touched, same bytes: the index no longer knows it, so the index-only
+     * answer is "not known" (and reads nothing); hashing says current. */
     set_mtime(mtl, 1000000100);
+    assert_int_equal(mfs_cache_manifest_known(c, f->rootfd, &got, NULL), 0);
+    assert_int_equal(stats(c).files_hashed, 0);
     assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 1);
     assert_int_equal(stats(c).files_hashed, 1);
+    assert_int_equal(mfs_cache_manifest_known(c, f->rootfd, &got, NULL), 1);
     /* Same size, other bytes: stale. */
     write_file(f, "car.mtl", "newmtl paint\nmap_Kd tex.jpg\n", 28);
     set_mtime(mtl, 1000000200);
+    assert_int_equal(mfs_cache_manifest_known(c, f->rootfd, &got, NULL), 0);
     assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 0);
+    /* Recorded, but under other bytes: never mistaken for current. */
+    assert_int_equal(mfs_cache_manifest_known(c, f->rootfd, &got, NULL), 0);
     /* Back to the old bytes: current again. */
     write_file(f, "car.mtl", "newmtl paint\nmap_Kd tex.png\n", 28);
     set_mtime(mtl, 1000000300);
