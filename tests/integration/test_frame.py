@@ -19,9 +19,10 @@ import math
 import os
 import struct
 import subprocess
-import sys
 import tempfile
 import unittest
+
+from common import run_tests
 import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -367,15 +368,5 @@ def _add_model_tests():
 _add_model_tests()
 
 
-def main():
-    prog = unittest.main(exit=False, verbosity=2)
-    res = prog.result
-    if not res.wasSuccessful():
-        sys.exit(1)
-    if res.testsRun == 0 or len(res.skipped) == res.testsRun:
-        sys.exit(77)
-    sys.exit(0)
-
-
 if __name__ == "__main__":
-    main()
+    run_tests()

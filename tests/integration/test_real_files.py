@@ -20,9 +20,10 @@ import json
 import os
 import struct
 import subprocess
-import sys
 import tempfile
 import unittest
+
+from common import run_tests
 
 BUILD = os.environ.get("MESHFS_BUILD")
 SHARED = os.environ.get("MESHFS_SHARED")
@@ -342,15 +343,5 @@ class CommandLine(unittest.TestCase):
         self.assertEqual((rc, rows[0]["ok"], rows[1]["ok"]), (1, True, False))
 
 
-def main():
-    prog = unittest.main(exit=False, verbosity=2)
-    res = prog.result
-    if not res.wasSuccessful():
-        sys.exit(1)
-    if res.testsRun == 0 or len(res.skipped) == res.testsRun:
-        sys.exit(77)
-    sys.exit(0)
-
-
 if __name__ == "__main__":
-    main()
+    run_tests()
