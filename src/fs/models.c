@@ -376,8 +376,11 @@ int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,
     int ok = 0;
     int current = inputs_checked ? m->valid && !strcmp(m->fmi_model, fmi_model)
                                  : memo_current(fs, m, fmi_model);
-    if (!current || !m->fmt[ref->format].known) {
-        /* a fresh mount over a warm cache: what the cache knows is enough */
+    if (!current) {
+        /* a fresh mount over a warm cache: what the cache knows is enough.
+         * A current memo already holds every entry the cache had for these
+         * inputs (memo_fill peeks each format), so a view it lacks is not
+         * looked for again: the stat that follows finds or makes it. */
         mfs_err err;
         mfs_err_clear(&err);
         current = refresh(fs, m, fmi_model, ref->format, 1, &err) == 0;
