@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "meshfs/err.h"
 #include "meshfs/options.h"
 
 void mfs_options_default(mfs_options *o)
@@ -11,14 +12,28 @@ void mfs_options_default(mfs_options *o)
 size_t mfs_options_key(const mfs_options *o, unsigned mask, char *buf, size_t n)
 {
     /* Fixed order and spelling: this text is hashed into cache keys. */
-    int len = snprintf(buf, n, "%s%s%s%s%s%s%s", (mask & MFS_OPT_PRETRANS) && o->pretrans ? "pretrans;" : "",
+    int len = snprintf(buf, n, "%s%s%s%s%s%s%s%s%s", (mask & MFS_OPT_PRETRANS) && o->pretrans ? "pretrans;" : "",
                        (mask & MFS_OPT_FMI_TEXTURES) && o->fmi_textures ? "fmi_textures;" : "",
                        (mask & MFS_OPT_REVERSE_WINDING) && o->reverse_winding ? "reverse_winding;" : "",
                        (mask & MFS_OPT_SOURCE_FRAME) && o->source_frame ? "source_frame;" : "",
                        (mask & MFS_OPT_MODEL_PATH) ? "model=" : "",
                        (mask & MFS_OPT_MODEL_PATH) && o->model_path ? o->model_path : "",
-                       (mask & MFS_OPT_MODEL_PATH) ? ";" : "");
+                       (mask & MFS_OPT_MODEL_PATH) ? ";" : "",
+                       (mask & MFS_OPT_VRT_PLAIN) && o->vrt_plain ? "vrt_plain;" : "",
+                       (mask & MFS_OPT_FMD_RAW) && o->fmd_raw ? "fmd_raw;" : "");
     if (len < 0)
         return 0;
     return (size_t)len < n ? (size_t)len : (n ? n - 1 : 0);
+}
+
+int mfs_options_set_vrt_layout(mfs_options *o, const char *value, mfs_err *err)
+{
+    if (value && strcmp(value, "skinned") == 0)
+        o->vrt_plain = 0;
+    else if (value && strcmp(value, "plain") == 0)
+        o->vrt_plain = 1;
+    else
+        return mfs_errf(err, "vrt_layout '%s': expected 'skinned' (64-byte vertices, the engine's) "
+                        "or 'plain' (8 floats, the FBXConverter document's)", value ? value : "");
+    return 0;
 }

@@ -18,7 +18,10 @@ typedef struct mfs_fs_config {
     uint64_t cache_size;
     unsigned formats;       /* views shown */
     int hide_sources;
-    mfs_options opts;       /* pretrans, fmi_textures, reverse_winding, source_frame */
+    mfs_options opts;       /* what the writers read (options.h) */
+    int lowercase_names;    /* every name shown in lowercase (FGE lowercases before opening) */
+    const char *lgepkg_name;    /* game_resources.lgepkg PackageHeader name (<= 19 bytes) */
+    const char *lgepkg_version; /* and version string (<= 19 bytes) */
     mfs_limits limits;
     unsigned convert_jobs;  /* concurrent workers */
     int foreground;

@@ -25,9 +25,12 @@ typedef struct cli {
     char *cache_size;
     char *formats;
     char *convert_memory;
+    char *vrt_layout;
+    char *lgepkg_name, *lgepkg_version;
     double convert_timeout;
     unsigned convert_jobs;
     int hide_sources, pretrans, fmi_textures, reverse_winding, source_frame;
+    int fmd_raw, lowercase_names;
     int show_help, show_version;
     int nonopts;
 } cli;
@@ -46,6 +49,11 @@ static const struct fuse_opt cli_spec[] = {
     OPT("fmi_textures", fmi_textures),
     OPT("reverse_winding", reverse_winding),
     OPT("source_frame", source_frame),
+    OPT("vrt_layout=%s", vrt_layout),
+    OPT("fmd_raw", fmd_raw),
+    OPT("lowercase_names", lowercase_names),
+    OPT("lgepkg_name=%s", lgepkg_name),
+    OPT("lgepkg_version=%s", lgepkg_version),
     OPT("-h", show_help),
     OPT("--help", show_help),
     OPT("-V", show_version),
@@ -73,7 +81,14 @@ static void usage(const char *prog)
            "    -o formats=LIST          views to show, ':'-separated (default all:\n"
            "                             fmd:fmi:gmf:dem:vrt:tri:sph)\n"
            "    -o hide_sources          show only views and non-model files\n"
-           "    -o pretrans              fmd: bake node transforms into vertices\n"
+           "    -o fmd_raw               fmd: FMC's raw layout, node matrices not applied\n"
+           "                             (default: placed geometry, as FGE draws it;\n"
+           "                             -o pretrans is accepted and changes nothing)\n"
+           "    -o vrt_layout=LAYOUT     vrt: skinned (64-byte vertex, default) or plain\n"
+           "    -o lowercase_names       show every name in lowercase (FGE opens lowercase)\n"
+           "    -o lgepkg_name=NAME      game_resources.lgepkg package name (default\n"
+           "                             game_resources, at most 19 bytes)\n"
+           "    -o lgepkg_version=TEXT   its version string (default 1.0, at most 19 bytes)\n"
            "    -o fmi_textures          fmi: texture names instead of UNKNOWN\n"
            "    -o reverse_winding       tri: reverse every triangle\n"
            "    -o source_frame          keep the importer's raw coordinates\n"
@@ -150,6 +165,24 @@ static int configure(mfs_fs *fs, cli *c)
     cfg->opts.fmi_textures = c->fmi_textures;
     cfg->opts.reverse_winding = c->reverse_winding;
     cfg->opts.source_frame = c->source_frame;
+    cfg->opts.fmd_raw = c->fmd_raw;
+    if (c->vrt_layout && mfs_options_set_vrt_layout(&cfg->opts, c->vrt_layout, &err) < 0) {
+        fprintf(stderr, "meshfs: -o %s\n", err.msg);
+        return -1;
+    }
+    cfg->lowercase_names = c->lowercase_names;
+    cfg->lgepkg_name = c->lgepkg_name ? c->lgepkg_name : "game_resources";
+    cfg->lgepkg_version = c->lgepkg_version ? c->lgepkg_version : "1.0";
+    if (strlen(cfg->lgepkg_name) > 19 || !cfg->lgepkg_name[0]) {
+        fprintf(stderr, "meshfs: -o lgepkg_name=%s: must be 1 to 19 bytes (PackageHeader holds 20 with its NUL)\n",
+                cfg->lgepkg_name);
+        return -1;
+    }
+    if (strlen(cfg->lgepkg_version) > 19) {
+        fprintf(stderr, "meshfs: -o lgepkg_version=%s: at most 19 bytes (PackageHeader holds 20 with its NUL)\n",
+                cfg->lgepkg_version);
+        return -1;
+    }
     return 0;
 }
 
@@ -272,5 +305,8 @@ int main(int argc, char **argv)
     free(c.cache_size);
     free(c.formats);
     free(c.convert_memory);
+    free(c.vrt_layout);
+    free(c.lgepkg_name);
+    free(c.lgepkg_version);
     return rc;
 }

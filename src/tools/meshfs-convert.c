@@ -36,6 +36,9 @@ typedef struct batch {
     unsigned formats;
     mfs_options opts;
     mfs_limits limits;
+    int lowercase_names;        /* write every output name in lowercase */
+    const char *lgepkg_name;    /* game_resources.lgepkg PackageHeader fields */
+    const char *lgepkg_version;
     atomic_size_t next, finished;
     pthread_mutex_t lock;
     int tty, quiet;
@@ -376,7 +379,13 @@ static void usage(FILE *f)
           "  -o, --output DIR        where converted files go\n"
           "  -f, --formats LIST      fmd,fmi,gmf,dem,vrt,tri,sph (default: all)\n"
           "  -j, --jobs N            parallel conversions (default: number of CPUs)\n"
-          "      --pretrans          fmd: bake node transforms into vertices\n"
+          "      --fmd-raw           fmd: FMC's raw layout, node matrices not applied\n"
+          "                          (default: placed geometry, as FGE draws it;\n"
+          "                          --pretrans is accepted and changes nothing)\n"
+          "      --vrt-layout LAYOUT vrt: skinned (64-byte vertex, default) or plain\n"
+          "      --lowercase-names   write every output name in lowercase\n"
+          "      --lgepkg-name NAME  game_resources.lgepkg package name (default game_resources)\n"
+          "      --lgepkg-version V  its version string (default 1.0)\n"
           "      --fmi-textures      fmi: texture names instead of UNKNOWN\n"
           "      --reverse-winding   tri: reverse every triangle\n"
           "      --source-frame      keep the importer's raw coordinates (no axis/unit fix)\n"
@@ -399,7 +408,10 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
         {"source-frame", no_argument, 0, 4},    {"timeout", required_argument, 0, 5},
         {"memory", required_argument, 0, 6},    {"report", required_argument, 0, 7},
         {"quiet", no_argument, 0, 'q'},         {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
+        {"version", no_argument, 0, 'V'},       {"fmd-raw", no_argument, 0, 8},
+        {"vrt-layout", required_argument, 0, 9}, {"lowercase-names", no_argument, 0, 10},
+        {"lgepkg-name", required_argument, 0, 11}, {"lgepkg-version", required_argument, 0, 12},
+        {0, 0, 0, 0}};
     int c;
     mfs_err err;
     while ((c = getopt_long(argc, argv, "o:f:j:qhV", longs, NULL)) != -1) {
@@ -417,6 +429,22 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
         case 5: b->limits.timeout_s = strtod(optarg, NULL); break;
         case 6: b->limits.memory = parse_size(optarg); break;
         case 7: *report = optarg; break;
+        case 8: b->opts.fmd_raw = 1; break;
+        case 9:
+            if (mfs_options_set_vrt_layout(&b->opts, optarg, &err) < 0)
+                die("--vrt-layout: %s", err.msg);
+            break;
+        case 10: b->lowercase_names = 1; break;
+        case 11:
+            if (!optarg[0] || strlen(optarg) > 19)
+                die("--lgepkg-name '%s': must be 1 to 19 bytes (PackageHeader holds 20 with its NUL)", optarg);
+            b->lgepkg_name = optarg;
+            break;
+        case 12:
+            if (strlen(optarg) > 19)
+                die("--lgepkg-version '%s': at most 19 bytes (PackageHeader holds 20 with its NUL)", optarg);
+            b->lgepkg_version = optarg;
+            break;
         case 'q': b->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("meshfs-convert %s\n", MESHFS_VERSION); exit(0);
@@ -439,6 +467,8 @@ int main(int argc, char **argv)
     memset(&b, 0, sizeof b);
     b.out_root = ".";
     b.formats = MFS_FMT_ALL;
+    b.lgepkg_name = "game_resources";
+    b.lgepkg_version = "1.0";
     mfs_options_default(&b.opts);
     mfs_limits_default(&b.limits);
     pthread_mutex_init(&b.lock, NULL);
