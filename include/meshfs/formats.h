@@ -20,6 +20,7 @@ typedef enum mfs_format {
     MFS_FMT_VRT,
     MFS_FMT_TRI,
     MFS_FMT_SPH,
+    MFS_FMT_TEX,
     MFS_FMT_COUNT
 } mfs_format;
 
@@ -52,5 +53,6 @@ int mfs_write_dem(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_e
 int mfs_write_vrt(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
 int mfs_write_tri(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
 int mfs_write_sph(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
+int mfs_write_tex(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
 
 #endif

@@ -101,7 +101,8 @@ static void write_one(const mfs_job *job, const mfs_scene *s, const mfs_format_i
  * noticeable fraction of the import, and the import itself cannot be split.
  * Heaviest first, so the last one to start is a short one. */
 static const mfs_format write_order[MFS_FMT_COUNT] = {
-    MFS_FMT_DEM, MFS_FMT_FMD, MFS_FMT_GMF, MFS_FMT_VRT, MFS_FMT_TRI, MFS_FMT_SPH, MFS_FMT_FMI,
+    MFS_FMT_DEM, MFS_FMT_FMD, MFS_FMT_GMF, MFS_FMT_TEX, MFS_FMT_VRT, MFS_FMT_TRI, MFS_FMT_SPH,
+    MFS_FMT_FMI,
 };
 
 typedef struct pool {

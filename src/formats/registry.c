@@ -12,6 +12,7 @@ static const mfs_format_info formats[MFS_FMT_COUNT] = {
     {MFS_FMT_VRT, "vrt", mfs_write_vrt, MFS_OPT_VRT_PLAIN | MFS_OPT_SOURCE_FRAME},
     {MFS_FMT_TRI, "tri", mfs_write_tri, MFS_OPT_REVERSE_WINDING | MFS_OPT_SOURCE_FRAME},
     {MFS_FMT_SPH, "sph", mfs_write_sph, MFS_OPT_SOURCE_FRAME},
+    {MFS_FMT_TEX, "tex", mfs_write_tex, 0},
 };
 
 const mfs_format_info *mfs_format_get(mfs_format f)
@@ -54,7 +55,7 @@ int mfs_format_parse_list(const char *list, unsigned *mask, mfs_err *err)
             } else {
                 const mfs_format_info *f = mfs_format_find(name);
                 if (!f)
-                    return mfs_errf(err, "unknown format '%s' (known: fmd,fmi,gmf,dem,vrt,tri,sph)",
+                    return mfs_errf(err, "unknown format '%s' (known: fmd,fmi,gmf,dem,vrt,tri,sph,tex)",
                                     name);
                 *mask |= 1u << f->id;
             }
