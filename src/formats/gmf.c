@@ -5,13 +5,20 @@
  * payload, never its children.  So no size depends on a subtree and the file
  * is streamed in one pre-order walk; the only things to know before writing
  * a header are child counts, which the plan below works out first (surfaces
- * per node, the skeleton, the split of big meshes into surfaces). */
+ * per node, the skeleton, the split of big meshes into surfaces).
+ *
+ * Leadwerks' legacy loader keeps only the translation of NODE/MESH matrices
+ * and ignores BONE matrices, so every NODE/MESH matrix written is a pure
+ * translation and each mesh carries its node's world rotation and scale in
+ * its vertices; gmf_frames.c works out those frames. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "meshfs/formats.h"
+
+#include "gmf_frames.h"
 
 enum { /* block tags */
     GMF_FILE = 1,
@@ -79,7 +86,9 @@ typedef struct gmf {
     mfs_mat4 *world;     /* rest placement of every node */
     mesh_plan *plan;
     int32_t *bone_id;    /* per node: BONE id, -1 if the node is not a bone */
+    mfs_mat4 *bind_world; /* per bone node: its bind pose in model space */
     mfs_mat4 *bind_local; /* per bone node: its BONE matrix (canonical frame) */
+    gmf_frame *frame;    /* per node: where its block sits (gmf_frames.h) */
     uint32_t *top;       /* bones whose parent is not a bone, in node order */
     uint32_t n_top, n_bones;
     int32_t host;        /* node whose MESH carries skinned surfaces and bones */
@@ -386,11 +395,11 @@ static int number_bones(gmf *g, mfs_err *err)
     return 0;
 }
 
-/* Bind pose of each bone in the host's space.  Where a mesh gives the bone
- * an offset matrix, the bind transform is the inverse of that offset placed
+/* Bind pose of each bone in model space.  Where a mesh gives the bone an
+ * offset matrix, the bind transform is the inverse of that offset placed
  * where the mesh is (the first mesh wins); bones no mesh names (ancestors
- * filling the chain) take their rest placement.  bind[] is scratch. */
-static int bind_poses(gmf *g, mfs_mat4 *bind, mfs_err *err)
+ * filling the chain) take their rest placement. */
+static int bind_poses(gmf *g, mfs_err *err)
 {
     const mfs_scene *s = g->s;
     uint8_t *have = calloc(s->n_nodes, 1);
@@ -405,34 +414,35 @@ static int bind_poses(gmf *g, mfs_mat4 *bind, mfs_err *err)
             mfs_mat4 inv;
             if (n < 0 || have[n] || mfs_mat4_invert(&inv, &m->bones[b].offset) < 0)
                 continue;
-            mfs_mat4_mul(&bind[n], &g->world[place_of(g, i)], &inv);
+            mfs_mat4_mul(&g->bind_world[n], &g->world[place_of(g, i)], &inv);
             have[n] = 1;
         }
     }
-    mfs_mat4 ih;
-    if (mfs_mat4_invert(&ih, &g->world[g->host]) < 0)
-        mfs_mat4_identity(&ih);
-    for (uint32_t n = 0; n < s->n_nodes; n++) {
-        if (g->bone_id[n] < 0)
-            continue;
-        if (!have[n])
-            bind[n] = g->world[n];
-        mfs_mat4_mul(&bind[n], &ih, &bind[n]);
-    }
+    for (uint32_t n = 0; n < s->n_nodes; n++)
+        if (g->bone_id[n] >= 0 && !have[n])
+            g->bind_world[n] = g->world[n];
     free(have);
+    return 0;
+}
+
+/* The BONE matrices: a top bone's bind pose relative to the host's frame
+ * (a pure translation, see gmf_frames.h), a child bone's relative to its
+ * parent bone's bind pose. */
+static void bind_locals(gmf *g)
+{
+    const mfs_scene *s = g->s;
     for (uint32_t n = 0; n < s->n_nodes; n++) {
         if (g->bone_id[n] < 0)
             continue;
         int32_t p = s->nodes[n].parent;
+        const mfs_mat4 *base = p < 0 || g->bone_id[p] < 0 ? &g->frame[g->host].at
+                                                          : &g->bind_world[p];
         mfs_mat4 ip;
-        if (p < 0 || g->bone_id[p] < 0)
-            g->bind_local[n] = bind[n]; /* a top bone: its parent is the host */
-        else if (mfs_mat4_invert(&ip, &bind[p]) == 0)
-            mfs_mat4_mul(&g->bind_local[n], &ip, &bind[n]);
+        if (mfs_mat4_invert(&ip, base) == 0)
+            mfs_mat4_mul(&g->bind_local[n], &ip, &g->bind_world[n]);
         else
             g->bind_local[n] = s->nodes[n].local;
     }
-    return 0;
 }
 
 static int plan_skeleton(gmf *g, mfs_err *err)
@@ -455,12 +465,7 @@ static int plan_skeleton(gmf *g, mfs_err *err)
                         g->n_bones, GMF_MAX_BONES);
     if (number_bones(g, err) < 0)
         return -1;
-    mfs_mat4 *bind = malloc(sizeof(mfs_mat4) * s->n_nodes);
-    if (!bind)
-        return mfs_errf(err, "out of memory");
-    int rc = bind_poses(g, bind, err);
-    free(bind);
-    return rc;
+    return bind_poses(g, err);
 }
 
 /* ---- the plan: animations and materials ---- */
@@ -547,13 +552,20 @@ static int plan(gmf *g, mfs_err *err)
     g->world = malloc(sizeof(mfs_mat4) * nn);
     g->plan = calloc(nm, sizeof(mesh_plan));
     g->bone_id = malloc(sizeof(int32_t) * nn);
+    g->bind_world = malloc(sizeof(mfs_mat4) * nn);
     g->bind_local = malloc(sizeof(mfs_mat4) * nn);
-    if (!g->mesh_node || !g->world || !g->plan || !g->bone_id || !g->bind_local)
+    g->frame = malloc(sizeof(gmf_frame) * nn);
+    if (!g->mesh_node || !g->world || !g->plan || !g->bone_id || !g->bind_world ||
+        !g->bind_local || !g->frame)
         return mfs_errf(err, "out of memory");
     mfs_scene_mesh_nodes(s, g->mesh_node);
     mfs_scene_world(s, g->world);
-    if (plan_meshes(g, err) < 0 || plan_skeleton(g, err) < 0 || plan_animations(g, err) < 0 ||
-        plan_materials(g, err) < 0)
+    if (plan_meshes(g, err) < 0 || plan_skeleton(g, err) < 0)
+        return -1;
+    gmf_plan_frames(s, g->world, g->bone_id, g->bind_world, g->frame);
+    if (g->n_bones)
+        bind_locals(g);
+    if (plan_animations(g, err) < 0 || plan_materials(g, err) < 0)
         return -1;
     return 0;
 }
@@ -570,7 +582,9 @@ static void gmf_free(gmf *g)
     free(g->world);
     free(g->plan);
     free(g->bone_id);
+    free(g->bind_world);
     free(g->bind_local);
+    free(g->frame);
     free(g->top);
     free(g->frames);
     free(g->chan);
@@ -829,20 +843,41 @@ static void put_surface(gmf *g, batch *bt, vsrc *v, const chunk *c, int reverse)
     put_indices(g, bt, v, c, reverse);
 }
 
-/* All surfaces of one mesh; xf places it into the host (skinned meshes
- * placed elsewhere), NULL when its own node holds it. */
-static int put_mesh_surfaces(gmf *g, uint32_t mi, const mfs_mat4 *xf, mfs_err *err)
+/* Binds every vertex of m wholly to one bone: a rigid mesh that rides on a
+ * bone is written as a skinned surface of the host (put_host_surfaces). */
+static int rigid_skin(gmf *g, const mfs_mesh *m, uint8_t id, mfs_err *err)
+{
+    free(g->skin);
+    g->skin = calloc(m->n_vertices, sizeof(infl));
+    if (!g->skin)
+        return mfs_errf(err, "mesh '%s': out of memory for skin weights", m->name);
+    for (uint32_t v = 0; v < m->n_vertices; v++) {
+        g->skin[v].id[0] = id;
+        g->skin[v].q[0] = 255;
+    }
+    return 0;
+}
+
+/* All surfaces of one mesh.  xf takes its vertices into the space of the
+ * block that holds them (NULL: they are already there); rigid_bone >= 0
+ * binds a rigid mesh wholly to that BONE id. */
+static int put_mesh_surfaces(gmf *g, uint32_t mi, const mfs_mat4 *xf, int rigid_bone,
+                             mfs_err *err)
 {
     const mfs_mesh *m = &g->s->meshes[mi];
     const mesh_plan *p = &g->plan[mi];
+    if (xf && mfs_mat4_is_identity(xf))
+        xf = NULL;
     vsrc v = {.m = m, .xf = xf, .nv = m->n_vertices};
     if (xf)
         mfs_mat4_normal_matrix(&v.nxf, xf);
-    if (p->skinned) {
-        if (build_skin(g, m, err) < 0)
+    if (p->skinned || rigid_bone >= 0) {
+        if ((p->skinned ? build_skin(g, m, err) : rigid_skin(g, m, (uint8_t)rigid_bone, err)) < 0)
             return -1;
         v.skin = g->skin;
     }
+    /* Z is mirrored, so triangles are reversed; a mirror baked into the
+     * vertices reverses them back, keeping the front face in front. */
     int reverse = !(xf && mfs_mat4_det3(xf) < 0);
     batch *bt = malloc(sizeof *bt);
     if (!bt)
@@ -863,13 +898,20 @@ static int put_mesh_surfaces(gmf *g, uint32_t mi, const mfs_mat4 *xf, mfs_err *e
 
 /* ---- what goes where ---- */
 
-/* The rigid meshes a node places (node 0 also takes meshes no node places). */
+/* Meshes a node places that are written under its own MESH: rigid ones,
+ * unless the node rides on a bone (those go to the host, bound to the
+ * bone).  Node 0 also takes the meshes no node places. */
+static int own_mesh(const gmf *g, uint32_t n, uint32_t mi)
+{
+    return g->plan[mi].eligible && !g->plan[mi].skinned && g->frame[n].bone < 0;
+}
+
 static uint32_t node_rigid_surfaces(const gmf *g, uint32_t n)
 {
     const mfs_node *nd = &g->s->nodes[n];
     uint32_t k = 0;
     for (uint32_t i = 0; i < nd->n_meshes; i++)
-        if (!g->plan[nd->meshes[i]].skinned)
+        if (own_mesh(g, n, nd->meshes[i]))
             k += g->plan[nd->meshes[i]].n_chunks;
     if (n == 0)
         for (uint32_t i = 0; i < g->s->n_meshes; i++)
@@ -878,45 +920,88 @@ static uint32_t node_rigid_surfaces(const gmf *g, uint32_t n)
     return k;
 }
 
-static uint32_t skinned_surfaces(const gmf *g)
+/* Surfaces of the host: every skinned mesh, and every rigid mesh placed by
+ * a bone or a node below one. */
+static uint32_t host_surfaces(const gmf *g)
 {
+    const mfs_scene *s = g->s;
     uint32_t k = 0;
-    for (uint32_t i = 0; i < g->s->n_meshes; i++)
+    for (uint32_t i = 0; i < s->n_meshes; i++)
         if (g->plan[i].skinned)
             k += g->plan[i].n_chunks;
+    for (uint32_t n = 1; n < s->n_nodes; n++)
+        for (uint32_t i = 0; g->frame[n].bone >= 0 && i < s->nodes[n].n_meshes; i++) {
+            const mesh_plan *p = &g->plan[s->nodes[n].meshes[i]];
+            if (p->eligible && !p->skinned)
+                k += p->n_chunks;
+        }
     return k;
 }
 
+/* Rigid meshes keep their node's world rotation and scale in their
+ * vertices (the node's block is a translation); meshes no node places stay
+ * where they are in model space. */
 static int put_rigid_surfaces(gmf *g, uint32_t n, mfs_err *err)
 {
     const mfs_node *nd = &g->s->nodes[n];
     for (uint32_t i = 0; i < nd->n_meshes; i++)
-        if (g->plan[nd->meshes[i]].eligible && !g->plan[nd->meshes[i]].skinned &&
-            put_mesh_surfaces(g, nd->meshes[i], NULL, err) < 0)
+        if (own_mesh(g, n, nd->meshes[i]) &&
+            put_mesh_surfaces(g, nd->meshes[i], &g->frame[n].bake, -1, err) < 0)
             return -1;
-    if (n == 0)
-        for (uint32_t i = 0; i < g->s->n_meshes; i++)
-            if (g->mesh_node[i] < 0 && g->plan[i].eligible && !g->plan[i].skinned &&
-                put_mesh_surfaces(g, i, NULL, err) < 0)
-                return -1;
+    if (n != 0)
+        return 0;
+    mfs_mat4 back;
+    mfs_mat4_identity(&back);
+    back.m[3] = neg(g->frame[0].at.m[3]);
+    back.m[7] = neg(g->frame[0].at.m[7]);
+    back.m[11] = neg(g->frame[0].at.m[11]);
+    for (uint32_t i = 0; i < g->s->n_meshes; i++)
+        if (g->mesh_node[i] < 0 && g->plan[i].eligible && !g->plan[i].skinned &&
+            put_mesh_surfaces(g, i, &back, -1, err) < 0)
+            return -1;
     return 0;
 }
 
-static int put_skinned_surfaces(gmf *g, mfs_err *err)
+/* xf = inverse(host frame) x where: into the host's (translation-only)
+ * frame. */
+static void into_host(const gmf *g, const mfs_mat4 *where, mfs_mat4 *xf)
 {
-    mfs_mat4 ih;
-    if (mfs_mat4_invert(&ih, &g->world[g->host]) < 0)
-        mfs_mat4_identity(&ih);
-    for (uint32_t i = 0; i < g->s->n_meshes; i++) {
+    *xf = *where;
+    const mfs_mat4 *h = &g->frame[g->host].at;
+    xf->m[3] -= h->m[3];
+    xf->m[7] -= h->m[7];
+    xf->m[11] -= h->m[11];
+}
+
+/* Skinned meshes are stored at bind pose in the host's frame, which is a
+ * translation: the host's world rotation and scale are in the vertices, and
+ * the top BONE matrices are relative to the same frame (bind_locals), so
+ * skinning still gives the source pose.  A rigid mesh on a bone is stored
+ * where the bone's bind pose carries it and bound wholly to that bone: a
+ * loader that skins moves it with the bone, one that does not (and ignores
+ * BONE matrices) still draws it in place. */
+static int put_host_surfaces(gmf *g, mfs_err *err)
+{
+    const mfs_scene *s = g->s;
+    mfs_mat4 xf;
+    for (uint32_t i = 0; i < s->n_meshes; i++) {
         if (!g->plan[i].skinned)
             continue;
-        mfs_mat4 xf;
-        int32_t at = place_of(g, i);
-        if (at != g->host)
-            mfs_mat4_mul(&xf, &ih, &g->world[at]);
-        int moved = at != g->host && !mfs_mat4_is_identity(&xf);
-        if (put_mesh_surfaces(g, i, moved ? &xf : NULL, err) < 0)
+        into_host(g, &g->world[place_of(g, i)], &xf);
+        if (put_mesh_surfaces(g, i, &xf, -1, err) < 0)
             return -1;
+    }
+    for (uint32_t n = 1; n < s->n_nodes; n++) {
+        const gmf_frame *f = &g->frame[n];
+        if (f->bone < 0)
+            continue;
+        into_host(g, &f->target, &xf);
+        for (uint32_t i = 0; i < s->nodes[n].n_meshes; i++) {
+            uint32_t mi = s->nodes[n].meshes[i];
+            if (g->plan[mi].eligible && !g->plan[mi].skinned &&
+                put_mesh_surfaces(g, mi, &xf, g->bone_id[f->bone], err) < 0)
+                return -1;
+        }
     }
     return 0;
 }
@@ -950,7 +1035,7 @@ static void node_world_at(const gmf *g, uint32_t a, double t, uint32_t n, mfs_ma
 }
 
 /* A top bone's parent in the file is the host, not its scene parent, so its
- * key is its pose relative to the (posed) host. */
+ * key is its pose relative to the host as posed: world(host, t) x unbake. */
 static void top_bone_at(const gmf *g, uint32_t a, double t, uint32_t n, mfs_mat4 *out)
 {
     mfs_mat4 hw, ih;
@@ -958,9 +1043,22 @@ static void top_bone_at(const gmf *g, uint32_t a, double t, uint32_t n, mfs_mat4
     node_world_at(g, a, t, (uint32_t)g->host, &hw);
     if (mfs_mat4_invert(&ih, &hw) == 0)
         mfs_mat4_mul(out, &ih, out);
+    mfs_mat4_mul(out, &g->frame[g->host].bake, out);
 }
 
-enum { KEYS_LIMB, KEYS_BONE, KEYS_NONE };
+/* A MESH/NODE posed is world(n, t) x unbake(n) (its rest frame is
+ * world x unbake, gmf_frames.h), so relative to its parent block the key is
+ * bake(parent) x local(n, t) x unbake(n).  A BONE parent has no bake. */
+static void limb_at(const gmf *g, uint32_t a, double t, uint32_t n, mfs_mat4 *out)
+{
+    int32_t p = g->s->nodes[n].parent;
+    node_local_at(g, a, t, n, out);
+    mfs_mat4_mul(out, out, &g->frame[n].unbake);
+    if (p >= 0)
+        mfs_mat4_mul(out, &g->frame[p].bake, out);
+}
+
+enum { KEYS_LIMB, KEYS_BONE };
 
 /* Bones carry every frame of every animation; other limbs only the
  * animations that move them, and a 0-frame placeholder for the rest, so
@@ -970,8 +1068,7 @@ static void put_keys(gmf *g, uint32_t n, int kind)
     const mfs_scene *s = g->s;
     int top = kind == KEYS_BONE && (s->nodes[n].parent < 0 || g->bone_id[s->nodes[n].parent] < 0);
     for (uint32_t a = 0; a < s->n_animations; a++) {
-        int moves = kind == KEYS_BONE ||
-                    (kind == KEYS_LIMB && g->chan[(size_t)a * s->n_nodes + n] >= 0);
+        int moves = kind == KEYS_BONE || g->chan[(size_t)a * s->n_nodes + n] >= 0;
         uint32_t nf = moves ? g->frames[a] : 0;
         put_header(g->out, GMF_ANIMATIONKEYS, 0, 4 + 64 * nf);
         mfs_put_u32(g->out, nf);
@@ -980,8 +1077,10 @@ static void put_keys(gmf *g, uint32_t n, int kind)
             mfs_mat4 l;
             if (top)
                 top_bone_at(g, a, t, n, &l);
-            else
+            else if (kind == KEYS_BONE)
                 node_local_at(g, a, t, n, &l);
+            else
+                limb_at(g, a, t, n, &l);
             put_matrix(g->out, &l);
         }
     }
@@ -1000,22 +1099,30 @@ static int is_bone(const gmf *g, uint32_t n)
 }
 
 /* MESH (or NODE when it holds no surface) for a scene node that is not a
- * bone.  Children: keys, name, surfaces, then BONEs (on the host) and child
- * limbs, which are pushed for the walk. */
+ * bone, with a pure translation for matrix (gmf_frames.h).  Children: keys,
+ * name, surfaces, then BONEs (on the host) and child limbs, which are
+ * pushed for the walk. */
 static int put_limb(gmf *g, uint32_t n, walk *w, mfs_err *err)
 {
     const mfs_node *nd = &g->s->nodes[n];
     int host = (int32_t)n == g->host;
-    uint32_t nsurf = node_rigid_surfaces(g, n) + (host ? skinned_surfaces(g) : 0);
+    uint32_t nsurf = node_rigid_surfaces(g, n) + (host ? host_surfaces(g) : 0);
     uint32_t nlimb = 0;
     for (uint32_t c = 0; c < nd->n_children; c++)
         nlimb += !is_bone(g, nd->children[c]);
     uint32_t kids = g->s->n_animations + 1 + nsurf + (host ? g->n_top : 0) + nlimb;
     put_header(g->out, n == 0 || nsurf ? GMF_MESH : GMF_NODE, kids, 64);
-    put_matrix(g->out, &nd->local);
+    mfs_mat4 m;
+    mfs_mat4_identity(&m);
+    float t[3];
+    gmf_limb_translation(g->s, g->frame, n, t);
+    m.m[3] = t[0];
+    m.m[7] = t[1];
+    m.m[11] = t[2];
+    put_matrix(g->out, &m);
     put_keys(g, n, KEYS_LIMB);
     put_prop(g->out, "name", nd->name);
-    if (put_rigid_surfaces(g, n, err) < 0 || (host && put_skinned_surfaces(g, err) < 0))
+    if (put_rigid_surfaces(g, n, err) < 0 || (host && put_host_surfaces(g, err) < 0))
         return -1;
     for (uint32_t c = nd->n_children; c-- > 0;)
         if (!is_bone(g, nd->children[c]))
@@ -1026,22 +1133,11 @@ static int put_limb(gmf *g, uint32_t n, walk *w, mfs_err *err)
     return 0;
 }
 
-/* A bone node that also places rigid meshes gets them in a MESH child with
- * an identity matrix, so BONE blocks hold only what real files show. */
-static int put_bone_meshes(gmf *g, uint32_t n, uint32_t nsurf, mfs_err *err)
-{
-    put_header(g->out, GMF_MESH, g->s->n_animations + 1 + nsurf, 64);
-    mfs_mat4 id;
-    mfs_mat4_identity(&id);
-    put_matrix(g->out, &id);
-    put_keys(g, n, KEYS_NONE); /* moves with its BONE, never on its own */
-    put_prop(g->out, "name", g->s->nodes[n].name);
-    return put_rigid_surfaces(g, n, err);
-}
-
-/* BONE: bind matrix, id; children: name, keys, its meshes, child BONEs,
- * then the non-bone children hanging from it (node 0's stay on the root). */
-static int put_bone(gmf *g, uint32_t n, walk *w, mfs_err *err)
+/* BONE: bind matrix, id; children: name, keys, child BONEs, then the
+ * non-bone children hanging from it (node 0's stay on the root).  Meshes
+ * the bone places are on the host (put_host_surfaces), so BONE blocks hold
+ * only what real files show. */
+static int put_bone(gmf *g, uint32_t n, walk *w)
 {
     const mfs_node *nd = &g->s->nodes[n];
     uint32_t nbone = 0, nlimb = 0;
@@ -1049,14 +1145,11 @@ static int put_bone(gmf *g, uint32_t n, walk *w, mfs_err *err)
         nbone += is_bone(g, nd->children[c]);
         nlimb += n != 0 && !is_bone(g, nd->children[c]);
     }
-    uint32_t nsurf = n != 0 ? node_rigid_surfaces(g, n) : 0;
-    put_header(g->out, GMF_BONE, 1 + g->s->n_animations + (nsurf > 0) + nbone + nlimb, 68);
+    put_header(g->out, GMF_BONE, 1 + g->s->n_animations + nbone + nlimb, 68);
     put_matrix(g->out, &g->bind_local[n]);
     mfs_put_i32(g->out, g->bone_id[n]);
     put_prop(g->out, "name", nd->name);
     put_keys(g, n, KEYS_BONE);
-    if (nsurf && put_bone_meshes(g, n, nsurf, err) < 0)
-        return -1;
     for (uint32_t c = nd->n_children; c-- > 0 && n != 0;)
         if (!is_bone(g, nd->children[c]))
             w->stack[w->sp++] = nd->children[c];
@@ -1080,7 +1173,7 @@ static int put_tree(gmf *g, mfs_err *err)
     while (w.sp && !g->out->err && rc == 0) {
         uint32_t item = w.stack[--w.sp];
         if (item & STACK_BONE)
-            rc = put_bone(g, item & ~STACK_BONE, &w, err);
+            rc = put_bone(g, item & ~STACK_BONE, &w);
         else
             rc = put_limb(g, item, &w, err);
     }

@@ -5,7 +5,15 @@
  * layout, version 2 adds a NUL-terminated name at the end of each
  * ANIMATIONKEYS block.  Matrices are row-vector (translation at 12..14),
  * local to the enclosing limb: global = local x parentGlobal.  Left-handed,
- * +Y up. */
+ * +Y up.
+ *
+ * Placement is read the way Leadwerks' legacy loader reads it (research
+ * gmf.md, "What a real loader keeps of limb matrices"): a NODE or MESH
+ * contributes only its translation (floats 12..14), a BONE nothing, so a
+ * surface sits at its vertices plus the translations summed down to it.
+ * The bounds are that placement.  Where full matrices would put a surface
+ * elsewhere, or a NODE/MESH matrix carries rotation or scale, the reader
+ * says so. */
 #define MFS_INSPECT_READER
 #include "meshfs/inspect.h"
 
@@ -59,7 +67,8 @@ typedef struct g_seq {
 } g_seq;
 
 typedef struct g_limb {
-    float global[16];
+    float global[16]; /* full-matrix placement */
+    float engine[3];  /* Leadwerks' placement: a translation */
     g_seq *seqs;
     size_t n_seqs, cap_seqs;
 } g_limb;
@@ -74,6 +83,11 @@ typedef struct gmf {
     size_t max_bone_at;
     unsigned mislabeled_colors;
     uint64_t truncated_weights;
+    /* placement: NODE/MESH matrices with rotation or scale; surfaces that
+     * full matrices would put elsewhere, and by how much at most */
+    uint64_t turned_limbs, moved_surfaces;
+    size_t turned_at, moved_at;
+    double moved_max;
     /* sequences: the limb with the most names the summary */
     uint64_t seq_limbs, seq_limbs_at_max, seq_name_mismatch;
     size_t seq_max;
@@ -108,6 +122,16 @@ static void load_mat(const uint8_t *p, float m[16])
         m[i] = mfs_ld_f32(p + 4 * i);
 }
 
+/* The 3x3 part is identity: importer noise (1e-7) allowed. */
+static int axes_identity(const float m[16])
+{
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++)
+            if (fabsf(m[r * 4 + c] - (r == c ? 1.0f : 0.0f)) > 1e-5f)
+                return 0;
+    return 1;
+}
+
 /* Row-vector affine matrices have a right column of 0 0 0 1. */
 static int right_column_ok(const float m[16])
 {
@@ -136,6 +160,11 @@ static int limb_payload(gmf *g, uint32_t tag, size_t at, const uint8_t *pl, size
         mfs_rd_mat_mul(limb->global, local, ctx->limb->global);
     else
         memcpy(limb->global, local, sizeof local);
+    for (int i = 0; i < 3; i++)
+        limb->engine[i] = (ctx->limb ? ctx->limb->engine[i] : 0.0f) +
+                          (tag == T_BONE ? 0.0f : local[12 + i]);
+    if (tag != T_BONE && !axes_identity(local) && g->turned_limbs++ == 0)
+        g->turned_at = at;
     g->limbs++;
     if (tag == T_BONE) {
         int32_t id = mfs_ld_i32(pl + MAT_BYTES);
@@ -391,9 +420,12 @@ static void surface_indices(gmf *g, const g_surface *s, uint32_t nv)
     }
 }
 
-static void surface_positions(gmf *g, const g_array *a, const float m[16])
+/* Bounds grow by Leadwerks' placement; the full-matrix one is compared. */
+static void surface_positions(gmf *g, const g_array *a, const g_limb *limb, size_t surf_at)
 {
+    const float *m = limb->global, *e = limb->engine;
     mfs_tally bad = {0};
+    double moved = 0;
     for (uint32_t i = 0; i < a->count; i++) {
         const uint8_t *q = a->data + 12 * (size_t)i;
         float v[3] = {mfs_ld_f32(q), mfs_ld_f32(q + 4), mfs_ld_f32(q + 8)}, p[3];
@@ -401,9 +433,26 @@ static void surface_positions(gmf *g, const g_array *a, const float m[16])
             mfs_tally_add(&bad, i, 0);
             continue;
         }
-        for (int j = 0; j < 3; j++)
-            p[j] = v[0] * m[j] + v[1] * m[4 + j] + v[2] * m[8 + j] + m[12 + j];
+        double d2 = 0, f2 = 0;
+        for (int j = 0; j < 3; j++) {
+            double full = (double)v[0] * m[j] + (double)v[1] * m[4 + j] +
+                          (double)v[2] * m[8 + j] + m[12 + j];
+            p[j] = v[j] + e[j];
+            d2 += (full - p[j]) * (full - p[j]);
+            f2 += full * full;
+        }
+        /* float sums of translations against a matrix product: 1e-4 plus
+         * a relative 1e-5 is rounding, more is placement */
+        double d = sqrt(d2);
+        if (d > 1e-4 + 1e-5 * sqrt(f2) && d > moved)
+            moved = d;
         mfs_rd_point(g->r, p);
+    }
+    if (moved > 0) {
+        if (g->moved_surfaces++ == 0)
+            g->moved_at = surf_at;
+        if (moved > g->moved_max)
+            g->moved_max = moved;
     }
     if (bad.n)
         mfs_rd_violation(g->r, "offset %zu: %llu positions are NaN or infinite (first: %llu)",
@@ -501,7 +550,7 @@ static void finish_surface(gmf *g, const g_surface *s, const g_limb *limb)
                          ids ? "BONEINDICE" : "BONEWEIGHT", ids ? "BONEWEIGHT" : "BONEINDICE");
     g->r->sum->vertices += nv;
     if (pos && pos->usable)
-        surface_positions(g, pos, limb->global);
+        surface_positions(g, pos, limb, s->at);
     if (nrm && nrm->usable && nrm->count == nv)
         surface_normals(g, nrm);
     surface_skin(g, ids && ids->usable && ids->count == nv ? ids : NULL,
@@ -607,7 +656,7 @@ static int block(gmf *g, size_t *off, unsigned depth, g_ctx *ctx)
         return mfs_errf(g->r->err, "offset %zu: %s declares %ld child blocks but only %zu bytes "
                         "remain", at, tag_name(tag), (long)nkids, left);
 
-    g_limb limb = {{0}, NULL, 0, 0};
+    g_limb limb = {{0}, {0}, NULL, 0, 0};
     g_surface surf = {at, NULL, 0, 0, NULL, 0, 0};
     int is_limb = tag == T_NODE || tag == T_MESH || tag == T_BONE;
     g_ctx kctx = {is_limb ? &limb : ctx->limb, tag == T_SURFACE ? &surf : NULL};
@@ -626,6 +675,26 @@ static int block(gmf *g, size_t *off, unsigned depth, g_ctx *ctx)
 }
 
 /* ---- whole file ---- */
+
+/* A warning, not a violation: Leadwerks' own tools write rotation and scale
+ * into limbs (5 of the 8 real .mdl files in shared/testdata/real/mdl have a
+ * MESH matrix with rotation or scale), which their own engine composes; it
+ * is the legacy loader that keeps only translations.
+ * docs/formats/gmf.md, "Placement". */
+static void placement_warning(gmf *g)
+{
+    char limbs[80] = "", surfs[112] = "";
+    if (g->turned_limbs)
+        snprintf(limbs, sizeof limbs, " %llu NODE/MESH matrices rotate/scale (first: offset "
+                 "%zu)%s", (unsigned long long)g->turned_limbs, g->turned_at,
+                 g->moved_surfaces ? ";" : "");
+    if (g->moved_surfaces)
+        snprintf(surfs, sizeof surfs, " %llu surfaces up to %.6g off full-matrix placement "
+                 "(first: offset %zu)", (unsigned long long)g->moved_surfaces, g->moved_max,
+                 g->moved_at);
+    mfs_rd_warn(g->r, "placement (Leadwerks keeps only NODE/MESH translations, no BONE matrix; "
+                "bounds follow it):%s%s", limbs, surfs);
+}
 
 static void finish_file(gmf *g)
 {
@@ -648,6 +717,8 @@ static void finish_file(gmf *g)
     if (g->truncated_weights)
         mfs_rd_warn(g->r, "%llu vertices' weight bytes sum to 252..254 (truncation, as in "
                     "Leadwerks' own files)", (unsigned long long)g->truncated_weights);
+    if (g->turned_limbs || g->moved_surfaces)
+        placement_warning(g);
     if (g->seq_limbs > g->seq_limbs_at_max)
         mfs_rd_warn(g->r, "%llu of %llu animated limbs carry fewer than %zu sequences",
                     (unsigned long long)(g->seq_limbs - g->seq_limbs_at_max),

@@ -17,6 +17,7 @@
 
 #include "fixtures.h"
 #include "meshfs/formats.h"
+#include "meshfs/inspect.h"
 
 /* ---- writing ---- */
 
@@ -532,10 +533,11 @@ static void add_child_node(mfs_scene *s, uint32_t parent, uint32_t child)
     s->nodes[child].parent = (int32_t)parent;
 }
 
-/* Nodes: 0 root, 1 arm (a non-bone armature, rotated, translated, animated),
- * 2 bone0, 3 bone1, 4 strip (placing the skinned mesh; under root, or under
- * bone1 when mesh_under_bone, which forces the skeleton onto arm). */
-static mfs_scene *rig_scene(int mesh_under_bone)
+/* Nodes: 0 root, 1 arm (a non-bone armature, rotated, translated, animated;
+ * scaled (2, 1.5, 0.5) when scaled), 2 bone0, 3 bone1, 4 strip (placing the
+ * skinned mesh, rotated; under root, or under bone1 when mesh_under_bone,
+ * which forces the skeleton onto arm). */
+static mfs_scene *rig_scene(int mesh_under_bone, int scaled)
 {
     mfs_scene *s = fixture_skinned_strip();
     mfs_scene *r = mfs_scene_new();
@@ -552,6 +554,12 @@ static mfs_scene *rig_scene(int mesh_under_bone)
     add_child_node(r, 2, 3);
     add_child_node(r, mesh_under_bone ? 3 : 0, 4);
     mat_quat(&r->nodes[1].local, (const float[3]){0.5f, 0, -2}, 1, 0, 0, -90);
+    if (scaled) {
+        const float sc[3] = {2.0f, 1.5f, 0.5f};
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                r->nodes[1].local.m[i * 4 + j] *= sc[j];
+    }
     mat_quat(&r->nodes[2].local, (const float[3]){0, 0.2f, 0.3f}, 0, 1, 0, 20);
     mat_quat(&r->nodes[3].local, (const float[3]){0, 1, 0.1f}, 1, 0, 1, 15);
     mat_quat(&r->nodes[4].local, (const float[3]){1, 2, 3}, 0, 1, 0, 30);
@@ -654,22 +662,81 @@ static const blk *bone_by_id(const blk *b, int32_t id)
     return NULL;
 }
 
+/* Every NODE and MESH matrix below b is a pure translation: floats 0..10
+ * the identity's, 3, 7, 11 zero, 15 one (research gmf.md: the legacy loader
+ * keeps only floats 12..14 of them).  Returns how many were seen. */
+static unsigned assert_limbs_translations(const blk *b)
+{
+    unsigned n = 0;
+    if (b->tag == NODE || b->tag == MESH) {
+        float m[16];
+        mat_of(b->pl, m);
+        for (int i = 0; i < 12; i++)
+            if (m[i] != (i % 5 == 0 ? 1.0f : 0.0f))
+                fail_msg("%s '%s': float %d is %g", b->tag == NODE ? "NODE" : "MESH",
+                         prop(b, "name"), i, (double)m[i]);
+        assert_true(m[15] == 1.0f);
+        n++;
+    }
+    for (uint32_t k = 0; k < b->nkids; k++)
+        n += assert_limbs_translations(&b->kids[k]);
+    return n;
+}
+
+/* Where Leadwerks' legacy loader puts a block (research gmf.md): the
+ * translations (floats 12..14) of every NODE and MESH from the root down to
+ * it summed; a BONE adds nothing. */
+static void engine_origin(const blk *b, float o[3])
+{
+    o[0] = o[1] = o[2] = 0;
+    for (; b; b = b->parent)
+        if (b->tag == NODE || b->tag == MESH)
+            for (int k = 0; k < 3; k++)
+                o[k] += mfs_ld_f32(b->pl + 4 * (12 + k));
+}
+
 /* For every vertex, bone and sampled frame: the position Leadwerks computes
  * (vertex * host * inverse(bind) * pose, all globals from the file) equals
  * the canonical skinned position (world(bone, t) * offset * vertex) with Z
  * negated. */
-static void check_rig(int mesh_under_bone)
+static void check_rig(int mesh_under_bone, int scaled)
 {
-    mfs_scene *s = rig_scene(mesh_under_bone);
+    mfs_scene *s = rig_scene(mesh_under_bone, scaled);
     size_t len;
     uint8_t *b = write_scene(s, &len);
     blk *f = parse_file(b, len);
     const blk *host = bone_by_id(f, 0)->parent, *surf = kid(host, SURF, 0);
     assert_non_null(surf);
     assert_string_equal(prop(host, "name"), mesh_under_bone ? "arm" : "strip");
-    const blk *pos = array_of(surf, POS, 0);
+    const blk *pos = array_of(surf, POS, 0), *nrm = array_of(surf, NRM, 0);
     const mfs_mesh *m = &s->meshes[0];
     const mfs_animation *an = &s->animations[0];
+    /* root, arm, strip (and strip's NODE under bone1): all translations */
+    assert_int_equal(assert_limbs_translations(f), 3);
+    /* Bind pose, as a loader that does not skin draws it: the vertices plus
+     * the host's summed translations are the mesh where its node puts it
+     * (the offsets bind it as placed), z mirrored.  The node's world is
+     * composed here from the scene's local matrices. */
+    mfs_mat4 rest = s->nodes[4].local, nmat;
+    for (int32_t p = s->nodes[4].parent; p >= 0; p = s->nodes[p].parent)
+        mfs_mat4_mul(&rest, &s->nodes[p].local, &rest);
+    mfs_mat4_normal_matrix(&nmat, &rest);
+    float at[3];
+    engine_origin(host, at);
+    for (uint32_t v = 0; v < m->n_vertices; v++) {
+        float want[3], wn[3];
+        mfs_mat4_point(&rest, m->positions[v], want);
+        mfs_mat4_vector(&nmat, m->normals[v], wn);
+        mfs_normalize3(wn);
+        want[2] = -want[2];
+        wn[2] = -wn[2];
+        for (int j = 0; j < 3; j++) {
+            if (fabsf(va_f(pos, v, j) + at[j] - want[j]) > 1e-4f)
+                fail_msg("bind pose vertex %u axis %d: %f, want %f", v, j,
+                         (double)(va_f(pos, v, j) + at[j]), (double)want[j]);
+            assert_true(fabsf(va_f(nrm, v, j) - wn[j]) < 1e-5f);
+        }
+    }
     const uint32_t frames[] = {0, 7, 15, 30};
     for (int fi = 0; fi < 4; fi++) {
         uint32_t fr = frames[fi];
@@ -713,15 +780,17 @@ static void check_rig(int mesh_under_bone)
 static void test_rig_skinning_matches(void **state)
 {
     (void)state;
-    check_rig(0);
+    check_rig(0, 0);
+    check_rig(0, 1);
 }
 
 static void test_rig_mesh_under_bone(void **state)
 {
     (void)state;
-    check_rig(1);
+    check_rig(1, 0);
+    check_rig(1, 1);
     /* the strip node still exists, hanging from bone1, as an empty NODE */
-    mfs_scene *s = rig_scene(1);
+    mfs_scene *s = rig_scene(1, 0);
     size_t len;
     uint8_t *b = write_scene(s, &len);
     blk *f = parse_file(b, len);
@@ -740,8 +809,12 @@ static void test_rig_mesh_under_bone(void **state)
     mfs_scene_free(s);
 }
 
-/* A rigid mesh placed by an (animated) bone node: it rides in a MESH under
- * the BONE with an identity matrix and no keys of its own. */
+/* A rigid mesh placed by an (animated) bone node.  Leadwerks' legacy loader
+ * ignores BONE matrices, so the mesh cannot hang from the BONE: it is a
+ * surface of the host, stored where bone1's bind pose puts it and bound
+ * wholly to bone1, so a loader that skins moves it with the bone and one
+ * that does not still draws it in place.  The BONE holds only name and keys,
+ * as in real files. */
 static void test_rigid_mesh_on_bone(void **state)
 {
     (void)state;
@@ -764,22 +837,240 @@ static void test_rigid_mesh_on_bone(void **state)
     s->nodes[3].meshes = malloc(sizeof(uint32_t));
     s->nodes[3].meshes[0] = 1;
     s->nodes[3].n_meshes = 1;
+    /* the whole model is turned 90 degrees about Y, (x,y,z) -> (z+4,y,-x) */
+    const mfs_mat4 turn = {{0, 0, 1, 4, 0, 1, 0, 0, -1, 0, 0, 0, 0, 0, 0, 1}};
+    s->nodes[0].local = turn;
+    /* node 4 "grip" under bone1: moved (0,0.5,0), turned 90 degrees about
+     * Z, (x,y,z) -> (-y,x,z); it places the sword too */
+    s->n_nodes = 5;
+    s->nodes = realloc(s->nodes, sizeof(mfs_node) * 5);
+    memset(&s->nodes[4], 0, sizeof(mfs_node));
+    s->nodes[4].name = mfs_strdup("grip");
+    const mfs_mat4 grip = {{0, -1, 0, 0, 1, 0, 0, 0.5f, 0, 0, 1, 0, 0, 0, 0, 1}};
+    s->nodes[4].local = grip;
+    add_child_node(s, 3, 4);
+    s->nodes[4].meshes = malloc(sizeof(uint32_t));
+    s->nodes[4].meshes[0] = 1;
+    s->nodes[4].n_meshes = 1;
     size_t len;
     uint8_t *b = write_scene(s, &len);
     blk *f = parse_file(b, len);
+    assert_int_equal(assert_limbs_translations(f), 3); /* root, strip, grip */
     const blk *b1 = find_named(f, BONE, "bone1");
-    assert_int_equal(b1->nkids, 3); /* name, keys, MESH */
+    assert_int_equal(b1->nkids, 3); /* name, keys, NODE grip */
     assert_int_equal(mfs_ld_u32(kid(b1, KEYS, 0)->pl), 31);
-    const blk *att = kid(b1, MESH, 0);
-    assert_non_null(att);
-    assert_string_equal(prop(att, "name"), "bone1");
-    assert_memory_equal(att->pl, LE_IDENTITY, 64);
-    assert_int_equal(mfs_ld_u32(kid(att, KEYS, 0)->pl), 0);
-    const blk *surf = kid(att, SURF, 0);
-    assert_null(array_of(surf, BIDX, 0)); /* rigid: no bone arrays */
-    const blk *pos = array_of(surf, POS, 0);
-    assert_true(va_f(pos, 2, 2) == -1.0f);
+    /* grip hangs from the BONE as an empty NODE; composed with full
+     * matrices its origin is where the node is: (0,1.5,0) turned (4,1.5,0) */
+    const blk *gn = kid(b1, NODE, 0);
+    assert_string_equal(prop(gn, "name"), "grip");
+    assert_int_equal(count_kids(gn, SURF), 0);
+    float gb[16], gp[16];
+    globals(gn, 0, gb, gp);
+    assert_true(fabsf(gb[12] - 4) < 1e-6f && fabsf(gb[13] - 1.5f) < 1e-6f &&
+                fabsf(gb[14]) < 1e-6f);
+    const blk *host = find_named(f, MESH, "strip");
+    assert_int_equal(count_kids(host, SURF), 3);
+    const uint8_t one_bone[4] = {1, 0, 0, 0}, all[4] = {255, 0, 0, 0};
+    float at[3];
+    engine_origin(host, at);
+    /* bone1 rests at (0,1,0) under the turn: the sword's corners (0,0,0)
+     * (1,0,0) (0,0,1) are at (4,1,0) (4,1,-1) (5,1,0), z mirrored; on the
+     * grip at (0,1.5,0) (0,2.5,0) (0,1.5,1) before the turn, (4,1.5,0)
+     * (4,2.5,0) (5,1.5,0) after */
+    const float want[2][3][3] = {{{4, 1, 0}, {4, 1, 1}, {5, 1, 0}},
+                                 {{4, 1.5f, 0}, {4, 2.5f, 0}, {5, 1.5f, 0}}};
+    for (uint32_t i = 0; i < 2; i++) {
+        const blk *surf = kid(host, SURF, 1 + i);
+        const blk *pos = array_of(surf, POS, 0), *bi = array_of(surf, BIDX, 0),
+                  *bw = array_of(surf, BW, 0);
+        assert_non_null(bi);
+        for (uint32_t v = 0; v < 3; v++) {
+            assert_memory_equal(va_b(bi, v), one_bone, 4);
+            assert_memory_equal(va_b(bw, v), all, 4);
+            for (int k = 0; k < 3; k++)
+                if (fabsf(va_f(pos, v, k) + at[k] - want[i][v][k]) > 1e-6f)
+                    fail_msg("placement %u vertex %u axis %d: %g, want %g", i, v, k,
+                             (double)(va_f(pos, v, k) + at[k]), (double)want[i][v][k]);
+        }
+    }
+    /* the skinned strip in the same host: (1,0,0) of the mesh lands at
+     * (4,0,-1), z mirrored (4,0,1) */
+    const blk *sp = array_of(kid(host, SURF, 0), POS, 0);
+    for (int k = 0; k < 3; k++)
+        assert_true(fabsf(va_f(sp, 1, k) + at[k] - (const float[3]){4, 0, 1}[k]) < 1e-6f);
     free_file(f);
+    free(b);
+    mfs_scene_free(s);
+}
+
+/* ---- placement: what a translation-only loader draws ---- */
+
+/* Nodes: 0 root; 1 turned (90 degrees about Y, (x,y,z) -> (z+1,y,-x));
+ * 2 child of turned (scaled 2, moved (0,1,0)); 3 mirror (x scaled -1, moved
+ * (0,0,-3)).  One triangle (0,0,0) (1,0,0) (0,1,0), counter-clockwise seen
+ * from +Z like its normal, tangent +X, bitangent +Y, placed by 1, 2 and 3. */
+static mfs_scene *placement_scene(void)
+{
+    mfs_scene *s = mfs_scene_new();
+    s->n_nodes = 4;
+    s->nodes = calloc(4, sizeof(mfs_node));
+    static const char *const names[4] = {"root", "turned", "child", "mirror"};
+    static const mfs_mat4 locals[4] = {
+        {{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}},
+        {{0, 0, 1, 1, 0, 1, 0, 0, -1, 0, 0, 0, 0, 0, 0, 1}},
+        {{2, 0, 0, 0, 0, 2, 0, 1, 0, 0, 2, 0, 0, 0, 0, 1}},
+        {{-1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, -3, 0, 0, 0, 1}},
+    };
+    for (int i = 0; i < 4; i++) {
+        s->nodes[i].name = mfs_strdup(names[i]);
+        s->nodes[i].local = locals[i];
+    }
+    s->nodes[0].parent = -1;
+    add_child_node(s, 0, 1);
+    add_child_node(s, 1, 2);
+    add_child_node(s, 0, 3);
+    for (int i = 1; i < 4; i++) {
+        s->nodes[i].n_meshes = 1;
+        s->nodes[i].meshes = calloc(1, sizeof(uint32_t));
+    }
+    s->n_meshes = 1;
+    s->meshes = calloc(1, sizeof(mfs_mesh));
+    mfs_mesh *m = &s->meshes[0];
+    m->name = mfs_strdup("tri");
+    m->material = -1;
+    m->prim = MFS_PRIM_TRIANGLES;
+    m->n_vertices = 3;
+    m->positions = calloc(3, sizeof *m->positions);
+    m->normals = calloc(3, sizeof *m->normals);
+    m->tangents = calloc(3, sizeof *m->tangents);
+    m->bitangents = calloc(3, sizeof *m->bitangents);
+    m->positions[1][0] = 1;
+    m->positions[2][1] = 1;
+    for (int v = 0; v < 3; v++) {
+        m->normals[v][2] = 1;
+        m->tangents[v][0] = 1;
+        m->bitangents[v][1] = 1;
+    }
+    m->n_faces = 1;
+    m->indices = calloc(3, sizeof(uint32_t));
+    m->indices[1] = 1;
+    m->indices[2] = 2;
+    return s;
+}
+
+/* Canonical -> gmf by the documented frame rule: z mirrored (binormals
+ * mirrored and negated). */
+static void to_le(const float c[3], float le[3], int binormal)
+{
+    le[0] = binormal ? -c[0] : c[0];
+    le[1] = binormal ? -c[1] : c[1];
+    le[2] = binormal ? c[2] : -c[2];
+}
+
+static void test_placement_baked(void **state)
+{
+    (void)state;
+    mfs_scene *s = placement_scene();
+    size_t len;
+    uint8_t *b = write_scene(s, &len);
+    blk *f = parse_file(b, len);
+    assert_int_equal(assert_limbs_translations(f), 4);
+    /* Worked out by hand from the node matrices (canonical frame). */
+    static const struct {
+        const char *node;
+        float pos[3][3], nrm[3], tan[3], bin[3];
+        int mirrored;
+    } want[3] = {
+        /* (z+1, y, -x) */
+        {"turned", {{1, 0, 0}, {1, 0, -1}, {1, 1, 0}}, {1, 0, 0}, {0, 0, -1}, {0, 1, 0}, 0},
+        /* turned after (2x, 2y+1, 2z): (2z+1, 2y+1, -2x) */
+        {"child", {{1, 1, 0}, {1, 1, -2}, {1, 3, 0}}, {1, 0, 0}, {0, 0, -1}, {0, 1, 0}, 0},
+        /* (-x, y, z-3): normals keep +Z, tangents turn to -X */
+        {"mirror", {{0, 0, -3}, {-1, 0, -3}, {0, 1, -3}}, {0, 0, 1}, {-1, 0, 0}, {0, 1, 0}, 1},
+    };
+    for (int i = 0; i < 3; i++) {
+        const blk *limb = find_named(f, MESH, want[i].node);
+        assert_non_null(limb);
+        const blk *surf = kid(limb, SURF, 0);
+        const blk *pos = array_of(surf, POS, 0), *nrm = array_of(surf, NRM, 0);
+        const blk *tan = array_of(surf, TAN, 0), *bin = array_of(surf, BIN, 0);
+        float at[3], w[3], wn[3], wt[3], wb[3];
+        engine_origin(limb, at);
+        to_le(want[i].nrm, wn, 0);
+        to_le(want[i].tan, wt, 0);
+        to_le(want[i].bin, wb, 1);
+        for (uint32_t v = 0; v < 3; v++) {
+            to_le(want[i].pos[v], w, 0);
+            for (int k = 0; k < 3; k++) {
+                if (fabsf(va_f(pos, v, k) + at[k] - w[k]) > 1e-6f)
+                    fail_msg("%s vertex %u axis %d: %g + %g, want %g", want[i].node, v, k,
+                             (double)va_f(pos, v, k), (double)at[k], (double)w[k]);
+                assert_true(fabsf(va_f(nrm, v, k) - wn[k]) < 1e-6f);
+                assert_true(fabsf(va_f(tan, v, k) - wt[k]) < 1e-6f);
+                assert_true(fabsf(va_f(bin, v, k) - wb[k]) < 1e-6f);
+            }
+        }
+        /* Front faces stay front (research gmf.md: cross(Pb-Pa, Pc-Pa)
+         * along the normal).  Z mirrored reverses each triangle; the mirror
+         * node's own reflection reverses it back. */
+        uint16_t t[3] = {ia_get(surf, 0), ia_get(surf, 1), ia_get(surf, 2)};
+        assert_int_equal(t[0], want[i].mirrored ? 0 : 2);
+        assert_int_equal(t[2], want[i].mirrored ? 2 : 0);
+        float e1[3], e2[3];
+        for (int k = 0; k < 3; k++) {
+            e1[k] = va_f(pos, t[1], k) - va_f(pos, t[0], k);
+            e2[k] = va_f(pos, t[2], k) - va_f(pos, t[0], k);
+        }
+        float cr[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
+                       e1[0] * e2[1] - e1[1] * e2[0]};
+        assert_true(cr[0] * wn[0] + cr[1] * wn[1] + cr[2] * wn[2] > 0);
+    }
+    free_file(f);
+    free(b);
+    mfs_scene_free(s);
+}
+
+/* meshfs-inspect reads placement as the legacy loader does: the written
+ * file passes without a placement warning and its bounds are where the
+ * vertices are drawn.  A rotation put into a MESH matrix by hand is
+ * flagged, and the bounds stay put: that loader ignores it. */
+static void test_placement_inspected(void **state)
+{
+    (void)state;
+    mfs_scene *s = placement_scene();
+    size_t len;
+    uint8_t *b = write_scene(s, &len);
+    mfs_summary sum;
+    mfs_err err;
+    assert_int_equal(mfs_inspect_buffer("p.gmf", b, len, 1, &sum, &err), 0);
+    assert_int_equal(sum.n_warnings, 0);
+    /* the nine placed corners of test_placement_baked, z mirrored */
+    const float lo[3] = {-1, 0, 0}, hi[3] = {1, 3, 3};
+    for (int k = 0; k < 3; k++) {
+        assert_true(fabsf(sum.min[k] - lo[k]) < 1e-6f);
+        assert_true(fabsf(sum.max[k] - hi[k]) < 1e-6f);
+    }
+    blk *f = parse_file(b, len);
+    const blk *turned = find_named(f, MESH, "turned");
+    size_t at = (size_t)(turned->pl - b) - 12;
+    uint8_t *mat = b + at + 12;
+    const float turn[12] = {0, 0, -1, 0, 0, 1, 0, 0, 1, 0, 0, 0};
+    for (int i = 0; i < 12; i++)
+        mfs_st_f32(mat + 4 * i, turn[i]);
+    free_file(f);
+    assert_int_equal(mfs_inspect_buffer("p.gmf", b, len, 1, &sum, &err), 0);
+    assert_int_equal(sum.n_warnings, 1);
+    assert_int_equal(sum.n_violations, 0);
+    char head[128];
+    snprintf(head, sizeof head, "bounds follow it): 1 NODE/MESH matrices rotate/scale (first: "
+             "offset %zu); 2 surfaces up to ", at);
+    if (strncmp(sum.warnings[0], "placement (Leadwerks keeps only NODE/MESH translations", 54) ||
+        !strstr(sum.warnings[0], head))
+        fail_msg("warning: %s", sum.warnings[0]);
+    for (int k = 0; k < 3; k++) {
+        assert_true(fabsf(sum.min[k] - lo[k]) < 1e-6f);
+        assert_true(fabsf(sum.max[k] - hi[k]) < 1e-6f);
+    }
     free(b);
     mfs_scene_free(s);
 }
@@ -1081,7 +1372,7 @@ static void test_deterministic(void **state)
         free(b2);
         mfs_scene_free(s);
     }
-    mfs_scene *s = rig_scene(1);
+    mfs_scene *s = rig_scene(1, 1);
     size_t l1, l2;
     uint8_t *b1 = write_scene(s, &l1), *b2 = write_scene(s, &l2);
     assert_int_equal(l1, l2);
@@ -1103,6 +1394,8 @@ int main(void)
         cmocka_unit_test(test_rig_skinning_matches),
         cmocka_unit_test(test_rig_mesh_under_bone),
         cmocka_unit_test(test_rigid_mesh_on_bone),
+        cmocka_unit_test(test_placement_baked),
+        cmocka_unit_test(test_placement_inspected),
         cmocka_unit_test(test_split_70000),
         cmocka_unit_test(test_65535_stays_one_surface),
         cmocka_unit_test(test_lines_and_points_skipped),

@@ -146,8 +146,9 @@ static void put_str32(buf *b, const char *s)
 
 /* One mesh "tri": (0,0,0) (1,0,0) (0,2,0), face 0 1 2, uv, normals +Z, one
  * bone "root" weighting every vertex 1.0.  Nodes: "root" (identity) with
- * child "tri" translated by (1,2,3) (column-vector: m[3], m[7], m[11]). */
-static void fmd_payload(buf *b)
+ * child `child` translated by (1,2,3) (column-vector: m[3], m[7], m[11]).
+ * The offsets noted hold for child "tri". */
+static void fmd_payload_child(buf *b, const char *child)
 {
     put_fs(b, 16, IDENT);              /* root matrix: 0..64 */
     put_i32(b, 1);                     /* meshes: 64 */
@@ -172,10 +173,15 @@ static void fmd_payload(buf *b)
     put_str32(b, "root");              /* node: 303..311 */
     put_fs(b, 16, IDENT);              /* 311..375 */
     put_i32(b, 1);                     /* 375 */
-    put_str32(b, "tri");               /* 379..386 */
+    put_str32(b, child);               /* 379..386 */
     const float t[16] = {1, 0, 0, 1, 0, 1, 0, 2, 0, 0, 1, 3, 0, 0, 0, 1};
     put_fs(b, 16, t);                  /* 386..450 */
     put_i32(b, 0);                     /* 450..454 */
+}
+
+static void fmd_payload(buf *b)
+{
+    fmd_payload_child(b, "tri");
 }
 
 static void gzip_into(buf *out, const uint8_t *p, size_t n)
@@ -229,38 +235,49 @@ static void test_fmd_valid(void **state)
     assert_int_equal(s.animations, 0);
     assert_int_equal(s.n_warnings, 0);
     assert_true(s.has_bounds);
-    /* placed by node "tri": + (1,2,3) */
-    assert_box(s.min, 1, 2, 3);
-    assert_box(s.max, 2, 4, 3);
+    /* FGE draws the stored vertices: node "tri"'s (1,2,3) is not applied */
+    assert_box(s.min, 0, 0, 0);
+    assert_box(s.max, 1, 2, 0);
     /* FGE is right-handed Z-up: (x, y, z) -> canonical (x, z, -y) */
-    assert_box(s.cmin, 1, 3, -4);
-    assert_box(s.cmax, 2, 3, -2);
+    assert_box(s.cmin, 0, 0, -2);
+    assert_box(s.cmax, 1, 0, 0);
     free(p.p);
 }
 
-/* The format links a mesh to a node only by name; without one the mesh is
- * placed by the root node (which carries the model's frame), with a
- * warning. */
-static void test_fmd_unnamed_placement(void **state)
+/* What FGE draws (research/fmd.md): node matrices move no vertex, whatever
+ * the node names; only nodes named marker_center* (case-sensitive prefix)
+ * do, by minus their summed model-space translation. */
+static void test_fmd_drawn_bounds(void **state)
 {
     (void)state;
     buf p = {0};
     fmd_payload(&p);
-    memcpy(p.p + 383, "TRI", 3); /* node "tri" -> "TRI": still matches, any case */
+    patch_f32(&p, 311 + 4 * 3, 5.0f); /* root node: translation x 5 */
     mfs_summary s;
     mfs_err err;
     assert_int_equal(fmd_run(&p, 1, &s, &err), 0);
-    assert_box(s.min, 1, 2, 3);
-    memcpy(p.p + 383, "leg", 3);
-    patch_f32(&p, 311 + 4 * 3, 5.0f); /* root node: translation x 5 */
+    assert_box(s.min, 0, 0, 0);
+    assert_box(s.max, 1, 2, 0);
+    assert_int_equal(s.n_warnings, 0);
+    free(p.p);
+
+    /* child at root (5,0,0) * (1,2,3): model-space (6,2,3), so FGE moves
+     * every vertex by (-6,-2,-3) */
+    p = (buf){0};
+    fmd_payload_child(&p, "marker_center_of_mass");
+    patch_f32(&p, 311 + 4 * 3, 5.0f);
     assert_int_equal(fmd_run(&p, 1, &s, &err), 0);
-    assert_box(s.min, 5, 0, 0);
-    assert_box(s.max, 6, 2, 0);
-    assert_true(has_warning(&s, "1 meshes (first: 'tri') have no node of the same name: "
-                                "placed by the root node only"));
+    assert_box(s.min, -6, -2, -3);
+    assert_box(s.max, -5, 0, -3);
+    free(p.p);
+
+    p = (buf){0};
+    fmd_payload_child(&p, "Marker_Center"); /* FGE's StartsWithFast is case-sensitive */
+    assert_int_equal(fmd_run(&p, 1, &s, &err), 0);
+    assert_box(s.min, 0, 0, 0);
+    assert_box(s.max, 1, 2, 0);
     free(p.p);
 }
-
 
 static void test_fmd_truncated(void **state)
 {
@@ -525,7 +542,7 @@ static void gmf_floats(buf *b, uint32_t kind, const float *f, int n, int el)
 #define GMF_WEIGHT_AT 421
 #define GMF_INDEX_AT 461
 
-/* Root MESH "root" (scale 2, translation (0,0,1) at m[12..14]) with a
+/* Root MESH "root" (translation (0,0,1) at m[12..14]) with a
  * 0-frame "walk" placeholder, a child MESH "leaf" translated by (1,0,0)
  * holding one triangle surface, and BONE 0 "b0" with a 2-frame "walk". */
 static void gmf_sample(buf *b, int version)
@@ -535,7 +552,7 @@ static void gmf_sample(buf *b, int version)
     put_i32(b, version);
     blk_end(b, file);
 
-    const float root[16] = {2, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 0, 0, 1, 1};
+    const float root[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1};
     size_t mesh = blk(b, 3, 4);
     put_fs(b, 16, root);
     blk_end(b, mesh);
@@ -596,11 +613,12 @@ static void test_gmf_valid(void **state)
     assert_int_equal(s.n_anim_names, 1);
     assert_string_equal(s.anim_names[0], "walk");
     assert_int_equal(s.n_warnings, 0);
-    /* global = local x parentGlobal: ((p + (1,0,0)) * 2) + (0,0,1) */
-    assert_box(s.min, 2, 0, 1);
-    assert_box(s.max, 4, 2, 1);
-    assert_box(s.cmin, 2, 0, -1); /* left-handed: z negated */
-    assert_box(s.cmax, 4, 2, -1);
+    /* Leadwerks sums NODE/MESH translations: p + (1,0,0) + (0,0,1) (a
+     * rotated or scaled limb: test_gmf.c, test_placement_inspected) */
+    assert_box(s.min, 1, 0, 1);
+    assert_box(s.max, 2, 1, 1);
+    assert_box(s.cmin, 1, 0, -1); /* left-handed: z negated */
+    assert_box(s.cmax, 2, 1, -1);
     /* .mdl is the same format */
     assert_int_equal(inspect("t.mdl", b.p, b.n, 1, &s, &err), 0);
     assert_string_equal(s.format, "gmf");
@@ -804,7 +822,7 @@ static const char DEM_SAMPLE[] =
     "w 1 0 1.0 1.0 0.0 0.0\n"
     "w 2 0 0.25 0.0 2.0 3.0\n"
     "w 3 0 0.75 0.0 2.0 3.0\n"
-    "sequence wave hello\n"
+    "sequence wave_hello\n"
     "rate 24\n"
     "components 9\n"
     "joints 1\n"
@@ -863,7 +881,7 @@ static void test_dem_valid(void **state)
     assert_int_equal(s.nodes, 0);
     assert_int_equal(s.animations, 1);
     assert_int_equal(s.n_anim_names, 1);
-    assert_string_equal(s.anim_names[0], "wave hello");
+    assert_string_equal(s.anim_names[0], "wave_hello");
     assert_int_equal(s.n_warnings, 0);
     assert_box(s.min, 0, 0, 0);
     assert_box(s.max, 1, 2, 3);
@@ -899,7 +917,8 @@ static void test_dem_truncated(void **state)
 }
 
 /* The early README form: DEM_10, 3-int t lines, and a tris count that
- * disagrees with its lines: read, the mismatch a check failure. */
+ * disagrees with its lines: read; each of the three a check failure (the
+ * first two because the author's loader cannot take them). */
 static void test_dem_count_mismatch(void **state)
 {
     (void)state;
@@ -919,12 +938,16 @@ static void test_dem_count_mismatch(void **state)
     assert_int_equal(dem_run(early, 0, &s, &err), 0);
     assert_int_equal(s.triangles, 2);
     assert_int_equal(s.vertices, 3);
-    assert_true(has_warning(&s, "older form"));
-    assert_true(has_warning(&s, "without a polygon index"));
+    assert_true(has_warning(&s, "line 1: header 'DEM_10' is the older form of 'DEM 10'"));
+    assert_true(has_warning(&s, "line 10: 't' line without a polygon index"));
     assert_true(has_warning(&s, "mesh 'Cube': tris declares 1 but 2 't' lines follow (line 9)"));
+    assert_true(has_warning(&s, "2 lines in all with 't' lines without a polygon index "
+                                "(first: line 10)"));
+    assert_int_equal(s.n_violations, 3);
     assert_int_equal(dem_run(early, 1, &s, &err), -1);
-    assert_string_equal(err.msg, "t.dem: mesh 'Cube': tris declares 1 but 2 't' lines follow "
-                                 "(line 9)");
+    assert_string_equal(err.msg, "t.dem: line 1: header 'DEM_10' is the older form of 'DEM 10', "
+                                 "which the loader does not recognise (it reads only 'DEM 10') "
+                                 "(and 2 more check failures)");
 }
 
 static void test_dem_errors(void **state)
@@ -972,7 +995,7 @@ static void test_dem_check(void **state)
     dem_expect_fail("v 1 1.0", "v 5 1.0", "line 11: vertex index 5, expected 1");
     dem_expect_fail("meshes 1\n", "meshes 2\n", "meshes declares 2 but 1 'mesh' line follow");
     dem_expect_fail("frames 2\n", "frames 3\n", "frames 3 x joints 1 needs 3 'f' lines, found 2");
-    dem_expect_fail("e 0 1 step", "e 0 7 step", "line 29: sequence 'wave hello': event at frame 7, past the 2 frames");
+    dem_expect_fail("e 0 1 step", "e 0 7 step", "line 29: sequence 'wave_hello': event at frame 7, past the 2 frames");
     dem_expect_fail("j root -1 0.0", "j root 0 0.0", "joint 0 has parent 0");
     dem_expect_fail("j root -1 0.0 0.0 0.0 0.0 0.0 0.0", "j root -1 0.0 0.0 0.0 0.0 0.8 0.8",
                     "line 6: joint rotation (0 0.8 0.8) is longer than a unit quaternion");
@@ -1041,13 +1064,36 @@ static void runtime_header(buf *b, uint32_t elements)
     put_u32(b, elements);
 }
 
-/* 3 vertices x y z u v nx ny nz */
+/* One of the engine's 64-byte VertexData: x y z u v nx ny nz, weights
+ * w0..w3 (f32), bone indices b0..b3 (u32). */
+static void vrt_vertex(buf *b, const float f[8], const float w[4], const uint32_t ix[4])
+{
+    put_fs(b, 8, f);
+    put_fs(b, 4, w);
+    for (int k = 0; k < 4; k++)
+        put_u32(b, ix[k]);
+}
+
+/* 3 vertices: bone 0 alone; bones 2 and 1 (0.75, 0.25); static */
 static void vrt_sample(buf *b)
+{
+    const float v[3][8] = {{0, 0, 0, 0, 0, 0, 0, 1}, {3, 0, 0, 1, 0, 0, 0, 1},
+                           {0, 4, -1, 0, 1, 0, 1, 0}};
+    const float w[3][4] = {{1, 0, 0, 0}, {0.75f, 0.25f, 0, 0}, {0, 0, 0, 0}};
+    const uint32_t ix[3][4] = {{0, 0, 0, 0}, {2, 1, 0, 0}, {0, 0, 0, 0}};
+    runtime_header(b, 48);
+    for (int i = 0; i < 3; i++)
+        vrt_vertex(b, v[i], w[i], ix[i]);
+}
+
+/* The same 3 vertices in the document's 32-byte layout (vrt_layout=plain);
+ * n = 2 keeps the first two. */
+static void vrt_plain_sample(buf *b, int n)
 {
     const float v[24] = {0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 1, 0, 0, 0, 1,
                          0, 4, -1, 0, 1, 0, 1, 0};
-    runtime_header(b, 24);
-    put_fs(b, 24, v);
+    runtime_header(b, (uint32_t)n * 8);
+    put_fs(b, n * 8, v);
 }
 
 static void tri_sample(buf *b, uint32_t last)
@@ -1056,10 +1102,14 @@ static void tri_sample(buf *b, uint32_t last)
     put_u32(b, 0), put_u32(b, 1), put_u32(b, last);
 }
 
-/* centre (1.5, 2, 0): distances 2.5, 2.5 and 2.69 to (0,0,0) (3,0,0) (0,4,-1) */
+/* centre (1.5, 2, 0): distances 2.5, 2.5 and 2.69 to (0,0,0) (3,0,0) (0,4,-1).
+ * The engine's 48-byte BoundingSphere: 16 zero bytes (its Align16 base),
+ * centre x y z w at 16, radius at 32, 12 zero bytes. */
 static void sph_sample(buf *b, float radius)
 {
     const float c[5] = {1.5f, 2.0f, 0.0f, 1.0f, radius};
+    for (int i = 0; i < 16; i++)
+        put(b, "", 1);
     put_fs(b, 5, c);
     for (int i = 0; i < 12; i++)
         put(b, "", 1);
@@ -1078,6 +1128,8 @@ static void test_runtime_valid(void **state)
     assert_string_equal(s.format, "vrt");
     assert_int_equal(s.meshes, 1);
     assert_int_equal(s.vertices, 3);
+    assert_int_equal(s.bones, 3); /* highest bone index used: 2 */
+    assert_int_equal(s.n_warnings, 0);
     assert_box(s.min, 0, 0, -1);
     assert_box(s.max, 3, 4, 0);
     assert_box(s.cmin, 0, 0, -1);
@@ -1123,37 +1175,131 @@ static void test_runtime_corrupt(void **state)
     mfs_st_u32(v.p + 8, 0x40000000u); /* numberOfElement */
     assert_int_equal(inspect("t.vrt", v.p, v.n, 0, &s, &err), -1);
     assert_string_equal(err.msg, "t.vrt: offset 8: declares 1073741824 elements (4294967296 "
-                                 "bytes) but only 96 bytes remain");
+                                 "bytes) but only 192 bytes remain");
     mfs_st_u32(v.p + 8, 0xffffffffu);
     assert_int_equal(inspect("t.vrt", v.p, v.n, 0, &s, &err), -1);
     assert_contains(err.msg, "negative numberOfElement (-1)");
-    mfs_st_u32(v.p + 8, 24);
+    mfs_st_u32(v.p + 8, 48);
     mfs_st_u32(v.p + 4, 2);
     assert_int_equal(inspect("t.vrt", v.p, v.n, 0, &s, &err), -1);
     assert_contains(err.msg, "sizeOfElement is 2, expected 4");
     mfs_st_u32(v.p + 4, 4);
     mfs_st_u32(v.p, 100); /* rawSizeInBytes */
     assert_int_equal(inspect("t.vrt", v.p, v.n, 1, &s, &err), -1);
-    assert_contains(err.msg, "rawSizeInBytes 100 disagrees with 4 x numberOfElement = 96");
-    mfs_st_u32(v.p, 96);
+    assert_contains(err.msg, "rawSizeInBytes 100 disagrees with 4 x numberOfElement = 192");
+    mfs_st_u32(v.p, 192);
     put_u32(&v, 0);
     assert_int_equal(inspect("t.vrt", v.p, v.n, 1, &s, &err), -1);
-    assert_contains(err.msg, "offset 108: 4 bytes after the last element");
+    assert_contains(err.msg, "offset 204: 4 bytes after the last element");
     v.n -= 4;
     mfs_st_f32(v.p + 12 + 4 * 7, 0.5f); /* normal (0,0,0.5) */
     assert_int_equal(inspect("t.vrt", v.p, v.n, 1, &s, &err), -1);
     assert_contains(err.msg, "1 normals are not unit length (first: vertex 0, length 0.5)");
 
-    mfs_st_f32(s3.p + 12, 0.0f); /* w */
+    mfs_st_f32(s3.p + 28, 0.0f); /* w */
     assert_int_equal(inspect("t.sph", s3.p, s3.n, 1, &s, &err), -1);
-    assert_contains(err.msg, "offset 12: centre w is 0, expected 1.0");
-    mfs_st_f32(s3.p + 12, 1.0f);
-    s3.p[31] = 1;
+    assert_contains(err.msg, "offset 28: centre w is 0, expected 1.0");
+    mfs_st_f32(s3.p + 28, 1.0f);
+    s3.p[47] = 1;
     assert_int_equal(inspect("t.sph", s3.p, s3.n, 1, &s, &err), -1);
-    assert_contains(err.msg, "offset 31: padding byte is 0x01, expected 0");
+    assert_contains(err.msg, "offset 47: byte 0x01 in the padding (bytes 36-47), expected 0");
+    s3.p[47] = 0;
+    s3.p[3] = 1;
+    assert_int_equal(inspect("t.sph", s3.p, s3.n, 1, &s, &err), -1);
+    assert_contains(err.msg, "offset 3: byte 0x01 in the Align16 base (bytes 0-15), expected 0");
     free(v.p);
     free(t.p);
     free(s3.p);
+}
+
+/* The engine's reading (research/dem_vrt.md): Mesh takes rawSizeInBytes /
+ * 64 vertices, the skinning shader 4 weights and 4 indices below 100, and
+ * BoundingSphere is 48 bytes. */
+static void test_runtime_engine_layout(void **state)
+{
+    (void)state;
+    mfs_summary s;
+    mfs_err err;
+    buf v = {0};
+    /* 3 plain vertices, 96 bytes: not a whole number of 64-byte ones */
+    vrt_plain_sample(&v, 3);
+    assert_int_equal(inspect("p.vrt", v.p, v.n, 1, &s, &err), -1);
+    assert_string_equal(err.msg, "p.vrt: 96 bytes of vertices is not a multiple of 64, the "
+                                 "engine's VertexData (x y z u v nx ny nz, 4 weights, 4 bone "
+                                 "indices): 3 32-byte vertices of vrt_layout=plain, which the "
+                                 "engine would read as 1 64-byte ones");
+    /* without --check: read as what it is, with the finding as a warning */
+    assert_int_equal(inspect("p.vrt", v.p, v.n, 0, &s, &err), 0);
+    assert_int_equal(s.vertices, 3);
+    assert_int_equal(s.bones, 0);
+    assert_box(s.max, 3, 4, 0);
+    assert_true(has_warning(&s, "not a multiple of 64"));
+    /* a .tri beside it indexes the 3 plain vertices */
+    buf t = {0};
+    tri_sample(&t, 2);
+    assert_int_equal(mfs_inspect_buffer_with_vrt("t.tri", t.p, t.n, v.p, v.n, 1, &s, &err), 0);
+    free(v.p);
+
+    /* 2 plain vertices, 64 bytes: one engine vertex whose weights are
+     * (3, 0, 0, 1); read as 32-byte vertices the file is clean */
+    memset(&v, 0, sizeof v);
+    vrt_plain_sample(&v, 2);
+    assert_int_equal(inspect("p.vrt", v.p, v.n, 1, &s, &err), -1);
+    assert_string_equal(err.msg, "p.vrt: the skin fields of 1 vertices are unusable read with "
+                                 "the engine's 64-byte stride, but the file reads cleanly as 2 "
+                                 "32-byte vertices of vrt_layout=plain, which the engine would "
+                                 "misread");
+    assert_int_equal(inspect("p.vrt", v.p, v.n, 0, &s, &err), 0);
+    assert_int_equal(s.vertices, 2);
+    free(v.p);
+
+    /* skin fields of the 64-byte sample broken one at a time (vertex 1:
+     * weights at 12 + 64 + 32, indices at 12 + 64 + 48) */
+    memset(&v, 0, sizeof v);
+    vrt_sample(&v);
+    const size_t w1 = 12 + 64 + 32, b1 = 12 + 64 + 48;
+    mfs_st_f32(v.p + w1 + 4, 0.5f); /* 0.75 + 0.5 */
+    assert_int_equal(inspect("t.vrt", v.p, v.n, 1, &s, &err), -1);
+    assert_string_equal(err.msg, "t.vrt: 1 vertices have skin weights summing to neither 1 nor "
+                                 "0 (first: vertex 1, sum 1.25)");
+    mfs_st_f32(v.p + w1 + 4, -0.25f);
+    assert_int_equal(inspect("t.vrt", v.p, v.n, 1, &s, &err), -1);
+    assert_string_equal(err.msg, "t.vrt: 1 vertices have a skin weight outside [0, 1] (first: "
+                                 "vertex 1, weight -0.25)");
+    mfs_st_f32(v.p + w1 + 4, 0.25f);
+    mfs_st_u32(v.p + b1 + 12, 100); /* under a zero weight: still fetched */
+    assert_int_equal(inspect("t.vrt", v.p, v.n, 1, &s, &err), -1);
+    assert_string_equal(err.msg, "t.vrt: 1 vertices have a bone index beyond the 100 joints of "
+                                 "the engine's skinning shader (first: vertex 1, index 100)");
+    mfs_st_u32(v.p + b1 + 12, 99);
+    assert_int_equal(inspect("t.vrt", v.p, v.n, 1, &s, &err), 0);
+    assert_int_equal(s.bones, 3); /* 99 sits under a zero weight */
+    /* neither 64- nor 32-byte vertices: 3 engine vertices and 4 words */
+    free(v.p);
+    memset(&v, 0, sizeof v);
+    runtime_header(&v, 52);
+    for (int i = 0; i < 52; i++)
+        put_u32(&v, 0);
+    assert_int_equal(inspect("t.vrt", v.p, v.n, 1, &s, &err), -1);
+    assert_string_equal(err.msg, "t.vrt: 208 bytes of vertices is not a multiple of 64, the "
+                                 "engine's VertexData (x y z u v nx ny nz, 4 weights, 4 bone "
+                                 "indices)");
+    assert_int_equal(inspect("t.vrt", v.p, v.n, 0, &s, &err), 0);
+    assert_int_equal(s.vertices, 3);
+    free(v.p);
+
+    /* the old 32-byte sphere (centre at 0, radius at 16) is refused */
+    buf old = {0};
+    const float c[5] = {1.5f, 2.0f, 0.0f, 1.0f, 2.7f};
+    put_fs(&old, 5, c);
+    for (int i = 0; i < 12; i++)
+        put(&old, "", 1);
+    assert_int_equal(inspect("t.sph", old.p, old.n, 0, &s, &err), -1);
+    assert_string_equal(err.msg, "t.sph: file is 32 bytes, a .sph is 48 (the engine's "
+                                 "BoundingSphere: 16-byte Align16 base, centre x y z w at 16, "
+                                 "radius at 32, padding)");
+    free(old.p);
+    free(t.p);
 }
 
 static void write_file(const char *dir, const char *name, const buf *b)
@@ -1240,9 +1386,10 @@ static void test_json(void **state)
     assert_string_equal(j, "{\"file\":\"t.gmf\",\"ok\":true,\"error\":null,\"format\":\"gmf\","
                            "\"version\":2,\"name\":\"root\",\"meshes\":1,\"vertices\":3,"
                            "\"triangles\":1,\"bones\":1,\"nodes\":3,\"animations\":1,"
-                           "\"animation_names\":[\"walk\"],\"min\":[2,0,1],\"max\":[4,2,1],"
-                           "\"cmin\":[2,0,-1],\"cmax\":[4,2,-1],\"sphere\":null,"
-                           "\"sibling\":null,\"warnings\":[],\"warnings_total\":0,"
+                           "\"animation_names\":[\"walk\"],\"min\":[1,0,1],\"max\":[2,1,1],"
+                           "\"cmin\":[1,0,-1],\"cmax\":[2,1,-1],\"sphere\":null,"
+                           "\"sibling\":null,\"texture\":null,\"warnings\":[],"
+                           "\"warnings_total\":0,"
                            "\"violations\":0}\n");
     free(j);
     free(b.p);
@@ -1278,7 +1425,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fmd_valid),
-        cmocka_unit_test(test_fmd_unnamed_placement),
+        cmocka_unit_test(test_fmd_drawn_bounds),
         cmocka_unit_test(test_fmd_truncated),
         cmocka_unit_test(test_fmd_bad_counts),
         cmocka_unit_test(test_fmd_bad_magic_and_gzip),
@@ -1301,6 +1448,7 @@ int main(void)
         cmocka_unit_test(test_fmi),
         cmocka_unit_test(test_runtime_valid),
         cmocka_unit_test(test_runtime_corrupt),
+        cmocka_unit_test(test_runtime_engine_layout),
         cmocka_unit_test(test_sibling_files),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_unknown_format),
