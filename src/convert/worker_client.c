@@ -117,6 +117,10 @@ static void build_argv(argv_buf *a, const mfs_job *job, char *formats, size_t fs
         arg(a, "--reverse-winding");
     if (job->opts.source_frame)
         arg(a, "--source-frame");
+    if (job->opts.fmd_raw)
+        arg(a, "--fmd-raw");
+    if (job->opts.vrt_plain)
+        arg(a, "--vrt-plain");
     if (job->opts.model_path) {
         arg(a, "--model-path");
         arg(a, job->opts.model_path);

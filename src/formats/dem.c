@@ -57,12 +57,16 @@ typedef struct dem_plan {
 
 /* ---- text ---- */
 
-/* " <number>": -0.0 becomes 0.0, since the axis mapping negates a
- * coordinate and would otherwise print "-0.0" for every zero. */
+/* " <number>".  -0.0 becomes 0.0, since the axis mapping negates a
+ * coordinate and would otherwise print "-0.0" for every zero.  Subnormals
+ * (0 < |v| < FLT_MIN) become 0.0 too: the loader's std::stof throws
+ * out_of_range on text such as "1e-40" (strtof reports ERANGE). */
 static char *put_num(char *p, float v)
 {
     *p++ = ' ';
-    return p + mfs_fmt_f32(v + 0.0f, p);
+    if (fabsf(v) < FLT_MIN) /* false for NaN, which prints as "nan" */
+        v = 0.0f;
+    return p + mfs_fmt_f32(v, p);
 }
 
 static const char digit_pairs[201] =

@@ -5,7 +5,12 @@
  * is stricter than the spec: FGE silently drops texcoords or normals whose
  * count differs from the vertex count, builds collisioncomplex_ shapes from
  * consecutive vertices (ignoring indices), and hands each mesh's bones to the
- * mesh at the same index among *visible* meshes. */
+ * mesh at the same index among *visible* meshes.
+ *
+ * FGE draws a static mesh at its stored vertices and never applies the node
+ * tree to it, so by default every mesh is written placed: once per node that
+ * places it, with that node's full world matrix baked in.  fmd_raw keeps
+ * FMC's raw layout (one copy per mesh, mesh-local vertices). */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -23,14 +28,22 @@
 
 #define I32_MAX_U 0x7fffffffu
 
+/* One mesh record of the file: a scene mesh and the node that places this
+ * copy (-1: no node places the mesh, or the raw layout). */
+typedef struct fmd_entry {
+    uint32_t mesh;
+    int32_t node;
+} fmd_entry;
+
 /* Everything one write needs, computed once. */
 typedef struct fmd_writer {
     const mfs_scene *s;
     mfs_sink *z;        /* the gzip stream the payload goes into */
     mfs_mat4 basis;     /* canonical frame -> FGE frame (identity for source_frame) */
-    int pretrans;
-    mfs_mat4 *world;    /* per node, model space (canonical frame) */
-    int32_t *placer;    /* per mesh, the node placing it or -1 */
+    int placed;         /* bake each copy's placement (the default; !fmd_raw) */
+    mfs_mat4 *world;    /* per node, model space (canonical frame); placed only */
+    fmd_entry *entries; /* the file's mesh records, scene mesh order */
+    uint64_t n_entries;
 } fmd_writer;
 
 /* How one mesh's vertex data is written. */
@@ -88,13 +101,15 @@ static void fge_basis(mfs_mat4 *a)
     a->m[15] = 1;
 }
 
-static void mesh_transform(const fmd_writer *w, uint32_t mi, mesh_xf *xf)
+/* The full world matrix of the placing node, parents included: FMC's
+ * pretrans bakes Root x Node only and drops every intermediate parent
+ * (docs/formats/fmd.md, departure 2). */
+static void mesh_transform(const fmd_writer *w, int32_t node, mesh_xf *xf)
 {
     memset(xf, 0, sizeof *xf);
-    xf->bake = w->pretrans;
+    xf->bake = w->placed;
     if (!xf->bake)
         return;
-    int32_t node = w->placer[mi];
     if (node >= 0)
         mfs_mat4_mul(&xf->point, &w->basis, &w->world[node]);
     else
@@ -263,8 +278,8 @@ static void put_bones(mfs_sink *z, const mfs_mesh *m, const mesh_xf *xf)
     for (uint32_t i = 0; i < m->n_bones; i++)
         n += (uint32_t)bone_written(m, &m->bones[i]);
     mfs_put_i32(z, (int32_t)n);
-    /* With pretrans the vertices are no longer in mesh space; the offsets
-     * take them back there first so skinning gives the same result. */
+    /* Placed vertices are no longer in mesh space; the offsets take them
+     * back there first so skinning gives the same result. */
     mfs_mat4 unbake;
     int fix = xf->bake && mfs_mat4_invert(&unbake, &xf->point) == 0;
     for (uint32_t i = 0; i < m->n_bones; i++) {
@@ -284,9 +299,9 @@ static void put_bones(mfs_sink *z, const mfs_mesh *m, const mesh_xf *xf)
     }
 }
 
-static int put_mesh(fmd_writer *w, uint32_t mi, mfs_err *err)
+static int put_mesh(fmd_writer *w, const fmd_entry *e, mfs_err *err)
 {
-    const mfs_mesh *m = &w->s->meshes[mi];
+    const mfs_mesh *m = &w->s->meshes[e->mesh];
     char *name = mfs_fge_mesh_name(m->name);
     float(*own)[3] = m->normals ? NULL : smooth_normals(m);
     if (!name || (!m->normals && !own)) {
@@ -295,7 +310,7 @@ static int put_mesh(fmd_writer *w, uint32_t mi, mfs_err *err)
         return mfs_errf(err, "mesh '%s': out of memory", m->name);
     }
     mesh_xf xf;
-    mesh_transform(w, mi, &xf);
+    mesh_transform(w, e->node, &xf);
     put_string(w->z, name);
     const float(*nrm)[3] = m->normals ? (const float(*)[3])m->normals : (const float(*)[3])own;
     if (fge_soup(m->name))
@@ -359,14 +374,15 @@ static int check_limits(const mfs_scene *s, mfs_err *err)
 
 /* ---- the file ---- */
 
-/* Visible meshes first, each group in scene order: FGE gives mesh i's bones
+/* Visible meshes first, each group in entry order: FGE gives mesh i's bones
  * to the i-th *visible* mesh, which is only the same mesh when no hidden
  * mesh comes before it. */
 static int put_meshes(fmd_writer *w, mfs_err *err)
 {
     for (int pass = 0; pass < 2; pass++)
-        for (uint32_t i = 0; i < w->s->n_meshes; i++)
-            if (mfs_fge_hidden(w->s->meshes[i].name) == pass && put_mesh(w, i, err) < 0)
+        for (uint64_t i = 0; i < w->n_entries; i++)
+            if (mfs_fge_hidden(w->s->meshes[w->entries[i].mesh].name) == pass &&
+                put_mesh(w, &w->entries[i], err) < 0)
                 return -1;
     return 0;
 }
@@ -376,30 +392,87 @@ static int put_payload(fmd_writer *w, mfs_err *err)
     mfs_mat4 root;
     mfs_mat4_mul(&root, &w->basis, &w->s->nodes[0].local);
     put_mat(w->z, &root);
-    mfs_put_i32(w->z, (int32_t)w->s->n_meshes);
+    mfs_put_i32(w->z, (int32_t)w->n_entries);
     if (put_meshes(w, err) < 0)
         return -1;
     return put_nodes(w, err);
 }
 
+/* Raw layout: one record per scene mesh, in scene order. */
+static int raw_entries(fmd_writer *w, mfs_err *err)
+{
+    const mfs_scene *s = w->s;
+    w->entries = malloc(sizeof *w->entries * s->n_meshes);
+    if (!w->entries)
+        return mfs_errf(err, "out of memory");
+    for (uint32_t i = 0; i < s->n_meshes; i++)
+        w->entries[i] = (fmd_entry){i, -1};
+    w->n_entries = s->n_meshes;
+    return 0;
+}
+
+/* Placed layout: FGE draws each record once, where its vertices are, so a
+ * mesh several nodes place (instancing) gets one record per placement:
+ * scene mesh order, and for each mesh its placing nodes in pre-order; a
+ * mesh no node places gets one record, where it is. */
+static int placed_entries(fmd_writer *w, mfs_err *err)
+{
+    const mfs_scene *s = w->s;
+    uint64_t *count = calloc(s->n_meshes, sizeof *count);
+    if (!count)
+        return mfs_errf(err, "out of memory");
+    for (uint32_t i = 0; i < s->n_nodes; i++)
+        for (uint32_t k = 0; k < s->nodes[i].n_meshes; k++)
+            count[s->nodes[i].meshes[k]]++;
+    uint64_t total = 0;
+    for (uint32_t m = 0; m < s->n_meshes; m++)
+        total += count[m] ? count[m] : 1;
+    if (total > I32_MAX_U) {
+        free(count);
+        return mfs_errf(err, "%llu placed meshes exceed the int32 mesh count",
+                        (unsigned long long)total);
+    }
+    w->entries = malloc(sizeof *w->entries * (size_t)total);
+    if (!w->entries) {
+        free(count);
+        return mfs_errf(err, "out of memory");
+    }
+    /* count becomes each mesh's next free slot */
+    uint64_t at = 0;
+    for (uint32_t m = 0; m < s->n_meshes; m++) {
+        uint64_t n = count[m];
+        count[m] = at;
+        w->entries[at] = (fmd_entry){m, -1};
+        at += n ? n : 1;
+    }
+    for (uint32_t i = 0; i < s->n_nodes; i++)
+        for (uint32_t k = 0; k < s->nodes[i].n_meshes; k++) {
+            uint32_t m = s->nodes[i].meshes[k];
+            w->entries[count[m]++] = (fmd_entry){m, (int32_t)i};
+        }
+    w->n_entries = total;
+    free(count);
+    return 0;
+}
+
+/* fmd_raw alone chooses the layout; the pretrans option is accepted for
+ * compatibility and read by no one (placement is the default). */
 static int setup(fmd_writer *w, const mfs_scene *s, const mfs_options *o, mfs_err *err)
 {
     memset(w, 0, sizeof *w);
     w->s = s;
-    w->pretrans = o && o->pretrans;
+    w->placed = !(o && o->fmd_raw);
     if (o && o->source_frame)
         mfs_mat4_identity(&w->basis);
     else
         fge_basis(&w->basis);
-    if (!w->pretrans)
-        return 0;
+    if (!w->placed)
+        return raw_entries(w, err);
     w->world = malloc(sizeof *w->world * s->n_nodes);
-    w->placer = malloc(sizeof *w->placer * s->n_meshes);
-    if (!w->world || !w->placer)
+    if (!w->world)
         return mfs_errf(err, "out of memory");
     mfs_scene_world(s, w->world);
-    mfs_scene_mesh_nodes(s, w->placer);
-    return 0;
+    return placed_entries(w, err);
 }
 
 /* A gzip failure that is really the destination's (EFBIG at the output
@@ -432,6 +505,6 @@ int mfs_write_fmd(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_e
     mfs_sink_free(&gz);
 done_setup:
     free(w.world);
-    free(w.placer);
+    free(w.entries);
     return rc;
 }

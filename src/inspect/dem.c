@@ -8,12 +8,24 @@
  * countWeight); `t` carries 3 indices, or a polygon index and 3 indices.
  * Element lines are counted as they come, never allocated from a declared
  * count, so a count that disagrees with its lines is a finding, not a
- * hazard.  Frame: Blender's right-handed Z-up. */
+ * hazard.  Frame: Blender's right-handed Z-up.
+ *
+ * The reader itself is tolerant (runs of spaces and tabs split tokens, the
+ * old DEM_10 header reads), but everything the author's loader (mod_dem.ixx,
+ * research/dem_vrt.md) cannot take is a violation, so --check passes only
+ * what that loader reads: it splits each trimmed line on single spaces, reads
+ * numbers with std::stof / std::stoi / std::stoul (which throw on subnormal
+ * or out-of-range text), knows only the header `DEM 10`, takes the first
+ * token after a keyword as the name, indexes the first token of every line
+ * and four fields of every `t` line (docs/formats/dem.md, "Loader rules"). */
 #define MFS_INSPECT_READER
 #include "meshfs/inspect.h"
 
 #include <errno.h>
+#include <float.h>
+#include <stdarg.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,8 +89,24 @@ typedef struct dem_seq {
     unsigned max_e_line;
 } dem_seq;
 
+/* The loader's rules (see the top of this file), each reported once as a
+ * violation at its first breach, with a count of the rest at the end. */
+typedef enum rule {
+    R_SPACING,   /* empty token: leading, trailing or doubled space */
+    R_CONTROL,   /* tab or other control byte: not a separator for the loader */
+    R_EMPTY,     /* empty line: the loader reads the first token of nothing */
+    R_HEADER,    /* header other than exactly `DEM 10` */
+    R_FLOAT,     /* number std::stof throws on (subnormal, out of float range) */
+    R_INT,       /* integer std::stoi / std::stoul throws on (out of range) */
+    R_NAME,      /* name of more than one word */
+    R_TRI3,      /* `t` line without its polygon index */
+    R_COUNT
+} rule;
+
 typedef struct dem {
     mfs_rd *r;
+    uint64_t broken[R_COUNT]; /* lines breaking each rule */
+    unsigned broken_first[R_COUNT];
     int header;
     int model_lines;
     count joints, meshes, sequences;
@@ -90,6 +118,55 @@ typedef struct dem {
     dem_mesh m;
     dem_seq q;
 } dem;
+
+/* ---- the loader's rules ---- */
+
+static const char *const rule_names[R_COUNT] = {
+    "tokens not separated by single spaces", "control characters", "empty lines",
+    "header not 'DEM 10'", "numbers std::stof rejects", "integers out of 32-bit range",
+    "names of more than one word", "'t' lines without a polygon index",
+};
+
+static void loader_rule(dem *d, rule k, unsigned no, const char *fmt, ...) MFS_PRINTF(4, 5);
+
+/* The first breach of rule k becomes a violation (message from fmt, "line
+ * N: " in front); later ones are only counted (see loader_totals). */
+static void loader_rule(dem *d, rule k, unsigned no, const char *fmt, ...)
+{
+    if (d->broken[k]++)
+        return;
+    d->broken_first[k] = no;
+    char msg[MFS_SUMMARY_WARN_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mfs_rd_violation(d->r, "line %u: %s", no, msg);
+}
+
+static void loader_totals(dem *d)
+{
+    for (int k = 0; k < R_COUNT; k++)
+        if (d->broken[k] > 1)
+            mfs_rd_warn(d->r, "%llu lines in all with %s (first: line %u)",
+                        (unsigned long long)d->broken[k], rule_names[k], d->broken_first[k]);
+}
+
+/* Spacing and bytes of the raw line (CR already cut). */
+static void check_raw_line(dem *d, const char *s, size_t n, unsigned no)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f) {
+            loader_rule(d, R_CONTROL, no, "control character 0x%02x (the loader splits on "
+                        "single spaces only, so it stays inside a token)", c);
+            break;
+        }
+    }
+    if (n && (s[0] == ' ' || s[n - 1] == ' ' || memmem(s, n, "  ", 2)))
+        loader_rule(d, R_SPACING, no, "tokens must be separated by exactly one space (a leading, "
+                    "trailing or second space makes an empty token)");
+}
 
 /* ---- tokens and numbers ---- */
 
@@ -124,7 +201,10 @@ static int tok_is(tok t, const char *lit)
     return t.n == strlen(lit) && memcmp(t.s, lit, t.n) == 0;
 }
 
-static int parse_f(tok t, float *out)
+/* A float as std::stof reads it (strtof): *range is set when stof would
+ * throw out_of_range (ERANGE: overflow, underflow, subnormal result) or
+ * the value is subnormal whatever errno says. */
+static int parse_f(tok t, float *out, int *range)
 {
     char buf[NUM_BUF];
     if (t.n == 0 || t.n >= sizeof buf)
@@ -133,10 +213,11 @@ static int parse_f(tok t, float *out)
     buf[t.n] = '\0';
     char *end;
     errno = 0;
-    double d = strtod(buf, &end);
+    float f = strtof(buf, &end);
     if (*end)
         return -1;
-    *out = (float)d;
+    *range = errno == ERANGE || fpclassify(f) == FP_SUBNORMAL;
+    *out = f;
     return 0;
 }
 
@@ -163,25 +244,54 @@ static int bad_field(dem *d, const line *l, unsigned i, const char *want)
                     (int)(t.n > 40 ? 40 : t.n), t.s, want);
 }
 
-/* Reads k numbers from tokens first.. (ints where is_int[j]). */
+/* The loader reads counts and `t` indices with std::stoi (int32) and ids
+ * with std::stoul (32 bits on Windows, the loader's platform). */
+static void int_range(dem *d, const line *l, unsigned i, int64_t v, int unsigned_field)
+{
+    int64_t lo = unsigned_field ? 0 : INT32_MIN, hi = unsigned_field ? UINT32_MAX : INT32_MAX;
+    if (v < lo || v > hi)
+        loader_rule(d, R_INT, l->no, "field %u '%.*s' is out of the range std::%s reads", i,
+                    (int)(l->t[i].n > 40 ? 40 : l->t[i].n), l->t[i].s,
+                    unsigned_field ? "stoul" : "stoi");
+}
+
+/* Reads k numbers from tokens first.. : ints[j] is 'i' for an integer the
+ * loader reads with stoi, 'u' for one it reads with stoul, else a float. */
 static int numbers(dem *d, const line *l, unsigned first, unsigned k, double *out,
                    const char *ints)
 {
     for (unsigned j = 0; j < k; j++) {
         unsigned i = first + j;
-        if (ints && ints[j] == 'i') {
+        if (ints && (ints[j] == 'i' || ints[j] == 'u')) {
             int64_t v;
             if (parse_i(l->t[i], &v))
                 return bad_field(d, l, i, "an integer");
+            int_range(d, l, i, v, ints[j] == 'u');
             out[j] = (double)v;
         } else {
             float f;
-            if (parse_f(l->t[i], &f))
+            int range;
+            if (parse_f(l->t[i], &f, &range))
                 return bad_field(d, l, i, "a number");
+            if (range)
+                loader_rule(d, R_FLOAT, l->no, "field %u '%.*s': std::stof throws out_of_range "
+                            "(%s)", i, (int)(l->t[i].n > 40 ? 40 : l->t[i].n), l->t[i].s,
+                            isinf(f) || fabsf(f) > FLT_MAX ? "beyond float range"
+                                                            : "subnormal or underflowing");
             out[j] = f;
         }
     }
     return 0;
+}
+
+/* A name line (`model`, `mesh`, `mat`, `sequence`): the loader keeps only
+ * the first token after the keyword. */
+static void single_word(dem *d, const line *l, unsigned words)
+{
+    if (l->all > words + 1)
+        loader_rule(d, R_NAME, l->no, "'%.*s' name '%.*s' is not one word (the loader keeps "
+                    "'%.*s')", (int)l->t[0].n, l->t[0].s,
+                    (int)(l->rest_n > 40 ? 40 : l->rest_n), l->rest, (int)l->t[1].n, l->t[1].s);
 }
 
 static int want_fields(dem *d, const line *l, unsigned k)
@@ -203,6 +313,7 @@ static int set_count(dem *d, const line *l, count *c, section sec)
         return mfs_errf(d->r->err, "line %u: '%.*s' needs a non-negative count, not '%.*s'",
                         l->no, (int)l->t[0].n, l->t[0].s, (int)(l->t[1].n > 40 ? 40 : l->t[1].n),
                         l->t[1].s);
+    int_range(d, l, 1, v, 0);
     if (c->declared >= 0)
         mfs_rd_violation(d->r, "line %u: second '%.*s' line (first on line %u)", l->no,
                          (int)l->t[0].n, l->t[0].s, c->line);
@@ -231,7 +342,7 @@ static int vertex_line(dem *d, const line *l)
         return mfs_errf(d->r->err, "line %u: 'v' needs %d or %d numbers, has %u", l->no,
                         V_NUMBERS, V_SKINNED, k);
     double v[V_SKINNED];
-    if (numbers(d, l, 1, k, v, "i" "fffffffffff" "ii"))
+    if (numbers(d, l, 1, k, v, "u" "fffffffffff" "uu"))
         return -1;
     if (m->v_form && m->v_form != (int)k)
         mfs_rd_violation(d->r, "line %u: 'v' with %u numbers after ones with %d", l->no, k,
@@ -282,17 +393,16 @@ static int triangle_line(dem *d, const line *l)
     if (k != 3 && k != 4)
         return mfs_errf(d->r->err, "line %u: 't' needs 3 or 4 integers, has %u", l->no, k);
     double v[4];
-    if (numbers(d, l, 1, k, v, "iiii"))
+    if (numbers(d, l, 1, k, v, k == 4 ? "uiii" : "iii"))
         return -1;
     if (m->t_form && m->t_form != (int)k)
         mfs_rd_violation(d->r, "line %u: 't' with %u integers after ones with %d", l->no, k,
                          m->t_form);
-    if (!m->t_form) {
+    if (!m->t_form)
         m->t_form = (int)k;
-        if (k == 3)
-            mfs_rd_warn(d->r, "line %u: 't' lines without a polygon index (the early "
-                        "exporter's form)", l->no);
-    }
+    if (k == 3)
+        loader_rule(d, R_TRI3, l->no, "'t' line without a polygon index (the early exporter's "
+                    "form; the loader reads fields 1 to 4)");
     uint64_t idx = m->tris.lines++;
     const double *ix = v + (k - 3);
     if (k == 4 && v[0] != (double)idx)
@@ -436,6 +546,9 @@ static int model_joint_line(dem *d, const line *l)
     if (l->all < 9 || l->all > MAX_TOK)
         return mfs_errf(d->r->err, "line %u: 'j' needs a name, a parent index and 6 numbers",
                         l->no);
+    if (l->all > 9)
+        loader_rule(d, R_NAME, l->no, "'j' name '%.*s' is not one word",
+                    (int)(l->t[l->nt - 7].s - l->t[1].s - 1), l->t[1].s);
     unsigned first = l->nt - 7;
     double v[7];
     if (numbers(d, l, first, 7, v, "iffffff"))
@@ -459,6 +572,9 @@ static int seq_joint_line(dem *d, const line *l)
 {
     if (l->all < 5 || l->all > MAX_TOK)
         return mfs_errf(d->r->err, "line %u: 'j' needs a name and 3 integers", l->no);
+    if (l->all > 5)
+        loader_rule(d, R_NAME, l->no, "'j' name '%.*s' is not one word",
+                    (int)(l->t[l->nt - 3].s - l->t[1].s - 1), l->t[1].s);
     double v[3];
     if (numbers(d, l, l->nt - 3, 3, v, "iii"))
         return -1;
@@ -484,6 +600,9 @@ static int event_line(dem *d, const line *l)
 {
     if (l->all < 4)
         return mfs_errf(d->r->err, "line %u: 'e' needs an index, a frame and a name", l->no);
+    if (l->all > 4)
+        loader_rule(d, R_NAME, l->no, "'e' name '%.*s' is not one word",
+                    (int)(l->rest + l->rest_n - l->t[3].s), l->t[3].s);
     double v[2];
     if (numbers(d, l, 1, 2, v, "ii"))
         return -1;
@@ -616,6 +735,7 @@ static int mesh_keyword(dem *d, const line *l, tok k, int *handled)
     if (tok_is(k, "mat") || tok_is(k, "s")) {
         if (needs_mesh(d, l))
             return -1;
+        single_word(d, l, 1);
         if (d->m.has_mat++)
             mfs_rd_violation(d->r, "line %u: second material line in mesh '%s'", l->no,
                              d->m.name);
@@ -667,6 +787,7 @@ static int model_keyword(dem *d, const line *l, tok k)
     if (tok_is(k, "model")) {
         if (!l->rest)
             return mfs_errf(d->r->err, "line %u: 'model' needs a name", l->no);
+        single_word(d, l, 1);
         if (d->model_lines++)
             mfs_rd_violation(d->r, "line %u: second 'model' line", l->no);
         else
@@ -691,6 +812,7 @@ static int model_keyword(dem *d, const line *l, tok k)
     if (tok_is(k, "mesh")) {
         if (!l->rest)
             return mfs_errf(d->r->err, "line %u: 'mesh' needs a name", l->no);
+        single_word(d, l, 1);
         close_seq(d);
         d->in_seq = 0;
         open_mesh(d, l);
@@ -699,6 +821,7 @@ static int model_keyword(dem *d, const line *l, tok k)
     if (tok_is(k, "sequence")) {
         if (!l->rest)
             return mfs_errf(d->r->err, "line %u: 'sequence' needs a name", l->no);
+        single_word(d, l, 1);
         open_seq(d, l);
         return 0;
     }
@@ -707,16 +830,21 @@ static int model_keyword(dem *d, const line *l, tok k)
     return 0;
 }
 
-static int header_line(dem *d, const line *l)
+/* The loader sets the version from a line whose first token is `DEM` and
+ * ignores any other first token, so `DEM_10` leaves it unset. */
+static int header_line(dem *d, const line *l, const char *raw, size_t n)
 {
     tok k = l->t[0];
     int64_t v = 0;
     if (tok_is(k, "DEM") && l->all == 2 && parse_i(l->t[1], &v) == 0) {
-        /* the current form */
+        if (v == 10 && !(n == 6 && memcmp(raw, "DEM 10", 6) == 0))
+            loader_rule(d, R_HEADER, l->no, "header '%.*s' is not exactly 'DEM 10'",
+                        (int)(n > 40 ? 40 : n), raw);
     } else if (k.n > 4 && memcmp(k.s, "DEM_", 4) == 0 && l->all == 1 &&
                parse_i((tok){k.s + 4, k.n - 4}, &v) == 0) {
-        mfs_rd_warn(d->r, "line %u: header 'DEM_%lld' is the older form of 'DEM %lld'", l->no,
-                    (long long)v, (long long)v);
+        loader_rule(d, R_HEADER, l->no, "header 'DEM_%lld' is the older form of 'DEM %lld', "
+                    "which the loader does not recognise (it reads only 'DEM 10')", (long long)v,
+                    (long long)v);
     } else {
         return mfs_errf(d->r->err, "line %u: expected the header 'DEM 10'", l->no);
     }
@@ -738,14 +866,16 @@ static int one_line(dem *d, const char *s, size_t n, unsigned no)
     l.no = no;
     split(&l, s, n);
     if (l.all == 0) {
-        mfs_rd_warn(d->r, "line %u is empty", no);
+        loader_rule(d, R_EMPTY, no, "empty line (the loader reads the first token of every "
+                    "line and there is none)");
         return 0;
     }
     tok k = l.t[0];
     if (k.s[0] == '#' || (k.n >= 2 && k.s[0] == '/' && k.s[1] == '/'))
         return 0;
+    check_raw_line(d, s, n, no);
     if (!d->header)
-        return header_line(d, &l);
+        return header_line(d, &l, s, n);
     int handled, rc = mesh_keyword(d, &l, k, &handled);
     if (handled)
         return rc;
@@ -773,6 +903,7 @@ static void finish(dem *d)
     if (d->max_joint >= 0 && (uint64_t)d->max_joint >= joints)
         mfs_rd_violation(d->r, "line %u: weight names joint %lld but the model has %llu joints",
                          d->max_joint_line, (long long)d->max_joint, (unsigned long long)joints);
+    loader_totals(d);
 }
 
 int mfs_read_dem(mfs_rd *r, const uint8_t *p, size_t n)

@@ -5,7 +5,14 @@
  * (translation at 3, 7, 11).  Counts are signed 32-bit.
  *
  * The payload is inflated with a hard cap and parsed in place: nothing is
- * allocated from a count that the remaining bytes cannot back. */
+ * allocated from a count that the remaining bytes cannot back.
+ *
+ * Bounds are what FGE draws: every mesh at its stored vertex positions.
+ * FGE applies no node matrix to a mesh (Model.UpdateTransforms uses the
+ * identity for every node without animation, and a .fmd carries no
+ * animation), so neither does this reader.  The one thing FGE's loader does
+ * move is every vertex, by minus the model-space translation of the nodes
+ * named marker_center* (ModelHandler.LoadModel); that is applied too. */
 #define MFS_INSPECT_READER
 #include "meshfs/inspect.h"
 
@@ -48,7 +55,7 @@ typedef struct fmd_mesh {
 
 typedef struct fmd_node {
     fmd_str name;
-    float global[16];
+    float global[16]; /* parent * local, up to the tree's root */
 } fmd_node;
 
 typedef struct fmd {
@@ -154,12 +161,6 @@ static int read_mat(fmd *f, const char *what, float m[16])
     return 0;
 }
 
-
-static void mat_identity(float m[16])
-{
-    memset(m, 0, 16 * sizeof(float));
-    m[0] = m[5] = m[10] = m[15] = 1.0f;
-}
 
 static int str_caseeq(fmd_str a, fmd_str b)
 {
@@ -364,6 +365,8 @@ static int read_node(fmd *f, const float parent[16], unsigned depth)
     float local[16];
     if (read_str(f, "node name", &node.name) || read_mat(f, "node matrix", local))
         return -1;
+    /* FGE's Model3DNode.GetMatrix: Parent.GetMatrix() * MatrixA, on the
+     * matrices as stored (column-vector convention), so parent * child. */
     mfs_rd_mat_mul(node.global, parent, local);
     if (mfs_rd_grow(f->r, (void **)&f->nodes, &f->cap_nodes, f->n_nodes + 1, sizeof node))
         return -1;
@@ -379,45 +382,38 @@ static int read_node(fmd *f, const float parent[16], unsigned depth)
 
 /* ---- after parsing ---- */
 
-/* The node that places a mesh: FMC's pretrans lookup (mesh name lower-cased
- * with '#' and '.' as '_', first node in pre-order with that lower-cased
- * name).  NULL if none. */
-static const fmd_node *mesh_node(const fmd *f, fmd_str mesh)
+/* FGE's recentring (ModelHandler.LoadModel): minus the summed model-space
+ * translation of every node whose name starts with "marker_center" (case
+ * sensitive there), applied to all vertices when its squared length
+ * exceeds 0.0001.  Returns 0 when FGE leaves the vertices alone. */
+static int marker_offset(const fmd *f, float off[3])
 {
+    static const char mark[] = "marker_center";
+    double d[3] = {0, 0, 0};
     for (size_t i = 0; i < f->n_nodes; i++) {
-        fmd_str nn = f->nodes[i].name;
-        if (nn.n != mesh.n)
+        fmd_str n = f->nodes[i].name;
+        if (n.n < sizeof mark - 1 || memcmp(n.s, mark, sizeof mark - 1) != 0)
             continue;
-        size_t k = 0;
-        for (; k < mesh.n; k++) {
-            int c = tolower((unsigned char)mesh.s[k]);
-            if (c == '#' || c == '.')
-                c = '_';
-            if (c != tolower((unsigned char)nn.s[k]))
-                break;
-        }
-        if (k == mesh.n)
-            return &f->nodes[i];
+        for (int k = 0; k < 3; k++)
+            d[k] -= f->nodes[i].global[4 * k + 3];
     }
-    return NULL;
+    for (int k = 0; k < 3; k++)
+        off[k] = (float)d[k];
+    return d[0] * d[0] + d[1] * d[1] + d[2] * d[2] > 0.0001;
 }
 
-/* Places a mesh's vertices in model space.  The format links meshes to
- * nodes only by name (FMC's rule above); a mesh without a node of its name
- * is placed by the root node, which carries the model's frame.  Returns 0
- * when the mesh had to fall back. */
-static int mesh_bounds(fmd *f, const fmd_mesh *m)
+/* The mesh's vertices where FGE draws them: as stored, in the file's
+ * frame, moved by the marker_center offset if there is one. */
+static void mesh_bounds(fmd *f, const fmd_mesh *m, const float *off)
 {
-    const fmd_node *node = mesh_node(f, m->name);
-    const float *g = node ? node->global : f->nodes[0].global;
     for (uint32_t i = 0; i < m->nv; i++) {
         const uint8_t *q = m->pos + 12 * (size_t)i;
-        float v[3] = {mfs_ld_f32(q), mfs_ld_f32(q + 4), mfs_ld_f32(q + 8)}, p[3];
-        for (int r = 0; r < 3; r++)
-            p[r] = g[r * 4] * v[0] + g[r * 4 + 1] * v[1] + g[r * 4 + 2] * v[2] + g[r * 4 + 3];
-        mfs_rd_point(f->r, p);
+        float v[3] = {mfs_ld_f32(q), mfs_ld_f32(q + 4), mfs_ld_f32(q + 8)};
+        if (off)
+            for (int k = 0; k < 3; k++)
+                v[k] += off[k];
+        mfs_rd_point(f->r, v);
     }
-    return node != NULL || m->nv == 0;
 }
 
 static int str_cmp(const void *a, const void *b)
@@ -465,17 +461,11 @@ static int visible(fmd_str name)
 static void finish(fmd *f)
 {
     int shown = 0;
-    uint32_t unplaced = 0, first = 0;
+    float off[3];
+    int moved = marker_offset(f, off);
     for (uint32_t i = 0; i < f->n_meshes; i++) {
-        if (!mesh_bounds(f, &f->meshes[i]) && unplaced++ == 0)
-            first = i;
+        mesh_bounds(f, &f->meshes[i], moved ? off : NULL);
         shown |= visible(f->meshes[i].name) && f->meshes[i].nv > 0;
-    }
-    if (unplaced) {
-        fmd_str n = f->meshes[first].name;
-        mfs_rd_warn(f->r, "%lu meshes (first: '%.*s') have no node of the same name: placed by "
-                    "the root node only", (unsigned long)unplaced, (int)(n.n > 60 ? 60 : n.n),
-                    n.s);
     }
     if (!shown)
         mfs_rd_violation(f->r, "no visible mesh with vertices (FGE refuses such a model)");
@@ -496,8 +486,7 @@ static int parse_payload(fmd *f)
     for (uint32_t i = 0; i < f->n_meshes; i++)
         if (read_mesh(f, &f->meshes[i]))
             return mfs_err_prefix(f->r->err, "mesh %lu", (unsigned long)i);
-    float id[16];
-    mat_identity(id);
+    float id[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
     if (read_node(f, id, 0))
         return mfs_err_prefix(f->r->err, "node tree");
     if (mfs_cur_left(&f->c))

@@ -23,6 +23,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: meshfs-worker --root DIR --model REL --outdir DIR --formats LIST\n"
                     "         [--pretrans] [--fmi-textures] [--reverse-winding] [--source-frame]\n"
+                    "         [--fmd-raw] [--vrt-plain]\n"
                     "         [--model-path P] [--memory BYTES] [--cpu SECONDS] [--output BYTES]\n"
                     "       meshfs-worker --list-extensions\n"
                     "Internal helper of meshfs: writes its report to fd %d.\n",
@@ -117,6 +118,8 @@ static int parse_args(int argc, char **argv, mfs_job *job)
         else if (!strcmp(a, "--fmi-textures")) job->opts.fmi_textures = 1;
         else if (!strcmp(a, "--reverse-winding")) job->opts.reverse_winding = 1;
         else if (!strcmp(a, "--source-frame")) job->opts.source_frame = 1;
+        else if (!strcmp(a, "--fmd-raw")) job->opts.fmd_raw = 1;
+        else if (!strcmp(a, "--vrt-plain")) job->opts.vrt_plain = 1;
         else if (!v) return -1;
         else if (!strcmp(a, "--root")) job->root = v, i++;
         else if (!strcmp(a, "--model")) job->model = v, i++;

@@ -1,13 +1,20 @@
 /* .dem writer: exact text for the hand-built fixtures (worked out from
  * fixtures.h and docs/formats/dem.md, not from the writer), skinning and
  * sequence lines for the two-bone strip, name rules, placement baking,
- * determinism, and the README example cube's numbers. */
+ * determinism, and the README example cube's numbers.
+ *
+ * The author's loader (research/dem_vrt.md, "measured"): std::stof throws
+ * on subnormal and overflowing text, tokens are split on single spaces,
+ * names are one word, the header is exactly `DEM 10`.  meshfs-inspect's
+ * --check applies those rules; the last tests hold the writer's output to
+ * it and make sure it refuses each breach. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +23,7 @@
 
 #include "fixtures.h"
 #include "meshfs/formats.h"
+#include "meshfs/inspect.h"
 #include "meshfs/numfmt.h"
 
 /* Writes scene s as .dem and returns the text (NUL-terminated, caller
@@ -517,6 +525,168 @@ static void test_deterministic(void **state)
     mfs_scene_free(b);
 }
 
+/* ---- the loader's rules ---- */
+
+/* meshfs-inspect --check on text: 0 or -1 with err. */
+static int strict(const char *text, mfs_err *err)
+{
+    mfs_summary sum;
+    return mfs_inspect_buffer("t.dem", (const uint8_t *)text, strlen(text), 1, &sum, err);
+}
+
+static void expect_strict_ok(const char *text)
+{
+    mfs_err err = {{0}};
+    if (strict(text, &err) != 0)
+        fail_msg("--check refused writer output: %s", err.msg);
+}
+
+/* Subnormal values print as 0.0 (std::stof throws on "1e-40"); the
+ * smallest normal float, FLT_MIN, is kept.  Vertex 0 of the cube is
+ * canonical (0.5, -0.5, 0.5) with normal (1, 0, 0); x = 1e-40 stays x,
+ * z = -1e-40 becomes DEM y = 1e-40, the normal's y = -1e-40 becomes DEM
+ * z; u of vertex 1 = FLT_MIN. */
+static void test_subnormals_flushed(void **state)
+{
+    (void)state;
+    mfs_scene *s = fixture_cube();
+    mfs_mesh *m = &s->meshes[0];
+    m->positions[0][0] = 1e-40f;
+    m->positions[0][2] = -1e-40f;
+    m->normals[0][1] = -1e-40f;
+    m->uv[0][1][0] = FLT_MIN;
+    m->uv[0][2][1] = -FLT_TRUE_MIN;
+    assert_true(fpclassify(m->positions[0][0]) == FP_SUBNORMAL);
+    char *t = dem_text(s, NULL);
+    assert_non_null(strstr(t, "\nv 0 0.0 0.0 -0.5 1.0 0.0 0.0 0.0 0.0 1.0 1.0 1.0\n"));
+    assert_non_null(strstr(t, "\nv 1 0.5 0.5 -0.5 1.0 0.0 0.0 1.1754944e-38 0.0 1.0 1.0 1.0\n"));
+    assert_non_null(strstr(t, "\nv 2 0.5 0.5 0.5 1.0 0.0 0.0 1.0 0.0 1.0 1.0 1.0\n"));
+    assert_null(strstr(t, "e-40"));
+    assert_null(strstr(t, "e-45"));
+    assert_null(strstr(t, "-0.0"));
+    expect_strict_ok(t);
+    free(t);
+    mfs_scene_free(s);
+}
+
+/* Names with spaces, tabs and line breaks come out as one word; empty
+ * names get their documented placeholders; the result passes --check. */
+static void test_names_single_words(void **state)
+{
+    (void)state;
+    mfs_scene *s = fixture_skinned_strip();
+    free(s->meshes[0].name);
+    s->meshes[0].name = mfs_strdup("left\tarm  skin");
+    free(s->materials[0].name);
+    s->materials[0].name = mfs_strdup("skin\r\nred");
+    free(s->nodes[2].name);
+    s->nodes[2].name = mfs_strdup("upper arm");
+    free(s->meshes[0].bones[0].name);
+    s->meshes[0].bones[0].name = mfs_strdup("upper arm");
+    free(s->animations[0].name);
+    s->animations[0].name = mfs_strdup("wave\thello there");
+    char *t = dem_text(s, "chars/my hero");
+    assert_int_equal(strncmp(t, "DEM 10\nmodel my_hero\n", 21), 0);
+    assert_non_null(strstr(t, "\nj upper_arm 0 "));
+    assert_non_null(strstr(t, "\nmesh left_arm__skin\nmat skin__red\nverts 6\n"));
+    assert_non_null(strstr(t, "\nsequence wave_hello_there\n"));
+    assert_null(strchr(t, '\t'));
+    expect_strict_ok(t);
+    free(t);
+
+    s->meshes[0].name[0] = '\0';
+    s->nodes[1].name[0] = '\0'; /* the placing node has no name either */
+    s->materials[0].name[0] = '\0';
+    s->nodes[0].name[0] = '\0';
+    s->animations[0].name[0] = '\0';
+    s->nodes[3].name[0] = '\0';
+    s->meshes[0].bones[1].name[0] = '\0';
+    t = dem_text(s, NULL);
+    assert_int_equal(strncmp(t, "DEM 10\nmodel model\n", 19), 0);
+    assert_non_null(strstr(t, "\nj joint 1 "));
+    assert_non_null(strstr(t, "\nmesh mesh_0\nmat material_0\nverts 6\n"));
+    assert_non_null(strstr(t, "\nsequence sequence_0\n"));
+    expect_strict_ok(t);
+    free(t);
+    mfs_scene_free(s);
+}
+
+/* The cube's text with its first `from` replaced by `to` (caller frees). */
+static char *edited(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    if (!at)
+        fail_msg("no '%s' in the text", from);
+    size_t n = strlen(text), a = (size_t)(at - text), k = strlen(from), w = strlen(to);
+    char *r = malloc(n - k + w + 1);
+    memcpy(r, text, a);
+    memcpy(r + a, to, w);
+    strcpy(r + a + w, at + k);
+    return r;
+}
+
+/* Each breach of the loader's rules fails --check, with the reason; the
+ * same text still reads without --check (the reader itself is tolerant). */
+static void test_strict_reader(void **state)
+{
+    (void)state;
+    mfs_scene *s = fixture_cube();
+    char *cube = dem_text(s, NULL);
+    expect_strict_ok(cube);
+    static const struct {
+        const char *from, *to, *msg;
+    } cases[] = {
+        {"DEM 10\n", "DEM  10\n",
+         "line 1: tokens must be separated by exactly one space"},
+        {"DEM 10\n", "DEM_10\n",
+         "line 1: header 'DEM_10' is the older form of 'DEM 10', which the loader does not "
+         "recognise"},
+        {"DEM 10\n", "DEM 010\n", "line 1: header 'DEM 010' is not exactly 'DEM 10'"},
+        {"v 0 0.5 ", "v 0 1e-40 ",
+         "line 9: field 2 '1e-40': std::stof throws out_of_range (subnormal or underflowing)"},
+        {"v 3 0.5 ", "v 3 1e39 ",
+         "line 12: field 2 '1e39': std::stof throws out_of_range (beyond float range)"},
+        {"1.0 1.0 1.0\nv 1 ", "1.0 1.0 1e-50\nv 1 ", "line 9: field 12 '1e-50': std::stof"},
+        {"mesh cube\n", "mesh my cube\n",
+         "line 6: 'mesh' name 'my cube' is not one word (the loader keeps 'my')"},
+        {"model root\n", "model the root\n", "line 2: 'model' name 'the root' is not one word"},
+        {"mat cube_mat\n", "mat cube mat\n", "line 7: 'mat' name 'cube mat' is not one word"},
+        {"mat cube_mat\n", "mat cube\tmat\n", "line 7: control character 0x09"},
+        {"v 0 0.5 ", "v\t0 0.5 ", "line 9: control character 0x09"},
+        {"weights 0\n", "weights 0 \n", "line 46: tokens must be separated by exactly one space"},
+        {"tris 12\n", "\ntris 12\n", "line 33: empty line"},
+        {"t 0 0 1 2\n", "t 0 1 2\n", "line 34: 't' line without a polygon index"},
+        {"verts 24\n", "verts 2147483648\n",
+         "line 8: field 1 '2147483648' is out of the range std::stoi reads"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *t = edited(cube, cases[i].from, cases[i].to);
+        mfs_err err = {{0}};
+        if (strict(t, &err) == 0)
+            fail_msg("case %zu ('%s' -> '%s') passed --check", i, cases[i].from, cases[i].to);
+        if (!strstr(err.msg, cases[i].msg))
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, cases[i].msg);
+        mfs_summary sum;
+        assert_int_equal(mfs_inspect_buffer("t.dem", (const uint8_t *)t, strlen(t), 0, &sum,
+                                            &err), 0);
+        assert_true(sum.n_violations >= 1);
+        free(t);
+    }
+    free(cube);
+    mfs_scene_free(s);
+}
+
+/* The skinned strip with its sequence passes --check as written. */
+static void test_strip_passes_strict(void **state)
+{
+    (void)state;
+    mfs_scene *s = fixture_skinned_strip();
+    char *t = dem_text(s, "x/strip");
+    expect_strict_ok(t);
+    free(t);
+    mfs_scene_free(s);
+}
+
 /* ---- the README example ---- */
 
 static char *read_text(const char *path)
@@ -603,6 +773,10 @@ int main(void)
         cmocka_unit_test(test_too_many_frames),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_readme_cube_numbers),
+        cmocka_unit_test(test_subnormals_flushed),
+        cmocka_unit_test(test_names_single_words),
+        cmocka_unit_test(test_strict_reader),
+        cmocka_unit_test(test_strip_passes_strict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

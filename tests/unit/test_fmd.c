@@ -1,6 +1,13 @@
 /* .fmd writer: decode the output (gunzip, then walk the layout of
  * docs/formats/fmd.md) and check every field against values worked out by
- * hand from the fixtures. */
+ * hand from the fixtures.
+ *
+ * Placement follows what FGE does with the file (research/fmd.md, "What
+ * FGE does with a converted file"): a static mesh is drawn at its stored
+ * vertices and no node matrix is applied, so the default output must hold
+ * every vertex where the scene puts it (B * world * p, worked out in the
+ * tests from the node matrices with the helpers below, not the library's),
+ * and fmd_raw the mesh-local vertices FMC writes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,11 +80,15 @@ static void fmd_free(fmd_file *f)
     free(f->data);
 }
 
-static mfs_options opts(int pretrans)
+enum { PLACED = 0, RAW = 1 };
+
+/* layout: PLACED (the default) or RAW (fmd_raw); pretrans is left 0, it
+ * must change nothing (test_pretrans_changes_nothing). */
+static mfs_options opts(int layout)
 {
     mfs_options o;
     mfs_options_default(&o);
-    o.pretrans = pretrans;
+    o.fmd_raw = layout == RAW;
     return o;
 }
 
@@ -172,6 +183,53 @@ static void place(mfs_scene *s, uint32_t node, uint32_t mesh)
     n->meshes[n->n_meshes++] = mesh;
 }
 
+/* Appends node `name` under `parent` with matrix `local` (row by row,
+ * column vectors).  Appending keeps pre-order as long as `parent`'s subtree
+ * is the last one in the array. */
+static uint32_t append_node(mfs_scene *s, uint32_t parent, const char *name, const float local[16])
+{
+    s->nodes = realloc(s->nodes, sizeof *s->nodes * (s->n_nodes + 1));
+    uint32_t i = s->n_nodes++;
+    mfs_node *n = &s->nodes[i];
+    memset(n, 0, sizeof *n);
+    n->name = mfs_strdup(name);
+    memcpy(n->local.m, local, sizeof n->local.m);
+    n->parent = (int32_t)parent;
+    mfs_node *p = &s->nodes[parent];
+    p->children = realloc(p->children, sizeof(uint32_t) * (p->n_children + 1));
+    p->children[p->n_children++] = i;
+    return i;
+}
+
+/* ---- matrix arithmetic of the test's own (row by row, column vectors) ---- */
+
+static void mul(float r[16], const float a[16], const float b[16])
+{
+    float t[16];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            double acc = 0;
+            for (int k = 0; k < 4; k++)
+                acc += (double)a[4 * i + k] * b[4 * k + j];
+            t[4 * i + j] = (float)acc;
+        }
+    memcpy(r, t, sizeof t);
+}
+
+static void apply(const float m[16], const float p[3], float out[3])
+{
+    for (int i = 0; i < 3; i++)
+        out[i] = m[4 * i] * p[0] + m[4 * i + 1] * p[1] + m[4 * i + 2] * p[2] + m[4 * i + 3];
+}
+
+static int near3(const float a[3], const float b[3], float tol)
+{
+    for (int i = 0; i < 3; i++)
+        if (!(a[i] - b[i] <= tol && b[i] - a[i] <= tol))
+            return 0;
+    return 1;
+}
+
 /* Reads one mesh's geometry counts and skips its data. */
 static void skip_mesh_tail_from_tc(fmd_file *f, int32_t nv)
 {
@@ -187,7 +245,7 @@ static void test_header_and_gzip_bytes(void **state)
 {
     (void)state;
     mfs_scene *s = fixture_cube();
-    mfs_options o = opts(0);
+    mfs_options o = opts(PLACED);
     fmd_file f;
     write_fmd(s, &o, &f);
     assert_memory_equal(f.raw, "FMD001", 6);
@@ -205,14 +263,14 @@ static void test_cube_layout(void **state)
 {
     (void)state;
     mfs_scene *s = fixture_cube();
-    mfs_options o = opts(0);
+    mfs_options o = opts(RAW);
     fmd_file f;
     write_fmd(s, &o, &f);
     expect_floats(&f, BASIS, 16); /* root: basis * identity */
     expect_i32(&f, 1);
     expect_str(&f, "cube");
     expect_i32(&f, 24);
-    /* +X face, written as-is (mesh-local, canonical). */
+    /* +X face, written as-is (fmd_raw: mesh-local, canonical). */
     expect_vec3(&f, 0.5f, -0.5f, 0.5f);
     expect_vec3(&f, 0.5f, -0.5f, -0.5f);
     expect_vec3(&f, 0.5f, 0.5f, -0.5f);
@@ -248,7 +306,7 @@ static void test_deterministic(void **state)
 {
     (void)state;
     mfs_scene *s = fixture_skinned_strip();
-    mfs_options o = opts(1);
+    mfs_options o = opts(PLACED);
     fmd_file a, b;
     write_fmd(s, &o, &a);
     write_fmd(s, &o, &b);
@@ -263,7 +321,7 @@ static void test_skinned_strip(void **state)
 {
     (void)state;
     mfs_scene *s = fixture_skinned_strip();
-    mfs_options o = opts(0);
+    mfs_options o = opts(RAW);
     fmd_file f;
     write_fmd(s, &o, &f);
     expect_floats(&f, BASIS, 16);
@@ -320,15 +378,15 @@ static void test_skinned_strip(void **state)
 }
 
 /* Root translated by (0,0,1), cube node T(2,0,0) * S(2,1,1):
- * world = [2 0 0 2; 0 1 0 0; 0 0 1 1]; baked = basis * world * p. */
-static void test_pretrans_translated(void **state)
+ * world = [2 0 0 2; 0 1 0 0; 0 0 1 1]; placed = basis * world * p. */
+static void test_placed_translated(void **state)
 {
     (void)state;
     mfs_scene *s = fixture_cube();
     s->nodes[0].local.m[11] = 1;
     s->nodes[1].local.m[0] = 2;
     s->nodes[1].local.m[3] = 2;
-    mfs_options o = opts(1);
+    mfs_options o = opts(PLACED);
     fmd_file f;
     write_fmd(s, &o, &f);
     /* basis * T(0,0,1): the translation column becomes (0,-1,0). */
@@ -344,7 +402,7 @@ static void test_pretrans_translated(void **state)
     expect_vec3(&f, 1, -1.5f, 0.5f);
     advance(&f, 15 * 12);
     expect_i32(&f, 12);
-    expect_tri(&f, 2, 1, 0); /* det > 0: winding as without pretrans */
+    expect_tri(&f, 2, 1, 0); /* det > 0: winding as in the raw layout */
     advance(&f, 11 * 12);
     expect_i32(&f, 24);
     advance(&f, 24 * 8);
@@ -367,12 +425,12 @@ static void test_pretrans_translated(void **state)
     mfs_scene_free(s);
 }
 
-static void test_pretrans_mirror_keeps_front(void **state)
+static void test_placed_mirror_keeps_front(void **state)
 {
     (void)state;
     mfs_scene *s = fixture_cube();
     s->nodes[1].local.m[0] = -1;
-    mfs_options o = opts(1);
+    mfs_options o = opts(PLACED);
     fmd_file f;
     write_fmd(s, &o, &f);
     advance(&f, 64 + 4);
@@ -391,13 +449,13 @@ static void test_pretrans_mirror_keeps_front(void **state)
     mfs_scene_free(s);
 }
 
-/* With pretrans the strip's vertices become basis * p; offsets get
- * basis^-1 appended so offset' * p' == offset * p. */
-static void test_pretrans_bone_offsets(void **state)
+/* Placed, the strip's vertices become basis * p; offsets get basis^-1
+ * appended so offset' * p' == offset * p. */
+static void test_placed_bone_offsets_basis(void **state)
 {
     (void)state;
     mfs_scene *s = fixture_skinned_strip();
-    mfs_options o = opts(1);
+    mfs_options o = opts(PLACED);
     fmd_file f;
     write_fmd(s, &o, &f);
     advance(&f, 64 + 4);
@@ -453,7 +511,7 @@ static void test_collision_soup_and_order(void **state)
     s->meshes[1] = t;
     s->nodes[1].meshes[0] = 1;
     place(s, 0, 0);
-    mfs_options o = opts(0);
+    mfs_options o = opts(RAW);
     fmd_file f;
     write_fmd(s, &o, &f);
     advance(&f, 64);
@@ -501,7 +559,7 @@ static void test_points_and_lines(void **state)
     append_mesh(s, "lines", MFS_PRIM_LINES, 3, p, 2, lines);
     place(s, 1, 1);
     place(s, 1, 2);
-    mfs_options o = opts(0);
+    mfs_options o = opts(RAW);
     fmd_file f;
     write_fmd(s, &o, &f);
     advance(&f, 64);
@@ -543,7 +601,7 @@ static void test_missing_normals_and_odd_names(void **state)
     s->meshes[0].normals = NULL;
     free(s->meshes[0].name);
     s->meshes[0].name = mfs_strdup("a=b\nc:::d::e");
-    mfs_options o = opts(0);
+    mfs_options o = opts(RAW);
     fmd_file f;
     write_fmd(s, &o, &f);
     advance(&f, 64 + 4);
@@ -570,7 +628,7 @@ static void test_bone_without_node_dropped(void **state)
     (void)state;
     mfs_scene *s = fixture_skinned_strip();
     s->meshes[0].bones[0].node = -1;
-    mfs_options o = opts(0);
+    mfs_options o = opts(RAW);
     fmd_file f;
     write_fmd(s, &o, &f);
     advance(&f, 64 + 4);
@@ -586,11 +644,220 @@ static void test_bone_without_node_dropped(void **state)
     mfs_scene_free(s);
 }
 
+/* A hierarchy with rotation, scale and translation at every level:
+ *   root  T(0,1,0)
+ *   arm   T(1,0,0) * Ry(+90)   (x' = z, z' = -x)
+ *   hand  T(0,1,0) * S(2)      places the cube (the "cube" node no longer does)
+ * Placed (the default): every vertex is basis * root * arm * hand * p, the
+ * model-space position in FGE's frame, worked out here from the matrices.
+ * By hand for vertex 0 (0.5,-0.5,0.5): hand (1,0,1), arm (2,0,-1), root
+ * (2,1,-1), basis (x,-z,y) (2,1,1); its +X normal: arm (0,0,-1), basis
+ * (0,1,0).  FMC's pretrans would bake root * hand only (research/fmd.md):
+ * the intermediate arm must count.  fmd_raw: the vertices as stored. */
+static const float ROOT_T[16] = {1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 1, 0, 0, 0, 0, 1};
+static const float ARM[16] = {0, 0, 1, 1, 0, 1, 0, 0, -1, 0, 0, 0, 0, 0, 0, 1};
+static const float HAND[16] = {2, 0, 0, 0, 0, 2, 0, 1, 0, 0, 2, 0, 0, 0, 0, 1};
+
+static mfs_scene *cube_in_hierarchy(void)
+{
+    mfs_scene *s = fixture_cube();
+    memcpy(s->nodes[0].local.m, ROOT_T, sizeof ROOT_T);
+    s->nodes[1].n_meshes = 0;
+    uint32_t arm = append_node(s, 0, "arm", ARM);
+    uint32_t hand = append_node(s, arm, "hand", HAND);
+    place(s, hand, 0);
+    return s;
+}
+
+static void test_placed_hierarchy(void **state)
+{
+    (void)state;
+    mfs_scene *s = cube_in_hierarchy();
+    float world[16], fge[16], fmc[16];
+    mul(world, ROOT_T, ARM);
+    mul(world, world, HAND);
+    mul(fge, BASIS, world);
+    mul(fmc, BASIS, ROOT_T);
+    mul(fmc, fmc, HAND);
+
+    mfs_options o = opts(PLACED);
+    fmd_file f;
+    write_fmd(s, &o, &f);
+    advance(&f, 64);
+    expect_i32(&f, 1);
+    expect_str(&f, "cube");
+    expect_i32(&f, 24);
+    for (int v = 0; v < 24; v++) {
+        float got[3] = {rd_f32(&f), rd_f32(&f), rd_f32(&f)}, want[3], old[3];
+        apply(fge, s->meshes[0].positions[v], want);
+        if (!near3(got, want, 1e-5f))
+            fail_msg("vertex %d: got (%g %g %g), want (%g %g %g)", v, (double)got[0],
+                     (double)got[1], (double)got[2], (double)want[0], (double)want[1],
+                     (double)want[2]);
+        apply(fmc, s->meshes[0].positions[v], old);
+        assert_false(near3(got, old, 0.1f)); /* not FMC's root * node */
+        if (v == 0)
+            assert_true(near3(got, (const float[]){2, 1, 1}, 1e-6f));
+    }
+    expect_i32(&f, 12);
+    expect_tri(&f, 2, 1, 0); /* det(B * W) = 8 > 0: FMC's reversed winding */
+    advance(&f, 11 * 12);
+    expect_i32(&f, 24);
+    advance(&f, 24 * 8);
+    expect_i32(&f, 24);
+    expect_vec3(&f, 0, 1, 0); /* vertex 0's +X normal, unit length */
+    fmd_free(&f);
+
+    o = opts(RAW);
+    write_fmd(s, &o, &f);
+    advance(&f, 64);
+    expect_i32(&f, 1);
+    expect_str(&f, "cube");
+    expect_i32(&f, 24);
+    for (int v = 0; v < 24; v++)
+        expect_floats(&f, s->meshes[0].positions[v], 3);
+    fmd_free(&f);
+    mfs_scene_free(s);
+}
+
+static void expect_same_bytes(const mfs_scene *s, int layout)
+{
+    mfs_options a = opts(layout), b = opts(layout);
+    b.pretrans = 1;
+    fmd_file fa, fb;
+    write_fmd(s, &a, &fa);
+    write_fmd(s, &b, &fb);
+    assert_int_equal(fa.raw_len, fb.raw_len);
+    assert_memory_equal(fa.raw, fb.raw, fa.raw_len);
+    fmd_free(&fa);
+    fmd_free(&fb);
+}
+
+/* pretrans is still accepted and changes nothing, in either layout. */
+static void test_pretrans_changes_nothing(void **state)
+{
+    (void)state;
+    mfs_scene *a = cube_in_hierarchy(), *b = fixture_skinned_strip();
+    for (int layout = PLACED; layout <= RAW; layout++) {
+        expect_same_bytes(a, layout);
+        expect_same_bytes(b, layout);
+    }
+    mfs_scene_free(a);
+    mfs_scene_free(b);
+}
+
+/* Skips the rest of a cube record whose first `read` vertices were read. */
+static void skip_cube_rest(fmd_file *f, int read)
+{
+    advance(f, (size_t)(24 - read) * 12);
+    expect_i32(f, 12);
+    advance(f, 12 * 12);
+    skip_mesh_tail_from_tc(f, 24);
+    expect_i32(f, 0);
+}
+
+/* The cube placed twice: by "cube" (identity) and by "copy" (T(3,0,0)).
+ * FGE draws each record once where its vertices are, so the placed file
+ * holds two records of the same name (the .fmi line applies to both);
+ * the raw layout one. */
+static void test_instancing(void **state)
+{
+    (void)state;
+    mfs_scene *s = fixture_cube();
+    static const float t3[16] = {1, 0, 0, 3, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+    place(s, append_node(s, 0, "copy", t3), 0);
+    mfs_options o = opts(PLACED);
+    fmd_file f;
+    write_fmd(s, &o, &f);
+    advance(&f, 64);
+    expect_i32(&f, 2);
+    expect_str(&f, "cube");
+    expect_i32(&f, 24);
+    expect_vec3(&f, 0.5f, -0.5f, -0.5f); /* (0.5,-0.5,0.5) -> basis */
+    skip_cube_rest(&f, 1);
+    expect_str(&f, "cube");
+    expect_i32(&f, 24);
+    expect_vec3(&f, 3.5f, -0.5f, -0.5f); /* (3.5,-0.5,0.5) -> basis */
+    skip_cube_rest(&f, 1);
+    expect_str(&f, "root");
+    expect_floats(&f, BASIS, 16);
+    expect_i32(&f, 2); /* cube, copy: the tree is kept as it is */
+    fmd_free(&f);
+
+    o = opts(RAW);
+    write_fmd(s, &o, &f);
+    advance(&f, 64);
+    expect_i32(&f, 1);
+    expect_str(&f, "cube");
+    expect_i32(&f, 24);
+    skip_cube_rest(&f, 0);
+    expect_str(&f, "root");
+    fmd_free(&f);
+    mfs_scene_free(s);
+}
+
+/* Skinned strip placed by root T(1,0,0) * strip T(0,0,2) * Rz(+90).
+ * What is checked: the vertices are basis * world * p, and for every
+ * vertex and every bone, written offset * written vertex equals the
+ * scene's offset * scene vertex.  That is the bind-pose position in bone
+ * space, so FGE's skinning (bone transform * offset * vertex) moves the
+ * placed vertices exactly as the source's skinning moves its own. */
+static void test_placed_skinned_offsets(void **state)
+{
+    (void)state;
+    mfs_scene *s = fixture_skinned_strip();
+    static const float root[16] = {1, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+    static const float strip[16] = {0, -1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 1};
+    memcpy(s->nodes[0].local.m, root, sizeof root);
+    memcpy(s->nodes[1].local.m, strip, sizeof strip);
+    float world[16], fge[16];
+    mul(world, root, strip);
+    mul(fge, BASIS, world);
+    mfs_options o = opts(PLACED);
+    fmd_file f;
+    write_fmd(s, &o, &f);
+    advance(&f, 64 + 4);
+    expect_str(&f, "strip");
+    expect_i32(&f, 6);
+    float placed[6][3];
+    for (int v = 0; v < 6; v++) {
+        float want[3];
+        for (int k = 0; k < 3; k++)
+            placed[v][k] = rd_f32(&f);
+        apply(fge, s->meshes[0].positions[v], want);
+        assert_true(near3(placed[v], want, 1e-6f));
+    }
+    expect_i32(&f, 4);
+    advance(&f, 4 * 12);
+    skip_mesh_tail_from_tc(&f, 6);
+    expect_i32(&f, 2);
+    for (int b = 0; b < 2; b++) {
+        const mfs_bone *bone = &s->meshes[0].bones[b];
+        expect_str(&f, bone->name);
+        expect_i32(&f, 4);
+        advance(&f, 4 * 8);
+        float off[16];
+        for (int k = 0; k < 16; k++)
+            off[k] = rd_f32(&f);
+        for (int v = 0; v < 6; v++) {
+            float got[3], want[3];
+            apply(off, placed[v], got);
+            apply(bone->offset.m, s->meshes[0].positions[v], want);
+            if (!near3(got, want, 1e-5f))
+                fail_msg("bone %d vertex %d: offset' * p' = (%g %g %g), offset * p = "
+                         "(%g %g %g)", b, v, (double)got[0], (double)got[1], (double)got[2],
+                         (double)want[0], (double)want[1], (double)want[2]);
+        }
+    }
+    fmd_free(&f);
+    mfs_scene_free(s);
+}
+
 static void test_source_frame_no_basis(void **state)
 {
     (void)state;
     mfs_scene *s = fixture_cube();
-    mfs_options o = opts(1);
+    mfs_options o = opts(PLACED);
     o.source_frame = 1;
     fmd_file f;
     write_fmd(s, &o, &f);
@@ -607,7 +874,7 @@ static void test_no_meshes_refused(void **state)
 {
     (void)state;
     mfs_scene *s = fixture_cube();
-    mfs_options o = opts(0);
+    mfs_options o = opts(PLACED);
     uint32_t n = s->n_meshes;
     s->n_meshes = 0;
     s->nodes[1].n_meshes = 0;
@@ -628,7 +895,7 @@ static void test_output_cap_left_to_caller(void **state)
 {
     (void)state;
     mfs_scene *s = fixture_cube();
-    mfs_options o = opts(0);
+    mfs_options o = opts(PLACED);
     mfs_sink out;
     mfs_sink_init_mem(&out);
     out.limit = 20;
@@ -647,9 +914,13 @@ int main(void)
         cmocka_unit_test(test_cube_layout),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_skinned_strip),
-        cmocka_unit_test(test_pretrans_translated),
-        cmocka_unit_test(test_pretrans_mirror_keeps_front),
-        cmocka_unit_test(test_pretrans_bone_offsets),
+        cmocka_unit_test(test_placed_translated),
+        cmocka_unit_test(test_placed_mirror_keeps_front),
+        cmocka_unit_test(test_placed_bone_offsets_basis),
+        cmocka_unit_test(test_placed_hierarchy),
+        cmocka_unit_test(test_pretrans_changes_nothing),
+        cmocka_unit_test(test_instancing),
+        cmocka_unit_test(test_placed_skinned_offsets),
         cmocka_unit_test(test_collision_soup_and_order),
         cmocka_unit_test(test_points_and_lines),
         cmocka_unit_test(test_missing_normals_and_odd_names),

@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fenv.h>
 #include <float.h>
 #include <math.h>
@@ -404,6 +405,44 @@ static double now_s(clockid_t clock)
 
 /* A floor, not a benchmark: it fails if the printer regresses to something
  * like a printf loop (~2000 ns here).  Prints the measured speed. */
+/* std::stof (the DEM loader's reader) throws when strtof reports ERANGE,
+ * which glibc does for subnormal results and for text below FLT_MIN that
+ * rounds up to it ("1.1754942e-38").  The text of every normal float must
+ * read back without ERANGE: checked for the 2^20 normal floats nearest
+ * FLT_MIN and the 2^20 nearest FLT_MAX, both signs.  Subnormals do set
+ * ERANGE, which is why the .dem writer flushes them (docs/numfmt.md). */
+static void expect_no_erange(uint32_t bits)
+{
+    float x;
+    memcpy(&x, &bits, sizeof x);
+    char buf[MFS_F32_BUF];
+    mfs_fmt_f32(x, buf);
+    errno = 0;
+    char *end;
+    float back = strtof(buf, &end);
+    if (errno == ERANGE || *end || back != x)
+        fail_msg("0x%08x: '%s' reads back with errno %d as %.9g", bits, buf, errno,
+                 (double)back);
+}
+
+static void test_normals_read_without_erange(void **state)
+{
+    (void)state;
+    for (uint32_t sign = 0; sign <= 1; sign++)
+        for (uint32_t i = 0; i < (1u << 20); i++) {
+            expect_no_erange(sign << 31 | (0x00800000u + i)); /* FLT_MIN upwards */
+            expect_no_erange(sign << 31 | (0x7f7fffffu - i)); /* FLT_MAX downwards */
+        }
+    char buf[MFS_F32_BUF];
+    mfs_fmt_f32(FLT_MIN, buf);
+    assert_string_equal(buf, "1.1754944e-38");
+    mfs_fmt_f32(1e-40f, buf); /* the printer itself is exact */
+    assert_string_equal(buf, "1e-40");
+    errno = 0;
+    strtof(buf, NULL);
+    assert_int_equal(errno, ERANGE);
+}
+
 static void test_speed(void **state)
 {
     (void)state;
@@ -488,6 +527,7 @@ int main(void)
         cmocka_unit_test(test_oracle_sane),
         cmocka_unit_test(test_binade_edges),
         cmocka_unit_test(test_whole_numbers),
+        cmocka_unit_test(test_normals_read_without_erange),
         cmocka_unit_test(test_random_bits),
         cmocka_unit_test(test_speed),
         cmocka_unit_test(test_exhaustive),
