@@ -11,6 +11,7 @@ static const mfs_format_info formats[MFS_FMT_COUNT] = {
     {MFS_FMT_DEM, "dem", mfs_write_dem, MFS_OPT_MODEL_PATH | MFS_OPT_SOURCE_FRAME},
     {MFS_FMT_VRT, "vrt", mfs_write_vrt, MFS_OPT_VRT_PLAIN | MFS_OPT_SOURCE_FRAME},
     {MFS_FMT_TRI, "tri", mfs_write_tri, MFS_OPT_REVERSE_WINDING | MFS_OPT_SOURCE_FRAME},
+    {MFS_FMT_TRI, "tri", mfs_write_tri,
     {MFS_FMT_SPH, "sph", mfs_write_sph, MFS_OPT_SOURCE_FRAME},
     {MFS_FMT_TEX, "tex", mfs_write_tex, 0},
 };

@@ -1,13 +1,15 @@
 /* The one model-space mesh behind .vrt, .tri and .sph (docs/formats/vrt.md):
- * every triangle mesh placed by its node, merged, identical vertices
- * reduced, and a bounding sphere around the result.  Built once per scene
- * content and shared by the three writers (see runtime.h). */
+ * every triangle mesh placed by its node, its vertices given their four
+ * strongest skin influences as indices into one model-wide bone list,
+ * merged, identical vertices reduced (on the 64-byte vertex, then again on
+ * the plain 32-byte one), and a bounding sphere around the result.  Built
+ * once per scene content and shared by the three writers (see runtime.h). */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Inline: the reducer hashes one 32-byte key per vertex, where a call into
+/* Inline: the reducer hashes one 64-byte key per vertex, where a call into
  * the shared library costs as much as the hash. */
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -42,7 +44,72 @@ typedef struct placement {
     mfs_mat4 *world;      /* per node */
     instance *inst;       /* pre-order of nodes, then unplaced meshes */
     uint32_t n_inst;
+    int32_t *bone;        /* per node: index in the model-wide bone list, or -1 */
+    uint32_t n_bones;
 } placement;
+
+/* Point and line meshes have no place in a triangle buffer. */
+static int is_merged(const mfs_mesh *m)
+{
+    return m->prim == MFS_PRIM_TRIANGLES && m->n_faces > 0;
+}
+
+static int32_t common_ancestor(const mfs_scene *s, const uint32_t *depth, int32_t a, int32_t b)
+{
+    while (depth[a] > depth[b])
+        a = s->nodes[a].parent;
+    while (depth[b] > depth[a])
+        b = s->nodes[b].parent;
+    while (a != b) {
+        a = s->nodes[a].parent;
+        b = s->nodes[b].parent;
+    }
+    return a;
+}
+
+/* The model-wide bone list (docs/formats/vrt.md, "Bone order"): every node
+ * a bone of a merged mesh links to, plus the nodes on the way from each of
+ * them up to their lowest common ancestor (that ancestor only if linked
+ * itself), numbered in the scene's depth-first pre-order, i.e. by node
+ * index.  That is the joint list a converter writing the engine's animation
+ * chunk walks in pre-order, so the two index the same joints. */
+static int skeleton(const mfs_scene *s, placement *pl, mfs_err *err)
+{
+    uint32_t *depth = malloc(sizeof(uint32_t) * (s->n_nodes ? s->n_nodes : 1));
+    if (!depth)
+        return mfs_errf(err, "out of memory listing bones");
+    int32_t top = -1;
+    for (uint32_t n = 0; n < s->n_nodes; n++) {
+        pl->bone[n] = -1;
+        depth[n] = s->nodes[n].parent < 0 ? 0 : depth[s->nodes[n].parent] + 1;
+    }
+    for (uint32_t i = 0; i < s->n_meshes; i++) {
+        const mfs_mesh *m = &s->meshes[i];
+        if (!is_merged(m))
+            continue;
+        for (uint32_t b = 0; b < m->n_bones; b++) {
+            int32_t n = m->bones[b].node;
+            if (n < 0)
+                continue;
+            pl->bone[n] = 0;
+            top = top < 0 ? n : common_ancestor(s, depth, top, n);
+        }
+    }
+    free(depth);
+    if (top < 0)
+        return 0;
+    for (uint32_t n = 0; n < s->n_nodes; n++) {
+        if (pl->bone[n] != 0 || (int32_t)n == top)
+            continue;
+        for (int32_t p = s->nodes[n].parent; p != top && p >= 0 && pl->bone[p] < 0;
+             p = s->nodes[p].parent)
+            pl->bone[p] = 0;
+    }
+    for (uint32_t n = 0; n < s->n_nodes; n++)
+        if (pl->bone[n] == 0)
+            pl->bone[n] = (int32_t)pl->n_bones++;
+    return 0;
+}
 
 static int placement_init(placement *pl, const mfs_scene *s, mfs_err *err)
 {
@@ -51,9 +118,11 @@ static int placement_init(placement *pl, const mfs_scene *s, mfs_err *err)
         n += s->nodes[i].n_meshes;
     pl->world = malloc(sizeof(mfs_mat4) * (s->n_nodes ? s->n_nodes : 1));
     pl->inst = malloc(sizeof(instance) * (size_t)(n + s->n_meshes + 1));
+    pl->bone = malloc(sizeof(int32_t) * (s->n_nodes ? s->n_nodes : 1));
     int32_t *first = malloc(sizeof(int32_t) * (s->n_meshes ? s->n_meshes : 1));
     pl->n_inst = 0;
-    if (!pl->world || !pl->inst || !first) {
+    pl->n_bones = 0;
+    if (!pl->world || !pl->inst || !pl->bone || !first) {
         free(first);
         return mfs_errf(err, "out of memory placing %u nodes", s->n_nodes);
     }
@@ -66,19 +135,14 @@ static int placement_init(placement *pl, const mfs_scene *s, mfs_err *err)
         if (first[i] < 0)
             pl->inst[pl->n_inst++] = (instance){i, -1};
     free(first);
-    return 0;
+    return skeleton(s, pl, err);
 }
 
 static void placement_free(placement *pl)
 {
     free(pl->world);
     free(pl->inst);
-}
-
-/* Point and line meshes have no place in a triangle buffer. */
-static int is_merged(const mfs_mesh *m)
-{
-    return m->prim == MFS_PRIM_TRIANGLES && m->n_faces > 0;
+    free(pl->bone);
 }
 
 /* Per-mesh transform, prepared once so the per-vertex work is a few
@@ -140,7 +204,127 @@ static void corner_uv(const mfs_mesh *m, uint32_t v, float out[2])
 }
 
 /* ------------------------------------------------------------------ */
-/* Reduction: open-addressing hash set over the 8-float vertices        */
+/* Skinning: the four strongest influences of each vertex               */
+/* ------------------------------------------------------------------ */
+
+/* One vertex's skin, as written: weights strongest first (ties: lower bone
+ * index first), summing to 1; unused slots weight 0, index 0.  All zero for
+ * a vertex no bone moves. */
+typedef struct skin {
+    float w[MFS_RT_SKIN];
+    uint32_t b[MFS_RT_SKIN];
+} skin;
+
+typedef struct infl {
+    uint32_t bone;        /* model-wide index */
+    double w;
+} infl;
+
+static int infl_before(const infl *a, const infl *b)
+{
+    return a->w > b->w || (a->w == b->w && a->bone < b->bone);
+}
+
+/* One vertex's influences (all of them, any order): a bone named twice
+ * counts once with the sum of its weights, then the four strongest are
+ * kept and renormalised to sum to 1. */
+static void vertex_skin(infl *f, uint32_t n, skin *out, uint32_t *max_joint)
+{
+    uint32_t u = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t j = 0;
+        while (j < u && f[j].bone != f[i].bone)
+            j++;
+        if (j < u)
+            f[j].w += f[i].w;
+        else
+            f[u++] = f[i];
+    }
+    infl top[MFS_RT_SKIN];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < u; i++) {
+        if (k == MFS_RT_SKIN && !infl_before(&f[i], &top[k - 1]))
+            continue;
+        uint32_t j = k < MFS_RT_SKIN ? k++ : k - 1;
+        while (j > 0 && infl_before(&f[i], &top[j - 1])) {
+            top[j] = top[j - 1];
+            j--;
+        }
+        top[j] = f[i];
+    }
+    memset(out, 0, sizeof *out);
+    double sum = 0;
+    for (uint32_t i = 0; i < k; i++)
+        sum += top[i].w;
+    for (uint32_t i = 0; i < k; i++) {
+        out->w[i] = (float)(top[i].w / sum);
+        out->b[i] = top[i].bone;
+        if (top[i].bone + 1 > *max_joint)
+            *max_joint = top[i].bone + 1;
+    }
+}
+
+/* The skin of every vertex of m.  Influences of a bone linked to no node,
+ * and weights that are not positive and finite, are dropped (nothing could
+ * move the vertex by them). */
+static int mesh_skin(const mfs_mesh *m, const int32_t *bone_of_node, skin *out,
+                     uint32_t *max_joint, mfs_err *err)
+{
+    uint32_t nv = m->n_vertices;
+    uint32_t *start = calloc((size_t)nv + 2, sizeof(uint32_t));
+    if (!start)
+        return mfs_errf(err, "mesh '%s': out of memory gathering weights", m->name ? m->name : "");
+    uint64_t total = 0;
+    for (uint32_t b = 0; b < m->n_bones; b++) {
+        const mfs_bone *bo = &m->bones[b];
+        if (bo->node < 0)
+            continue;
+        for (uint32_t k = 0; k < bo->n_weights; k++) {
+            float w = bo->weights[k].weight;
+            if (w > 0 && isfinite(w)) {
+                start[bo->weights[k].vertex + 2]++;
+                total++;
+            }
+        }
+    }
+    infl *all = total <= UINT32_MAX ? malloc(sizeof(infl) * (size_t)(total ? total : 1)) : NULL;
+    if (!all) {
+        free(start);
+        return mfs_errf(err, "mesh '%s': out of memory gathering %llu weights",
+                        m->name ? m->name : "", (unsigned long long)total);
+    }
+    /* counting sort by vertex: start[v + 1] is where v's run begins while
+     * filling, and where it ends afterwards */
+    for (uint32_t v = 2; v < nv + 2; v++)
+        start[v] += start[v - 1];
+    for (uint32_t b = 0; b < m->n_bones; b++) {
+        const mfs_bone *bo = &m->bones[b];
+        if (bo->node < 0)
+            continue;
+        for (uint32_t k = 0; k < bo->n_weights; k++) {
+            float w = bo->weights[k].weight;
+            if (w > 0 && isfinite(w))
+                all[start[bo->weights[k].vertex + 1]++] =
+                    (infl){(uint32_t)bone_of_node[bo->node], (double)w};
+        }
+    }
+    for (uint32_t v = 0; v < nv; v++)
+        vertex_skin(all + start[v], start[v + 1] - start[v], &out[v], max_joint);
+    free(all);
+    free(start);
+    return 0;
+}
+
+static int is_skinned(const mfs_mesh *m)
+{
+    for (uint32_t b = 0; b < m->n_bones; b++)
+        if (m->bones[b].node >= 0)
+            return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reduction: open-addressing hash set over the vertices' words        */
 /* ------------------------------------------------------------------ */
 
 typedef struct slot {
@@ -151,7 +335,8 @@ typedef struct slot {
 typedef struct reducer {
     slot *table;
     size_t mask;
-    float (*v)[MFS_RT_FLOATS];
+    uint32_t *v;          /* n vertices of `words` words each */
+    unsigned words;
     uint32_t n;
 } reducer;
 
@@ -169,16 +354,17 @@ static uint32_t canon_bits(float f)
     return b;
 }
 
-static int reducer_init(reducer *r, uint64_t bound, mfs_err *err)
+static int reducer_init(reducer *r, uint64_t bound, unsigned words, mfs_err *err)
 {
     memset(r, 0, sizeof *r);
-    if (bound > SIZE_MAX / (sizeof(float) * MFS_RT_FLOATS) || bound > SIZE_MAX / 4 / sizeof(slot))
+    r->words = words;
+    if (bound > SIZE_MAX / (sizeof(uint32_t) * words) || bound > SIZE_MAX / 4 / sizeof(slot))
         return mfs_errf(err, "out of memory reducing %llu vertices", (unsigned long long)bound);
     size_t size = 16;
     while (size < bound * 2)
         size *= 2;
     r->table = malloc(size * sizeof(slot));
-    r->v = malloc((size_t)(bound ? bound : 1) * sizeof *r->v);
+    r->v = malloc((size_t)(bound ? bound : 1) * sizeof(uint32_t) * words);
     if (!r->table || !r->v)
         return mfs_errf(err, "out of memory reducing %llu vertices", (unsigned long long)bound);
     memset(r->table, 0xff, size * sizeof(slot));
@@ -192,16 +378,21 @@ static void reducer_free(reducer *r)
     free(r->v);
 }
 
-/* A vertex ready for the table: canonical bits and their hash. */
+/* A vertex ready for the table: its words and their hash. */
 typedef struct vkey {
-    uint32_t bits[MFS_RT_FLOATS];
+    uint32_t bits[MFS_RT_WORDS];
     uint64_t hash;
 } vkey;
 
-static void make_key(const float vert[MFS_RT_FLOATS], vkey *k)
+/* vert: x y z u v nx ny nz; sk NULL for a vertex no bone moves. */
+static void make_key(const float vert[MFS_RT_PLAIN_WORDS], const skin *sk, vkey *k)
 {
-    for (int i = 0; i < MFS_RT_FLOATS; i++)
+    for (int i = 0; i < MFS_RT_PLAIN_WORDS; i++)
         k->bits[i] = canon_bits(vert[i]);
+    for (int i = 0; i < MFS_RT_SKIN; i++) {
+        k->bits[8 + i] = sk ? canon_bits(sk->w[i]) : 0;
+        k->bits[12 + i] = sk ? sk->b[i] : 0;
+    }
     k->hash = XXH3_64bits(k->bits, sizeof k->bits);
 }
 
@@ -211,15 +402,16 @@ static void make_key(const float vert[MFS_RT_FLOATS], vkey *k)
 static uint32_t intern(reducer *r, const vkey *k)
 {
     uint32_t tag = (uint32_t)(k->hash >> 32);
+    size_t bytes = sizeof(uint32_t) * r->words;
     for (size_t i = (size_t)k->hash & r->mask;; i = (i + 1) & r->mask) {
         slot *sl = &r->table[i];
         if (sl->index == NONE) {
             sl->tag = tag;
             sl->index = r->n;
-            memcpy(r->v[r->n], k->bits, sizeof k->bits);
+            memcpy(r->v + (size_t)r->n * r->words, k->bits, bytes);
             return r->n++;
         }
-        if (sl->tag == tag && memcmp(r->v[sl->index], k->bits, sizeof k->bits) == 0)
+        if (sl->tag == tag && memcmp(r->v + (size_t)sl->index * r->words, k->bits, bytes) == 0)
             return sl->index;
     }
 }
@@ -245,23 +437,25 @@ static void corners(const mfs_mesh *m, const mesh_xf *x, uint32_t f, uint32_t c[
     c[2] = x->mirror ? ix[1] : ix[2];
 }
 
-static int smooth_key(const mfs_mesh *m, const mesh_xf *x, uint32_t v, vkey *k, mfs_err *err)
+/* sk: the mesh's skin table, NULL for a static mesh. */
+static int smooth_key(const mfs_mesh *m, const mesh_xf *x, const skin *sk, uint32_t v, vkey *k,
+                      mfs_err *err)
 {
-    float vert[MFS_RT_FLOATS];
+    float vert[MFS_RT_PLAIN_WORDS];
     if (model_position(x, m, v, vert, err) < 0)
         return -1;
     corner_uv(m, v, vert + 3);
     model_normal(x, m, v, vert + 5);
-    make_key(vert, k);
+    make_key(vert, sk ? &sk[v] : NULL, k);
     return 0;
 }
 
-/* A mesh with normals: every source vertex becomes one 8-float vertex, made
- * and reduced once.  First the corners are walked to list the referenced
+/* A mesh with normals: every source vertex becomes one vertex, made and
+ * reduced once.  First the corners are walked to list the referenced
  * vertices in first-reference order (order), then those are reduced in
  * batches, then the triangles are written through remap. */
-static int merge_smooth(reducer *r, const mfs_mesh *m, const mesh_xf *x, uint32_t *remap,
-                        uint32_t *order, uint32_t (*out)[3], mfs_err *err)
+static int merge_smooth(reducer *r, const mfs_mesh *m, const mesh_xf *x, const skin *sk,
+                        uint32_t *remap, uint32_t *order, uint32_t (*out)[3], mfs_err *err)
 {
     uint32_t n = 0;
     for (uint32_t v = 0; v < m->n_vertices; v++)
@@ -280,7 +474,7 @@ static int merge_smooth(reducer *r, const mfs_mesh *m, const mesh_xf *x, uint32_
     for (uint32_t i = 0; i < n; i += BATCH) {
         uint32_t b = n - i < BATCH ? n - i : BATCH;
         for (uint32_t j = 0; j < b; j++)
-            if (smooth_key(m, x, order[i + j], &keys[j], err) < 0)
+            if (smooth_key(m, x, sk, order[i + j], &keys[j], err) < 0)
                 return -1;
         intern_batch(r, keys, b, idx);
         for (uint32_t j = 0; j < b; j++)
@@ -309,8 +503,8 @@ static void face_normal(const float p[3][3], float n[3])
         n[k] = l > 0 ? (float)(c[k] / l) : 0.0f;
 }
 
-static int faceted_keys(const mfs_mesh *m, const mesh_xf *x, uint32_t f, vkey k[3],
-                        mfs_err *err)
+static int faceted_keys(const mfs_mesh *m, const mesh_xf *x, const skin *sk, uint32_t f,
+                        vkey k[3], mfs_err *err)
 {
     uint32_t c[3];
     float p[3][3], n[3];
@@ -320,19 +514,19 @@ static int faceted_keys(const mfs_mesh *m, const mesh_xf *x, uint32_t f, vkey k[
             return -1;
     face_normal(p, n);
     for (int i = 0; i < 3; i++) {
-        float vert[MFS_RT_FLOATS];
+        float vert[MFS_RT_PLAIN_WORDS];
         memcpy(vert, p[i], sizeof p[i]);
         corner_uv(m, c[i], vert + 3);
         memcpy(vert + 5, n, sizeof n);
-        make_key(vert, &k[i]);
+        make_key(vert, sk ? &sk[c[i]] : NULL, &k[i]);
     }
     return 0;
 }
 
 /* A mesh without normals: each corner takes its face's normal (flat
  * shading), so vertices are made per corner, a batch of faces at a time. */
-static int merge_faceted(reducer *r, const mfs_mesh *m, const mesh_xf *x, uint32_t (*out)[3],
-                         mfs_err *err)
+static int merge_faceted(reducer *r, const mfs_mesh *m, const mesh_xf *x, const skin *sk,
+                         uint32_t (*out)[3], mfs_err *err)
 {
     enum { FACES = BATCH / 3 };
     vkey keys[FACES * 3];
@@ -340,7 +534,7 @@ static int merge_faceted(reducer *r, const mfs_mesh *m, const mesh_xf *x, uint32
     for (uint32_t f = 0; f < m->n_faces; f += FACES) {
         uint32_t b = m->n_faces - f < FACES ? m->n_faces - f : FACES;
         for (uint32_t j = 0; j < b; j++)
-            if (faceted_keys(m, x, f + j, &keys[j * 3], err) < 0)
+            if (faceted_keys(m, x, sk, f + j, &keys[j * 3], err) < 0)
                 return -1;
         intern_batch(r, keys, b * 3, idx);
         memcpy(out[f], idx, sizeof(uint32_t) * 3 * b);
@@ -349,10 +543,10 @@ static int merge_faceted(reducer *r, const mfs_mesh *m, const mesh_xf *x, uint32
 }
 
 /* Upper bounds that size every buffer once: triangles, unique vertices,
- * and the largest per-mesh remap table. */
+ * the largest per-mesh remap table and the largest skinned mesh. */
 typedef struct sizes {
     uint64_t triangles, vertices;
-    uint32_t remap;
+    uint32_t remap, skin;
 } sizes;
 
 static void count(const mfs_scene *s, const placement *pl, sizes *z)
@@ -371,7 +565,64 @@ static void count(const mfs_scene *s, const placement *pl, sizes *z)
         } else {
             z->vertices += refs;
         }
+        if (is_skinned(m) && m->n_vertices > z->skin)
+            z->skin = m->n_vertices;
     }
+}
+
+/* The plain layout: the vertices reduced again on their first 8 words, in
+ * order, so each plain vertex keeps its first reference.  Only vertices
+ * that differ in skinning alone can merge, so a model without skinning
+ * skips this (plain stays NULL: the identity). */
+static int reduce_plain(mfs_runtime *rt, mfs_err *err)
+{
+    rt->n_plain = rt->n_vertices;
+    if (rt->max_joint == 0)
+        return 0;
+    reducer r;
+    uint32_t *of = malloc(sizeof(uint32_t) * (rt->n_vertices ? rt->n_vertices : 1));
+    if (reducer_init(&r, rt->n_vertices, MFS_RT_PLAIN_WORDS, err) < 0 || !of) {
+        free(of);
+        reducer_free(&r);
+        return mfs_errf(err, "out of memory reducing %u vertices", rt->n_vertices);
+    }
+    vkey keys[BATCH];
+    for (uint32_t i = 0; i < rt->n_vertices; i += BATCH) {
+        uint32_t b = rt->n_vertices - i < BATCH ? rt->n_vertices - i : BATCH;
+        for (uint32_t j = 0; j < b; j++) {
+            memcpy(keys[j].bits, rt->vertices[i + j], sizeof(uint32_t) * MFS_RT_PLAIN_WORDS);
+            keys[j].hash = XXH3_64bits(keys[j].bits, sizeof(uint32_t) * MFS_RT_PLAIN_WORDS);
+        }
+        intern_batch(&r, keys, b, of + i);
+    }
+    free(r.table);
+    if (r.n == rt->n_vertices) {
+        free(r.v);
+        free(of);
+        return 0;
+    }
+    rt->n_plain = r.n;
+    rt->plain_of = of;
+    rt->plain = realloc(r.v, sizeof *rt->plain * r.n);
+    if (!rt->plain)
+        rt->plain = (uint32_t(*)[MFS_RT_PLAIN_WORDS])r.v;
+    return 0;
+}
+
+/* The sphere over the plain layout's positions: every position occurs
+ * there, and both layouts get the same sphere. */
+static int runtime_sphere(mfs_runtime *rt, mfs_err *err)
+{
+    if (rt->n_plain == 0)
+        return 0;
+    float (*pos)[3] = malloc(sizeof *pos * rt->n_plain);
+    if (!pos)
+        return mfs_errf(err, "out of memory bounding %u vertices", rt->n_plain);
+    for (uint32_t i = 0; i < rt->n_plain; i++)
+        memcpy(pos[i], mfs_runtime_vertex(rt, 1, i), sizeof pos[i]);
+    mfs_runtime_sphere(&pos[0][0], 3, rt->n_plain, rt->center, &rt->radius);
+    free(pos);
+    return 0;
 }
 
 static int build_placed(const mfs_scene *s, const placement *pl, mfs_runtime *rt, mfs_err *err)
@@ -385,25 +636,38 @@ static int build_placed(const mfs_scene *s, const placement *pl, mfs_runtime *rt
     reducer r;
     uint32_t *remap = malloc(sizeof(uint32_t) * (z.remap ? z.remap : 1));
     uint32_t *order = malloc(sizeof(uint32_t) * (z.remap ? z.remap : 1));
+    skin *sk = malloc(sizeof(skin) * (z.skin ? z.skin : 1));
     rt->triangles = malloc(sizeof *rt->triangles * (size_t)z.triangles);
-    int rc = reducer_init(&r, z.vertices, err);
-    if (rc == 0 && (!remap || !order || !rt->triangles))
+    rt->n_bones = pl->n_bones;
+    int rc = reducer_init(&r, z.vertices, MFS_RT_WORDS, err);
+    if (rc == 0 && (!remap || !order || !sk || !rt->triangles))
         rc = mfs_errf(err, "out of memory merging %llu triangles",
                       (unsigned long long)z.triangles);
 
     uint32_t t = 0;
+    int32_t skin_of = -1; /* mesh whose skin sk holds */
     for (uint32_t j = 0; rc == 0 && j < pl->n_inst; j++) {
-        const mfs_mesh *m = &s->meshes[pl->inst[j].mesh];
+        uint32_t mi = pl->inst[j].mesh;
+        const mfs_mesh *m = &s->meshes[mi];
         if (!is_merged(m))
             continue;
+        const skin *msk = NULL;
+        if (is_skinned(m)) {
+            if (skin_of != (int32_t)mi &&
+                (rc = mesh_skin(m, pl->bone, sk, &rt->max_joint, err)) < 0)
+                break;
+            skin_of = (int32_t)mi;
+            msk = sk;
+        }
         mesh_xf x;
         mesh_xf_init(&x, pl, &pl->inst[j]);
-        rc = m->normals ? merge_smooth(&r, m, &x, remap, order, rt->triangles + t, err)
-                        : merge_faceted(&r, m, &x, rt->triangles + t, err);
+        rc = m->normals ? merge_smooth(&r, m, &x, msk, remap, order, rt->triangles + t, err)
+                        : merge_faceted(&r, m, &x, msk, rt->triangles + t, err);
         t += m->n_faces;
     }
     free(remap);
     free(order);
+    free(sk);
     if (rc == 0 && r.n > MFS_RT_MAX_VERTICES)
         rc = mfs_errf(err, "model has %u unique vertices, the int32 size field allows at most %d",
                       r.n, (int)MFS_RT_MAX_VERTICES);
@@ -415,13 +679,12 @@ static int build_placed(const mfs_scene *s, const placement *pl, mfs_runtime *rt
     rt->n_triangles = t;
     rt->n_vertices = r.n;
     /* give back the bound's slack (not with 0: realloc would free it) */
-    rt->vertices = r.n ? realloc(r.v, sizeof *r.v * r.n) : NULL;
+    rt->vertices = r.n ? realloc(r.v, sizeof *rt->vertices * r.n) : NULL;
     if (!rt->vertices)
-        rt->vertices = r.v;
+        rt->vertices = (uint32_t(*)[MFS_RT_WORDS])r.v;
     free(r.table);
-    if (rt->n_vertices)
-        mfs_runtime_sphere(&rt->vertices[0][0], MFS_RT_FLOATS, rt->n_vertices, rt->center,
-                           &rt->radius);
+    if (reduce_plain(rt, err) < 0 || runtime_sphere(rt, err) < 0)
+        return -1;
     return 0;
 }
 
@@ -440,6 +703,8 @@ void mfs_runtime_free(mfs_runtime *rt)
 {
     free(rt->vertices);
     free(rt->triangles);
+    free(rt->plain);
+    free(rt->plain_of);
     memset(rt, 0, sizeof *rt);
 }
 
@@ -569,7 +834,7 @@ static int scene_key(const mfs_scene *s, const placement *pl, uint8_t key[16], m
     if (!st)
         return mfs_errf(err, "out of memory hashing the scene");
     XXH3_128bits_reset(st);
-    XXH3_128bits_update(st, "meshfs-runtime-1", 16);
+    XXH3_128bits_update(st, "meshfs-runtime-2", 16);
     for (uint32_t j = 0; j < pl->n_inst; j++) {
         uint32_t i = pl->inst[j].mesh;
         const mfs_mesh *m = &s->meshes[i];
@@ -589,6 +854,16 @@ static int scene_key(const mfs_scene *s, const placement *pl, uint8_t key[16], m
         if (m->uv[0])
             XXH3_128bits_update(st, m->uv[0], sizeof *m->uv[0] * m->n_vertices);
         XXH3_128bits_update(st, m->indices, sizeof(uint32_t) * 3 * (size_t)m->n_faces);
+        /* skinning: each bone's place in the model-wide list (which the
+         * node tree decides) and its weights */
+        XXH3_128bits_update(st, &m->n_bones, sizeof m->n_bones);
+        for (uint32_t b = 0; b < m->n_bones; b++) {
+            const mfs_bone *bo = &m->bones[b];
+            int32_t bone[2] = {bo->node < 0 ? -1 : pl->bone[bo->node], (int32_t)bo->n_weights};
+            XXH3_128bits_update(st, bone, sizeof bone);
+            if (bo->node >= 0)
+                XXH3_128bits_update(st, bo->weights, sizeof *bo->weights * bo->n_weights);
+        }
     }
     XXH128_canonicalFromHash((XXH128_canonical_t *)key, XXH3_128bits_digest(st));
     XXH3_freeState(st);

@@ -1,12 +1,13 @@
 /* .tri: FBXConverter triangle data for the LGE engine (docs/formats/tri.md).
  *
  * EboHeader {int32 rawSizeInBytes, sizeOfElement = 4, numberOfElement}
- * followed by 3 uint32 vertex indices (into the .vrt) per triangle. */
+ * followed by 3 uint32 vertex indices (into the .vrt of the same
+ * vrt_layout) per triangle. */
 #include "runtime.h"
 
 #include "meshfs/formats.h"
 
-static void put_triangles(mfs_sink *out, const mfs_runtime *rt, int reverse)
+static void put_triangles(mfs_sink *out, const mfs_runtime *rt, int reverse, int plain)
 {
     /* reverse_winding writes (a, c, b): the first corner stays first, so a
      * triangle keeps its leading vertex and only its facing changes. */
@@ -20,7 +21,7 @@ static void put_triangles(mfs_sink *out, const mfs_runtime *rt, int reverse)
             len = 0;
         }
         for (int k = 0; k < 3; k++, len += 4)
-            mfs_st_u32(buf + len, rt->triangles[i][ord[k]]);
+            mfs_st_u32(buf + len, mfs_runtime_index(rt, plain, rt->triangles[i][ord[k]]));
     }
     mfs_put(out, buf, len);
 }
@@ -34,7 +35,9 @@ int mfs_write_tri(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_e
     mfs_put_i32(out, elements * 4); /* rawSizeInBytes */
     mfs_put_i32(out, 4);            /* sizeOfElement: sizeof(unsigned int) */
     mfs_put_i32(out, elements);     /* numberOfElement: indices, not triangles */
-    put_triangles(out, rt, o && o->reverse_winding);
+    /* the plain layout can merge vertices that differ only in skinning, so
+     * the indices follow vrt_layout too */
+    put_triangles(out, rt, o && o->reverse_winding, o && o->vrt_plain);
     mfs_runtime_release(rt);
     return 0;
 }

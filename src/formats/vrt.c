@@ -1,39 +1,54 @@
 /* .vrt: FBXConverter vertex data for the LGE engine (docs/formats/vrt.md).
  *
  * VboHeader {int32 rawSizeInBytes, sizeOfElement = 4, numberOfElement}
- * followed by 8 floats per unique model-space vertex: x y z u v nx ny nz. */
+ * followed by one record per unique model-space vertex: by default the
+ * engine's 64-byte VertexData (x y z u v nx ny nz, weights w0..w3, bone
+ * indices b0..b3), with vrt_layout=plain the document's 8 floats. */
 #include "runtime.h"
 
 #include "meshfs/formats.h"
 
-/* Floats go out through a small staging buffer: one sink call per 4 KiB
- * instead of one per float. */
-static void put_vertices(mfs_sink *out, const mfs_runtime *rt)
+/* Words go out through a small staging buffer: one sink call per 4 KiB
+ * instead of one per word.  Every word is already the bits to store
+ * (float bits or a bone index). */
+static void put_vertices(mfs_sink *out, const mfs_runtime *rt, int plain)
 {
+    const unsigned words = plain ? MFS_RT_PLAIN_WORDS : MFS_RT_WORDS;
+    uint32_t n = mfs_runtime_count(rt, plain);
     uint8_t buf[4096];
     size_t len = 0;
-    for (uint32_t i = 0; i < rt->n_vertices; i++) {
-        if (len + MFS_RT_FLOATS * 4 > sizeof buf) {
+    for (uint32_t i = 0; i < n; i++) {
+        if (len + words * 4 > sizeof buf) {
             mfs_put(out, buf, len);
             len = 0;
         }
-        for (int k = 0; k < MFS_RT_FLOATS; k++, len += 4)
-            mfs_st_f32(buf + len, rt->vertices[i][k]);
+        const uint32_t *v = mfs_runtime_vertex(rt, plain, i);
+        for (unsigned k = 0; k < words; k++, len += 4)
+            mfs_st_u32(buf + len, v[k]);
     }
     mfs_put(out, buf, len);
 }
 
 int mfs_write_vrt(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err)
 {
-    (void)o; /* no option changes the vertices; reverse_winding is .tri's */
+    /* reverse_winding is .tri's; vrt_plain picks the layout */
+    int plain = o && o->vrt_plain;
     const mfs_runtime *rt = mfs_runtime_acquire(s, MFS_RT_USER_VRT, err);
     if (!rt)
         return mfs_err_prefix(err, "vrt");
-    int32_t elements = (int32_t)(rt->n_vertices * MFS_RT_FLOATS);
+    if (!plain && rt->max_joint > MFS_RT_MAX_JOINTS) {
+        uint32_t used = rt->max_joint;
+        mfs_runtime_release(rt);
+        return mfs_errf(err, "vrt: vertices use bone index %u, but the engine's skinning shader "
+                        "holds %d joints (skinnedTextureLight.vs.glsl); vrt_layout=plain writes "
+                        "the model without skinning", used - 1, MFS_RT_MAX_JOINTS);
+    }
+    unsigned words = plain ? MFS_RT_PLAIN_WORDS : MFS_RT_WORDS;
+    int32_t elements = (int32_t)(mfs_runtime_count(rt, plain) * words);
     mfs_put_i32(out, elements * 4); /* rawSizeInBytes */
-    mfs_put_i32(out, 4);            /* sizeOfElement: sizeof(float) */
-    mfs_put_i32(out, elements);     /* numberOfElement: floats, not vertices */
-    put_vertices(out, rt);
+    mfs_put_i32(out, 4);            /* sizeOfElement: sizeof(float) == sizeof(unsigned int) */
+    mfs_put_i32(out, elements);     /* numberOfElement: 4-byte words, not vertices */
+    put_vertices(out, rt, plain);
     mfs_runtime_release(rt);
     return 0;
 }

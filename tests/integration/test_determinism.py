@@ -44,6 +44,29 @@ class Determinism(unittest.TestCase):
             self.assertNotEqual(ta["crate/crate.fmi"], tb["crate/crate.fmi"])
             self.assertNotEqual(ta["crate/crate.tri"], tb["crate/crate.tri"])
 
+    def test_vrt_layout_changes_only_vrt_and_tri(self):
+        # a skinned model: the default .vrt has 64-byte vertices, the plain
+        # one 32-byte vertices (as many or fewer: vertices that differ only
+        # in skinning merge); .tri follows the layout, .sph does not
+        fbx = INPUTS[1]
+        with tempdir() as a, tempdir() as b:
+            pa, _ = convert([fbx], a)
+            pb, _ = convert([fbx], b, "--vrt-layout", "plain")
+            self.assertEqual((pa.returncode, pb.returncode), (0, 0), pa.stderr + pb.stderr)
+            ta, tb = tree_bytes(a), tree_bytes(b)
+            self.assertEqual(sorted(ta), sorted(tb))
+            vrt = [k for k in ta if k.endswith(".vrt")]
+            self.assertEqual(len(vrt), 1)
+            skinned, plain = ta[vrt[0]], tb[vrt[0]]
+            n64, n32 = (len(skinned) - 12) // 64, (len(plain) - 12) // 32
+            self.assertEqual(len(skinned), 12 + 64 * n64)
+            self.assertEqual(len(plain), 12 + 32 * n32)
+            self.assertGreater(n32, 0)
+            self.assertLessEqual(n32, n64)
+            for k in ta:
+                if k.rsplit(".", 1)[1] not in ("vrt", "tri", "lgepkg"):
+                    self.assertEqual(ta[k], tb[k], k)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,6 +1,8 @@
 /* .vrt / .tri / .sph writers and the shared merge/reduce/sphere in
  * src/formats/runtime.c.  Expected bytes are worked out from
- * docs/formats/{vrt,tri,sph}.md and the fixture descriptions. */
+ * docs/formats/{vrt,tri,sph}.md, the engine structs quoted in
+ * research/dem_vrt.md (64-byte VertexData, 48-byte BoundingSphere) and the
+ * fixture descriptions. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,6 +11,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,9 +53,29 @@ static void blob_eq(blob a, blob b)
     assert_memory_equal(a.p, b.p, a.n);
 }
 
+/* The engine's VertexData: 16 words, 64 bytes (x y z u v nx ny nz,
+ * w0..w3, b0..b3); the plain layout: the first 8, 32 bytes. */
+#define VWORDS 16
+#define PWORDS 8
+
 static float vfloat(blob vrt, uint32_t vertex, int k)
 {
-    return mfs_ld_f32(vrt.p + 12 + ((size_t)vertex * 8 + (size_t)k) * 4);
+    return mfs_ld_f32(vrt.p + 12 + ((size_t)vertex * VWORDS + (size_t)k) * 4);
+}
+
+static float vweight(blob vrt, uint32_t vertex, int k)
+{
+    return mfs_ld_f32(vrt.p + 12 + (size_t)vertex * 64 + 32 + (size_t)k * 4);
+}
+
+static uint32_t vbone(blob vrt, uint32_t vertex, int k)
+{
+    return mfs_ld_u32(vrt.p + 12 + (size_t)vertex * 64 + 48 + (size_t)k * 4);
+}
+
+static float pfloat(blob vrt, uint32_t vertex, int k)
+{
+    return mfs_ld_f32(vrt.p + 12 + ((size_t)vertex * PWORDS + (size_t)k) * 4);
 }
 
 static uint32_t tindex(blob tri, uint32_t triangle, int k)
@@ -60,15 +83,33 @@ static uint32_t tindex(blob tri, uint32_t triangle, int k)
     return mfs_ld_u32(tri.p + 12 + ((size_t)triangle * 3 + (size_t)k) * 4);
 }
 
-static uint32_t vrt_count(blob vrt)
+/* Vertex count the way the engine's Mesh gets it: rawSizeInBytes /
+ * sizeof(VertexData), 64 (32 for the plain layout). */
+static uint32_t vrt_count_words(blob vrt, int words)
 {
     assert_true(vrt.n >= 12);
     assert_int_equal(mfs_ld_i32(vrt.p + 4), 4);
     int32_t elems = mfs_ld_i32(vrt.p + 8);
-    assert_int_equal(mfs_ld_i32(vrt.p), elems * 4);
-    assert_int_equal(elems % 8, 0);
-    assert_int_equal(vrt.n, 12 + (size_t)elems * 4);
-    return (uint32_t)elems / 8;
+    int32_t raw = mfs_ld_i32(vrt.p);
+    assert_int_equal(raw, elems * 4);
+    assert_int_equal(raw % (words * 4), 0);
+    assert_int_equal(vrt.n, 12 + (size_t)raw);
+    return (uint32_t)raw / (uint32_t)(words * 4);
+}
+
+static uint32_t vrt_count(blob vrt)
+{
+    return vrt_count_words(vrt, VWORDS);
+}
+
+/* Every skin word of every vertex zero: a static model. */
+static void assert_static(blob vrt)
+{
+    uint32_t n = vrt_count(vrt);
+    for (uint32_t v = 0; v < n; v++)
+        for (int k = 0; k < 8; k++)
+            if (mfs_ld_u32(vrt.p + 12 + (size_t)v * 64 + 32 + (size_t)k * 4) != 0)
+                fail_msg("vertex %u skin word %d is not zero", v, k);
 }
 
 static uint32_t tri_count(blob tri)
@@ -177,11 +218,14 @@ static void cube_vrt(void **state)
     (void)state;
     mfs_scene *s = fixture_cube();
     blob b = write_fmt(mfs_write_vrt, s);
-    /* 24 unique vertices (flat normals keep the faces apart):
-     * rawSize 24*8*4 = 768 = 0x300, element 4, 24*8 = 192 = 0xC0 floats. */
-    static const uint8_t head[12] = {0x00, 0x03, 0, 0, 4, 0, 0, 0, 0xC0, 0, 0, 0};
-    assert_int_equal(b.n, 12 + 768);
+    /* 24 unique vertices (flat normals keep the faces apart), 64 bytes
+     * each: rawSize 24*64 = 1536 = 0x600, element 4, 24*16 = 384 = 0x180
+     * words. */
+    static const uint8_t head[12] = {0x00, 0x06, 0, 0, 4, 0, 0, 0, 0x80, 0x01, 0, 0};
+    assert_int_equal(b.n, 12 + 1536);
     assert_memory_equal(b.p, head, 12);
+    assert_int_equal(vrt_count(b), 24);
+    assert_static(b); /* no bones: weights and indices all zero */
     /* Vertex 0 is the first corner referenced: face +X corner (-u-v) with
      * u = (0,0,-1), v = (0,1,0): 0.5*(1,0,0) - 0.5*u - 0.5*v. */
     static const float v0[8] = {0.5f, -0.5f, 0.5f, 0, 0, 1, 0, 0};
@@ -382,7 +426,8 @@ static void reduction_matches_brute_force(void **state)
     assert_int_equal(tri_count(tb), NF);
     for (uint32_t j = 0; j < nu; j++)
         for (int k = 0; k < 8; k++)
-            assert_int_equal(mfs_ld_u32(vb.p + 12 + ((size_t)j * 8 + (size_t)k) * 4), uniq[j][k]);
+            assert_int_equal(mfs_ld_u32(vb.p + 12 + ((size_t)j * VWORDS + (size_t)k) * 4),
+                             uniq[j][k]);
     for (int c = 0; c < NF * 3; c++)
         assert_int_equal(tindex(tb, (uint32_t)c / 3, c % 3), want[c]);
     free(vb.p);
@@ -436,7 +481,8 @@ static void no_triangles_gives_empty_files(void **state)
     assert_valid(s);
     const mfs_writer_fn fns[3] = {mfs_write_vrt, mfs_write_tri, mfs_write_sph};
     static const uint8_t empty_hdr[12] = {0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0};
-    static const uint8_t zero_sphere[32] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x3f};
+    /* 16 zero bytes, centre 0 0 0, w 1.0 at 28, radius 0, 12 zero bytes */
+    static const uint8_t zero_sphere[48] = {[30] = 0x80, [31] = 0x3f};
     for (int i = 0; i < 3; i++) {
         mfs_sink k;
         mfs_err err = {{0}};
@@ -449,8 +495,8 @@ static void no_triangles_gives_empty_files(void **state)
             assert_int_equal(k.len, 12);
             assert_memory_equal(k.buf, empty_hdr, 12);
         } else {
-            assert_int_equal(k.len, 32);
-            assert_memory_equal(k.buf, zero_sphere, 32);
+            assert_int_equal(k.len, 48);
+            assert_memory_equal(k.buf, zero_sphere, 48);
         }
         mfs_sink_free(&k);
     }
@@ -473,9 +519,9 @@ static void node_translation_applied(void **state)
     const float v0[8] = {10.5f, 1.5f, -2.5f, 0, 0, 1, 0, 0};
     assert_vertex(v, 0, v0);
     blob sph = write_fmt(mfs_write_sph, s);
-    assert_true(mfs_ld_f32(sph.p + 0) == 10.0f);
-    assert_true(mfs_ld_f32(sph.p + 4) == 2.0f);
-    assert_true(mfs_ld_f32(sph.p + 8) == -3.0f);
+    assert_true(mfs_ld_f32(sph.p + 16) == 10.0f);
+    assert_true(mfs_ld_f32(sph.p + 20) == 2.0f);
+    assert_true(mfs_ld_f32(sph.p + 24) == -3.0f);
     free(v.p);
     free(sph.p);
     mfs_scene_free(s);
@@ -502,8 +548,8 @@ static void huge_coordinates_refused_by_sph(void **state)
     free(v.p);
     s->meshes[0].positions[0][0] = 4e18f; /* inside the limit: a finite sphere */
     blob sph = write_fmt(mfs_write_sph, s);
-    assert_true(isfinite(mfs_ld_f32(sph.p + 16)));
-    assert_true(mfs_ld_f32(sph.p + 16) >= 2e18f);
+    assert_true(isfinite(mfs_ld_f32(sph.p + 32)));
+    assert_true(mfs_ld_f32(sph.p + 32) >= 2e18f);
     free(sph.p);
     mfs_scene_free(s);
 }
@@ -661,17 +707,18 @@ static void cube_sph(void **state)
     (void)state;
     mfs_scene *s = fixture_cube();
     blob b = write_fmt(mfs_write_sph, s);
-    assert_int_equal(b.n, 32);
+    assert_int_equal(b.n, 48);
     /* Ritter from vertex 0 (0.5,-0.5,0.5): farthest is (-0.5,0.5,-0.5),
      * whose farthest is vertex 0 again: centre exactly 0, every corner on
      * the sphere; radius = sqrt(0.75) rounded up to float, 0x3F5DB3D8. */
-    static const uint8_t want[32] = {
-        0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0, 0,        /* centre */
-        0, 0, 0x80, 0x3F,                             /* w = 1.0f at 12 */
-        0xD8, 0xB3, 0x5D, 0x3F,                       /* radius at 16 */
+    static const uint8_t want[48] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* Align16 base */
+        0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0, 0,        /* centre at 16 */
+        0, 0, 0x80, 0x3F,                             /* w = 1.0f at 28 */
+        0xD8, 0xB3, 0x5D, 0x3F,                       /* radius at 32 */
         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};          /* padding */
-    assert_memory_equal(b.p, want, 32);
-    float c[3] = {0, 0, 0}, r = mfs_ld_f32(b.p + 16);
+    assert_memory_equal(b.p, want, 48);
+    float c[3] = {0, 0, 0}, r = mfs_ld_f32(b.p + 32);
     assert_true((double)r >= sqrt(0.75));
     for (int v = 0; v < 24; v++) {
         const float *q = s->meshes[0].positions[v];
@@ -840,9 +887,9 @@ static void sph_contains_vrt(void **state)
     blob v = write_fmt(mfs_write_vrt, s), sph = write_fmt(mfs_write_sph, s);
     uint32_t nv = vrt_count(v);
     assert_int_equal(nv, NV); /* distinct points, one face normal each */
-    assert_true(mfs_ld_f32(sph.p + 12) == 1.0f);
-    float c[3] = {mfs_ld_f32(sph.p), mfs_ld_f32(sph.p + 4), mfs_ld_f32(sph.p + 8)};
-    float r = mfs_ld_f32(sph.p + 16);
+    assert_true(mfs_ld_f32(sph.p + 28) == 1.0f);
+    float c[3] = {mfs_ld_f32(sph.p + 16), mfs_ld_f32(sph.p + 20), mfs_ld_f32(sph.p + 24)};
+    float r = mfs_ld_f32(sph.p + 32);
     float *pos = xcalloc(nv, 3 * sizeof(float));
     for (uint32_t i = 0; i < nv; i++)
         for (int k = 0; k < 3; k++)
@@ -854,6 +901,335 @@ static void sph_contains_vrt(void **state)
     free(sph.p);
     free(p);
     free(idx);
+    mfs_scene_free(s);
+}
+
+/* ---- skinning (the 64-byte vertex) ---- */
+
+static void add_bone(mfs_mesh *m, const char *name, int32_t node, uint32_t n,
+                     const mfs_weight *w)
+{
+    m->bones = realloc(m->bones, sizeof(mfs_bone) * (m->n_bones + 1));
+    mfs_bone *b = &m->bones[m->n_bones++];
+    memset(b, 0, sizeof *b);
+    b->name = mfs_strdup(name);
+    b->node = node;
+    mfs_mat4_identity(&b->offset);
+    b->n_weights = n;
+    b->weights = xcalloc(n, sizeof *w);
+    memcpy(b->weights, w, sizeof *w * n);
+}
+
+/* Nodes, in the pre-order add_node builds:
+ *   0 root
+ *   1 body         places mesh "skin", translated (0, 0, 5)
+ *   2 armature     (no bone links to it: above the skeleton)
+ *   3   hip        bone
+ *   4     spine    no bone links to it, but it lies between chest and hip
+ *   5       chest  bone
+ *   6         neck bone
+ *   7     leg      bone
+ *   8       toe    bone
+ *   9 lamp         places a static mesh
+ * Documented bone order (docs/formats/vrt.md): the linked nodes plus the
+ * nodes between them and their lowest common ancestor (hip), by node
+ * index: hip 0, spine 1, chest 2, neck 3, leg 4, toe 5.
+ *
+ * Mesh "skin", 6 vertices in z = 0, normal +Z, uv = (x, y):
+ *   v0 (0,0) chest 0.7                                   (1 influence)
+ *   v1 (1,0) hip 0.25, toe 0.75                          (2)
+ *   v2 (1,1) hip 0.1, chest 0.3, neck 0.2, leg 0.25, toe 0.15   (5)
+ *   v3 (0,1) none
+ *   v4 (1,0) hip 1.0: v1's position, uv and normal, other weights
+ *   v5 (2,2) leg 0.5, hip 0.5 (a tie)
+ * triangles (0,1,2) (0,2,3) (0,4,5).  The bones are listed in the mesh out
+ * of node order (toe, chest, hip, neck, leg), so only the node tree can
+ * give the order above. */
+enum { HIP, SPINE, CHEST, NECK, LEG, TOE };
+
+static mfs_scene *skinned_scene(int with_normals)
+{
+    mfs_scene *s = scene_root();
+    uint32_t body = add_node(s, 0, "body");
+    uint32_t arm = add_node(s, 0, "armature");
+    uint32_t hip = add_node(s, arm, "hip");
+    uint32_t spine = add_node(s, hip, "spine");
+    uint32_t chest = add_node(s, spine, "chest");
+    uint32_t neck = add_node(s, chest, "neck");
+    uint32_t leg = add_node(s, hip, "leg");
+    uint32_t toe = add_node(s, leg, "toe");
+    uint32_t lamp = add_node(s, 0, "lamp");
+    assert_int_equal(lamp, 9);
+    s->nodes[body].local.m[11] = 5.0f;
+    /* bone nodes moved away from their bind pose: the vertices must not
+     * follow (the mesh is written as stored, at bind pose) */
+    s->nodes[hip].local.m[7] = 10.0f;
+    s->nodes[leg].local.m[3] = -4.0f;
+
+    const float p[6][3] = {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 1, 0}, {1, 0, 0}, {2, 2, 0}};
+    const float n[6][3] = {{0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {0, 0, 1}};
+    const float uv[6][2] = {{0, 0}, {1, 0}, {1, 1}, {0, 1}, {1, 0}, {2, 2}};
+    const uint32_t idx[9] = {0, 1, 2, 0, 2, 3, 0, 4, 5};
+    mfs_mesh *m = add_mesh(s, body, "skin", MFS_PRIM_TRIANGLES, 6, &p[0][0],
+                           with_normals ? &n[0][0] : NULL, &uv[0][0], 3, idx);
+    const mfs_weight wtoe[2] = {{1, 0.75f}, {2, 0.15f}};
+    const mfs_weight wchest[2] = {{0, 0.7f}, {2, 0.3f}};
+    const mfs_weight whip[4] = {{1, 0.25f}, {2, 0.1f}, {4, 1.0f}, {5, 0.5f}};
+    const mfs_weight wneck[1] = {{2, 0.2f}};
+    const mfs_weight wleg[2] = {{2, 0.25f}, {5, 0.5f}};
+    add_bone(m, "toe", (int32_t)toe, 2, wtoe);
+    add_bone(m, "chest", (int32_t)chest, 2, wchest);
+    add_bone(m, "hip", (int32_t)hip, 4, whip);
+    add_bone(m, "neck", (int32_t)neck, 1, wneck);
+    add_bone(m, "leg", (int32_t)leg, 2, wleg);
+
+    const float lp[3][3] = {{5, 0, 0}, {6, 0, 0}, {5, 1, 0}};
+    const uint32_t li[3] = {0, 1, 2};
+    add_mesh(s, lamp, "lampshade", MFS_PRIM_TRIANGLES, 3, &lp[0][0], &n[0][0], NULL, 1, li);
+    assert_valid(s);
+    return s;
+}
+
+/* The expected skin of one vertex, from its source influences (bone list
+ * index, weight): the four largest (ties: lower index first), each divided
+ * by their sum, computed here in double. */
+typedef struct want_skin {
+    uint32_t n;
+    uint32_t bone[5];
+    double w[5];
+} want_skin;
+
+static void assert_skin(blob v, uint32_t vertex, want_skin in)
+{
+    /* selection sort, strongest first */
+    for (uint32_t i = 0; i < in.n; i++)
+        for (uint32_t j = i + 1; j < in.n; j++)
+            if (in.w[j] > in.w[i] || (in.w[j] == in.w[i] && in.bone[j] < in.bone[i])) {
+                double tw = in.w[i];
+                uint32_t tb = in.bone[i];
+                in.w[i] = in.w[j];
+                in.bone[i] = in.bone[j];
+                in.w[j] = tw;
+                in.bone[j] = tb;
+            }
+    uint32_t kept = in.n < 4 ? in.n : 4;
+    double sum = 0, got = 0;
+    for (uint32_t i = 0; i < kept; i++)
+        sum += in.w[i];
+    for (uint32_t k = 0; k < 4; k++) {
+        double want = k < kept ? in.w[k] / sum : 0.0;
+        uint32_t wb = k < kept ? in.bone[k] : 0;
+        if (fabs(vweight(v, vertex, k) - want) > 1e-6)
+            fail_msg("vertex %u weight %u: got %.9g want %.9g", vertex, k, vweight(v, vertex, k),
+                     want);
+        if (vbone(v, vertex, k) != wb)
+            fail_msg("vertex %u bone %u: got %u want %u", vertex, k, vbone(v, vertex, k), wb);
+        got += vweight(v, vertex, k);
+    }
+    if (kept)
+        assert_true(fabs(got - 1.0) <= 1e-6);
+    else
+        assert_true(got == 0.0);
+}
+
+static void check_skinned(blob v, blob t)
+{
+    /* 6 skin vertices (v4 stays apart from v1: it differs in weights only)
+     * then the lamp's 3 */
+    assert_int_equal(vrt_count(v), 9);
+    assert_int_equal(mfs_ld_i32(v.p), 9 * 64);
+    assert_int_equal(mfs_ld_i32(v.p + 8), 9 * 16);
+    assert_int_equal(tri_count(t), 4);
+    static const uint32_t want_tri[12] = {0, 1, 2, 0, 2, 3, 0, 4, 5, 6, 7, 8};
+    for (int i = 0; i < 12; i++)
+        assert_int_equal(tindex(t, (uint32_t)i / 3, i % 3), want_tri[i]);
+    /* positions: placed by body (z + 5) whatever the bone nodes' rest pose */
+    static const float pos[6][3] = {{0, 0, 5}, {1, 0, 5}, {1, 1, 5}, {0, 1, 5}, {1, 0, 5},
+                                    {2, 2, 5}};
+    for (uint32_t i = 0; i < 6; i++)
+        for (int k = 0; k < 3; k++)
+            assert_true(vfloat(v, i, k) == pos[i][k]);
+    assert_skin(v, 0, (want_skin){1, {CHEST}, {0.7f}});
+    assert_skin(v, 1, (want_skin){2, {HIP, TOE}, {0.25f, 0.75f}});
+    assert_skin(v, 2, (want_skin){5, {HIP, CHEST, NECK, LEG, TOE}, {0.1f, 0.3f, 0.2f, 0.25f, 0.15f}});
+    assert_skin(v, 3, (want_skin){0, {0}, {0}});
+    assert_skin(v, 4, (want_skin){1, {HIP}, {1.0f}});
+    assert_skin(v, 5, (want_skin){2, {LEG, HIP}, {0.5f, 0.5f}});
+    /* spelled out for two of them: v0 is chest alone (weight exactly 1),
+     * v5's tie puts hip (0) before leg (4) */
+    assert_true(vweight(v, 0, 0) == 1.0f && vbone(v, 0, 0) == CHEST);
+    assert_true(vbone(v, 5, 0) == HIP && vbone(v, 5, 1) == LEG);
+    assert_true(vweight(v, 5, 0) == 0.5f && vweight(v, 5, 1) == 0.5f);
+    /* v2: chest 0.3 leg 0.25 neck 0.2 toe 0.15, over 0.9 (hip 0.1 dropped) */
+    assert_int_equal(vbone(v, 2, 0), CHEST);
+    assert_int_equal(vbone(v, 2, 1), LEG);
+    assert_int_equal(vbone(v, 2, 2), NECK);
+    assert_int_equal(vbone(v, 2, 3), TOE);
+    assert_true(fabs(vweight(v, 2, 0) - 1.0 / 3.0) < 1e-6);
+    /* the static lamp: all-zero weights and indices */
+    for (uint32_t i = 6; i < 9; i++)
+        for (int k = 0; k < 4; k++)
+            assert_true(vweight(v, i, k) == 0.0f && vbone(v, i, k) == 0);
+}
+
+static void skinned_vertices(void **state)
+{
+    (void)state;
+    for (int with_normals = 1; with_normals >= 0; with_normals--) {
+        mfs_runtime_cache_clear();
+        mfs_scene *s = skinned_scene(with_normals);
+        blob v = write_fmt(mfs_write_vrt, s), t = write_fmt(mfs_write_tri, s);
+        check_skinned(v, t);
+        /* the bone index words are plain uint32: chest (2) in v0's b0 */
+        static const uint8_t b0[4] = {2, 0, 0, 0};
+        assert_memory_equal(v.p + 12 + 48, b0, 4);
+        free(v.p);
+        free(t.p);
+        mfs_scene_free(s);
+    }
+}
+
+/* vrt_layout=plain: 32-byte records, reduced on those 32 bytes (v4 merges
+ * into v1), .tri indexing them; the sphere is the same for both layouts. */
+static void plain_layout(void **state)
+{
+    (void)state;
+    mfs_scene *s = skinned_scene(1);
+    mfs_options o;
+    mfs_options_default(&o);
+    blob vs = write_with(mfs_write_vrt, s, &o), ts = write_with(mfs_write_tri, s, &o),
+         ss = write_with(mfs_write_sph, s, &o);
+    o.vrt_plain = 1;
+    blob vp = write_with(mfs_write_vrt, s, &o), tp = write_with(mfs_write_tri, s, &o),
+         sp = write_with(mfs_write_sph, s, &o);
+    assert_int_equal(vrt_count_words(vp, PWORDS), 8);
+    assert_int_equal(mfs_ld_i32(vp.p), 8 * 32);
+    assert_int_equal(mfs_ld_i32(vp.p + 8), 8 * 8);
+    /* plain vertex j is skinned vertex (0 1 2 3 5 6 7 8)[j], first 32 bytes */
+    static const uint32_t from[8] = {0, 1, 2, 3, 5, 6, 7, 8};
+    for (uint32_t j = 0; j < 8; j++)
+        assert_memory_equal(vp.p + 12 + (size_t)j * 32, vs.p + 12 + (size_t)from[j] * 64, 32);
+    assert_true(pfloat(vp, 4, 0) == 2.0f && pfloat(vp, 4, 1) == 2.0f);
+    static const uint32_t want_tri[12] = {0, 1, 2, 0, 2, 3, 0, 1, 4, 5, 6, 7};
+    assert_int_equal(tri_count(tp), 4);
+    for (int i = 0; i < 12; i++)
+        assert_int_equal(tindex(tp, (uint32_t)i / 3, i % 3), want_tri[i]);
+    blob_eq(ss, sp);
+
+    /* a static model: the plain file is the skinned one without the skin */
+    mfs_scene *cube = fixture_cube();
+    blob cp = write_with(mfs_write_vrt, cube, &o);
+    o.vrt_plain = 0;
+    blob cs = write_with(mfs_write_vrt, cube, &o);
+    assert_int_equal(cp.n, 12 + 24 * 32);
+    for (uint32_t j = 0; j < 24; j++)
+        assert_memory_equal(cp.p + 12 + (size_t)j * 32, cs.p + 12 + (size_t)j * 64, 32);
+    free(cp.p);
+    free(cs.p);
+    mfs_scene_free(cube);
+    free(vs.p); free(ts.p); free(ss.p);
+    free(vp.p); free(tp.p); free(sp.p);
+    mfs_scene_free(s);
+}
+
+/* A bone linked to no node moves nothing: its influence is dropped, and a
+ * vertex left without any is static.  A bone named twice in one mesh
+ * counts once, with the summed weight. */
+static void unlinked_and_repeated_bones(void **state)
+{
+    (void)state;
+    mfs_scene *s = scene_root();
+    uint32_t a = add_node(s, 0, "a"), b = add_node(s, 0, "b");
+    const float p[3][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}};
+    const float n[3][3] = {{0, 0, 1}, {0, 0, 1}, {0, 0, 1}};
+    const uint32_t idx[3] = {0, 1, 2};
+    mfs_mesh *m = add_mesh(s, 0, "m", MFS_PRIM_TRIANGLES, 3, &p[0][0], &n[0][0], NULL, 1, idx);
+    const mfs_weight wa[2] = {{0, 0.2f}, {1, 0.5f}}, wa2[1] = {{0, 0.2f}};
+    const mfs_weight wb[1] = {{0, 0.6f}}, wghost[2] = {{1, 0.5f}, {2, 1.0f}};
+    add_bone(m, "a", (int32_t)a, 2, wa);
+    add_bone(m, "ghost", -1, 2, wghost);
+    add_bone(m, "b", (int32_t)b, 1, wb);
+    add_bone(m, "a", (int32_t)a, 1, wa2);
+    assert_valid(s);
+    blob v = write_fmt(mfs_write_vrt, s);
+    assert_int_equal(vrt_count(v), 3);
+    /* v0: b 0.6 vs a 0.2 + 0.2 = 0.4: (b, a) = (0.6, 0.4); list a 0, b 1 */
+    assert_skin(v, 0, (want_skin){2, {1, 0}, {0.6, 0.4}});
+    assert_skin(v, 1, (want_skin){1, {0}, {0.5}});   /* ghost's 0.5 dropped */
+    assert_skin(v, 2, (want_skin){0, {0}, {0}});      /* only the ghost: static */
+    free(v.p);
+    mfs_scene_free(s);
+}
+
+/* The engine's skinning shader holds 100 joints: a vertex using bone index
+ * 100 cannot be drawn skinned, and .vrt says so; the plain layout (no
+ * skinning) and .tri still convert.  Bones up to index 99 are fine however
+ * long the list. */
+static void too_many_joints(void **state)
+{
+    (void)state;
+    mfs_scene *s = scene_root();
+    const float p[3][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}};
+    const uint32_t idx[3] = {0, 1, 2};
+    mfs_mesh *m = add_mesh(s, 0, "m", MFS_PRIM_TRIANGLES, 3, &p[0][0], NULL, NULL, 1, idx);
+    for (int i = 0; i < 101; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "j%d", i);
+        uint32_t nd = add_node(s, 0, name);
+        const mfs_weight w[1] = {{0, 1.0f}};
+        add_bone(m, name, (int32_t)nd, i == 99 ? 1 : 0, w);
+    }
+    assert_valid(s);
+    blob v = write_fmt(mfs_write_vrt, s);
+    assert_int_equal(vbone(v, 0, 0), 99);
+    free(v.p);
+
+    m->bones[100].n_weights = 1;
+    free(m->bones[100].weights);
+    m->bones[100].weights = xcalloc(1, sizeof(mfs_weight));
+    m->bones[100].weights[0] = (mfs_weight){1, 1.0f};
+    mfs_sink k;
+    mfs_err err = {{0}};
+    mfs_options o;
+    mfs_options_default(&o);
+    mfs_sink_init_mem(&k);
+    assert_int_equal(mfs_write_vrt(s, &o, &k, &err), -1);
+    assert_string_equal(err.msg, "vrt: vertices use bone index 100, but the engine's skinning "
+                                 "shader holds 100 joints (skinnedTextureLight.vs.glsl); "
+                                 "vrt_layout=plain writes the model without skinning");
+    mfs_sink_free(&k);
+    o.vrt_plain = 1;
+    blob vp = write_with(mfs_write_vrt, s, &o);
+    assert_int_equal(vrt_count_words(vp, PWORDS), 3);
+    free(vp.p);
+    mfs_scene_free(s);
+}
+
+/* The sphere of a unit cube moved to (1, 2, 3), worked out here: centre
+ * (1, 2, 3), radius the half diagonal sqrt(3)/2 (at most a few float ulps
+ * more), laid out as the engine's 48-byte BoundingSphere. */
+static void sph_bytes_unit_cube_at_123(void **state)
+{
+    (void)state;
+    mfs_scene *s = fixture_cube();
+    s->nodes[1].local.m[3] = 1.0f;
+    s->nodes[1].local.m[7] = 2.0f;
+    s->nodes[1].local.m[11] = 3.0f;
+    blob b = write_fmt(mfs_write_sph, s);
+    assert_int_equal(b.n, 48);
+    for (int i = 0; i < 16; i++)
+        assert_int_equal(b.p[i], 0);
+    for (int i = 36; i < 48; i++)
+        assert_int_equal(b.p[i], 0);
+    assert_true(mfs_ld_f32(b.p + 16) == 1.0f);
+    assert_true(mfs_ld_f32(b.p + 20) == 2.0f);
+    assert_true(mfs_ld_f32(b.p + 24) == 3.0f);
+    assert_true(mfs_ld_f32(b.p + 28) == 1.0f);
+    double want = sqrt(3.0) / 2.0;
+    float r = mfs_ld_f32(b.p + 32);
+    assert_true((double)r >= want);
+    assert_true((double)r <= want * (1.0 + 4 * 0x1p-23));
+    free(b.p);
     mfs_scene_free(s);
 }
 
@@ -914,6 +1290,29 @@ static void cache_not_stale(void **state)
     free(a.p);
     free(b.p);
     free(c.p);
+    mfs_scene_free(s);
+
+    /* weights and the bone list are part of the key too */
+    s = skinned_scene(1);
+    a = write_fmt(mfs_write_vrt, s);
+    s->meshes[0].bones[1].weights[0].weight = 0.0f; /* v0 loses chest */
+    b = write_fmt(mfs_write_vrt, s);
+    assert_true(vweight(a, 0, 0) == 1.0f && vbone(a, 0, 0) == CHEST);
+    assert_true(vweight(b, 0, 0) == 0.0f && vbone(b, 0, 0) == 0);
+    /* spine linked too: same list (it was a chain node already), same bytes */
+    const mfs_weight none[1] = {{0, 0.0f}};
+    add_bone(&s->meshes[0], "spine", 4, 1, none);
+    c = write_fmt(mfs_write_vrt, s);
+    blob_eq(b, c);
+    /* armature linked: it joins the list first, every index moves up one */
+    add_bone(&s->meshes[0], "armature", 2, 1, none);
+    blob d = write_fmt(mfs_write_vrt, s);
+    assert_int_equal(vbone(d, 1, 0), TOE + 1);
+    assert_int_equal(vbone(c, 1, 0), TOE);
+    free(a.p);
+    free(b.p);
+    free(c.p);
+    free(d.p);
     mfs_scene_free(s);
 }
 
@@ -1025,6 +1424,11 @@ int main(void)
         cmocka_unit_test_setup(sphere_adversarial, setup),
         cmocka_unit_test_setup(sphere_degenerate, setup),
         cmocka_unit_test_setup(sph_contains_vrt, setup),
+        cmocka_unit_test_setup(skinned_vertices, setup),
+        cmocka_unit_test_setup(plain_layout, setup),
+        cmocka_unit_test_setup(unlinked_and_repeated_bones, setup),
+        cmocka_unit_test_setup(too_many_joints, setup),
+        cmocka_unit_test_setup(sph_bytes_unit_cube_at_123, setup),
         cmocka_unit_test_setup(deterministic_and_cached, setup),
         cmocka_unit_test_setup(cache_not_stale, setup),
         cmocka_unit_test_setup(threads_agree, setup),
