@@ -29,6 +29,11 @@ void mfs_deps_free(mfs_deps *d);
 
 typedef struct mfs_import_opts {
     int source_frame;     /* keep the importer's raw coordinates */
+    /* Decode the model's first diffuse texture into scene->image (for .tex;
+     * docs/formats/tex.md).  The image file is read through the confined file
+     * system, so it becomes a dependency; a texture that is missing, refused
+     * or undecodable is never an import error, only scene->image.note. */
+    int textures;
 } mfs_import_opts;
 
 /* Imports root/relpath.  On success *out owns the scene; deps lists every

@@ -123,6 +123,28 @@ typedef struct mfs_animation {
     mfs_channel *channels;
 } mfs_animation;
 
+/* The one texture image a format embeds as pixels (.tex: the model's first
+ * diffuse texture).  Filled by the importer only when asked
+ * (mfs_import_opts.textures); otherwise all zero.
+ *
+ * Rows run top-down, as image files and decoders store them (row 0 is the
+ * top of the picture, where v = 1 in the canonical UV frame); a writer that
+ * needs GL's bottom-up order flips them.  Pixels are 8-bit, tightly packed
+ * (no row padding), RGB or RGBA in that byte order. */
+#define MFS_IMAGE_MAX_DIM 16384u              /* wider or taller is refused */
+#define MFS_IMAGE_MAX_BYTES (256u << 20)      /* decoded size cap, likewise */
+
+typedef struct mfs_image {
+    uint32_t width, height; /* > 0 when pixels is set */
+    uint32_t channels;      /* 3 = RGB, 4 = RGBA */
+    uint8_t *pixels;        /* width * height * channels bytes; NULL: no image */
+    char *source;           /* where it came from: a path under the source root,
+                               or "*N" for embedded texture N; NULL if none */
+    char *note;             /* why pixels is NULL (no texture, not found,
+                               refused, undecodable, too large); NULL when
+                               there is an image or nobody asked for one */
+} mfs_image;
+
 typedef struct mfs_scene {
     uint32_t n_nodes;
     mfs_node *nodes;      /* depth-first pre-order: nodes[0] is the root,
@@ -133,6 +155,7 @@ typedef struct mfs_scene {
     mfs_material *materials;
     uint32_t n_animations;
     mfs_animation *animations;
+    mfs_image image;      /* the texture formats embed (see mfs_image) */
 } mfs_scene;
 
 /* ---- lifetime ---- */

@@ -19,7 +19,7 @@
 #include "meshfs/options.h"
 
 #define MFS_PROTO_MAGIC 0x5746534du /* "MSFW" little-endian */
-#define MFS_PROTO_VERSION 2
+#define MFS_PROTO_VERSION 3         /* 3: per-format note */
 #define MFS_REPORT_FD 3             /* the worker writes its report here */
 #define MFS_LIFELINE_FD 4           /* EOF here: the parent died, so must the worker */
 #define MFS_PROTO_MAX (16u << 20)   /* no report is larger; bigger is hostile */
@@ -38,6 +38,8 @@ typedef struct mfs_stats {
     uint64_t vertices, triangles;
     uint64_t faces;          /* all faces: triangles, lines and points */
     uint64_t placed_triangles; /* triangles at every node placing them (unplaced: once) */
+    uint64_t placed_faces;   /* all faces (points, lines too) likewise: what a
+                                placed .fmd stores */
     float min[3], max[3];    /* canonical model-space box of the triangles (zeros if none) */
 } mfs_stats;
 
@@ -47,6 +49,9 @@ typedef struct mfs_fmt_result {
                                 the model's: not to be remembered as its failure */
     uint64_t size;
     char error[MFS_ERR_MAX];
+    char note[MFS_ERR_MAX];  /* written, but with something to say that is not a
+                                failure (.tex: why it is the white fallback);
+                                "" if nothing */
 } mfs_fmt_result;
 
 /* What one conversion produced. */

@@ -33,10 +33,15 @@ static void fill_stats(const mfs_scene *s, mfs_stats *st)
             const mfs_mesh *m = &s->meshes[s->nodes[i].meshes[k]];
             if (m->prim == MFS_PRIM_TRIANGLES)
                 st->placed_triangles += m->n_faces;
+            st->placed_faces += m->n_faces;
         }
-    for (uint32_t i = 0; first && i < s->n_meshes; i++)
-        if (first[i] < 0 && s->meshes[i].prim == MFS_PRIM_TRIANGLES)
+    for (uint32_t i = 0; first && i < s->n_meshes; i++) {
+        if (first[i] >= 0)
+            continue;
+        if (s->meshes[i].prim == MFS_PRIM_TRIANGLES)
             st->placed_triangles += s->meshes[i].n_faces;
+        st->placed_faces += s->meshes[i].n_faces;
+    }
     free(first);
     if (!mfs_scene_bounds(s, 1, st->min, st->max)) {
         memset(st->min, 0, sizeof st->min);
@@ -143,7 +148,9 @@ static void write_all(const mfs_job *job, const mfs_scene *s, mfs_report *rep)
 int mfs_job_run(const mfs_job *job, mfs_report *rep)
 {
     memset(rep, 0, sizeof *rep);
-    mfs_import_opts io = {.source_frame = job->opts.source_frame};
+    /* Textures are read (and so become dependencies) only for .tex. */
+    mfs_import_opts io = {.source_frame = job->opts.source_frame,
+                          .textures = (job->formats >> MFS_FMT_TEX) & 1};
     mfs_scene *s = NULL;
     mfs_err err;
     mfs_err_clear(&err);
@@ -161,6 +168,12 @@ int mfs_job_run(const mfs_job *job, mfs_report *rep)
     fill_stats(s, &rep->stats);
     rep->formats = job->formats & MFS_FMT_ALL;
     write_all(job, s, rep);
+    mfs_fmt_result *tex = &rep->fmt[MFS_FMT_TEX];
+    if ((rep->formats & (1u << MFS_FMT_TEX)) && tex->ok && s->image.note) {
+        /* the mount logs it, meshfs-convert puts it in its report */
+        snprintf(tex->note, sizeof tex->note, "tex: %s; wrote the 1x1 white fallback",
+                 s->image.note);
+    }
     mfs_scene_free(s);
     return 0;
 }

@@ -64,6 +64,7 @@ int mfs_report_encode(const mfs_report *r, uint8_t **buf, size_t *len)
     put_u64(&s, st->triangles);
     put_u64(&s, st->faces);
     put_u64(&s, st->placed_triangles);
+    put_u64(&s, st->placed_faces);
     for (int i = 0; i < 3; i++)
         mfs_put_f32(&s, st->min[i]);
     for (int i = 0; i < 3; i++)
@@ -75,6 +76,7 @@ int mfs_report_encode(const mfs_report *r, uint8_t **buf, size_t *len)
         mfs_put_u8(&s, (uint8_t)((r->fmt[f].ok != 0) | (r->fmt[f].transient ? 2 : 0)));
         put_u64(&s, r->fmt[f].size);
         put_text(&s, r->fmt[f].error);
+        put_text(&s, r->fmt[f].note);
     }
     if (s.err) {
         mfs_sink_free(&s);
@@ -192,7 +194,8 @@ static int get_stats(rd *r, mfs_stats *st)
         if (get_u32(r, counts[i], "stats") < 0)
             return -1;
     if (get_u64(r, &st->vertices, "stats") < 0 || get_u64(r, &st->triangles, "stats") < 0 ||
-        get_u64(r, &st->faces, "stats") < 0 || get_u64(r, &st->placed_triangles, "stats") < 0)
+        get_u64(r, &st->faces, "stats") < 0 || get_u64(r, &st->placed_triangles, "stats") < 0 ||
+        get_u64(r, &st->placed_faces, "stats") < 0)
         return -1;
     for (int i = 0; i < 3; i++)
         if (get_f32(r, &st->min[i], "stats") < 0)
@@ -233,7 +236,8 @@ int mfs_report_decode(const uint8_t *buf, size_t len, mfs_report *out, mfs_err *
             continue;
         uint8_t fok;
         if (get_u8(&r, &fok, "format status") < 0 || get_u64(&r, &out->fmt[f].size, "format size") < 0 ||
-            get_text(&r, out->fmt[f].error, sizeof out->fmt[f].error, "format error") < 0)
+            get_text(&r, out->fmt[f].error, sizeof out->fmt[f].error, "format error") < 0 ||
+            get_text(&r, out->fmt[f].note, sizeof out->fmt[f].note, "format note") < 0)
             goto fail;
         if (fok > 3) {
             mfs_errf(err, "worker report: bad format status %u", fok);

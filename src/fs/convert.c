@@ -37,9 +37,22 @@ void mfs_fs_format_options(const mfs_fs *fs, int format, const char *fmi_model, 
     mfs_options_key(&o, mfs_format_get((mfs_format)format)->options, buf, n);
 }
 
+/* Whether this mount's conversions decode textures: for the .tex view, or
+ * for the package that carries it (MFS_FMT_LGEPKG_BIT, the bit above the
+ * writers' mask).  A mount decides it once, for every conversion (see
+ * mfs_fs_convert), because the files a conversion reads are the manifest's
+ * inputs: a manifest must not list the texture after one run and not after
+ * the next. */
+static int reads_textures(const mfs_fs *fs)
+{
+    return (fs->cfg.formats & ((1u << MFS_FMT_TEX) | ~MFS_FMT_ALL)) != 0;
+}
+
 void mfs_fs_import_options(const mfs_fs *fs, char *buf, size_t n)
 {
-    mfs_options_key(&fs->cfg.opts, MFS_OPT_SOURCE_FRAME, buf, n);
+    size_t len = mfs_options_key(&fs->cfg.opts, MFS_OPT_SOURCE_FRAME, buf, n);
+    if (reads_textures(fs) && len < n)
+        snprintf(buf + len, n - len, "textures;");
 }
 
 static void job_slot_take(mfs_fs *fs)
@@ -123,6 +136,8 @@ static int file_results(mfs_fs *fs, const char *relpath, const char *tmp, const 
         snprintf(out, sizeof out, "%s/%s", tmp, name);
         const char *reason = !rep->ok ? rep->error : !rep->fmt[f].ok ? rep->fmt[f].error : NULL;
         int transient = !rep->ok ? rep->transient : rep->fmt[f].transient;
+        if (!reason && rep->fmt[f].note[0])
+            mfs_fs_log(fs, "%s: %s", relpath, rep->fmt[f].note);
         if (!reason) {
             mfs_err ferr;
             mfs_err_clear(&ferr);
@@ -174,6 +189,10 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     snprintf(tmp, sizeof tmp, "%s/job-XXXXXX", fs->tmpdir);
     if (!mkdtemp(tmp))
         return mfs_errf(err, "%s: %s", tmp, strerror(errno));
+    /* With textures on, every run makes .tex too (cheap next to the import),
+     * so every run reads the same files: see reads_textures. */
+    if (reads_textures(fs))
+        formats |= 1u << MFS_FMT_TEX;
     mfs_job job = {.root = fs->cfg.src, .model = relpath, .formats = formats,
                    .opts = fs->cfg.opts, .outdir = tmp, .limits = fs->cfg.limits};
     job.opts.model_path = fmi_model;

@@ -16,6 +16,7 @@
 
 #include "convert_scene.h"
 #include "iofs.h"
+#include "texture.h"
 #include "meshfs/import.h"
 
 unsigned mfs_import_ai_flags(void)
@@ -124,6 +125,7 @@ int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
     if (mfs_frame_matrix(ai, ext, &c, why, sizeof why, err) < 0)
         goto done;
     mfs_scene *s = mfs_from_aiscene(ai, err);
+    mfs_import_texture(s, ai, &fs, rel, o); /* needs ai alive; a no-op unless o->textures */
     aiReleaseImport(ai);
     ai = NULL;
     if (!s)

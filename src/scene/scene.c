@@ -70,6 +70,9 @@ void mfs_scene_free(mfs_scene *s)
     for (uint32_t i = 0; i < s->n_animations; i++)
         anim_free(&s->animations[i]);
     free(s->animations);
+    free(s->image.pixels);
+    free(s->image.source);
+    free(s->image.note);
     free(s);
 }
 

@@ -20,13 +20,17 @@ REFUSED = {
 SKINNED = ["FBX/animation_with_skeleton.fbx", "X/Testwuson.X", "MD5/SimpleCube.md5mesh", "SMD/WusonSMD.smd"]
 # The import's count each format's triangles must equal: .gmf, .dem and .tri
 # write a mesh at every node that places it (instancing; point and line
-# meshes skipped); .fmd stores each mesh once and keeps points and lines as
-# degenerate triangles (docs/formats/*.md).
+# meshes skipped); .fmd does too (placed geometry, FGE draws vertices as
+# stored) but keeps points and lines as degenerate triangles
+# (docs/formats/*.md).
 TRI_FORMATS = {"gmf": "placed_triangles", "dem": "placed_triangles", "tri": "placed_triangles",
-               "fmd": "faces"}
-# .fmd is left out: it links meshes to nodes only by name, so a reader cannot
-# always place a mesh (docs/inspect.md); its geometry is checked through the
-# other formats, written from the same scene.
+               "fmd": "placed_faces"}
+# Formats whose reader box is the box of the triangles, placed as their
+# engine places them (.gmf: translations only; .dem, .vrt: model space).
+# .fmd is placed too, but stores every vertex of a mesh, including those no
+# triangle uses (glTF/IncorrectVertexArrays), so its box may be wider than
+# the import's triangle box; its placement is checked in test_fmd and
+# test_placement.
 BOX_FORMATS = ["gmf", "dem", "vrt"]
 
 
@@ -128,6 +132,8 @@ class CorpusTest(unittest.TestCase):
             self.assertGreater(out("fmd")["bones"], 0, m)
             self.assertGreater(out("gmf")["bones"], 0, m)
             self.assertGreater(out("dem")["bones"], 0, m)
+            # .vrt: its vertices use bones (1 + the highest index in use)
+            self.assertGreater(out("vrt")["bones"], 0, m)
             # .fmd carries no animation; .gmf and .dem carry every one
             self.assertEqual(out("gmf")["animations"], r["animations"], m)
             self.assertEqual(out("dem")["animations"], r["animations"], m)

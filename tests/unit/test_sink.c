@@ -118,6 +118,7 @@ static void fill_report(mfs_report *r)
     r->formats = (1u << MFS_FMT_FMD) | (1u << MFS_FMT_GMF);
     r->fmt[MFS_FMT_FMD].ok = 1;
     r->fmt[MFS_FMT_FMD].size = 999;
+    strcpy(r->fmt[MFS_FMT_FMD].note, "fallback written");
     strcpy(r->fmt[MFS_FMT_GMF].error, "gmf: too many bones");
 }
 
@@ -140,6 +141,8 @@ static void test_report_roundtrip(void **state)
     assert_int_equal(back.formats, r.formats);
     assert_int_equal(back.fmt[MFS_FMT_FMD].size, 999);
     assert_string_equal(back.fmt[MFS_FMT_GMF].error, "gmf: too many bones");
+    assert_string_equal(back.fmt[MFS_FMT_FMD].note, "fallback written");
+    assert_string_equal(back.fmt[MFS_FMT_GMF].note, "");
     mfs_report_free(&back);
     mfs_report_free(&r);
     free(b);

@@ -1,0 +1,391 @@
+/* The model's first diffuse texture, found and decoded for .tex.
+ *
+ * Models name their textures in every way there is: relative to the model
+ * ("textures/wood.png"), as the absolute path of the artist's machine
+ * ("C:\Users\artist\tex\wood.png", which is what exported FBX files carry),
+ * with the wrong case (Windows does not care), or embedded in the model
+ * ("*0", or by file name in FBX).  So the lookup is: embedded first, then the
+ * path as written relative to the model's folder, then its base name in the
+ * model's folder, then that base name case-insensitively.
+ *
+ * Every file is opened through the importer's confined file system, so a
+ * texture outside the source root is refused unopened, and whatever is read
+ * is recorded as a dependency (it decides the .tex bytes, so it must be part
+ * of the cache key).  Nothing here fails the import: a model without a usable
+ * texture still has every other view, and .tex says why in its note. */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <stb_image.h>
+
+#include "texture.h"
+
+/* Compressed image files larger than this are not read (a 16384^2 PNG of
+ * real content is far smaller; anything bigger is not a texture). */
+#define MAX_FILE_BYTES (256u << 20)
+
+#define PATH_CAP 4096
+
+typedef struct tex_ctx {
+    mfs_scene *s;
+    const struct aiScene *ai;
+    mfs_iofs *fs;
+} tex_ctx;
+
+static void note(tex_ctx *c, const char *fmt, ...) MFS_PRINTF(2, 3);
+static void note(tex_ctx *c, const char *fmt, ...)
+{
+    char buf[MFS_ERR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    free(c->s->image.note);
+    c->s->image.note = mfs_strdup(buf);
+}
+
+/* The texture .tex shows: the first triangle mesh's (in scene order) whose
+ * material names a diffuse texture, since .vrt draws triangle meshes only;
+ * failing that, any mesh's. */
+static const char *pick(const mfs_scene *s)
+{
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < s->n_meshes; i++) {
+            const mfs_mesh *m = &s->meshes[i];
+            if (pass == 0 && m->prim != MFS_PRIM_TRIANGLES)
+                continue;
+            if (m->material < 0 || (uint32_t)m->material >= s->n_materials)
+                continue;
+            const char *t = s->materials[m->material].textures[MFS_TEX_DIFFUSE];
+            if (t && t[0])
+                return t;
+        }
+    return NULL;
+}
+
+static const char *base_of(const char *p)
+{
+    const char *b = p;
+    for (const char *q = p; *q; q++)
+        if (*q == '/' || *q == '\\')
+            b = q + 1;
+    return b;
+}
+
+static int dims_ok(tex_ctx *c, const char *label, uint64_t w, uint64_t h, uint64_t channels)
+{
+    if (w == 0 || h == 0) {
+        note(c, "texture '%s' has no pixels (%llux%llu)", label, (unsigned long long)w,
+             (unsigned long long)h);
+        return 0;
+    }
+    if (w > MFS_IMAGE_MAX_DIM || h > MFS_IMAGE_MAX_DIM || w * h * channels > MFS_IMAGE_MAX_BYTES) {
+        note(c, "texture '%s' is %llux%llu: larger than the importer decodes (at most %ux%u "
+             "and %u MiB of pixels)", label, (unsigned long long)w, (unsigned long long)h,
+             MFS_IMAGE_MAX_DIM, MFS_IMAGE_MAX_DIM, MFS_IMAGE_MAX_BYTES >> 20);
+        return 0;
+    }
+    return 1;
+}
+
+static void set_image(tex_ctx *c, uint8_t *pixels, uint32_t w, uint32_t h, uint32_t channels,
+                      const char *source)
+{
+    mfs_image *im = &c->s->image;
+    char *src = mfs_strdup(source);
+    if (!src) {
+        free(pixels);
+        note(c, "out of memory keeping texture '%s'", source);
+        return;
+    }
+    im->pixels = pixels;
+    im->width = w;
+    im->height = h;
+    im->channels = channels;
+    im->source = src;
+    free(im->note);
+    im->note = NULL;
+}
+
+/* An image file's bytes (PNG, JPEG, TGA, BMP, PSD, GIF, HDR, PIC, PNM) ->
+ * 8-bit RGB, or RGBA when the file has alpha. */
+static void decode_file_bytes(tex_ctx *c, const uint8_t *p, size_t n, const char *label)
+{
+    int w, h, comp;
+    if (n > INT_MAX || !stbi_info_from_memory(p, (int)n, &w, &h, &comp)) {
+        const char *why = n > INT_MAX ? "too large" : stbi_failure_reason();
+        note(c, "texture '%s' cannot be decoded: %s", label, why ? why : "unknown image type");
+        return;
+    }
+    uint32_t channels = (comp == 2 || comp == 4) ? 4 : 3;
+    if (!dims_ok(c, label, (uint64_t)(w > 0 ? w : 0), (uint64_t)(h > 0 ? h : 0), channels))
+        return;
+    int lw, lh, lcomp;
+    stbi_uc *px = stbi_load_from_memory(p, (int)n, &lw, &lh, &lcomp, (int)channels);
+    if (!px) {
+        const char *why = stbi_failure_reason();
+        note(c, "texture '%s' cannot be decoded: %s", label, why ? why : "unknown error");
+        return;
+    }
+    /* the header said one size; what was decoded is what counts */
+    if (lw != w || lh != h || !dims_ok(c, label, (uint64_t)lw, (uint64_t)lh, channels)) {
+        if (lw != w || lh != h)
+            note(c, "texture '%s' decoded to %dx%d, its header says %dx%d", label, lw, lh, w, h);
+        stbi_image_free(px);
+        return;
+    }
+    /* own copy: the scene frees with free(), stb with its own allocator */
+    size_t bytes = (size_t)lw * (size_t)lh * channels;
+    uint8_t *own = malloc(bytes);
+    if (!own) {
+        stbi_image_free(px);
+        note(c, "out of memory decoding texture '%s'", label);
+        return;
+    }
+    memcpy(own, px, bytes);
+    stbi_image_free(px);
+    set_image(c, own, (uint32_t)lw, (uint32_t)lh, channels, label);
+}
+
+/* Embedded texture k: compressed file bytes (mHeight == 0, mWidth bytes) or
+ * raw ARGB8888 texels (mWidth x mHeight aiTexel, b g r a in memory). */
+static void decode_embedded(tex_ctx *c, unsigned k)
+{
+    const struct aiTexture *t = c->ai->mTextures[k];
+    char label[32];
+    snprintf(label, sizeof label, "*%u", k);
+    if (!t || !t->pcData) {
+        note(c, "embedded texture '%s' has no data", label);
+        return;
+    }
+    if (t->mHeight == 0) {
+        decode_file_bytes(c, (const uint8_t *)t->pcData, t->mWidth, label);
+        return;
+    }
+    if (!dims_ok(c, label, t->mWidth, t->mHeight, 4))
+        return;
+    size_t n = (size_t)t->mWidth * t->mHeight;
+    uint8_t *px = malloc(n * 4);
+    if (!px) {
+        note(c, "out of memory copying texture '%s'", label);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct aiTexel *x = &t->pcData[i];
+        px[4 * i] = x->r;
+        px[4 * i + 1] = x->g;
+        px[4 * i + 2] = x->b;
+        px[4 * i + 3] = x->a;
+    }
+    set_image(c, px, t->mWidth, t->mHeight, 4, label);
+}
+
+/* Which embedded texture a material path means: "*N", or (FBX) one whose
+ * recorded file name matches the path or its base name.  -1: none. */
+static long embedded_index(const struct aiScene *ai, const char *path, int *bad_star)
+{
+    *bad_star = 0;
+    if (path[0] == '*') {
+        char *end;
+        unsigned long k = strtoul(path + 1, &end, 10);
+        if (!isdigit((unsigned char)path[1]) || *end || k >= ai->mNumTextures) {
+            *bad_star = 1;
+            return -1;
+        }
+        return (long)k;
+    }
+    const char *base = base_of(path);
+    for (unsigned k = 0; k < ai->mNumTextures; k++) {
+        const struct aiTexture *t = ai->mTextures[k];
+        if (!t || t->mFilename.length == 0)
+            continue;
+        char fn[MAXLEN];
+        size_t n = t->mFilename.length < MAXLEN ? t->mFilename.length : MAXLEN - 1;
+        memcpy(fn, t->mFilename.data, n);
+        fn[n] = '\0';
+        if (strcmp(fn, path) == 0 || (base[0] && strcasecmp(base_of(fn), base) == 0))
+            return (long)k;
+    }
+    return -1;
+}
+
+/* Opens rel through the confined file system (recording it) and reads it
+ * whole.  1: read; 0: absent (or not a regular file); -1: refused (leaves
+ * the root through a symlink); -2: too large (note set); -3: out of memory
+ * (note set). */
+static int read_file(tex_ctx *c, const char *rel, uint8_t **data, size_t *n)
+{
+    mfs_iofs *fs = c->fs;
+    int refused_before = fs->refused_count;
+    struct aiFile *f = fs->io.OpenProc(&fs->io, rel, "rb");
+    if (!f)
+        return fs->refused_count != refused_before ? -1 : 0;
+    size_t size = f->FileSizeProc(f);
+    if (fs->oom) {
+        /* the dependency was not recorded: a view keyed without it could
+         * outlive an edit of the texture */
+        fs->io.CloseProc(&fs->io, f);
+        note(c, "out of memory recording texture '%s'", rel);
+        return -3;
+    }
+    if (size > MAX_FILE_BYTES) {
+        fs->io.CloseProc(&fs->io, f);
+        note(c, "texture '%s' is %zu bytes: larger than the importer reads (%u MiB)", rel, size,
+             MAX_FILE_BYTES >> 20);
+        return -2;
+    }
+    uint8_t *buf = malloc(size ? size : 1);
+    if (!buf) {
+        fs->io.CloseProc(&fs->io, f);
+        note(c, "out of memory reading texture '%s'", rel);
+        return -3;
+    }
+    size_t got = size ? f->ReadProc(f, (char *)buf, 1, size) : 0;
+    fs->io.CloseProc(&fs->io, f);
+    *data = buf;
+    *n = got;
+    return 1;
+}
+
+/* dir/name, normalised under the root; 0 on success, -1 if it leaves the
+ * root (or does not fit). */
+static int join(const char *dir, const char *name, char *out, size_t cap)
+{
+    char tmp[PATH_CAP * 2];
+    snprintf(tmp, sizeof tmp, "%s%s%s", dir, dir[0] ? "/" : "", name);
+    return mfs_iofs_normalise(tmp, out, cap);
+}
+
+/* A file in dir whose name equals base ignoring case (the smallest such
+ * name, so the choice does not depend on directory order).  0 if none. */
+static int find_nocase(tex_ctx *c, const char *dir, const char *base, char *out, size_t cap)
+{
+    struct open_how how = {
+        .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    };
+    int fd = (int)syscall(SYS_openat2, c->fs->rootfd, dir[0] ? dir : ".", &how, sizeof how);
+    if (fd < 0)
+        return 0;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return 0;
+    }
+    char best[256] = "";
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcasecmp(e->d_name, base) == 0 && (!best[0] || strcmp(e->d_name, best) < 0))
+            snprintf(best, sizeof best, "%s", e->d_name);
+    closedir(d);
+    return best[0] && join(dir, best, out, cap) == 0;
+}
+
+static int is_absolute(const char *p)
+{
+    return p[0] == '/' || p[0] == '\\' || (isalpha((unsigned char)p[0]) && p[1] == ':');
+}
+
+/* Tries one candidate path; 1 when it settled the matter (an image, or a
+ * note that should stand), 0 to go on looking. */
+static int try_candidate(tex_ctx *c, const char *rel, int *refused)
+{
+    uint8_t *data = NULL;
+    size_t n = 0;
+    int r = read_file(c, rel, &data, &n);
+    if (r == -1)
+        *refused = 1;
+    if (r <= 0)
+        return r < -1;
+    decode_file_bytes(c, data, n, rel);
+    free(data);
+    return 1;
+}
+
+static void from_disk(tex_ctx *c, const char *path, const char *model_dir)
+{
+    char written[PATH_CAP];
+    snprintf(written, sizeof written, "%s", path);
+    for (char *q = written; *q; q++)
+        if (*q == '\\')
+            *q = '/';
+    const char *base = base_of(written);
+    char rel[PATH_CAP], by_base[PATH_CAP] = "";
+    int escapes = 0, refused = 0, absolute = is_absolute(path);
+
+    if (!absolute) {
+        if (join(model_dir, written, rel, sizeof rel) < 0)
+            escapes = 1; /* never opened: the confinement says no before any syscall */
+        else if (try_candidate(c, rel, &refused))
+            return;
+    }
+    if (base[0] && join(model_dir, base, by_base, sizeof by_base) < 0)
+        by_base[0] = '\0';
+    if (by_base[0] &&
+        (absolute || escapes || strcmp(by_base, rel) != 0) && try_candidate(c, by_base, &refused))
+        return;
+    char nocase[PATH_CAP];
+    if (base[0] && find_nocase(c, model_dir, base, nocase, sizeof nocase) &&
+        strcmp(nocase, by_base) != 0 && try_candidate(c, nocase, &refused))
+        return;
+
+    if (escapes || refused)
+        note(c, "texture '%s' refused: it leaves the source root (and the model's folder has "
+             "no '%s')", path, base);
+    else if (absolute)
+        note(c, "texture '%s' not found: an absolute path, and the model's folder has no '%s'",
+             path, base);
+    else
+        note(c, "texture '%s' not found (neither as written nor as '%s' in the model's folder)",
+             path, base);
+}
+
+void mfs_import_texture(mfs_scene *s, const struct aiScene *ai, mfs_iofs *fs, const char *model_rel,
+                        const mfs_import_opts *o)
+{
+    if (!s || !ai || !fs || !o || !o->textures)
+        return;
+    tex_ctx c = {s, ai, fs};
+    /* The import's refusal record is checked before this runs and means
+     * "the model reached outside"; a texture refused here is only a note. */
+    char refused[sizeof fs->refused];
+    int refused_count = fs->refused_count;
+    memcpy(refused, fs->refused, sizeof refused);
+
+    const char *path = pick(s);
+    if (!path) {
+        note(&c, "the model names no diffuse texture");
+    } else {
+        int bad_star;
+        long k = embedded_index(ai, path, &bad_star);
+        if (k >= 0) {
+            decode_embedded(&c, (unsigned)k);
+        } else if (bad_star) {
+            note(&c, "embedded texture '%s' does not exist (the model embeds %u)", path,
+                 ai->mNumTextures);
+        } else {
+            char dir[PATH_CAP];
+            snprintf(dir, sizeof dir, "%s", model_rel);
+            char *slash = strrchr(dir, '/');
+            if (slash)
+                *slash = '\0';
+            else
+                dir[0] = '\0';
+            from_disk(&c, path, dir);
+        }
+    }
+    if (!s->image.pixels && !s->image.note)
+        note(&c, "out of memory");
+    fs->refused_count = refused_count;
+    memcpy(fs->refused, refused, sizeof refused);
+}
