@@ -1,27 +1,104 @@
-/* How a model's views are named, shared by the mount and meshfs-convert so
- * both produce the same names (and the same .fmi model= paths).
+/* How the names in a folder are shown, shared by the mount and
+ * meshfs-convert so both produce the same names (and the same .fmi model=
+ * paths).  The rule is a function of the folder's entry list alone (names,
+ * and which entries are model files); docs/naming.md explains it.
  *
- * car.fbx -> car.fmd car.fmi ...  The short name "<stem>.<fmt>" is used
- * unless it would be ambiguous: another model in the same folder has the
- * same stem (a.obj, a.fbx), or a real file already has that name.  Then
- * every view of that model uses the long name "<file name>.<fmt>"
- * (a.obj.fmd, a.fbx.fmd), so no view ever shadows or is shadowed silently. */
+ * In short: with lowercase names, entries whose lowercase names are equal
+ * are shown once, for the first in byte order.  Every model's views are
+ * named "<stem>.<fmt>" (car.fbx -> car.fmd ...) unless that short name is
+ * wanted by another model too or "<stem>.<fmt>" is a real entry, for any
+ * format meshfs knows; then the model's views use the long name
+ * "<file name>.<fmt>" (a.obj.fmd).  Repeated until nothing clashes.  A model
+ * whose long name still clashes with a real entry gets no views: a real
+ * file always wins.  So no view name ever stands for two models, and no
+ * view hides a real file.  Every such decision is returned as a note. */
 #ifndef MESHFS_NAMING_H
 #define MESHFS_NAMING_H
 
 #include <stddef.h>
 
-/* is_model(name) says whether a sibling is a model. */
-typedef int (*mfs_is_model_fn)(const char *name);
+/* One entry of a folder, as the rule sees it. */
+typedef struct mfs_name_entry {
+    const char *name;       /* its real name */
+    int is_model;           /* a regular file (not a symlink) whose extension
+                               is a model's (mfs_is_model_name) */
+} mfs_name_entry;
 
-/* Writes into out the base name (without ".<fmt>") for the views of
- * `model`, given every entry name of its folder.  Returns 1 if the long form
- * was needed, 0 otherwise, -1 if out is too small. */
-int mfs_view_base(const char *model, const char *const *siblings, size_t n,
-                  mfs_is_model_fn is_model, char *out, size_t outsz);
+/* Flags for mfs_names_plan. */
+#define MFS_NAMES_LOWERCASE 1u /* show every name in ASCII lowercase */
+
+typedef enum mfs_name_note_kind {
+    MFS_NOTE_CASE,          /* entry not shown: its lowercase name is shown
+                               for an entry earlier in byte order */
+    MFS_NOTE_LONG,          /* model's views use the long name */
+    MFS_NOTE_NO_VIEWS,      /* model gets no views: even its long name clashes */
+    MFS_NOTE_BUILTIN,       /* model's view base is an FGE built-in model name */
+} mfs_name_note_kind;
+
+typedef struct mfs_name_note {
+    mfs_name_note_kind kind;
+    size_t entry;           /* index (into the input) of the entry it is about */
+    char *text;             /* one line, no folder path, no newline */
+} mfs_name_note;
+
+/* A model that has views. */
+typedef struct mfs_name_model {
+    size_t entry;           /* index into the input */
+    const char *model;      /* the input's real name (not a copy) */
+    char *base;             /* view base: "car" or "car.fbx" (lowercase with
+                               MFS_NAMES_LOWERCASE); view = base + "." + fmt */
+    int long_form;          /* base is the whole file name */
+    int builtin;            /* base is an FGE built-in model name */
+} mfs_name_model;
+
+typedef struct mfs_names {
+    size_t n;               /* entries in the input */
+    char **shown;           /* parallel to the input: the name the entry is
+                               shown under, or NULL if it is not shown */
+    mfs_name_model *models; /* every model with views, in byte order of base */
+    size_t nmodels;
+    mfs_name_note *notes;   /* CASE notes in byte order of the shown name,
+                               then the models' notes in byte order of the
+                               model names */
+    size_t nnotes;
+} mfs_names;
+
+/* Applies the rule to a folder's n entries (any order; the result does not
+ * depend on it).  Returns 0, or -1 when out of memory (out then empty). */
+int mfs_names_plan(const mfs_name_entry *entries, size_t n, unsigned flags, mfs_names *out);
+void mfs_names_free(mfs_names *p);
+
+/* The model whose views have base `base`, or NULL. */
+const mfs_name_model *mfs_names_find_base(const mfs_names *p, const char *base);
+
+/* Is base (compared ASCII case-insensitively) one of FGE's built-in model
+ * names: cube, cylinder, sphere, clear?  FGE never loads a file of that
+ * name. */
+int mfs_name_is_builtin(const char *base);
+
+/* The warning text for a model whose views have that base (what
+ * user.meshfs.warning and meshfs-convert print); 0 and "" if none, else
+ * the snprintf length. */
+int mfs_name_warning(const char *base, char *buf, size_t n);
+
+/* ASCII lowercase in place (FGE lowercases names before opening them;
+ * bytes >= 0x80 are left alone); returns s. */
+char *mfs_name_lower(char *s);
+
+/* Has s an ASCII capital letter (so no lowercase-shown name equals it)? */
+int mfs_name_has_upper(const char *s);
 
 /* The stem of a file name: everything before the last '.', or the whole
  * name if it has no dot (or only a leading one). */
 size_t mfs_name_stem_len(const char *name);
+
+/* One model's view base within its folder (siblings: every entry name of
+ * the folder; is_model says which are models, `model` counts as one).
+ * Kept for callers that want one name; it runs mfs_names_plan.  Returns 1
+ * if the long form was needed, 0 otherwise, -1 if out is too small (or out
+ * of memory), -2 if the model gets no views at all. */
+typedef int (*mfs_is_model_fn)(const char *name);
+int mfs_view_base(const char *model, const char *const *siblings, size_t n,
+                  mfs_is_model_fn is_model, char *out, size_t outsz);
 
 #endif

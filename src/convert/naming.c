@@ -1,4 +1,14 @@
+/* The naming rule of include/meshfs/naming.h (docs/naming.md).
+ *
+ * The mount and meshfs-convert must get the same names for the same folder
+ * whatever order readdir returned, so everything is decided on sorted names
+ * and a clash is resolved for all its parties at once (one round moves every
+ * clashing short name to its long form together), never by who came first. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "meshfs/formats.h"
 #include "meshfs/naming.h"
@@ -11,37 +21,449 @@ size_t mfs_name_stem_len(const char *name)
     return (size_t)(dot - name);
 }
 
-static int same_stem(const char *a, size_t alen, const char *b)
+char *mfs_name_lower(char *s)
 {
-    return mfs_name_stem_len(b) == alen && strncmp(a, b, alen) == 0;
+    for (char *c = s; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c + ('a' - 'A'));
+    return s;
 }
 
-/* Does a real entry already carry the name "<stem>.<fmt>" for any format? */
-static int taken_by_file(const char *stem, size_t slen, const char *name)
+int mfs_name_has_upper(const char *s)
 {
-    if (strncmp(name, stem, slen) != 0 || name[slen] != '.')
+    for (; *s; s++)
+        if (*s >= 'A' && *s <= 'Z')
+            return 1;
+    return 0;
+}
+
+/* FGE draws these itself and opens no file for them (research/fmd.md,
+ * "What FGE does with a converted file (measured)"). */
+static const char *const builtin_names[] = {"cube", "cylinder", "sphere", "clear"};
+
+int mfs_name_is_builtin(const char *base)
+{
+    for (size_t i = 0; i < sizeof builtin_names / sizeof *builtin_names; i++)
+        if (strcasecmp(base, builtin_names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+int mfs_name_warning(const char *base, char *buf, size_t n)
+{
+    if (n)
+        buf[0] = '\0';
+    if (!mfs_name_is_builtin(base))
         return 0;
-    return mfs_format_find(name + slen + 1) != NULL;
+    return snprintf(buf, n,
+                    "view name '%s' is an FGE built-in model name (cube, cylinder, sphere, clear): "
+                    "FGE draws its own shape and never loads this file; rename the model",
+                    base);
+}
+
+static char *fmt_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt_text(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+static int add_note(mfs_names *out, mfs_name_note_kind kind, size_t entry, char *text)
+{
+    if (!text)
+        return -1;
+    mfs_name_note *v = realloc(out->notes, (out->nnotes + 1) * sizeof *v);
+    if (!v) {
+        free(text);
+        return -1;
+    }
+    out->notes = v;
+    v[out->nnotes++] = (mfs_name_note){kind, entry, text};
+    return 0;
+}
+
+/* ---- shown names ---- */
+
+typedef struct work {
+    const mfs_name_entry *e;
+    size_t n;
+    char **shown;       /* = out->shown */
+    size_t *order;      /* entry indices in byte order of the real names */
+    const char **real;  /* shown names, sorted: "is it a real entry?" */
+    size_t nreal;
+    mfs_names *out;
+} work;
+
+/* qsort has no context argument; plans run under no lock, so the context
+ * is per thread. */
+static _Thread_local const work *cw;
+
+static int cmp_real(const void *a, const void *b)
+{
+    return strcmp(cw->e[*(const size_t *)a].name, cw->e[*(const size_t *)b].name);
+}
+
+/* by shown name, then by real name */
+static int cmp_shown(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int r = strcmp(cw->shown[x], cw->shown[y]);
+    return r ? r : strcmp(cw->e[x].name, cw->e[y].name);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* With lowercase, entries whose lowercase names are equal are shown once,
+ * for the first in byte order of the real names. */
+static int fold_names(work *w, unsigned flags)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        w->shown[i] = strdup(w->e[i].name);
+        if (!w->shown[i])
+            return -1;
+        if (flags & MFS_NAMES_LOWERCASE)
+            mfs_name_lower(w->shown[i]);
+    }
+    if (!(flags & MFS_NAMES_LOWERCASE) || w->n == 0)
+        return 0;
+    size_t *by = malloc(w->n * sizeof *by);
+    if (!by)
+        return -1;
+    memcpy(by, w->order, w->n * sizeof *by);
+    cw = w;
+    qsort(by, w->n, sizeof *by, cmp_shown);
+    int rc = 0;
+    for (size_t i = 0, j; i < w->n && rc == 0; i = j) {
+        size_t win = by[i];
+        for (j = i + 1; j < w->n && strcmp(w->shown[by[j]], w->shown[win]) == 0; j++)
+            rc = rc ? rc
+                    : add_note(w->out, MFS_NOTE_CASE, by[j],
+                               fmt_text("'%s' is not shown: '%s' is shown as '%s' (byte order wins)",
+                                        w->e[by[j]].name, w->e[win].name, w->shown[win]));
+        for (size_t k = i + 1; k < j; k++) {
+            free(w->shown[by[k]]);
+            w->shown[by[k]] = NULL;
+        }
+    }
+    free(by);
+    /* notes in byte order of the entries they are about */
+    return rc;
+}
+
+static int is_real(const work *w, const char *name)
+{
+    return bsearch(&name, w->real, w->nreal, sizeof *w->real, cmp_str) != NULL;
+}
+
+/* The first real entry named "<base>.<fmt>" for any format meshfs knows
+ * (not only the enabled ones: names must not move with -o formats), or
+ * NULL. */
+static const char *real_view(const work *w, const char *base, size_t bl, char *buf, size_t n)
+{
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        snprintf(buf, n, "%.*s.%s", (int)bl, base, mfs_format_get((mfs_format)f)->name);
+        if (is_real(w, buf))
+            return buf;
+    }
+    return NULL;
+}
+
+/* ---- view bases ---- */
+
+enum { SHORT, LONG, GONE };
+
+typedef struct cand {
+    size_t entry;
+    int state;
+    size_t stem, len;   /* short and long base lengths within the shown name */
+    char *why;          /* why it last moved */
+} cand;
+
+static _Thread_local const cand *cc;
+
+static size_t base_len(const cand *c)
+{
+    return c->state == SHORT ? c->stem : c->len;
+}
+
+static int growable(const cand *c)
+{
+    return c->state == SHORT && c->stem != c->len;
+}
+
+/* by base, then by real name */
+static int cmp_base(const void *a, const void *b)
+{
+    const cand *x = &cc[*(const size_t *)a], *y = &cc[*(const size_t *)b];
+    size_t lx = base_len(x), ly = base_len(y);
+    int r = memcmp(cw->shown[x->entry], cw->shown[y->entry], lx < ly ? lx : ly);
+    if (r)
+        return r;
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
+    return strcmp(cw->e[x->entry].name, cw->e[y->entry].name);
+}
+
+static int same_base(const work *w, const cand *x, const cand *y)
+{
+    size_t lx = base_len(x), ly = base_len(y);
+    return lx == ly && memcmp(w->shown[x->entry], w->shown[y->entry], lx) == 0;
+}
+
+/* What x does this round: its next state, and why. */
+static int decide(const work *w, const cand *c, const size_t *act, size_t na, size_t i, char **why)
+{
+    const cand *x = &c[act[i]];
+    const char *base = w->shown[x->entry];
+    size_t bl = base_len(x);
+    char buf[4200];
+    const char *rv = real_view(w, base, bl, buf, sizeof buf);
+    /* the other models wanting the same base: neighbours in act */
+    size_t lo = i, hi = i + 1;
+    while (lo > 0 && same_base(w, &c[act[lo - 1]], x))
+        lo--;
+    while (hi < na && same_base(w, &c[act[hi]], x))
+        hi++;
+    if (!rv && hi - lo == 1)
+        return x->state;
+    const cand *other = &c[act[lo < i ? lo : i + 1 < hi ? i + 1 : i]]; /* first other, if any */
+    int others_grow = 0;
+    for (size_t j = lo; j < hi; j++)
+        others_grow |= j != i && growable(&c[act[j]]);
+    if (growable(x)) {
+        *why = rv ? fmt_text("'%s' is a real file", rv)
+                  : fmt_text("'%.*s' is also the view base of '%s'", (int)bl, base,
+                             w->e[other->entry].name);
+        return LONG;
+    }
+    if (rv) {
+        *why = fmt_text("'%s' is a real file (a real file always wins)", rv);
+        return GONE;
+    }
+    if (!others_grow && lo < i) {
+        /* two names that cannot grow are alike: impossible while shown
+         * names are distinct, but if so, byte order of the models decides */
+        *why = fmt_text("'%.*s' is also the view name of '%s' (byte order wins)", (int)bl, base,
+                        w->e[c[act[lo]].entry].name);
+        return GONE;
+    }
+    return x->state; /* the others move away */
+}
+
+/* One round: every clashing model moves on at once.  Returns how many
+ * moved, or -1 when out of memory. */
+static int round_once(const work *w, cand *c, size_t nc, size_t *act, int *next, char **why)
+{
+    size_t na = 0;
+    for (size_t i = 0; i < nc; i++)
+        if (c[i].state != GONE)
+            act[na++] = i;
+    cw = w;
+    cc = c;
+    qsort(act, na, sizeof *act, cmp_base);
+    for (size_t i = 0; i < nc; i++) {
+        next[i] = c[i].state;
+        why[i] = NULL;
+    }
+    int oom = 0;
+    for (size_t i = 0; i < na; i++) {
+        next[act[i]] = decide(w, c, act, na, i, &why[act[i]]);
+        oom |= next[act[i]] != c[act[i]].state && !why[act[i]];
+    }
+    int moved = 0;
+    for (size_t i = 0; i < nc; i++) {
+        if (next[i] != c[i].state) {
+            c[i].state = next[i];
+            free(c[i].why);
+            c[i].why = why[i];
+            moved++;
+        } else {
+            free(why[i]);
+        }
+    }
+    return oom ? -1 : moved;
+}
+
+static int cmp_model_base(const void *a, const void *b)
+{
+    return strcmp(((const mfs_name_model *)a)->base, ((const mfs_name_model *)b)->base);
+}
+
+static int model_notes(mfs_names *out, const work *w, const cand *x, const mfs_name_model *m)
+{
+    const char *real = w->e[x->entry].name, *sh = w->shown[x->entry];
+    if (!m)
+        return add_note(out, MFS_NOTE_NO_VIEWS, x->entry,
+                        fmt_text("'%s' gets no views: %s", real, x->why ? x->why : "name clash"));
+    int rc = 0;
+    if (m->long_form)
+        rc = add_note(out, MFS_NOTE_LONG, x->entry,
+                      fmt_text("views of '%s' are named '%s.<fmt>', not '%.*s.<fmt>': %s", real, m->base,
+                               (int)x->stem, sh, x->why ? x->why : "name clash"));
+    if (rc == 0 && m->builtin) {
+        char text[512];
+        mfs_name_warning(m->base, text, sizeof text);
+        rc = add_note(out, MFS_NOTE_BUILTIN, x->entry, fmt_text("'%s': %s", real, text));
+    }
+    return rc;
+}
+
+static int name_models(work *w)
+{
+    size_t nc = 0;
+    for (size_t i = 0; i < w->n; i++)
+        nc += w->shown[i] && w->e[i].is_model;
+    size_t cap = nc ? nc : 1;
+    cand *c = calloc(cap, sizeof *c);
+    size_t *act = malloc(cap * sizeof *act);
+    int *next = malloc(cap * sizeof *next);
+    char **why = malloc(cap * sizeof *why);
+    mfs_names *out = w->out;
+    out->models = calloc(cap, sizeof *out->models);
+    int rc = c && act && next && why && out->models ? 0 : -1;
+    size_t k = 0;
+    for (size_t oi = 0; oi < w->n && rc == 0; oi++) {
+        size_t i = w->order[oi];
+        if (w->shown[i] && w->e[i].is_model)
+            c[k++] = (cand){i, SHORT, mfs_name_stem_len(w->shown[i]), strlen(w->shown[i]), NULL};
+    }
+    int moved = 1;
+    while (rc == 0 && moved > 0)
+        if ((moved = round_once(w, c, nc, act, next, why)) < 0)
+            rc = -1;
+    /* notes and models in byte order of the model names */
+    for (size_t i = 0; i < nc && rc == 0; i++) {
+        const cand *x = &c[i];
+        mfs_name_model *m = NULL;
+        if (x->state != GONE) {
+            m = &out->models[out->nmodels];
+            m->entry = x->entry;
+            m->model = w->e[x->entry].name;
+            m->long_form = x->state == LONG;
+            m->base = strndup(w->shown[x->entry], base_len(x));
+            if (!m->base) {
+                rc = -1;
+                break;
+            }
+            m->builtin = mfs_name_is_builtin(m->base);
+            out->nmodels++;
+        }
+        rc = model_notes(out, w, x, m);
+    }
+    for (size_t i = 0; c && i < nc; i++)
+        free(c[i].why);
+    free(c);
+    free(act);
+    free(next);
+    free(why);
+    if (rc == 0)
+        qsort(out->models, out->nmodels, sizeof *out->models, cmp_model_base);
+    return rc;
+}
+
+int mfs_names_plan(const mfs_name_entry *entries, size_t n, unsigned flags, mfs_names *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t cap = n ? n : 1;
+    out->n = n;
+    out->shown = calloc(cap, sizeof *out->shown);
+    work w = {entries, n, out->shown, malloc(cap * sizeof(size_t)), malloc(cap * sizeof(char *)), 0, out};
+    int rc = out->shown && w.order && w.real ? 0 : -1;
+    if (rc == 0) {
+        for (size_t i = 0; i < n; i++)
+            w.order[i] = i;
+        cw = &w;
+        qsort(w.order, n, sizeof *w.order, cmp_real);
+        rc = fold_names(&w, flags);
+    }
+    if (rc == 0) {
+        for (size_t i = 0; i < n; i++)
+            if (w.shown[i])
+                w.real[w.nreal++] = w.shown[i];
+        qsort(w.real, w.nreal, sizeof *w.real, cmp_str);
+        rc = name_models(&w);
+    }
+    free(w.order);
+    free(w.real);
+    if (rc < 0)
+        mfs_names_free(out);
+    return rc;
+}
+
+void mfs_names_free(mfs_names *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; p->shown && i < p->n; i++)
+        free(p->shown[i]);
+    free(p->shown);
+    for (size_t i = 0; i < p->nmodels; i++)
+        free(p->models[i].base);
+    free(p->models);
+    for (size_t i = 0; i < p->nnotes; i++)
+        free(p->notes[i].text);
+    free(p->notes);
+    memset(p, 0, sizeof *p);
+}
+
+const mfs_name_model *mfs_names_find_base(const mfs_names *p, const char *base)
+{
+    size_t lo = 0, hi = p->nmodels;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int r = strcmp(p->models[mid].base, base);
+        if (r == 0)
+            return &p->models[mid];
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
 }
 
 int mfs_view_base(const char *model, const char *const *siblings, size_t n,
                   mfs_is_model_fn is_model, char *out, size_t outsz)
 {
-    size_t slen = mfs_name_stem_len(model);
-    int clash = 0;
-    for (size_t i = 0; i < n && !clash; i++) {
-        const char *s = siblings[i];
-        if (strcmp(s, model) == 0)
-            continue;
-        if (taken_by_file(model, slen, s))
-            clash = 1;
-        else if (same_stem(model, slen, s) && is_model(s))
-            clash = 1;
-    }
-    size_t len = clash ? strlen(model) : slen;
-    if (len + 1 > outsz)
+    mfs_name_entry *e = malloc((n + 1) * sizeof *e);
+    if (!e)
         return -1;
-    memcpy(out, model, len);
-    out[len] = '\0';
-    return clash;
+    size_t k = 0, self = n;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(siblings[i], model) == 0)
+            self = k;
+        e[k] = (mfs_name_entry){siblings[i], self == k || is_model(siblings[i])};
+        k++;
+    }
+    if (self == n) {
+        self = k;
+        e[k++] = (mfs_name_entry){model, 1};
+    }
+    mfs_names p;
+    int rc = mfs_names_plan(e, k, 0, &p);
+    if (rc == 0) {
+        rc = -2;
+        for (size_t i = 0; i < p.nmodels; i++) {
+            if (p.models[i].entry != self)
+                continue;
+            size_t len = strlen(p.models[i].base);
+            if (len + 1 > outsz) {
+                rc = -1;
+            } else {
+                memcpy(out, p.models[i].base, len + 1);
+                rc = p.models[i].long_form;
+            }
+        }
+    }
+    mfs_names_free(&p);
+    free(e);
+    return rc;
 }

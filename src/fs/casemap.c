@@ -1,0 +1,60 @@
+/* -o lowercase_names: the mount shows every name in lowercase (FGE
+ * lowercases model and texture names before opening them, so on Linux an
+ * asset with a capital letter is otherwise "not found").  A shown path is
+ * turned back into the real one a component at a time, through each
+ * folder's table of shown names (dirmap.c, rebuilt when the folder's
+ * mtime/ctime moves), so a lookup costs one table probe per component and
+ * no folder scan.  docs/naming.md has the rule. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fs.h"
+#include "meshfs/naming.h"
+
+int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n)
+{
+    if (!fs->cfg.lowercase_names)
+        return snprintf(real, n, "%s", shown) < (int)n ? 0 : -ENAMETOOLONG;
+    if (n == 0)
+        return -ENAMETOOLONG;
+    real[0] = '\0';
+    size_t len = 0; /* of real */
+    const char *p = shown;
+    while (*p) {
+        const char *end = strchr(p, '/');
+        size_t cl = end ? (size_t)(end - p) : strlen(p);
+        if (cl == 0) { /* "a//b" */
+            p++;
+            continue;
+        }
+        char comp[1024], hit[1024];
+        if (cl >= sizeof comp)
+            return -ENAMETOOLONG;
+        memcpy(comp, p, cl);
+        comp[cl] = '\0';
+        /* no shown name has a capital: the real entry it would reach is
+         * shown (if at all) under its lowercase name only */
+        if (mfs_name_has_upper(comp))
+            return -ENOENT;
+        int last = !end || !end[1];
+        int rc = mfs_dirmap_real_name(fs, real, comp, hit, sizeof hit);
+        if (rc < 0)
+            return rc;
+        if (rc == 0 && !last)
+            return -ENOENT; /* views are files, never folders */
+        const char *use = rc ? hit : comp;
+        int w = snprintf(real + len, n - len, "%s%s", len ? "/" : "", use);
+        if (w < 0 || (size_t)w >= n - len)
+            return -ENAMETOOLONG;
+        len += (size_t)w;
+        p += cl;
+    }
+    return 0;
+}
+
+void mfs_casemap_fold(const mfs_fs *fs, char *path)
+{
+    if (fs->cfg.lowercase_names)
+        mfs_name_lower(path);
+}
