@@ -26,6 +26,13 @@ typedef enum mfs_format {
 
 #define MFS_FMT_ALL ((1u << MFS_FMT_COUNT) - 1)
 
+/* game_resources.lgepkg is not a per-model writer but one file per folder
+ * (meshfs/lgepkg.h).  It has the bit after the writers' in a format mask;
+ * MFS_FMT_ALL stays the per-model writers, the only ones a worker is asked
+ * for.  The default is every view plus the package. */
+#define MFS_FMT_LGEPKG_BIT (1u << MFS_FMT_COUNT)
+#define MFS_FMT_DEFAULT (MFS_FMT_ALL | MFS_FMT_LGEPKG_BIT)
+
 typedef int (*mfs_writer_fn)(const mfs_scene *s, const mfs_options *o, mfs_sink *out,
                              mfs_err *err);
 
@@ -42,7 +49,8 @@ const mfs_format_info *mfs_format_get(mfs_format f);
 const mfs_format_info *mfs_format_find(const char *name);
 
 /* Parses "fmd,gmf,..." (or "fmd:gmf", "fmd+gmf": inside a mount's -o list
- * commas separate options) into a bit mask; -1 with err on an unknown name. */
+ * commas separate options) into a bit mask; -1 with err on an unknown name.
+ * "lgepkg" sets MFS_FMT_LGEPKG_BIT, "all" means MFS_FMT_DEFAULT. */
 int mfs_format_parse_list(const char *list, unsigned *mask, mfs_err *err);
 
 /* The writers (src/formats/<name>.c). */

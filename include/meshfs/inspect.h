@@ -33,15 +33,20 @@
 #define MFS_INSPECT_MAX_DEPTH 256
 
 typedef struct mfs_summary {
-    char format[8];       /* "fmd" "fmi" "gmf" "dem" "vrt" "tri" "sph" (.mdl reads as "gmf") */
+    char format[8];       /* "fmd" "fmi" "gmf" "dem" "vrt" "tri" "sph" "tex" "lgepkg" "lge"
+                             (.mdl reads as "gmf") */
     int version;          /* fmd 1, gmf 1 or 2, dem 10; 0 where the format has none */
     char name[MFS_SUMMARY_NAME_LEN]; /* model name where the format has one
-                                        (fmi model=, dem model, gmf root name) */
+                                        (fmi model=, dem model, gmf root name,
+                                        lgepkg packageName, lge chunkName) */
     uint64_t meshes, vertices, triangles, bones, nodes, animations;
 
-    /* Axis-aligned box of all vertices in model space (node tree applied),
-     * in the file's own frame; cmin/cmax: the same box in meshfs's canonical
-     * frame (right-handed, +Y up).  For .sph: the sphere's box. */
+    /* Axis-aligned box of all vertices where the target engine draws them,
+     * in the file's own frame (docs/inspect.md, "Bounds"): gmf sums only
+     * NODE/MESH translations, as the legacy Leadwerks loader does; fmd is
+     * the vertices as stored, as FGE draws them; dem, vrt, tri are model
+     * space as stored.  cmin/cmax: the same box in meshfs's canonical frame
+     * (right-handed, +Y up).  For .sph: the sphere's box. */
     int has_bounds;
     float min[3], max[3];
     float cmin[3], cmax[3];
@@ -66,6 +71,12 @@ typedef struct mfs_summary {
     /* Violations found (each also either failed the call or became a
      * warning). */
     unsigned n_violations;
+
+    /* .tex only: the TextureHeader as read (TexelFormat 0 RGB, 1 BGR,
+     * 2 BGRA, 3 RGBA). */
+    int has_texture;
+    int32_t tex_width, tex_height, tex_depth;
+    unsigned tex_gpu_format, tex_image_format;
 } mfs_summary;
 
 /* Reads the file at path (format by extension, else by magic).  For .tri and
@@ -104,6 +115,10 @@ void mfs_summary_print(FILE *out, const char *file, const mfs_summary *s);
 /* One reading in progress. */
 typedef struct mfs_rd {
     int check;
+    /* The name ends in .mdl: Leadwerks 3/4 composes full limb matrices, so a
+     * rotated or scaled NODE/MESH is only a warning there; a .gmf (or a file
+     * told by its magic) is for the legacy loader that keeps translations. */
+    int mdl;
     mfs_summary *sum;
     mfs_err *err;
     char first_violation[MFS_ERR_MAX];
@@ -176,6 +191,11 @@ int mfs_read_tri(mfs_rd *r, const uint8_t *p, size_t n, const uint8_t *vrt, size
                  const char *vrt_name);
 int mfs_read_sph(mfs_rd *r, const uint8_t *p, size_t n, const uint8_t *vrt, size_t vrt_n,
                  const char *vrt_name);
+int mfs_read_tex(mfs_rd *r, const uint8_t *p, size_t n);
+/* LGE package and single chunk (src/inspect/lgepkg.c); payloads go through
+ * the readers above by their type. */
+int mfs_read_lgepkg(mfs_rd *r, const uint8_t *p, size_t n);
+int mfs_read_lge(mfs_rd *r, const uint8_t *p, size_t n);
 
 #endif /* MFS_INSPECT_READER */
 

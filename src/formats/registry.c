@@ -10,8 +10,8 @@ static const mfs_format_info formats[MFS_FMT_COUNT] = {
     {MFS_FMT_GMF, "gmf", mfs_write_gmf, MFS_OPT_SOURCE_FRAME},
     {MFS_FMT_DEM, "dem", mfs_write_dem, MFS_OPT_MODEL_PATH | MFS_OPT_SOURCE_FRAME},
     {MFS_FMT_VRT, "vrt", mfs_write_vrt, MFS_OPT_VRT_PLAIN | MFS_OPT_SOURCE_FRAME},
-    {MFS_FMT_TRI, "tri", mfs_write_tri, MFS_OPT_REVERSE_WINDING | MFS_OPT_SOURCE_FRAME},
     {MFS_FMT_TRI, "tri", mfs_write_tri,
+     MFS_OPT_REVERSE_WINDING | MFS_OPT_VRT_PLAIN | MFS_OPT_SOURCE_FRAME},
     {MFS_FMT_SPH, "sph", mfs_write_sph, MFS_OPT_SOURCE_FRAME},
     {MFS_FMT_TEX, "tex", mfs_write_tex, 0},
 };
@@ -52,11 +52,13 @@ int mfs_format_parse_list(const char *list, unsigned *mask, mfs_err *err)
             memcpy(name, p, n);
             name[n] = '\0';
             if (strcasecmp(name, "all") == 0) {
-                *mask |= MFS_FMT_ALL;
+                *mask |= MFS_FMT_DEFAULT;
+            } else if (strcasecmp(name, "lgepkg") == 0 || strcasecmp(name, ".lgepkg") == 0) {
+                *mask |= MFS_FMT_LGEPKG_BIT;
             } else {
                 const mfs_format_info *f = mfs_format_find(name);
                 if (!f)
-                    return mfs_errf(err, "unknown format '%s' (known: fmd,fmi,gmf,dem,vrt,tri,sph,tex)",
+                    return mfs_errf(err, "unknown format '%s' (known: fmd,fmi,gmf,dem,vrt,tri,sph,tex,lgepkg,all)",
                                     name);
                 *mask |= 1u << f->id;
             }

@@ -3,16 +3,21 @@
  * A lookup of "car.fmd" must find car.fbx without scanning the folder each
  * time, so each folder's view names are kept in a sorted table, rebuilt when
  * the folder's mtime or ctime moves (entries added, removed or renamed).
- * Naming follows include/meshfs/naming.h, the same rule meshfs-convert uses. */
+ * Naming follows include/meshfs/naming.h, the same rule meshfs-convert uses;
+ * the table is also where -o lowercase_names finds a shown name's real
+ * entry (casemap.c), and where the rule's notes are logged, once per
+ * rebuild. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "fs.h"
+#include "lgepkg.h"
 #include "meshfs/naming.h"
 
 typedef struct vname {
@@ -21,11 +26,20 @@ typedef struct vname {
     int format;
 } vname;
 
+typedef struct cname {
+    char *shown;  /* "crate.obj" */
+    char *real;   /* "Crate.OBJ" */
+} cname;
+
 typedef struct dirmap {
     char *path;
     struct timespec mtime, ctime;
     vname *v;
     size_t n;
+    cname *c;     /* lowercase_names: shown entries by shown name */
+    size_t nc;
+    mfs_dir_model *models; /* by view base */
+    size_t nmodels;
     struct dirmap *next; /* hash chain */
 } dirmap;
 
@@ -44,15 +58,39 @@ mfs_dirmaps *mfs_dirmaps_new(void)
     return d;
 }
 
-static void map_free(dirmap *m)
+static void map_clear(dirmap *m)
 {
     for (size_t i = 0; i < m->n; i++) {
         free(m->v[i].name);
         free(m->v[i].model);
     }
     free(m->v);
+    for (size_t i = 0; i < m->nc; i++) {
+        free(m->c[i].shown);
+        free(m->c[i].real);
+    }
+    free(m->c);
+    mfs_dir_models_free(m->models, m->nmodels);
+    m->v = NULL;
+    m->c = NULL;
+    m->models = NULL;
+    m->n = m->nc = m->nmodels = 0;
+}
+
+static void map_free(dirmap *m)
+{
+    map_clear(m);
     free(m->path);
     free(m);
+}
+
+void mfs_dir_models_free(mfs_dir_model *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++) {
+        free(v[i].model);
+        free(v[i].base);
+    }
+    free(v);
 }
 
 void mfs_dirmaps_free(mfs_dirmaps *d)
@@ -166,54 +204,81 @@ static int cmp_vname(const void *a, const void *b)
     return strcmp(((const vname *)a)->name, ((const vname *)b)->name);
 }
 
-/* Builds the view table of a folder from its entries. */
-static int build_views(mfs_fs *fs, entry *e, size_t n, vname **out, size_t *nout)
+static unsigned naming_flags(const mfs_fs *fs)
 {
-    const char **names = malloc((n ? n : 1) * sizeof *names);
+    return fs->cfg.lowercase_names ? MFS_NAMES_LOWERCASE : 0;
+}
+
+/* The naming rule over a folder's entries (include/meshfs/naming.h). */
+static int plan_names(mfs_fs *fs, const entry *e, size_t n, mfs_names *p)
+{
+    mfs_name_entry *ne = malloc((n ? n : 1) * sizeof *ne);
+    if (!ne)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        ne[i] = (mfs_name_entry){e[i].name, is_model_entry(&e[i])};
+    int rc = mfs_names_plan(ne, n, naming_flags(fs), p);
+    free(ne);
+    return rc < 0 ? -ENOMEM : 0;
+}
+
+static int cmp_cname(const void *a, const void *b)
+{
+    return strcmp(((const cname *)a)->shown, ((const cname *)b)->shown);
+}
+
+/* Fills m's tables (views; shown names; models) from the folder's
+ * entries, and logs what the rule had to decide. */
+static int build_views(mfs_fs *fs, const char *dir, entry *e, size_t n, dirmap *m)
+{
+    mfs_names p;
+    if (plan_names(fs, e, n, &p) < 0)
+        return -ENOMEM;
+    for (size_t i = 0; i < p.nnotes; i++)
+        mfs_fs_log(fs, "%s: %s", dir[0] ? dir : ".", p.notes[i].text);
     size_t nf = 0;
     for (unsigned f = 0; f < MFS_FMT_COUNT; f++)
-        nf += (fs->cfg.formats >> f) & 1;
-    size_t nm = 0;
-    for (size_t i = 0; i < n; i++)
-        nm += is_model_entry(&e[i]);
-    vname *v = calloc(nm * nf + 1, sizeof *v);
-    if (!names || !v) {
-        free(names);
-        free(v);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < n; i++)
-        names[i] = e[i].name;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!is_model_entry(&e[i]))
-            continue;
-        char base[4096];
-        if (mfs_view_base(e[i].name, names, n, mfs_is_model_name, base, sizeof base - 8) < 0)
-            continue;
-        for (int f = 0; f < MFS_FMT_COUNT; f++) {
-            if (!(fs->cfg.formats & (1u << f)))
+        nf += (fs->cfg.shown >> f) & 1;
+    m->v = calloc(p.nmodels * nf + 1, sizeof *m->v);
+    m->models = calloc(p.nmodels + 1, sizeof *m->models);
+    m->c = fs->cfg.lowercase_names ? calloc(n + 1, sizeof *m->c) : NULL;
+    int rc = m->v && m->models && (m->c || !fs->cfg.lowercase_names) ? 0 : -ENOMEM;
+    for (size_t i = 0; i < p.nmodels && rc == 0; i++) {
+        const mfs_name_model *pm = &p.models[i];
+        mfs_dir_model *dm = &m->models[m->nmodels++];
+        dm->model = strdup(pm->model);
+        dm->base = strdup(pm->base);
+        if (!dm->model || !dm->base)
+            rc = -ENOMEM;
+        for (int f = 0; f < MFS_FMT_COUNT && rc == 0; f++) {
+            if (!(fs->cfg.shown & (1u << f)))
                 continue;
-            const char *ext = mfs_format_get((mfs_format)f)->name;
-            size_t bl = strlen(base);
-            v[k].name = malloc(bl + strlen(ext) + 2);
-            v[k].model = strdup(e[i].name);
-            if (!v[k].name || !v[k].model) {
-                free(v[k].name);
-                free(v[k].model);
-                continue;
-            }
-            memcpy(v[k].name, base, bl);
-            v[k].name[bl] = '.';
-            strcpy(v[k].name + bl + 1, ext);
-            v[k].format = f;
-            k++;
+            vname *v = &m->v[m->n++];
+            v->format = f;
+            v->model = strdup(pm->model);
+            if (asprintf(&v->name, "%s.%s", pm->base, mfs_format_get((mfs_format)f)->name) < 0)
+                v->name = NULL;
+            if (!v->name || !v->model)
+                rc = -ENOMEM;
         }
     }
-    free(names);
-    qsort(v, k, sizeof *v, cmp_vname);
-    *out = v;
-    *nout = k;
+    for (size_t i = 0; m->c && i < n && rc == 0; i++) {
+        if (!p.shown[i])
+            continue;
+        cname *c = &m->c[m->nc++];
+        c->shown = strdup(p.shown[i]);
+        c->real = strdup(e[i].name);
+        if (!c->shown || !c->real)
+            rc = -ENOMEM;
+    }
+    mfs_names_free(&p);
+    if (rc < 0) {
+        map_clear(m);
+        return rc;
+    }
+    qsort(m->v, m->n, sizeof *m->v, cmp_vname);
+    if (m->c)
+        qsort(m->c, m->nc, sizeof *m->c, cmp_cname);
     return 0;
 }
 
@@ -255,37 +320,27 @@ static dirmap *current_map(mfs_fs *fs, const char *dir, int *err)
         *err = rc;
         return NULL;
     }
-    vname *v;
-    size_t nv;
-    rc = build_views(fs, e, n, &v, &nv);
-    free_entries(e, n);
-    if (rc < 0) {
-        *err = rc;
-        return NULL;
-    }
     if (!m) {
         m = calloc(1, sizeof *m);
         if (!m || !(m->path = strdup(dir))) {
             free(m);
-            for (size_t i = 0; i < nv; i++) {
-                free(v[i].name);
-                free(v[i].model);
-            }
-            free(v);
+            free_entries(e, n);
             *err = -ENOMEM;
             return NULL;
         }
         m->next = d->bucket[b];
         d->bucket[b] = m;
     } else {
-        for (size_t i = 0; i < m->n; i++) {
-            free(m->v[i].name);
-            free(m->v[i].model);
-        }
-        free(m->v);
+        map_clear(m);
     }
-    m->v = v;
-    m->n = nv;
+    rc = build_views(fs, dir, e, n, m);
+    free_entries(e, n);
+    if (rc < 0) {
+        /* an empty table that a later call rebuilds */
+        m->mtime = m->ctime = (struct timespec){0, 0};
+        *err = rc;
+        return NULL;
+    }
     m->mtime = st.st_mtim;
     m->ctime = st.st_ctim;
     return m;
@@ -323,22 +378,35 @@ int mfs_dir_list(mfs_fs *fs, const char *dir, mfs_dir_fill fill, void *ctx)
         return rc;
     struct stat dst;
     dev_t dev = fstatat(fs->rootfd, dir[0] ? dir : ".", &dst, 0) == 0 ? dst.st_dev : 0;
-    int stop = 0;
+    /* lowercase_names: the entries' shown names, from these very entries
+     * (the table's notes were logged when it was built) */
+    mfs_names shown = {0};
+    if (fs->cfg.lowercase_names && plan_names(fs, e, n, &shown) < 0) {
+        free_entries(e, n);
+        return -ENOMEM;
+    }
+    int stop = 0, real_pkg = 0;
     for (size_t i = 0; i < n && !stop; i++) {
         if (fs->cfg.hide_sources && is_model_entry(&e[i]))
             continue;
+        const char *name = shown.shown ? shown.shown[i] : e[i].name;
+        if (!name)
+            continue;
+        real_pkg |= !strcmp(name, MFS_LGEPKG_FILE_NAME); /* a real file wins */
         struct stat st;
         memset(&st, 0, sizeof st);
         st.st_ino = e[i].ino;
         st.st_mode = DTTOIF(e[i].type);
-        stop = fill(ctx, e[i].name, &st, NULL);
+        stop = fill(ctx, name, &st, NULL);
     }
+    mfs_names_free(&shown);
     /* The view table is copied out, so the callback (which may stat a
      * model's inputs) runs without the lock every lookup needs. */
     pthread_mutex_lock(&fs->dirs->lock);
     int err = 0;
     dirmap *m = current_map(fs, dir, &err);
     size_t nv = m ? m->n : 0;
+    size_t nmodels = m ? m->nmodels : 0;
     vname *views = calloc(nv ? nv : 1, sizeof *views);
     for (size_t i = 0; views && i < nv; i++) {
         views[i].name = strdup(m->v[i].name);
@@ -367,6 +435,59 @@ int mfs_dir_list(mfs_fs *fs, const char *dir, mfs_dir_fill fill, void *ctx)
         free(views[i].model);
     }
     free(views);
+    if (!stop && m && nmodels && !real_pkg && (fs->cfg.formats & MFS_FMT_LGEPKG_BIT)) {
+        /* the folder's package, the same rule as mfs_lgepkg_present */
+        struct stat st;
+        memset(&st, 0, sizeof st);
+        st.st_ino = mfs_view_ino(dev, dev ? dst.st_ino : 0, MFS_FS_LGEPKG);
+        st.st_mode = S_IFREG;
+        mfs_view_ref ref = {"", MFS_LGEPKG_DEFAULT_NAME, MFS_FS_LGEPKG};
+        fill(ctx, MFS_LGEPKG_FILE_NAME, &st, &ref);
+    }
     free_entries(e, n);
     return m ? 0 : err;
+}
+
+int mfs_dirmap_real_name(mfs_fs *fs, const char *dir, const char *shown, char *out, size_t n)
+{
+    pthread_mutex_lock(&fs->dirs->lock);
+    int err = 0;
+    dirmap *m = current_map(fs, dir, &err);
+    int rc = m ? 0 : err;
+    if (m && m->c) {
+        cname key = {(char *)shown, NULL};
+        cname *hit = bsearch(&key, m->c, m->nc, sizeof *m->c, cmp_cname);
+        if (hit)
+            rc = snprintf(out, n, "%s", hit->real) < (int)n ? 1 : -ENAMETOOLONG;
+    }
+    pthread_mutex_unlock(&fs->dirs->lock);
+    return rc;
+}
+
+int mfs_dirmap_models(mfs_fs *fs, const char *dir, mfs_dir_model **out, size_t *n)
+{
+    pthread_mutex_lock(&fs->dirs->lock);
+    int err = 0;
+    dirmap *m = current_map(fs, dir, &err);
+    int rc = m ? 0 : err;
+    *out = NULL;
+    *n = 0;
+    if (m) {
+        mfs_dir_model *v = calloc(m->nmodels + 1, sizeof *v);
+        int ok = v != NULL;
+        for (size_t k = 0; ok && k < m->nmodels; k++) {
+            v[k].model = strdup(m->models[k].model);
+            v[k].base = strdup(m->models[k].base);
+            ok = v[k].model && v[k].base;
+        }
+        if (!ok) {
+            rc = -ENOMEM;
+            mfs_dir_models_free(v, v ? m->nmodels : 0); /* calloc'd: unset ones are NULL */
+        } else {
+            *out = v;
+            *n = m->nmodels;
+        }
+    }
+    pthread_mutex_unlock(&fs->dirs->lock);
+    return rc;
 }

@@ -16,7 +16,10 @@ typedef struct mfs_fs_config {
     char *src;              /* absolute path of SRC */
     char *cache_dir;        /* NULL: default */
     uint64_t cache_size;
-    unsigned formats;       /* views shown */
+    unsigned formats;       /* views converted: those shown, plus the four
+                               game_resources.lgepkg needs when packages are
+                               on (MFS_FMT_LGEPKG_BIT, set here too) */
+    unsigned shown;         /* views listed (per-model bits of -o formats) */
     int hide_sources;
     mfs_options opts;       /* what the writers read (options.h) */
     int lowercase_names;    /* every name shown in lowercase (FGE lowercases before opening) */
@@ -79,6 +82,37 @@ int mfs_dir_list(mfs_fs *fs, const char *dir, mfs_dir_fill fill, void *ctx);
 /* Stable inode numbers: a source entry keeps its own, a view gets a hash of
  * (device, inode, format) with the top bit set. */
 uint64_t mfs_view_ino(dev_t dev, ino_t ino, int format);
+
+/* With lowercase_names: the real name of the entry folder `dir` shows as
+ * `shown`, into out; 1 if found, 0 if `shown` is no shown entry (a view,
+ * or nothing), -errno.  Without lowercase_names always 0. */
+int mfs_dirmap_real_name(mfs_fs *fs, const char *dir, const char *shown, char *out, size_t n);
+
+/* A model with views, as the folder's table names it. */
+typedef struct mfs_dir_model {
+    char *model;            /* real file name in the folder */
+    char *base;             /* view base (views are base.<fmt>) */
+} mfs_dir_model;
+
+/* Every model of folder `dir` that has views, in byte order of base
+ * (the same list and order meshfs-convert uses); caller frees with
+ * mfs_dir_models_free.  Returns 0 or -errno. */
+int mfs_dirmap_models(mfs_fs *fs, const char *dir, mfs_dir_model **out, size_t *n);
+void mfs_dir_models_free(mfs_dir_model *v, size_t n);
+
+/* ---- casemap.c: shown paths to real ones (-o lowercase_names) ---- */
+
+/* The SRC-relative real path of a shown path (no leading '/'; "" is SRC
+ * itself), translated component by component through each folder's table.
+ * Returns 0, or -ENOENT when a component is not a shown name (a name with
+ * a capital letter, a folder hidden by a lowercase collision), -errno.  A
+ * last component that is no shown entry is kept as given: it may be a
+ * view.  Without lowercase_names the path is copied unchanged. */
+int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n);
+
+/* The shown form of a real SRC-relative path: lowercased in place with
+ * lowercase_names (the .fmi model= path must be what FGE will open). */
+void mfs_casemap_fold(const mfs_fs *fs, char *path);
 
 /* ---- models.c: a model's views, converted once, served from the cache ---- */
 

@@ -313,6 +313,7 @@ int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *
     char path[4096], fmi_model[4096];
     join_path(path, sizeof path, dir, name);
     join_path(fmi_model, sizeof fmi_model, dir, base);
+    mfs_casemap_fold(fs, fmi_model); /* FGE opens the lowercase path */
     model *m = get_model(fs->models, path);
     if (!m)
         return -ENOMEM;
@@ -366,6 +367,7 @@ int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,
     char path[4096], fmi_model[4096];
     join_path(path, sizeof path, dir, ref->model);
     join_path(fmi_model, sizeof fmi_model, dir, ref->base);
+    mfs_casemap_fold(fs, fmi_model);
     model *m = get_model(fs->models, path);
     if (!m || (!inputs_checked && fstatat(fs->rootfd, path, model_st, AT_SYMLINK_NOFOLLOW) < 0))
         return 0;

@@ -13,9 +13,12 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "lgepkg.h"
+#include "meshfs/naming.h"
 #include "ops.h"
 
 #define XATTR_ERROR "user.meshfs.error"
+#define XATTR_WARNING "user.meshfs.warning"
 #define XATTR_STATS "user.meshfs.stats"
 
 typedef struct handle {
@@ -29,11 +32,22 @@ static mfs_fs *FS(void)
     return fuse_get_context()->private_data;
 }
 
+/* The one place a mount path becomes SRC-relative: the real path, in a
+ * per-thread buffer valid until this thread's next call.  NULL with errno
+ * set when the path shows nothing (-o lowercase_names, casemap.c). */
 static const char *rel(const char *path)
 {
+    static _Thread_local char buf[4096];
     while (*path == '/')
         path++;
-    return path[0] ? path : ".";
+    if (!FS()->cfg.lowercase_names)
+        return path[0] ? path : ".";
+    int rc = mfs_casemap_path(FS(), path, buf, sizeof buf);
+    if (rc < 0) {
+        errno = -rc;
+        return NULL;
+    }
+    return buf[0] ? buf : ".";
 }
 
 /* Splits "a/b/c" into dir "a/b" and name "c" (dir "" at the root). */
@@ -62,6 +76,16 @@ static int find_view(mfs_fs *fs, const char *r, char *dir, size_t n, mfs_view_re
 {
     const char *name;
     split(r, dir, n, &name);
+    if (!strcmp(name, MFS_LGEPKG_FILE_NAME)) {
+        /* the folder's package: a view whose format is MFS_FS_LGEPKG */
+        int p = mfs_lgepkg_present(fs, dir);
+        if (p <= 0)
+            return p;
+        ref->model = strdup("");
+        ref->base = strdup(MFS_LGEPKG_DEFAULT_NAME);
+        ref->format = MFS_FS_LGEPKG;
+        return ref->model && ref->base ? 1 : -ENOMEM;
+    }
     return mfs_dirmap_lookup(fs, dir, name, ref);
 }
 
@@ -73,6 +97,8 @@ static void ref_free(mfs_view_ref *ref)
 
 static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struct stat *st)
 {
+    if (ref->format == MFS_FS_LGEPKG)
+        return mfs_lgepkg_attr(fs, dir, st);
     char mpath[4200];
     snprintf(mpath, sizeof mpath, "%s%s%s", dir, dir[0] ? "/" : "", ref->model);
     struct stat mst;
@@ -97,6 +123,8 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
     mfs_fs *fs = FS();
     atomic_fetch_add(&fs->stats.attr_requests, 1);
     const char *r = rel(path);
+    if (!r)
+        return -errno;
     if (fstatat(fs->rootfd, r, st, AT_SYMLINK_NOFOLLOW) == 0)
         return is_hidden_source(fs, r, st) ? -ENOENT : 0;
     if (errno != ENOENT)
@@ -177,6 +205,8 @@ static int collect(void *ctx, const char *name, const struct stat *partial,
 static int op_opendir(const char *path, struct fuse_file_info *fi)
 {
     const char *r = rel(path);
+    if (!r)
+        return -errno;
     dirh *h = calloc(1, sizeof *h);
     if (!h || !(h->dir = strdup(strcmp(r, ".") ? r : ""))) {
         free(h);
@@ -206,6 +236,8 @@ static int op_releasedir(const char *path, struct fuse_file_info *fi)
 static int plus_attr(mfs_fs *fs, const dirh *h, const dent *d, struct stat *model_st,
                      int same_model, struct stat *st)
 {
+    if (d->is_view && d->view.format == MFS_FS_LGEPKG)
+        return mfs_lgepkg_cached_stat(fs, h->dir, st);
     if (d->is_view)
         return mfs_view_cached_stat(fs, h->dir, &d->view, model_st, same_model, st);
     char path[4200];
@@ -259,6 +291,8 @@ static int op_open(const char *path, struct fuse_file_info *fi)
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT)))
         return -EROFS;
     const char *r = rel(path);
+    if (!r)
+        return -errno;
     handle *h = calloc(1, sizeof *h);
     if (!h)
         return -ENOMEM;
@@ -279,6 +313,19 @@ static int op_open(const char *path, struct fuse_file_info *fi)
     if (v <= 0) {
         free(h);
         return v == 0 ? -ENOENT : v;
+    }
+    if (ref.format == MFS_FS_LGEPKG) {
+        mfs_cache_hit hit;
+        int rc = mfs_lgepkg_open(fs, dir, &hit);
+        ref_free(&ref);
+        if (rc < 0) {
+            free(h);
+            return rc == -ENOENT ? -ENOENT : -EIO;
+        }
+        *h = (handle){.is_view = 1, .fd = hit.fd, .offset = hit.offset, .length = hit.length};
+        fi->fh = (uintptr_t)h;
+        atomic_fetch_add(&fs->stats.views_served, 1);
+        return 0;
     }
     mfs_view_state vs;
     int rc = mfs_view_resolve(fs, dir, ref.model, ref.base, ref.format, 1, &vs);
@@ -352,10 +399,15 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 
 static int op_readlink(const char *path, char *buf, size_t size)
 {
-    ssize_t n = readlinkat(FS()->rootfd, rel(path), buf, size - 1);
+    const char *r = rel(path);
+    ssize_t n = r ? readlinkat(FS()->rootfd, r, buf, size - 1) : -1;
     if (n < 0)
         return -errno;
     buf[n] = '\0';
+    /* a relative link is followed inside the mount, where only lowercase
+     * names exist */
+    if (buf[0] != '/')
+        mfs_casemap_fold(FS(), buf);
     return 0;
 }
 
@@ -391,6 +443,10 @@ static int view_error(mfs_fs *fs, const char *r, char *out, size_t n)
     int v = find_view(fs, r, dir, sizeof dir, &ref);
     if (v <= 0)
         return v == 0 ? -ENODATA : v;
+    if (ref.format == MFS_FS_LGEPKG) {
+        ref_free(&ref);
+        return mfs_lgepkg_error(fs, dir, out, n);
+    }
     mfs_view_state vs;
     int rc = mfs_view_resolve(fs, dir, ref.model, ref.base, ref.format, 0, &vs);
     ref_free(&ref);
@@ -399,6 +455,22 @@ static int view_error(mfs_fs *fs, const char *r, char *out, size_t n)
     if (rc == 0 && vs.ok)
         return 0;
     return snprintf(out, n, "%s", vs.reason[0] ? vs.reason : "conversion failed");
+}
+
+/* The view's naming warning (user.meshfs.warning: its base is an FGE
+ * built-in model name); 0 if it has none.  Unlike an error it does not
+ * fail the view: the bytes are fine, FGE just never asks for them. */
+static int view_warning(mfs_fs *fs, const char *r, char *out, size_t n)
+{
+    char dir[4096];
+    mfs_view_ref ref;
+    int v = find_view(fs, r, dir, sizeof dir, &ref);
+    if (v <= 0)
+        return v;
+    /* the folder's package has no model of its own to warn about */
+    int len = ref.format == MFS_FS_LGEPKG ? 0 : mfs_name_warning(ref.base, out, n);
+    ref_free(&ref);
+    return len;
 }
 
 static int reply_xattr(const char *text, int len, char *value, size_t size)
@@ -415,15 +487,18 @@ static int op_getxattr(const char *path, const char *name, char *value, size_t s
 {
     mfs_fs *fs = FS();
     const char *r = rel(path);
+    if (!r)
+        return -errno;
     char text[MFS_ERR_MAX + 1024];
     if (!strcmp(r, ".") && !strcmp(name, XATTR_STATS))
         return reply_xattr(text, stats_text(fs, text, sizeof text), value, size);
-    if (strcmp(name, XATTR_ERROR))
+    int warning = !strcmp(name, XATTR_WARNING);
+    if (strcmp(name, XATTR_ERROR) && !warning)
         return -ENODATA;
     struct stat st;
     if (fstatat(fs->rootfd, r, &st, AT_SYMLINK_NOFOLLOW) == 0)
         return -ENODATA;
-    int len = view_error(fs, r, text, sizeof text);
+    int len = warning ? view_warning(fs, r, text, sizeof text) : view_error(fs, r, text, sizeof text);
     if (len <= 0)
         return len == 0 ? -ENODATA : len;
     return reply_xattr(text, len, value, size);
@@ -433,16 +508,26 @@ static int op_listxattr(const char *path, char *list, size_t size)
 {
     mfs_fs *fs = FS();
     const char *r = rel(path);
+    if (!r)
+        return -errno;
     char text[MFS_ERR_MAX];
-    const char *name = NULL;
+    char names[sizeof XATTR_STATS + sizeof XATTR_ERROR + sizeof XATTR_WARNING];
+    int len = 0;
     struct stat st;
-    if (!strcmp(r, "."))
-        name = XATTR_STATS;
-    else if (fstatat(fs->rootfd, r, &st, AT_SYMLINK_NOFOLLOW) < 0 && view_error(fs, r, text, sizeof text) > 0)
-        name = XATTR_ERROR;
-    if (!name)
-        return 0;
-    return reply_xattr(name, (int)strlen(name) + 1, list, size);
+    if (!strcmp(r, ".")) {
+        memcpy(names, XATTR_STATS, sizeof XATTR_STATS);
+        len = sizeof XATTR_STATS;
+    } else if (fstatat(fs->rootfd, r, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (view_error(fs, r, text, sizeof text) > 0) {
+            memcpy(names + len, XATTR_ERROR, sizeof XATTR_ERROR);
+            len += sizeof XATTR_ERROR;
+        }
+        if (view_warning(fs, r, text, sizeof text) > 0) {
+            memcpy(names + len, XATTR_WARNING, sizeof XATTR_WARNING);
+            len += sizeof XATTR_WARNING;
+        }
+    }
+    return len ? reply_xattr(names, len, list, size) : 0;
 }
 
 /* Everything that would change something. */

@@ -28,9 +28,12 @@ typedef enum kind {
     K_VRT,
     K_TRI,
     K_SPH,
+    K_TEX,
+    K_LGEPKG,
+    K_LGE,
 } kind;
 
-static const char *const kind_names[] = {"", "fmd", "fmi", "gmf", "dem", "vrt", "tri", "sph"};
+static const char *const kind_names[] = {"", "fmd", "fmi", "gmf", "dem", "vrt", "tri", "sph", "tex", "lgepkg", "lge"};
 
 /* ---- findings ---- */
 
@@ -217,7 +220,7 @@ static const char *extension(const char *path)
 static kind kind_from_ext(const char *name)
 {
     const char *e = extension(name);
-    for (int k = K_FMD; k <= K_SPH; k++)
+    for (int k = K_FMD; k <= K_LGE; k++)
         if (strcasecmp(e, kind_names[k]) == 0)
             return (kind)k;
     if (strcasecmp(e, "mdl") == 0) /* Leadwerks 3/4: the same chunk format */
@@ -237,6 +240,8 @@ static kind kind_from_magic(const uint8_t *p, size_t n)
         return K_DEM;
     if (n >= 6 && memcmp(p, "model=", 6) == 0)
         return K_FMI;
+    if (n >= 32 && mfs_ld_u32(p) >= 0xA0000000u && mfs_ld_u32(p) <= 0xA0000004u)
+        return K_LGE; /* a MetaAppender ChunkType */
     return K_UNKNOWN;
 }
 
@@ -273,9 +278,13 @@ static int run_reader(mfs_rd *r, kind k, const uint8_t *p, size_t n, const uint8
     case K_VRT: return mfs_read_vrt(r, p, n);
     case K_TRI: return mfs_read_tri(r, p, n, vrt, vrt_n, vrt_name);
     case K_SPH: return mfs_read_sph(r, p, n, vrt, vrt_n, vrt_name);
+    case K_TEX: return mfs_read_tex(r, p, n);
+    case K_LGEPKG: return mfs_read_lgepkg(r, p, n);
+    case K_LGE: return mfs_read_lge(r, p, n);
     default:
         return mfs_errf(r->err, "unknown format: no known extension "
-                                "(fmd fmi gmf mdl dem vrt tri sph) and no recognised magic");
+                                "(fmd fmi gmf mdl dem vrt tri sph tex lgepkg lge) and no "
+                                "recognised magic");
     }
 }
 
@@ -292,7 +301,9 @@ static int inspect(const char *name, kind k, const uint8_t *p, size_t n, const u
         k = kind_from_magic(p, n);
     snprintf(out->format, sizeof out->format, "%s", kind_names[k]);
 
-    mfs_rd r = {.check = check, .sum = out, .err = err};
+    /* .mdl and .gmf share the reader but not the loader (docs/inspect.md) */
+    mfs_rd r = {.check = check, .mdl = strcasecmp(extension(name), "mdl") == 0,
+                .sum = out, .err = err};
     int rc = run_reader(&r, k, p, n, vrt, vrt_n, vrt_name);
     if (out->has_bounds)
         canonical_box(k, out);
@@ -503,6 +514,13 @@ void mfs_summary_json(FILE *f, const char *file, const mfs_summary *s, const cha
     }
     fputs(",\"sibling\":", f);
     mfs_json_str(f, s->sibling[0] ? s->sibling : NULL);
+    fputs(",\"texture\":", f);
+    if (s->has_texture)
+        fprintf(f, "{\"width\":%ld,\"height\":%ld,\"depth\":%ld,\"gpu_format\":%u,"
+                   "\"image_format\":%u}", (long)s->tex_width, (long)s->tex_height,
+                (long)s->tex_depth, s->tex_gpu_format, s->tex_image_format);
+    else
+        fputs("null", f);
     fputs(",\"warnings\":[", f);
     for (unsigned i = 0; i < kept_warnings(s); i++) {
         if (i)
@@ -555,6 +573,10 @@ void mfs_summary_print(FILE *f, const char *file, const mfs_summary *s)
     }
     if (s->sibling[0])
         fprintf(f, "  checked against %s\n", s->sibling);
+    if (s->has_texture)
+        fprintf(f, "  texture %ldx%ld, %ld bytes per pixel, gpuFormat %u, imageFormat %u\n",
+                (long)s->tex_width, (long)s->tex_height, (long)s->tex_depth, s->tex_gpu_format,
+                s->tex_image_format);
     for (unsigned i = 0; i < kept_warnings(s); i++)
         fprintf(f, "  warning: %s\n", s->warnings[i]);
     if (s->n_warnings > MFS_SUMMARY_MAX_WARN)

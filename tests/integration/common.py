@@ -14,7 +14,7 @@ SOURCE = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("MESHFS_BUILD", os.path.join(SOURCE, "build"))
 SHARED = os.environ.get("MESHFS_SHARED", os.path.join(os.path.dirname(SOURCE), "shared"))
 CORPUS = "/usr/share/assimp/models"
-FORMATS = ["fmd", "fmi", "gmf", "dem", "vrt", "tri", "sph"]
+FORMATS = ["fmd", "fmi", "gmf", "dem", "vrt", "tri", "sph", "tex"]
 
 
 def tool(name):

@@ -20,11 +20,16 @@ def read(path):
         return f.read()
 
 
+# Folders of examples/assets that hold models: each shows one package.
+PACKAGES = 4
+
+
 def views_of(root):
+    """Every view and every game_resources.lgepkg under root."""
     out = []
     for d, _, files in os.walk(root):
         for f in files:
-            if os.path.splitext(f)[1][1:] in FORMATS:
+            if os.path.splitext(f)[1][1:] in FORMATS or f == "game_resources.lgepkg":
                 out.append(os.path.join(d, f))
     return sorted(out)
 
@@ -59,7 +64,7 @@ class MountTest(unittest.TestCase):
                 if data:
                     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
                         self.assertEqual(mm[:], data, rel)
-            self.assertEqual(len(got), 5 * len(FORMATS))
+            self.assertEqual(len(got), 5 * len(FORMATS) + PACKAGES)
             self.assertEqual(sorted(got), sorted(expected))
             for rel in expected:
                 self.assertEqual(got[rel], expected[rel], rel)
@@ -79,24 +84,27 @@ class MountTest(unittest.TestCase):
             # ls -lR and find -ls list every source entry exactly as on SRC
             src_ls = run(["ls", "-lR", "--time-style=+%s", self.src], check=True).stdout
             mnt_ls = run(["ls", "-lR", "--time-style=+%s", self.mnt], check=True).stdout
-            src_lines = {l for l in src_ls.splitlines() if l and not l.startswith(("total", "/"))}
-            mnt_lines = {l for l in mnt_ls.splitlines() if l and not l.startswith(("total", "/"))}
+            # columns folded: a view's size may widen ls's size column
+            src_lines = {" ".join(l.split()) for l in src_ls.splitlines() if l and not l.startswith(("total", "/"))}
+            mnt_lines = {" ".join(l.split()) for l in mnt_ls.splitlines() if l and not l.startswith(("total", "/"))}
             self.assertTrue(src_lines <= mnt_lines, src_lines - mnt_lines)
             extra = mnt_lines - src_lines
-            self.assertEqual(len(extra), 5 * len(FORMATS), extra)
+            self.assertEqual(len(extra), 5 * len(FORMATS) + PACKAGES, extra)
             for l in extra:
                 self.assertTrue(l.startswith("-r--r--r-- 1 "), l)
             fs = run(["find", self.src, "-printf", "%P %s %M %T@\\n"], check=True).stdout.splitlines()
             fm = run(["find", self.mnt, "-printf", "%P %s %M %T@\\n"], check=True).stdout.splitlines()
             self.assertTrue(set(fs) <= set(fm))
-            self.assertEqual(len(fm) - len(fs), 5 * len(FORMATS))
+            self.assertEqual(len(fm) - len(fs), 5 * len(FORMATS) + PACKAGES)
             run(["find", self.mnt, "-ls"], check=True)
             # inode numbers are stable while mounted
             v = os.path.join(self.mnt, "crate", "crate.fmd")
             self.assertEqual(os.stat(v).st_ino, os.stat(v).st_ino)
             self.assertEqual(os.stat(v).st_ino, {e.name: e.inode() for e in os.scandir(os.path.dirname(v))}["crate.fmd"])
             # a view's mtime is the newest of its inputs
-            newest = max(os.stat(os.path.join(self.src, "crate", f)).st_mtime_ns for f in ("crate.obj", "crate.mtl"))
+            # (the diffuse texture is an input: .tex decodes it)
+            newest = max(os.stat(os.path.join(self.src, "crate", f)).st_mtime_ns
+                         for f in ("crate.obj", "crate.mtl", "textures/crate.png"))
             self.assertEqual(os.stat(v).st_mtime_ns, newest)
 
     def test_rsync_twice_transfers_nothing(self):
@@ -322,7 +330,8 @@ class MountTest(unittest.TestCase):
         # reads as EIO with that reason, nothing partial is left under a final
         # name, the failure is not remembered, and the rest keeps working.
         os.makedirs(self.cache)
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", self.cache],
+        # mode=0700: a cache directory others can write is refused (docs/security.md)
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k,mode=0700", "tmpfs", self.cache],
                            capture_output=True, text=True)
         if r.returncode != 0:
             self.skipTest("cannot mount a tmpfs: " + r.stderr.strip())

@@ -1,0 +1,467 @@
+/* game_resources.lgepkg in the mount (src/fs/lgepkg.h).
+ *
+ * Resolving a package resolves its models' views, which may mean converting
+ * them; one worker per model, up to convert_jobs at once, so a cold folder
+ * of N models takes about N / convert_jobs conversions' time rather than N.
+ * Per model, mfs_view_resolve's own lock still makes concurrent readers
+ * share one conversion.
+ *
+ * The assembled bytes are a cache entry keyed by the package's name and
+ * version and, for each model packed, its chunk name and the keys of its
+ * four views: the views' keys already stand for every input and option, so
+ * the same key means the same bytes.  A failed model is not in the key (it
+ * contributes no bytes); it is in user.meshfs.error. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "lgepkg.h"
+
+typedef struct pkg_model {
+    const char *model, *base; /* borrowed from the mfs_dir_model list */
+    char name[MFS_LGE_NAME_BYTES];
+    mfs_view_state vs[MFS_LGEPKG_CHUNKS];
+    int ok;                   /* all four views have bytes */
+    char reason[MFS_ERR_MAX];  /* else why not */
+} pkg_model;
+
+typedef struct pkg {
+    const char *dir;
+    mfs_dir_model *list;
+    size_t n;
+    pkg_model *m;
+    struct stat dir_st;
+    size_t packed;            /* models with ok */
+    uint64_t size;            /* exact package size, when size_ok */
+    int size_ok;
+    char size_err[MFS_ERR_MAX];
+    struct timespec mtime;
+    mfs_cache_key key;
+    atomic_size_t next;       /* fan-out: next model to resolve */
+    mfs_fs *fs;
+    int want_fd;
+} pkg;
+
+static void newer(struct timespec *t, struct timespec c)
+{
+    if (c.tv_sec > t->tv_sec || (c.tv_sec == t->tv_sec && c.tv_nsec > t->tv_nsec))
+        *t = c;
+}
+
+static void pkg_free(pkg *p)
+{
+    for (size_t i = 0; p->m && i < p->n; i++)
+        for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++)
+            mfs_cache_hit_release(&p->m[i].vs[k].hit);
+    free(p->m);
+    mfs_dir_models_free(p->list, p->n);
+    memset(p, 0, sizeof *p);
+}
+
+/* The folder's models and their chunk names (names over every model, packed
+ * or not, so a model that fails does not rename its neighbours). */
+static int pkg_list(mfs_fs *fs, const char *dir, pkg *p)
+{
+    memset(p, 0, sizeof *p);
+    p->fs = fs;
+    p->dir = dir;
+    if (fstatat(fs->rootfd, dir[0] ? dir : ".", &p->dir_st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    int rc = mfs_dirmap_models(fs, dir, &p->list, &p->n);
+    if (rc < 0)
+        return rc;
+    p->m = calloc(p->n ? p->n : 1, sizeof *p->m);
+    const char **bases = calloc(p->n ? p->n : 1, sizeof *bases);
+    char(*names)[MFS_LGE_NAME_BYTES] = calloc(p->n ? p->n : 1, sizeof *names);
+    mfs_err err;
+    rc = p->m && bases && names ? 0 : -ENOMEM;
+    for (size_t i = 0; p->m && i < p->n; i++)
+        for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++)
+            p->m[i].vs[k].hit.fd = -1; /* pkg_free releases them */
+    for (size_t i = 0; rc == 0 && i < p->n; i++)
+        bases[i] = p->list[i].base;
+    if (rc == 0 && mfs_lgepkg_chunk_names(bases, p->n, names, &err) < 0)
+        rc = -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < p->n; i++) {
+        pkg_model *pm = &p->m[i];
+        pm->model = p->list[i].model;
+        pm->base = p->list[i].base;
+        memcpy(pm->name, names[i], sizeof pm->name);
+    }
+    free(bases);
+    free(names);
+    if (rc < 0)
+        pkg_free(p);
+    return rc;
+}
+
+static void resolve_model(pkg *p, pkg_model *pm)
+{
+    pm->ok = 1;
+    for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
+        int f = mfs_lgepkg_formats[k];
+        int rc = mfs_view_resolve(p->fs, p->dir, pm->model, pm->base, f, p->want_fd, &pm->vs[k]);
+        const char *ext = mfs_format_get((mfs_format)f)->name;
+        if (rc == 0 && pm->vs[k].ok)
+            continue;
+        if (pm->ok) {
+            const char *why = pm->vs[k].reason[0] ? pm->vs[k].reason
+                              : rc == -ENOENT     ? "the model file is gone"
+                              : rc < 0            ? strerror(-rc)
+                                                  : "conversion failed";
+            snprintf(pm->reason, sizeof pm->reason, ".%s: %s", ext, why);
+        }
+        pm->ok = 0;
+    }
+}
+
+static void *resolver(void *arg)
+{
+    pkg *p = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&p->next, 1);
+        if (i >= p->n)
+            return NULL;
+        resolve_model(p, &p->m[i]);
+    }
+}
+
+/* Is every view of model pm known without work? */
+static int model_known(mfs_fs *fs, const char *dir, const pkg_model *pm, uint64_t sizes[4],
+                       struct timespec *mtime)
+{
+    struct stat mst;
+    for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
+        mfs_view_ref ref = {(char *)pm->model, (char *)pm->base, mfs_lgepkg_formats[k]};
+        struct stat st;
+        if (!mfs_view_cached_stat(fs, dir, &ref, &mst, k > 0, &st))
+            return 0;
+        sizes[k] = (uint64_t)st.st_size;
+        newer(mtime, st.st_mtim);
+    }
+    return 1;
+}
+
+#define MAX_FANOUT 64
+
+/* Resolves every model's views.  Threads only when some model is not known
+ * yet: a warm stat stays on the calling thread. */
+static void pkg_resolve(pkg *p, int want_fd)
+{
+    p->want_fd = want_fd;
+    size_t cold = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        uint64_t sizes[4];
+        struct timespec t = {0, 0};
+        cold += !model_known(p->fs, p->dir, &p->m[i], sizes, &t);
+    }
+    size_t nth = cold < p->fs->cfg.convert_jobs ? cold : p->fs->cfg.convert_jobs;
+    if (nth > MAX_FANOUT)
+        nth = MAX_FANOUT;
+    pthread_t th[MAX_FANOUT];
+    size_t started = 0;
+    atomic_store(&p->next, 0);
+    if (nth > 1)
+        for (; started < nth - 1; started++)
+            if (pthread_create(&th[started], NULL, resolver, p) != 0)
+                break;
+    resolver(p); /* the caller works too, and finishes alone if no thread started */
+    for (size_t t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+}
+
+/* Size, mtime and cache key from the resolved views. */
+static int pkg_summarise(pkg *p)
+{
+    p->mtime = p->dir_st.st_mtim;
+    p->packed = 0;
+    uint64_t *sizes = calloc(p->n ? p->n * MFS_LGEPKG_CHUNKS : 1, sizeof *sizes);
+    if (!sizes)
+        return -ENOMEM;
+    mfs_cache_keyb kb;
+    mfs_err err;
+    mfs_err_clear(&err);
+    if (mfs_cache_key_init(&kb, "meshfs.lgepkg.v1", &err) < 0) {
+        free(sizes);
+        return -ENOMEM;
+    }
+    mfs_cache_key_add_str(&kb, p->fs->cfg.lgepkg_name);
+    mfs_cache_key_add_str(&kb, p->fs->cfg.lgepkg_version);
+    mfs_cache_key_add_str(&kb, MESHFS_VERSION);
+    for (size_t i = 0; i < p->n; i++) {
+        pkg_model *pm = &p->m[i];
+        for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++)
+            if (pm->vs[k].mtime.tv_sec || pm->vs[k].mtime.tv_nsec)
+                newer(&p->mtime, pm->vs[k].mtime);
+        if (!pm->ok)
+            continue;
+        mfs_cache_key_add_str(&kb, pm->name);
+        for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
+            sizes[p->packed * MFS_LGEPKG_CHUNKS + k] = pm->vs[k].size;
+            mfs_cache_key_add_bytes(&kb, pm->vs[k].key.b, sizeof pm->vs[k].key.b);
+        }
+        p->packed++;
+    }
+    mfs_cache_key_add_u64(&kb, p->packed);
+    mfs_cache_key_final(&kb, &p->key);
+    p->size_ok = mfs_lgepkg_size_of(sizes, p->packed * MFS_LGEPKG_CHUNKS, &p->size, &err) == 0;
+    if (!p->size_ok)
+        snprintf(p->size_err, sizeof p->size_err, "%s", err.msg);
+    free(sizes);
+    return 0;
+}
+
+static void pkg_stat(const pkg *p, uint64_t size, struct timespec mtime, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    st->st_dev = p->dir_st.st_dev;
+    st->st_ino = mfs_view_ino(p->dir_st.st_dev, p->dir_st.st_ino, MFS_FS_LGEPKG);
+    st->st_mode = S_IFREG | 0444;
+    st->st_nlink = 1;
+    st->st_uid = p->dir_st.st_uid;
+    st->st_gid = p->dir_st.st_gid;
+    st->st_size = (off_t)size;
+    st->st_blksize = 4096;
+    st->st_blocks = (blkcnt_t)((size + 511) / 512);
+    st->st_mtim = st->st_ctim = st->st_atim = mtime;
+}
+
+int mfs_lgepkg_present(mfs_fs *fs, const char *dir)
+{
+    if (!(fs->cfg.formats & MFS_FMT_LGEPKG_BIT))
+        return 0;
+    char path[4200];
+    snprintf(path, sizeof path, "%s%s%s", dir, dir[0] ? "/" : "", MFS_LGEPKG_FILE_NAME);
+    struct stat st;
+    if (fstatat(fs->rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return 0;
+    char real[4096];
+    int r = mfs_dirmap_real_name(fs, dir, MFS_LGEPKG_FILE_NAME, real, sizeof real);
+    if (r != 0)
+        return r > 0 ? 0 : r;
+    mfs_dir_model *v;
+    size_t n;
+    r = mfs_dirmap_models(fs, dir, &v, &n);
+    if (r < 0)
+        return r;
+    mfs_dir_models_free(v, n);
+    return n > 0;
+}
+
+/* Lists and resolves the package of folder dir. */
+static int pkg_load(mfs_fs *fs, const char *dir, int want_fd, pkg *p)
+{
+    int present = mfs_lgepkg_present(fs, dir);
+    if (present <= 0)
+        return present == 0 ? -ENOENT : present;
+    int rc = pkg_list(fs, dir, p);
+    if (rc < 0)
+        return rc;
+    pkg_resolve(p, want_fd);
+    rc = pkg_summarise(p);
+    if (rc < 0)
+        pkg_free(p);
+    return rc;
+}
+
+int mfs_lgepkg_attr(mfs_fs *fs, const char *dir, struct stat *st)
+{
+    pkg p;
+    int rc = pkg_load(fs, dir, 0, &p);
+    if (rc < 0)
+        return rc;
+    pkg_stat(&p, p.size_ok ? p.size : 0, p.mtime, st);
+    pkg_free(&p);
+    return 0;
+}
+
+int mfs_lgepkg_cached_stat(mfs_fs *fs, const char *dir, struct stat *st)
+{
+    pkg p;
+    if (pkg_list(fs, dir, &p) < 0)
+        return 0;
+    uint64_t *sizes = calloc(p.n ? p.n * MFS_LGEPKG_CHUNKS : 1, sizeof *sizes);
+    struct timespec mtime = p.dir_st.st_mtim;
+    size_t packed = 0;
+    int known = sizes != NULL;
+    for (size_t i = 0; known && i < p.n; i++) {
+        uint64_t *s = sizes + packed * MFS_LGEPKG_CHUNKS;
+        known = model_known(fs, dir, &p.m[i], s, &mtime);
+        /* every writer of the four emits a header, so only a failed view
+         * (shown empty, its reason in user.meshfs.error) has size 0 */
+        if (known && s[0] && s[1] && s[2] && s[3])
+            packed++;
+    }
+    uint64_t size;
+    mfs_err err;
+    if (known && mfs_lgepkg_size_of(sizes, packed * MFS_LGEPKG_CHUNKS, &size, &err) < 0)
+        size = 0;
+    if (known)
+        pkg_stat(&p, size, mtime, st);
+    free(sizes);
+    pkg_free(&p);
+    return known;
+}
+
+/* Builds from one cache entry at a time; a mutex per stripe of folders lets
+ * concurrent first opens of one package assemble it once. */
+#define NSTRIPE 64
+static pthread_mutex_t stripe[NSTRIPE] = {[0 ... NSTRIPE - 1] = PTHREAD_MUTEX_INITIALIZER};
+
+typedef struct cache_sink_ctx {
+    mfs_cache_writer *w;
+    mfs_err err;
+} cache_sink_ctx;
+
+static int cache_flush(mfs_sink *s, const uint8_t *p, size_t n)
+{
+    cache_sink_ctx *c = s->ctx;
+    if (!p || !n)
+        return 0;
+    return mfs_cache_writer_write(c->w, p, n, &c->err) < 0 ? EIO : 0;
+}
+
+/* Every packed view opened, re-resolved if its entry went away meanwhile
+ * (which may convert again and move its key). */
+static int open_views(pkg *p, mfs_lgepkg_model *out, size_t *nout)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        pkg_model *pm = &p->m[i];
+        if (!pm->ok)
+            continue;
+        memcpy(out[j].name, pm->name, sizeof out[j].name);
+        for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
+            mfs_view_state *vs = &pm->vs[k];
+            mfs_err err;
+            mfs_err_clear(&err);
+            int r = mfs_cache_lookup(p->fs->cache, &vs->key, &vs->hit, &err);
+            if (r != 1 || vs->hit.fd < 0 || vs->hit.length != vs->size) {
+                mfs_cache_hit_release(&vs->hit);
+                int rc = mfs_view_resolve(p->fs, p->dir, pm->model, pm->base,
+                                          mfs_lgepkg_formats[k], 1, vs);
+                if (rc < 0 || !vs->ok) {
+                    mfs_fs_log(p->fs, "%s%s%s: .%s vanished while packing it", p->dir,
+                               p->dir[0] ? "/" : "", pm->model,
+                               mfs_format_get(mfs_lgepkg_formats[k])->name);
+                    return -EIO;
+                }
+            }
+            out[j].chunk[k] = (mfs_lge_src){NULL, vs->hit.fd, vs->hit.offset, vs->hit.length};
+        }
+        j++;
+    }
+    *nout = j;
+    return 0;
+}
+
+static int assemble(pkg *p, mfs_cache_hit *hit)
+{
+    mfs_lgepkg_model *mods = calloc(p->packed ? p->packed : 1, sizeof *mods);
+    if (!mods)
+        return -ENOMEM;
+    /* once per package made, not per stat */
+    for (size_t i = 0; i < p->n; i++)
+        if (!p->m[i].ok)
+            mfs_fs_log(p->fs, "%s%s%s: left out %s: %s", p->dir, p->dir[0] ? "/" : "",
+                       MFS_LGEPKG_FILE_NAME, p->m[i].model, p->m[i].reason);
+    size_t n = 0;
+    int rc = open_views(p, mods, &n);
+    if (rc == 0 && pkg_summarise(p) < 0) /* keys may have moved */
+        rc = -ENOMEM;
+    cache_sink_ctx c;
+    mfs_err_clear(&c.err);
+    if (rc == 0 && mfs_cache_writer_begin(p->fs->cache, &p->key, &c.w, &c.err) < 0)
+        rc = -EIO;
+    if (rc == 0) {
+        mfs_sink s;
+        memset(&s, 0, sizeof s);
+        s.cap = 256 * 1024;
+        s.buf = malloc(s.cap);
+        s.flush = cache_flush;
+        s.ctx = &c;
+        mfs_err err;
+        mfs_err_clear(&err);
+        if (!s.buf)
+            rc = -ENOMEM;
+        else if (mfs_lgepkg_write(p->fs->cfg.lgepkg_name, p->fs->cfg.lgepkg_version, mods, n,
+                                  &s, &err) < 0 || mfs_sink_finish(&s) != 0) {
+            mfs_fs_log(p->fs, "%s/%s: %s", p->dir, MFS_LGEPKG_FILE_NAME,
+                       err.msg[0] ? err.msg : c.err.msg);
+            rc = -EIO;
+        }
+        free(s.buf);
+        if (rc == 0 && s.total != p->size) {
+            mfs_fs_log(p->fs, "%s/%s: assembled %llu bytes, expected %llu", p->dir,
+                       MFS_LGEPKG_FILE_NAME, (unsigned long long)s.total,
+                       (unsigned long long)p->size);
+            rc = -EIO;
+        }
+        if (rc < 0)
+            mfs_cache_writer_abort(c.w);
+        else if (mfs_cache_writer_commit(c.w, hit, &c.err) < 0) {
+            mfs_fs_log(p->fs, "cache: %s", c.err.msg);
+            rc = -EIO;
+        }
+    }
+    free(mods);
+    return rc;
+}
+
+int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit)
+{
+    hit->fd = -1;
+    hit->reason = NULL;
+    pkg p;
+    int rc = pkg_load(fs, dir, 0, &p);
+    if (rc < 0)
+        return rc;
+    if (!p.size_ok) {
+        mfs_fs_log(fs, "%s%s%s: %s", dir, dir[0] ? "/" : "", MFS_LGEPKG_FILE_NAME, p.size_err);
+        pkg_free(&p);
+        return -EIO;
+    }
+    pthread_mutex_t *lock = &stripe[XXH3_64bits(dir, strlen(dir)) % NSTRIPE];
+    pthread_mutex_lock(lock);
+    mfs_err err;
+    mfs_err_clear(&err);
+    int r = mfs_cache_lookup(fs->cache, &p.key, hit, &err);
+    if (r != 1 || hit->fd < 0 || hit->length != p.size) {
+        mfs_cache_hit_release(hit);
+        hit->fd = -1;
+        rc = assemble(&p, hit);
+    }
+    pthread_mutex_unlock(lock);
+    pkg_free(&p);
+    if (rc < 0)
+        mfs_cache_hit_release(hit);
+    return rc;
+}
+
+int mfs_lgepkg_error(mfs_fs *fs, const char *dir, char *out, size_t n)
+{
+    pkg p;
+    int rc = pkg_load(fs, dir, 0, &p);
+    if (rc < 0)
+        return rc;
+    size_t len = 0;
+    out[0] = '\0';
+    if (!p.size_ok)
+        len += (size_t)snprintf(out, n, "%s", p.size_err);
+    size_t left_out = 0;
+    for (size_t i = 0; i < p.n && len < n; i++) {
+        if (p.m[i].ok)
+            continue;
+        len += (size_t)snprintf(out + len, n - len, "%s%s%s: %s",
+                                len ? "; " : "", left_out ? "" : "left out: ", p.m[i].model,
+                                p.m[i].reason);
+        left_out++;
+    }
+    pkg_free(&p);
+    return (int)(len < n ? len : n - 1);
+}

@@ -1,0 +1,153 @@
+/* game_resources.lgepkg for meshfs-convert (convert_lgepkg.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "convert_lgepkg.h"
+
+static int by_dir_then_base(const void *a, const void *b)
+{
+    const pkg_input *x = *(const pkg_input *const *)a, *y = *(const pkg_input *const *)b;
+    int c = strcmp(x->outdir, y->outdir);
+    return c ? c : strcmp(x->base, y->base);
+}
+
+/* Does the source folder hold an entry the mount would show under the
+ * package's name?  (The mount then shows that file, not a package.) */
+static int real_package_in(const char *srcdir, int lowercase_names)
+{
+    DIR *d = opendir(srcdir);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    int found = 0;
+    while (!found && (e = readdir(d)))
+        found = lowercase_names ? !strcasecmp(e->d_name, MFS_LGEPKG_FILE_NAME)
+                                : !strcmp(e->d_name, MFS_LGEPKG_FILE_NAME);
+    closedir(d);
+    return found;
+}
+
+/* The package of the n models at m (one folder, sorted by base). */
+static int write_one(pkg_input *const *m, size_t n, const char *name, const char *version,
+                     FILE *out)
+{
+    const char *dir = m[0]->outdir;
+    char path[PATH_MAX], tmp[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, MFS_LGEPKG_FILE_NAME);
+    const char **bases = calloc(n, sizeof *bases);
+    char(*names)[MFS_LGE_NAME_BYTES] = calloc(n, sizeof *names);
+    mfs_lgepkg_model *pm = calloc(n, sizeof *pm);
+    int *fds = malloc(n * MFS_LGEPKG_CHUNKS * sizeof *fds);
+    mfs_err err;
+    mfs_err_clear(&err);
+    int rc = bases && names && pm && fds ? 0 : mfs_errf(&err, "out of memory");
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        bases[i] = m[i]->base;
+    /* names over every model, packed or not, as the mount does */
+    if (rc == 0)
+        rc = mfs_lgepkg_chunk_names(bases, n, names, &err);
+    size_t np = 0, nfd = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        int all = 1;
+        for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++)
+            all &= m[i]->view[k] != NULL;
+        if (!all) {
+            fprintf(stderr, "meshfs-convert: %s: left out %s: %s\n", path, m[i]->model,
+                    m[i]->why && m[i]->why[0] ? m[i]->why : "conversion failed");
+            continue;
+        }
+        memcpy(pm[np].name, names[i], sizeof pm[np].name);
+        for (int k = 0; k < MFS_LGEPKG_CHUNKS && rc == 0; k++) {
+            int fd = open(m[i]->view[k], O_RDONLY | O_CLOEXEC);
+            struct stat st;
+            if (fd < 0 || fstat(fd, &st) < 0) {
+                rc = mfs_errf(&err, "%s: %s", m[i]->view[k], strerror(errno));
+                if (fd >= 0)
+                    close(fd);
+                break;
+            }
+            fds[nfd++] = fd;
+            pm[np].chunk[k] = (mfs_lge_src){NULL, fd, 0, (uint64_t)st.st_size};
+        }
+        np++;
+    }
+    int fd = -1;
+    if (rc == 0) {
+        snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, MFS_LGEPKG_FILE_NAME);
+        fd = mkstemp(tmp);
+        if (fd < 0)
+            rc = mfs_errf(&err, "%s: %s", tmp, strerror(errno));
+    }
+    if (rc == 0) {
+        mfs_sink s;
+        if (mfs_sink_init_fd(&s, fd) < 0) {
+            rc = mfs_errf(&err, "out of memory");
+        } else {
+            rc = mfs_lgepkg_write(name, version, pm, np, &s, &err);
+            int e = mfs_sink_finish(&s);
+            if (rc == 0 && e)
+                rc = mfs_errf(&err, "%s: %s", tmp, strerror(e));
+            mfs_sink_free(&s);
+        }
+        mode_t um = umask(0); /* single-threaded here: the batch is done */
+        umask(um);
+        if (fchmod(fd, 0666 & ~um) < 0 && rc == 0)
+            rc = mfs_errf(&err, "%s: %s", tmp, strerror(errno));
+        if (close(fd) < 0 && rc == 0)
+            rc = mfs_errf(&err, "%s: %s", tmp, strerror(errno));
+        if (rc == 0 && rename(tmp, path) < 0)
+            rc = mfs_errf(&err, "%s: %s", path, strerror(errno));
+        if (rc < 0)
+            unlink(tmp);
+    }
+    for (size_t i = 0; i < nfd; i++)
+        close(fds[i]);
+    if (rc < 0)
+        fprintf(stderr, "meshfs-convert: %s: %s\n", path, err.msg);
+    else if (out)
+        fprintf(out, "ok %s (%zu of %zu models)\n", path, np, n);
+    free(bases);
+    free(names);
+    free(pm);
+    free(fds);
+    return rc;
+}
+
+size_t mfs_convert_packages(const pkg_input *in, size_t n, const char *name, const char *version,
+                            int lowercase_names, FILE *out)
+{
+    if (n == 0)
+        return 0;
+    pkg_input **v = malloc(n * sizeof *v);
+    if (!v) {
+        fprintf(stderr, "meshfs-convert: out of memory writing packages\n");
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = (pkg_input *)&in[i];
+    qsort(v, n, sizeof *v, by_dir_then_base);
+    size_t failed = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && !strcmp(v[j]->outdir, v[i]->outdir))
+            j++;
+        int shadowed = 0;
+        for (size_t k = i; k < j && !shadowed; k++)
+            shadowed = real_package_in(v[k]->srcdir, lowercase_names);
+        if (shadowed)
+            fprintf(stderr, "meshfs-convert: %s: the source folder has its own %s, which wins "
+                    "(as in the mount): none written\n", v[i]->outdir, MFS_LGEPKG_FILE_NAME);
+        else if (write_one(v + i, j - i, name, version, out) < 0)
+            failed++;
+        i = j;
+    }
+    free(v);
+    return failed;
+}
