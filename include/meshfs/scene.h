@@ -211,6 +211,26 @@ void mfs_channel_sample(const mfs_channel *c, double t, const mfs_mat4 *rest, mf
  * sampled, the others at their rest matrix.  local must hold n_nodes. */
 void mfs_scene_pose(const mfs_scene *s, const mfs_animation *a, double t, mfs_mat4 *local);
 
+/* ---- skeleton (src/scene/skeleton.c) ---- */
+
+/* True if any of m's bones is linked to a node. */
+int mfs_mesh_is_skinned(const mfs_mesh *m);
+
+/* depth[n] = number of ancestors of node n.  depth holds n_nodes. */
+void mfs_scene_depths(const mfs_scene *s, uint32_t *depth);
+
+/* Lowest common ancestor of nodes a and b (depth from mfs_scene_depths). */
+int32_t mfs_scene_lca(const mfs_scene *s, const uint32_t *depth, int32_t a, int32_t b);
+
+/* The joints of the skinned meshes selected by use (NULL: every mesh):
+ * every node a bone links to, plus the nodes between those and their lowest
+ * common ancestor (which is a joint only if a bone links to it).  Sets
+ * mark[n] to 0 for a joint and -1 otherwise (mark holds n_nodes); returns
+ * the number of joints.  Numbering them in node order gives the pre-order
+ * that .gmf bone ids and .vrt bone indices share. */
+uint32_t mfs_scene_mark_skeleton(const mfs_scene *s, const uint32_t *depth,
+                                 const unsigned char *use, int32_t *mark);
+
 /* Counts over all meshes, triangle meshes only for triangles. */
 uint64_t mfs_scene_vertex_count(const mfs_scene *s);
 uint64_t mfs_scene_triangle_count(const mfs_scene *s);

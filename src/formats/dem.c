@@ -587,14 +587,6 @@ static int gather_weights(const dem_plan *pl, const mfs_mesh *m, mesh_data *md, 
     return 0;
 }
 
-static int is_skinned(const mfs_mesh *m)
-{
-    for (uint32_t b = 0; b < m->n_bones; b++)
-        if (m->bones[b].node >= 0)
-            return 1;
-    return 0;
-}
-
 static void write_vertices(const mfs_mesh *m, const mesh_data *md, mfs_sink *out)
 {
     char line[LINE_MAX_BYTES];
@@ -699,7 +691,7 @@ static int write_mesh(dem_plan *pl, uint32_t mi, int32_t node, mfs_sink *out, mf
         name = s->nodes[node].name;
 
     int rc = place_vertices(pl, mi, node, &md, err);
-    if (rc == 0 && is_skinned(m))
+    if (rc == 0 && mfs_mesh_is_skinned(m))
         rc = gather_weights(pl, m, &md, err);
     if (rc < 0) {
         mesh_data_free(&md);

@@ -202,14 +202,6 @@ static void batch_flush(batch *bt)
 
 /* ---- the plan: meshes ---- */
 
-static int is_skinned(const mfs_mesh *m)
-{
-    for (uint32_t b = 0; b < m->n_bones; b++)
-        if (m->bones[b].node >= 0)
-            return 1;
-    return 0;
-}
-
 /* Number of distinct vertices of triangle t not yet marked with stamp st. */
 static uint32_t new_vertices(const gmf *g, const uint32_t *t, uint32_t st)
 {
@@ -264,7 +256,7 @@ static int plan_meshes(gmf *g, mfs_err *err)
         mesh_plan *p = &g->plan[i];
         /* gmf stores triangles only: point and line meshes are dropped. */
         p->eligible = m->prim == MFS_PRIM_TRIANGLES && m->n_faces > 0 && m->n_vertices > 0;
-        p->skinned = p->eligible && is_skinned(m);
+        p->skinned = p->eligible && mfs_mesh_is_skinned(m);
         p->n_chunks = p->eligible;
         if (p->eligible && (m->n_vertices > GMF_MAX_SURF_VERTS || m->n_faces > GMF_MAX_SURF_TRIS) &&
             m->n_vertices > scratch)
@@ -291,50 +283,18 @@ static int plan_meshes(gmf *g, mfs_err *err)
 
 /* ---- the plan: skeleton ---- */
 
-static int32_t lca(const mfs_scene *s, const uint32_t *depth, int32_t a, int32_t b)
-{
-    while (depth[a] > depth[b])
-        a = s->nodes[a].parent;
-    while (depth[b] > depth[a])
-        b = s->nodes[b].parent;
-    while (a != b) {
-        a = s->nodes[a].parent;
-        b = s->nodes[b].parent;
-    }
-    return a;
-}
-
-/* Bones: every node a skinned mesh's bone links to, plus the nodes between
- * those and their lowest common ancestor (which is a bone only if linked
- * itself).  Marks them with bone_id 0 for now; returns the count. */
+/* Bones: the scene's skeleton rule (mfs_scene_mark_skeleton) over the
+ * skinned meshes.  Marks them with bone_id 0 for now; returns the count. */
 static uint32_t mark_bones(gmf *g, const uint32_t *depth)
 {
     const mfs_scene *s = g->s;
-    int32_t top = -1;
-    for (uint32_t i = 0; i < s->n_meshes; i++) {
-        if (!g->plan[i].skinned)
-            continue;
-        const mfs_mesh *m = &s->meshes[i];
-        for (uint32_t b = 0; b < m->n_bones; b++) {
-            int32_t n = m->bones[b].node;
-            if (n < 0)
-                continue;
-            g->bone_id[n] = 0;
-            top = top < 0 ? n : lca(s, depth, top, n);
-        }
-    }
-    if (top < 0)
-        return 0;
-    for (uint32_t n = 0; n < s->n_nodes; n++) {
-        if (g->bone_id[n] != 0 || (int32_t)n == top)
-            continue;
-        for (int32_t p = s->nodes[n].parent; p != top && p >= 0 && g->bone_id[p] < 0;
-             p = s->nodes[p].parent)
-            g->bone_id[p] = 0;
-    }
-    uint32_t count = 0;
-    for (uint32_t n = 0; n < s->n_nodes; n++)
-        count += g->bone_id[n] == 0;
+    unsigned char *use = malloc(s->n_meshes ? s->n_meshes : 1);
+    if (!use)
+        return UINT32_MAX;
+    for (uint32_t i = 0; i < s->n_meshes; i++)
+        use[i] = (unsigned char)g->plan[i].skinned;
+    uint32_t count = mfs_scene_mark_skeleton(s, depth, use, g->bone_id);
+    free(use);
     return count;
 }
 
@@ -359,7 +319,7 @@ static int32_t pick_host(const gmf *g, const uint32_t *depth)
     int32_t h = -1;
     for (uint32_t i = 0; i < g->s->n_meshes; i++)
         if (g->plan[i].skinned)
-            h = h < 0 ? place_of(g, i) : lca(g->s, depth, h, place_of(g, i));
+            h = h < 0 ? place_of(g, i) : mfs_scene_lca(g->s, depth, h, place_of(g, i));
     while (h > 0 && below_bone(g, h))
         h = g->s->nodes[h].parent;
     return h;
@@ -451,11 +411,12 @@ static int plan_skeleton(gmf *g, mfs_err *err)
     uint32_t *depth = malloc(sizeof(uint32_t) * s->n_nodes);
     if (!depth)
         return mfs_errf(err, "out of memory");
-    for (uint32_t n = 0; n < s->n_nodes; n++) {
-        g->bone_id[n] = -1;
-        depth[n] = n ? depth[s->nodes[n].parent] + 1 : 0;
-    }
+    mfs_scene_depths(s, depth);
     g->n_bones = mark_bones(g, depth);
+    if (g->n_bones == UINT32_MAX) {
+        free(depth);
+        return mfs_errf(err, "out of memory");
+    }
     g->host = g->n_bones ? pick_host(g, depth) : -1;
     free(depth);
     if (!g->n_bones)

@@ -54,19 +54,6 @@ static int is_merged(const mfs_mesh *m)
     return m->prim == MFS_PRIM_TRIANGLES && m->n_faces > 0;
 }
 
-static int32_t common_ancestor(const mfs_scene *s, const uint32_t *depth, int32_t a, int32_t b)
-{
-    while (depth[a] > depth[b])
-        a = s->nodes[a].parent;
-    while (depth[b] > depth[a])
-        b = s->nodes[b].parent;
-    while (a != b) {
-        a = s->nodes[a].parent;
-        b = s->nodes[b].parent;
-    }
-    return a;
-}
-
 /* The model-wide bone list (docs/formats/vrt.md, "Bone order"): every node
  * a bone of a merged mesh links to, plus the nodes on the way from each of
  * them up to their lowest common ancestor (that ancestor only if linked
@@ -75,36 +62,20 @@ static int32_t common_ancestor(const mfs_scene *s, const uint32_t *depth, int32_
  * chunk walks in pre-order, so the two index the same joints. */
 static int skeleton(const mfs_scene *s, placement *pl, mfs_err *err)
 {
-    uint32_t *depth = malloc(sizeof(uint32_t) * (s->n_nodes ? s->n_nodes : 1));
-    if (!depth)
+    size_t nn = s->n_nodes ? s->n_nodes : 1;
+    uint32_t *depth = malloc(sizeof(uint32_t) * nn);
+    unsigned char *use = malloc(s->n_meshes ? s->n_meshes : 1);
+    if (!depth || !use) {
+        free(depth);
+        free(use);
         return mfs_errf(err, "out of memory listing bones");
-    int32_t top = -1;
-    for (uint32_t n = 0; n < s->n_nodes; n++) {
-        pl->bone[n] = -1;
-        depth[n] = s->nodes[n].parent < 0 ? 0 : depth[s->nodes[n].parent] + 1;
     }
-    for (uint32_t i = 0; i < s->n_meshes; i++) {
-        const mfs_mesh *m = &s->meshes[i];
-        if (!is_merged(m))
-            continue;
-        for (uint32_t b = 0; b < m->n_bones; b++) {
-            int32_t n = m->bones[b].node;
-            if (n < 0)
-                continue;
-            pl->bone[n] = 0;
-            top = top < 0 ? n : common_ancestor(s, depth, top, n);
-        }
-    }
+    for (uint32_t i = 0; i < s->n_meshes; i++)
+        use[i] = (unsigned char)is_merged(&s->meshes[i]);
+    mfs_scene_depths(s, depth);
+    mfs_scene_mark_skeleton(s, depth, use, pl->bone);
     free(depth);
-    if (top < 0)
-        return 0;
-    for (uint32_t n = 0; n < s->n_nodes; n++) {
-        if (pl->bone[n] != 0 || (int32_t)n == top)
-            continue;
-        for (int32_t p = s->nodes[n].parent; p != top && p >= 0 && pl->bone[p] < 0;
-             p = s->nodes[p].parent)
-            pl->bone[p] = 0;
-    }
+    free(use);
     for (uint32_t n = 0; n < s->n_nodes; n++)
         if (pl->bone[n] == 0)
             pl->bone[n] = (int32_t)pl->n_bones++;
@@ -312,14 +283,6 @@ static int mesh_skin(const mfs_mesh *m, const int32_t *bone_of_node, skin *out,
         vertex_skin(all + start[v], start[v + 1] - start[v], &out[v], max_joint);
     free(all);
     free(start);
-    return 0;
-}
-
-static int is_skinned(const mfs_mesh *m)
-{
-    for (uint32_t b = 0; b < m->n_bones; b++)
-        if (m->bones[b].node >= 0)
-            return 1;
     return 0;
 }
 
@@ -565,7 +528,7 @@ static void count(const mfs_scene *s, const placement *pl, sizes *z)
         } else {
             z->vertices += refs;
         }
-        if (is_skinned(m) && m->n_vertices > z->skin)
+        if (mfs_mesh_is_skinned(m) && m->n_vertices > z->skin)
             z->skin = m->n_vertices;
     }
 }
@@ -652,7 +615,7 @@ static int build_placed(const mfs_scene *s, const placement *pl, mfs_runtime *rt
         if (!is_merged(m))
             continue;
         const skin *msk = NULL;
-        if (is_skinned(m)) {
+        if (mfs_mesh_is_skinned(m)) {
             if (skin_of != (int32_t)mi &&
                 (rc = mesh_skin(m, pl->bone, sk, &rt->max_joint, err)) < 0)
                 break;
