@@ -15,6 +15,7 @@
 #include <assimp/scene.h>
 
 #include "convert_scene.h"
+#include "fbx_chain.h"
 #include "iofs.h"
 #include "texture.h"
 #include "meshfs/import.h"
@@ -81,9 +82,10 @@ static int name_meshes(mfs_scene *s, mfs_err *err)
 static const struct aiScene *run_assimp(mfs_iofs *fs, const char *rel)
 {
     struct aiPropertyStore *props = aiCreatePropertyStore();
-    /* Pivot helper nodes ("X_$AssimpFbx$_Translation") would show up as
-     * nodes in every output; let assimp fold them where it can. */
-    aiSetImportPropertyInteger(props, AI_CONFIG_IMPORT_FBX_PRESERVE_PIVOTS, 0);
+    /* Keep FBX pivot chains as helper nodes: assimp's own folding is wrong
+     * for PostRotation and geometric transforms, so fbx_chain.c folds them
+     * after the copy. */
+    aiSetImportPropertyInteger(props, AI_CONFIG_IMPORT_FBX_PRESERVE_PIVOTS, 1);
     const struct aiScene *ai = aiImportFileExWithProperties(rel, mfs_import_ai_flags(), &fs->io, props);
     aiReleasePropertyStore(props);
     return ai;
@@ -122,7 +124,7 @@ int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
     char why[128];
     char ext[32];
     lower_ext(rel, ext, sizeof ext);
-    if (mfs_frame_matrix(ai, ext, &c, why, sizeof why, err) < 0)
+    if (mfs_frame_matrix(ai, &fs, rel, ext, &c, why, sizeof why, err) < 0)
         goto done;
     mfs_scene *s = mfs_from_aiscene(ai, err);
     mfs_import_texture(s, ai, &fs, rel, o); /* needs ai alive; a no-op unless o->textures */
@@ -130,7 +132,8 @@ int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
     ai = NULL;
     if (!s)
         goto done;
-    if ((!(o && o->source_frame) && mfs_frame_apply(s, &c, err) < 0) || name_meshes(s, err) < 0 ||
+    if ((strcmp(ext, "fbx") == 0 && mfs_fbx_fold_chains(s, err) < 0) ||
+        (!(o && o->source_frame) && mfs_frame_apply(s, &c, err) < 0) || name_meshes(s, err) < 0 ||
         mfs_scene_validate(s, err) < 0) {
         mfs_scene_free(s);
         goto done;

@@ -4,6 +4,7 @@
 
 #include <assimp/scene.h>
 
+#include "iofs.h"
 #include "meshfs/scene.h"
 
 /* Copies everything writers need out of an assimp scene. */
@@ -12,9 +13,11 @@ mfs_scene *mfs_from_aiscene(const struct aiScene *ai, mfs_err *err);
 /* The change of basis from what the file declares to the canonical frame
  * (right-handed, +Y up, metres), as a matrix; identity when the file
  * declares nothing assimp has not already applied.  `ext` is the model's
- * lower-case extension.  Returns 0, or -1 with err for nonsense axes. */
-int mfs_frame_matrix(const struct aiScene *ai, const char *ext, mfs_mat4 *c, char *why,
-                     size_t whysz, mfs_err *err);
+ * lower-case extension; formats whose declaration assimp drops (3MF, AMF,
+ * OpenGEX) are read again from root/rel through fs.  Returns 0, or -1 with
+ * err for nonsense axes or units. */
+int mfs_frame_matrix(const struct aiScene *ai, mfs_iofs *fs, const char *rel, const char *ext,
+                     mfs_mat4 *c, char *why, size_t whysz, mfs_err *err);
 
 /* Applies c to the scene: premultiplied into the root node (a new root is
  * inserted when the root itself is animated), and triangles flipped when c

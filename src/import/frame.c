@@ -1,18 +1,29 @@
 /* Bringing every file into the canonical frame.
  *
  * assimp 5.2.5 converts Collada's up_axis and unit itself and glTF is Y-up
- * metres by definition, but FBX arrives exactly as stored: a Z-up file stays
- * Z-up and Blender's default export (UnitScaleFactor 100) stays in
- * centimetres.  The FBX GlobalSettings survive in the scene metadata, so the
- * correction is computed from them here: canonical = C * file, where C maps
- * the file's CoordAxis to +X, UpAxis to +Y, FrontAxis to +Z (each with its
- * sign) and scales by UnitScaleFactor / 100 (FBX units are centimetres). */
+ * metres by definition, but several formats arrive exactly as stored:
+ *
+ * - FBX: a Z-up file stays Z-up and Blender's default export
+ *   (UnitScaleFactor 100) stays in centimetres.  The FBX GlobalSettings
+ *   survive in the scene metadata, so the correction is computed from them:
+ *   canonical = C * file, where C maps the file's CoordAxis to +X, UpAxis to
+ *   +Y, FrontAxis to +Z (each with its sign) and scales by
+ *   UnitScaleFactor / 100 (FBX units are centimetres).
+ * - 3MF, AMF: Z up by definition, with a declared length unit (millimetres
+ *   when absent) that assimp parses and drops.
+ * - OpenGEX: Metric "distance" and "up", parsed by assimp and never applied.
+ * - Blender: Z up, and assimp's Blender importer adds no root correction.
+ *
+ * The declared units are read from the file's own bytes (frame_decl.c),
+ * through the confined file system. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "convert_scene.h"
+#include "frame_decl.h"
+#include "iofs.h"
 
 static int meta_number(const struct aiMetadata *md, const char *key, double *out)
 {
@@ -71,13 +82,60 @@ static int fbx_frame(const struct aiScene *ai, mfs_mat4 *c, char *why, size_t wh
     return 0;
 }
 
-int mfs_frame_matrix(const struct aiScene *ai, const char *ext, mfs_mat4 *c, char *why,
-                     size_t whysz, mfs_err *err)
+/* Z up, right-handed, `metres` per unit: (x, y, z) -> (x, z, -y) * metres,
+ * a rotation of -90 degrees about X (no mirror, winding kept). */
+static void zup_frame(mfs_mat4 *c, double metres)
+{
+    memset(c, 0, sizeof *c);
+    c->m[0] = (float)metres;
+    c->m[6] = (float)metres;
+    c->m[9] = (float)-metres;
+    c->m[15] = 1;
+}
+
+/* 3MF, AMF and OpenGEX: what the file declares, read from its bytes. */
+static int declared_frame(mfs_iofs *fs, const char *rel, const char *ext, mfs_mat4 *c, char *why,
+                          size_t whysz, mfs_err *err)
+{
+    const uint8_t *data;
+    size_t n;
+    struct aiFile *f = mfs_iofs_view(fs, rel, &data, &n);
+    if (!f)
+        return mfs_errf(err, "cannot reopen the model to read its declared unit");
+    mfs_decl d;
+    int rc;
+    if (strcmp(ext, "3mf") == 0)
+        rc = mfs_decl_3mf(data, n, &d, err);
+    else if (strcmp(ext, "amf") == 0)
+        rc = mfs_decl_amf((const char *)data, n, &d, err);
+    else
+        rc = mfs_decl_ogex((const char *)data, n, &d, err);
+    mfs_iofs_unview(fs, f);
+    if (rc < 0)
+        return -1;
+    if (d.zup)
+        zup_frame(c, d.metres);
+    else
+        for (int i = 0; i < 3; i++)
+            c->m[i * 5] = (float)d.metres;
+    snprintf(why, whysz, "%s: %s up, %g m per unit (%s)", ext, d.zup ? "Z" : "Y", d.metres,
+             d.unit[0] ? d.unit : "format default");
+    return 0;
+}
+
+int mfs_frame_matrix(const struct aiScene *ai, mfs_iofs *fs, const char *rel, const char *ext,
+                     mfs_mat4 *c, char *why, size_t whysz, mfs_err *err)
 {
     mfs_mat4_identity(c);
     snprintf(why, whysz, "as imported");
     if (strcmp(ext, "fbx") == 0)
         return fbx_frame(ai, c, why, whysz, err);
+    if (strcmp(ext, "3mf") == 0 || strcmp(ext, "amf") == 0 || strcmp(ext, "ogex") == 0)
+        return declared_frame(fs, rel, ext, c, why, whysz, err);
+    if (strcmp(ext, "blend") == 0) {
+        zup_frame(c, 1.0);
+        snprintf(why, whysz, "Blender: Z up, metres");
+    }
     return 0;
 }
 

@@ -229,6 +229,22 @@ static void fs_close(struct aiFileIO *io, struct aiFile *f)
     free(f);
 }
 
+struct aiFile *mfs_iofs_view(mfs_iofs *fs, const char *rel, const uint8_t **data, size_t *size)
+{
+    struct aiFile *f = fs_open(&fs->io, rel, "rb");
+    if (!f)
+        return NULL;
+    const mapped_file *m = (const mapped_file *)f->UserData;
+    *data = m->data;
+    *size = m->size;
+    return f;
+}
+
+void mfs_iofs_unview(mfs_iofs *fs, struct aiFile *f)
+{
+    fs_close(&fs->io, f);
+}
+
 int mfs_iofs_init(mfs_iofs *fs, const char *root, mfs_deps *deps, mfs_err *err)
 {
     memset(fs, 0, sizeof *fs);

@@ -19,6 +19,13 @@ typedef struct mfs_iofs {
 int mfs_iofs_init(mfs_iofs *fs, const char *root, mfs_deps *deps, mfs_err *err);
 void mfs_iofs_close(mfs_iofs *fs);
 
+/* A read-only view of the bytes of root/rel, opened through the same
+ * confinement and recorded like assimp's own opens (the importer reads what
+ * a model declares about its units this way).  The bytes stay mapped until
+ * mfs_iofs_unview(fs, returned handle).  NULL when it cannot be opened. */
+struct aiFile *mfs_iofs_view(mfs_iofs *fs, const char *rel, const uint8_t **data, size_t *size);
+void mfs_iofs_unview(mfs_iofs *fs, struct aiFile *f);
+
 /* Lexically normalises a path the way the confinement sees it:
  * "a/./b//c/../d" -> "a/b/d".  Returns -1 if it is absolute or climbs
  * above its start. */

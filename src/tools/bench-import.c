@@ -17,7 +17,7 @@ int main(int argc, char **argv)
         return 2;
     }
     struct aiPropertyStore *props = aiCreatePropertyStore();
-    aiSetImportPropertyInteger(props, AI_CONFIG_IMPORT_FBX_PRESERVE_PIVOTS, 0);
+    aiSetImportPropertyInteger(props, AI_CONFIG_IMPORT_FBX_PRESERVE_PIVOTS, 1);
     const struct aiScene *s = aiImportFileExWithProperties(argv[1], mfs_import_ai_flags(), NULL, props);
     aiReleasePropertyStore(props);
     if (!s) {
