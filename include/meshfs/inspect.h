@@ -44,8 +44,9 @@ typedef struct mfs_summary {
     /* Axis-aligned box of all vertices where the target engine draws them,
      * in the file's own frame (docs/inspect.md, "Bounds"): gmf sums only
      * NODE/MESH translations, as the legacy Leadwerks loader does; fmd is
-     * the vertices as stored, as FGE draws them; dem, vrt, tri are model
-     * space as stored.  cmin/cmax: the same box in meshfs's canonical frame
+     * the vertices as stored, as FGE draws them; dem and vrt are model space
+     * as stored; lgepkg/lge the union of their Vertices chunks; tri and tex
+     * have none.  cmin/cmax: the same box in meshfs's canonical frame
      * (right-handed, +Y up).  For .sph: the sphere's box. */
     int has_bounds;
     float min[3], max[3];

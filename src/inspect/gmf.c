@@ -13,7 +13,8 @@
  * surface sits at its vertices plus the translations summed down to it.
  * The bounds are that placement.  Where full matrices would put a surface
  * elsewhere, or a NODE/MESH matrix carries rotation or scale, the reader
- * says so. */
+ * says so: a violation in a .gmf, a warning in a .mdl (mfs_rd.mdl), whose
+ * Leadwerks 3/4 engine composes full matrices. */
 #define MFS_INSPECT_READER
 #include "meshfs/inspect.h"
 
@@ -676,12 +677,13 @@ static int block(gmf *g, size_t *off, unsigned depth, g_ctx *ctx)
 
 /* ---- whole file ---- */
 
-/* A warning, not a violation: Leadwerks' own tools write rotation and scale
- * into limbs (5 of the 8 real .mdl files in shared/testdata/real/mdl have a
- * MESH matrix with rotation or scale), which their own engine composes; it
- * is the legacy loader that keeps only translations.
- * docs/formats/gmf.md, "Placement". */
-static void placement_warning(gmf *g)
+/* Leadwerks' own tools write rotation and scale into limbs (5 of the 8 real
+ * .mdl files in shared/testdata/real/mdl have a MESH matrix with rotation or
+ * scale), which their own engine composes: in a .mdl it is a warning.  A
+ * .gmf is read by the legacy loader, which keeps only translations and so
+ * draws such a file misplaced: a violation.  docs/formats/gmf.md,
+ * "Placement". */
+static void placement_finding(gmf *g)
 {
     char limbs[80] = "", surfs[112] = "";
     if (g->turned_limbs)
@@ -692,8 +694,13 @@ static void placement_warning(gmf *g)
         snprintf(surfs, sizeof surfs, " %llu surfaces up to %.6g off full-matrix placement "
                  "(first: offset %zu)", (unsigned long long)g->moved_surfaces, g->moved_max,
                  g->moved_at);
-    mfs_rd_warn(g->r, "placement (Leadwerks keeps only NODE/MESH translations, no BONE matrix; "
-                "bounds follow it):%s%s", limbs, surfs);
+    if (g->r->mdl)
+        mfs_rd_warn(g->r, "placement (Leadwerks keeps only NODE/MESH translations, no BONE "
+                    "matrix; bounds follow it):%s%s", limbs, surfs);
+    else
+        mfs_rd_violation(g->r, "placement (the legacy .gmf loader keeps only NODE/MESH "
+                         "translations, no BONE matrix; bounds follow it):%s%s",
+                         limbs, surfs);
 }
 
 static void finish_file(gmf *g)
@@ -718,7 +725,7 @@ static void finish_file(gmf *g)
         mfs_rd_warn(g->r, "%llu vertices' weight bytes sum to 252..254 (truncation, as in "
                     "Leadwerks' own files)", (unsigned long long)g->truncated_weights);
     if (g->turned_limbs || g->moved_surfaces)
-        placement_warning(g);
+        placement_finding(g);
     if (g->seq_limbs > g->seq_limbs_at_max)
         mfs_rd_warn(g->r, "%llu of %llu animated limbs carry fewer than %zu sequences",
                     (unsigned long long)(g->seq_limbs - g->seq_limbs_at_max),

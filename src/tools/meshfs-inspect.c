@@ -8,8 +8,11 @@
 static void usage(FILE *f)
 {
     fputs("usage: meshfs-inspect [--check] [--json] FILE...\n"
-          "Reads .fmd .fmi .gmf/.mdl .dem .vrt .tri .sph files strictly and prints a summary.\n"
-          "  --check    also verify the format's invariants; a violation fails the file\n"
+          "Reads .fmd .fmi .gmf/.mdl .dem .vrt .tri .sph .tex files, LGE packages (.lgepkg)\n"
+          "and chunks (.lge) strictly, and prints a summary.\n"
+          "  --check    also verify the format's invariants and the target engine's loading\n"
+          "             rules (a rotated limb fails a .gmf, only warns in a .mdl); a\n"
+          "             violation fails the file\n"
           "  --json     one JSON object per file, one per line (fields: docs/inspect.md)\n"
           "  --help     this text\n"
           "  --version  print the version\n"

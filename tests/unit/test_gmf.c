@@ -1032,8 +1032,9 @@ static void test_placement_baked(void **state)
 
 /* meshfs-inspect reads placement as the legacy loader does: the written
  * file passes without a placement warning and its bounds are where the
- * vertices are drawn.  A rotation put into a MESH matrix by hand is
- * flagged, and the bounds stay put: that loader ignores it. */
+ * vertices are drawn.  A rotation put into a MESH matrix by hand fails
+ * --check as a .gmf (the legacy loader would draw it misplaced) and is a
+ * warning as a .mdl (Leadwerks 3/4 composes it); the bounds stay put. */
 static void test_placement_inspected(void **state)
 {
     (void)state;
@@ -1058,7 +1059,12 @@ static void test_placement_inspected(void **state)
     for (int i = 0; i < 12; i++)
         mfs_st_f32(mat + 4 * i, turn[i]);
     free_file(f);
-    assert_int_equal(mfs_inspect_buffer("p.gmf", b, len, 1, &sum, &err), 0);
+    assert_int_equal(mfs_inspect_buffer("p.gmf", b, len, 1, &sum, &err), -1);
+    assert_int_equal(sum.n_violations, 1);
+    if (!strstr(err.msg, "p.gmf: placement (the legacy .gmf loader keeps only NODE/MESH "
+                         "translations"))
+        fail_msg("error: %s", err.msg);
+    assert_int_equal(mfs_inspect_buffer("p.mdl", b, len, 1, &sum, &err), 0);
     assert_int_equal(sum.n_warnings, 1);
     assert_int_equal(sum.n_violations, 0);
     char head[128];

@@ -763,6 +763,58 @@ static void test_gmf_check(void **state)
     free(b.p);
 }
 
+/* A MESH turned 90 degrees about Z.  The legacy loader that reads .gmf
+ * keeps only its translation (research/gmf.md, "What a real loader keeps of
+ * limb matrices"), so it draws the surface misplaced: a --check failure.
+ * Leadwerks 3/4 composes the full matrix of a .mdl, and its own tools write
+ * such limbs: a warning only.  The bounds are the translation-only
+ * placement either way. */
+static void test_gmf_rotated_limb_gmf_vs_mdl(void **state)
+{
+    (void)state;
+    mfs_summary s;
+    mfs_err err;
+    buf b = {0};
+    gmf_sample(&b, 2);
+    const float turn[12] = {0, 1, 0, 0, -1, 0, 0, 0, 0, 0, 1, 0};
+    for (int i = 0; i < 12; i++)
+        patch_f32(&b, GMF_CHILD_MESH_AT + 12 + 4 * i, turn[i]);
+    /* full matrices: vertex (1,0,0) at (1,1,1), the legacy loader's (2,0,1) */
+    const char *finding = "1 NODE/MESH matrices rotate/scale (first: offset 139); 1 surfaces "
+                          "up to 1.41421 off full-matrix placement (first: offset 241)";
+    char want[400];
+
+    assert_int_equal(inspect("t.gmf", b.p, b.n, 1, &s, &err), -1);
+    snprintf(want, sizeof want, "t.gmf: placement (the legacy .gmf loader keeps only NODE/MESH "
+             "translations, no BONE matrix; bounds follow it): %s", finding);
+    assert_string_equal(err.msg, want);
+    assert_int_equal(s.n_violations, 1);
+    assert_box(s.min, 1, 0, 1);
+    assert_box(s.max, 2, 1, 1);
+
+    assert_int_equal(inspect("t.gmf", b.p, b.n, 0, &s, &err), 0); /* without --check */
+    assert_int_equal(s.n_violations, 1);
+    assert_int_equal(s.n_warnings, 1);
+    assert_string_equal(s.warnings[0], want + strlen("t.gmf: "));
+
+    for (int upper = 0; upper < 2; upper++) {
+        const char *name = upper ? "T.MDL" : "t.mdl";
+        assert_int_equal(inspect(name, b.p, b.n, 1, &s, &err), 0);
+        assert_int_equal(s.n_violations, 0);
+        assert_int_equal(s.n_warnings, 1);
+        snprintf(want, sizeof want, "placement (Leadwerks keeps only NODE/MESH translations, no "
+                 "BONE matrix; bounds follow it): %s", finding);
+        assert_string_equal(s.warnings[0], want);
+        assert_box(s.min, 1, 0, 1);
+        assert_box(s.max, 2, 1, 1);
+    }
+
+    /* told by its magic: no .mdl name, so the legacy loader's rule */
+    assert_int_equal(inspect("t.bin", b.p, b.n, 1, &s, &err), -1);
+    assert_contains(err.msg, "t.bin: placement (the legacy .gmf loader");
+    free(b.p);
+}
+
 /* The Leadwerks 3.0 files label 4-byte colours as float x3. */
 static void test_gmf_mislabeled_color(void **state)
 {
@@ -1439,6 +1491,7 @@ int main(void)
         cmocka_unit_test(test_gmf_bad_magic_and_version),
         cmocka_unit_test(test_gmf_deep_nesting),
         cmocka_unit_test(test_gmf_check),
+        cmocka_unit_test(test_gmf_rotated_limb_gmf_vs_mdl),
         cmocka_unit_test(test_gmf_mislabeled_color),
         cmocka_unit_test(test_dem_valid),
         cmocka_unit_test(test_dem_truncated),
