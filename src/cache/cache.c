@@ -1,5 +1,11 @@
 /* Opening the cache: its directory, CACHEDIR.TAG, leftover temporary files,
- * statistics, and the small I/O helpers the other cache files share. */
+ * statistics, and the small I/O helpers the other cache files share.
+ *
+ * The directory is trusted only once it is proven to be ours: a real
+ * directory (not a symlink), owned by the user running meshfs, writable by
+ * nobody else; the same for tmp/ and v1/.  Then every operation is relative
+ * to the descriptors opened here, without following links, so a root daemon
+ * never writes or deletes anywhere another user chose (docs/security.md). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -81,7 +87,7 @@ int mfs_cache_tmp_create(mfs_cache *c, char name[MFS_CACHE_PATH_MAX], mfs_err *e
             rnd = (uint32_t)mfs_cache_now_ns();
         snprintf(name, MFS_CACHE_PATH_MAX, MFS_CACHE_TMP_DIR "/%ld-%u-%08x.tmp", (long)getpid(),
                  atomic_fetch_add(&seq, 1u), rnd);
-        int fd = openat(c->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        int fd = openat(c->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0)
             return fd;
         if (errno == ENOENT) /* tmp/ removed by hand: recreate it */
@@ -123,7 +129,11 @@ int mfs_cache_default_dir(char *buf, size_t n, mfs_err *err)
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
     int len;
-    if (xdg && xdg[0] == '/')
+    if (geteuid() == 0)
+        /* root's environment may be a user's (sudo keeps HOME): a root
+         * daemon must not adopt a directory that user controls */
+        len = snprintf(buf, n, "%s", MFS_CACHE_ROOT_DIR);
+    else if (xdg && xdg[0] == '/')
         len = snprintf(buf, n, "%s/meshfs", xdg);
     else if (home && home[0] == '/')
         len = snprintf(buf, n, "%s/.cache/meshfs", home);
@@ -156,7 +166,7 @@ static int mkdir_p(const char *path, mfs_err *err)
 
 static int write_tag(mfs_cache *c, mfs_err *err)
 {
-    if (faccessat(c->dirfd, TAG_FILE, F_OK, 0) == 0)
+    if (faccessat(c->dirfd, TAG_FILE, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
         return 0;
     char tmp[MFS_CACHE_PATH_MAX];
     int fd = mfs_cache_tmp_create(c, tmp, err);
@@ -242,7 +252,7 @@ static int remove_tree(int parent, const char *name, int depth)
  * for tmp_max_age_s belongs to a process that died mid-write. */
 static void clean_tmp(mfs_cache *c)
 {
-    int fd = openat(c->dirfd, MFS_CACHE_TMP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = openat(c->dirfd, MFS_CACHE_TMP_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return;
     DIR *d = fdopendir(fd);
@@ -272,19 +282,64 @@ static void clean_tmp(mfs_cache *c)
     closedir(d);
 }
 
+/* The checks that make a directory ours: opened at parent/name without
+ * following a link, then judged by what was opened (no window between a
+ * check and the use).  Returns the descriptor or -1 with the reason. */
+static int open_trusted(int parent, const char *name, const char *shown, mfs_err *err)
+{
+    struct stat st;
+    if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        return mfs_errf(err, "cache: %s is a symbolic link; refusing to use it (give the real "
+                             "directory, which must belong to you)", shown);
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ELOOP || errno == ENOTDIR)
+            return mfs_errf(err, "cache: %s is not a directory (or is a symbolic link); "
+                                 "refusing to use it", shown);
+        return mfs_errf(err, "cache: opening %s: %s", shown, strerror(errno));
+    }
+    const char *why = NULL;
+    char buf[128];
+    if (fstat(fd, &st) < 0) {
+        why = strerror(errno);
+    } else if (!S_ISDIR(st.st_mode)) {
+        why = "not a directory";
+    } else if (st.st_uid != geteuid()) {
+        snprintf(buf, sizeof buf, "owned by uid %u, not by uid %u who runs meshfs",
+                 (unsigned)st.st_uid, (unsigned)geteuid());
+        why = buf;
+    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(buf, sizeof buf, "writable by its group or others (mode %04o; chmod go-w it)",
+                 (unsigned)(st.st_mode & 07777));
+        why = buf;
+    }
+    if (why) {
+        close(fd);
+        return mfs_errf(err, "cache: %s is %s; refusing to use it", shown, why);
+    }
+    return fd;
+}
+
 static int open_dirs(mfs_cache *c, mfs_err *err)
 {
     if (mkdir_p(c->dir, err) < 0)
         return -1;
-    c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    c->dirfd = open_trusted(AT_FDCWD, c->dir, c->dir, err);
     if (c->dirfd < 0)
-        return mfs_errf(err, "cache: opening %s: %s", c->dir, strerror(errno));
+        return -1;
     static const char *const subdirs[] = {MFS_CACHE_TMP_DIR, MFS_CACHE_ENTRY_DIR};
-    for (size_t i = 0; i < 2; i++)
+    for (size_t i = 0; i < 2; i++) {
         if (mkdirat(c->dirfd, subdirs[i], 0700) < 0 && errno != EEXIST)
             return mfs_errf(err, "cache: creating %s/%s: %s", c->dir, subdirs[i],
                             strerror(errno));
-    c->lockfd = openat(c->dirfd, MFS_CACHE_LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        char shown[4200];
+        snprintf(shown, sizeof shown, "%s/%s", c->dir, subdirs[i]);
+        int fd = open_trusted(c->dirfd, subdirs[i], shown, err);
+        if (fd < 0)
+            return -1;
+        close(fd);
+    }
+    c->lockfd = openat(c->dirfd, MFS_CACHE_LOCK_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (c->lockfd < 0)
         return mfs_errf(err, "cache: opening %s/%s: %s", c->dir, MFS_CACHE_LOCK_FILE,
                         strerror(errno));

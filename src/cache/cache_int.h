@@ -8,7 +8,10 @@
  *   evict.c    size cap, LRU by mtime
  *
  * Every path is relative to c->dirfd and used through the *at() calls, so
- * nothing depends on the process's working directory. */
+ * nothing depends on the process's working directory.  c->dirfd, tmp/ and
+ * v1/ are checked to be real directories of ours when the cache opens
+ * (cache.c), and no final component is ever followed if it is a link
+ * (O_NOFOLLOW, AT_SYMLINK_NOFOLLOW; unlinkat and renameat never follow). */
 #ifndef MESHFS_CACHE_INT_H
 #define MESHFS_CACHE_INT_H
 
@@ -25,6 +28,8 @@
 #define MFS_CACHE_INDEX_FILE "index.log"
 #define MFS_CACHE_LOCK_FILE "lock"
 #define MFS_CACHE_PATH_MAX 64
+/* root's default: root's HOME may be a user's (sudo), /var/cache is not */
+#define MFS_CACHE_ROOT_DIR "/var/cache/meshfs"
 
 /* Container kinds (docs/cache.md, "Entry format"). */
 enum { MFS_KIND_VIEW = 1, MFS_KIND_NEGATIVE = 2, MFS_KIND_MANIFEST = 3 };

@@ -71,7 +71,7 @@ static int push(ev_list *l, const char *shard, const char *name, const struct st
 
 static int scan_shard(mfs_cache *c, const char *shard, ev_list *l)
 {
-    int fd = openat(c->dirfd, shard, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = openat(c->dirfd, shard, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return 0; /* shard not created yet */
     DIR *d = fdopendir(fd);

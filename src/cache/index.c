@@ -235,7 +235,7 @@ static int write_log_file(mfs_cache *c, const idx_rec *const *recs, size_t n,
 
 static int log_attach(mfs_cache *c, mfs_index *x, mfs_err *err)
 {
-    int fd = openat(c->dirfd, MFS_CACHE_INDEX_FILE, O_RDWR | O_APPEND | O_CLOEXEC);
+    int fd = openat(c->dirfd, MFS_CACHE_INDEX_FILE, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0) {
         int e = errno;
@@ -258,7 +258,7 @@ static int log_attach(mfs_cache *c, mfs_index *x, mfs_err *err)
  * name, so of several processes starting at once exactly one log wins. */
 static int log_create(mfs_cache *c, mfs_err *err)
 {
-    if (faccessat(c->dirfd, MFS_CACHE_INDEX_FILE, F_OK, 0) == 0)
+    if (faccessat(c->dirfd, MFS_CACHE_INDEX_FILE, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
         return 0;
     char tmp[MFS_CACHE_PATH_MAX];
     int fd = write_log_file(c, NULL, 0, tmp, err);
@@ -343,7 +343,7 @@ static void log_compact(mfs_cache *c, mfs_index *x)
 static void log_refresh(mfs_cache *c, mfs_index *x)
 {
     struct stat st;
-    if (fstatat(c->dirfd, MFS_CACHE_INDEX_FILE, &st, 0) == 0 &&
+    if (fstatat(c->dirfd, MFS_CACHE_INDEX_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         ((uint64_t)st.st_ino != x->ino || (uint64_t)st.st_dev != x->dev))
         log_attach(c, x, NULL);
     if (x->fd >= 0)

@@ -223,7 +223,7 @@ int mfs_cache_wr_commit(mfs_cache_wr *w, mfs_cache_hit *hit, mfs_err *err)
     }
     /* Opened before the rename: this inode is the caller's even if another
      * process evicts the new name a moment later. */
-    if (hit && (ro = openat(c->dirfd, w->tmp, O_RDONLY | O_CLOEXEC)) < 0) {
+    if (hit && (ro = openat(c->dirfd, w->tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
         mfs_errf(err, "cache %s: reopening %s: %s", c->dir, w->tmp, strerror(errno));
         mfs_cache_wr_abort(w);
         return -1;

@@ -17,7 +17,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <sys/stat.h>
 
+#include "meshfs/sandbox.h"
 #include "meshfs/worker.h"
 
 extern char **environ;
@@ -92,7 +95,9 @@ static void arg_num(argv_buf *a, const char *flag, unsigned long long v)
     arg(a, a->store[a->used++]);
 }
 
-static void build_argv(argv_buf *a, const mfs_job *job, char *formats, size_t fsz)
+/* drop: the worker must switch to uid/gid (we run as root). */
+static void build_argv(argv_buf *a, const mfs_job *job, char *formats, size_t fsz, int drop,
+                       uid_t uid, gid_t gid)
 {
     size_t n = 0;
     formats[0] = '\0';
@@ -128,6 +133,10 @@ static void build_argv(argv_buf *a, const mfs_job *job, char *formats, size_t fs
     arg_num(a, "--memory", job->limits.memory);
     arg_num(a, "--cpu", job->limits.cpu_s);
     arg_num(a, "--output", job->limits.output);
+    if (drop) {
+        arg_num(a, "--uid", uid);
+        arg_num(a, "--gid", gid);
+    }
 }
 
 /* Every worker gets the read end of one pipe whose write end only this
@@ -261,9 +270,17 @@ static void describe_death(int status, const mfs_job *job, double cpu_s, char *o
         } else if (sig == SIGKILL) {
             snprintf(out, n, "worker was killed (SIGKILL) from outside after %.1f s of CPU", cpu_s);
             *transient = 1;
+        } else if (sig == SIGSYS) {
+            /* the seccomp filter (src/convert/sandbox.c): no conversion
+             * makes those calls, a hijacked importer does */
+            snprintf(out, n, "importer killed by the sandbox (SIGSYS): it attempted a forbidden "
+                             "system call");
         } else {
             snprintf(out, n, "importer crashed: SIG%s", name ? name : "?");
         }
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) == MFS_SANDBOX_EXIT) {
+        snprintf(out, n, "worker could not enter its sandbox");
+        *transient = 1;
     } else if (WIFEXITED(status)) {
         snprintf(out, n, "worker exited with status %d without a report", WEXITSTATUS(status));
     } else {
@@ -271,12 +288,86 @@ static void describe_death(int status, const mfs_job *job, double cpu_s, char *o
     }
 }
 
+/* Empties the directory open at fd, depth levels deep at most. */
+static void purge(int fd, int depth)
+{
+    int own = dup(fd);
+    DIR *d = own >= 0 ? fdopendir(own) : NULL;
+    if (!d) {
+        if (own >= 0)
+            close(own);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (unlinkat(fd, de->d_name, 0) == 0 || errno != EISDIR || depth <= 1)
+            continue;
+        int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub >= 0) {
+            purge(sub, depth - 1);
+            close(sub);
+        }
+        unlinkat(fd, de->d_name, AT_REMOVEDIR);
+    }
+    closedir(d);
+}
+
+/* Makes the outputs what the parent expects: regular files with one link
+ * at outdir/<fmt>.  A worker that switched user wrote them in its own
+ * subdirectory: each is checked without following links, given to us and
+ * moved up; the subdirectory and anything else in it go.  A vouched-for
+ * output that fails the check fails its format (a sound worker never
+ * leaves a link or a directory there). */
+static void claim_outputs(const mfs_job *job, mfs_report *rep, int drop, uid_t uid)
+{
+    int dfd = open(job->outdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    int wfd = drop ? openat(dfd, MFS_SANDBOX_OUT_SUBDIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                   : -1;
+    int from = wfd >= 0 ? wfd : dfd;
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        if (!(job->formats & (1u << f)))
+            continue;
+        const char *name = mfs_format_get((mfs_format)f)->name;
+        int fd = openat(from, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+            continue; /* not written: the report says why */
+        struct stat st;
+        int good = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+                   (wfd < 0 || st.st_uid == uid);
+        if (good && wfd >= 0)
+            good = fchown(fd, geteuid(), getegid()) == 0 && renameat(wfd, name, dfd, name) == 0;
+        if (fd >= 0)
+            close(fd);
+        if (good)
+            continue;
+        unlinkat(from, name, 0);
+        if (rep->ok && rep->fmt[f].ok) {
+            rep->fmt[f].ok = 0;
+            snprintf(rep->fmt[f].error, sizeof rep->fmt[f].error,
+                     "%s: the worker's output is not a regular file of its own", name);
+        }
+    }
+    if (wfd >= 0) {
+        purge(wfd, 8);
+        close(wfd);
+        unlinkat(dfd, MFS_SANDBOX_OUT_SUBDIR, AT_REMOVEDIR);
+    }
+    close(dfd);
+}
+
 int mfs_worker_convert(const mfs_job *job, mfs_report *rep, mfs_err *err)
 {
     memset(rep, 0, sizeof *rep);
     char formats[64];
     argv_buf a;
-    build_argv(&a, job, formats, sizeof formats);
+    uid_t uid = 0;
+    gid_t gid = 0;
+    int drop = mfs_worker_user_get(&uid, &gid);
+    build_argv(&a, job, formats, sizeof formats, drop, uid, gid);
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return mfs_errf(err, "pipe: %s", strerror(errno));
@@ -307,7 +398,15 @@ int mfs_worker_convert(const mfs_job *job, mfs_report *rep, mfs_err *err)
         mfs_err_clear(&derr);
         if (mfs_report_decode(buf, len, rep, &derr) < 0)
             snprintf(rep->error, sizeof rep->error, "worker sent a bad report: %s", derr.msg);
-        else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+        else if (WIFEXITED(status) && WEXITSTATUS(status) == MFS_SANDBOX_EXIT) {
+            /* it never opened the model: the reason is the machine's */
+            char why[MFS_ERR_MAX];
+            snprintf(why, sizeof why, "%s", rep->error);
+            mfs_report_free(rep);
+            memset(rep, 0, sizeof *rep);
+            snprintf(rep->error, sizeof rep->error, "worker could not enter its sandbox: %s", why);
+            rep->transient = 1;
+        } else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
             /* A report followed by a crash (e.g. in a destructor) is not
              * trusted: the outputs may be incomplete. */
             mfs_report_free(rep);
@@ -316,7 +415,55 @@ int mfs_worker_convert(const mfs_job *job, mfs_report *rep, mfs_err *err)
         }
     }
     free(buf);
+    claim_outputs(job, rep, drop, uid);
     return 0;
+}
+
+/* ---- is the sandbox complete here ---- */
+
+static char sandbox_warning[512];
+static pthread_once_t sandbox_once = PTHREAD_ONCE_INIT;
+
+static void ask_sandbox(void)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return;
+    char *argv[] = {(char *)mfs_worker_path(), "--sandbox-status", NULL};
+    pid_t pid;
+    if (spawn(argv, -1, p[1], &pid, NULL) < 0) {
+        close(p[0]);
+        close(p[1]);
+        return; /* the first conversion will say the worker cannot start */
+    }
+    close(p[1]);
+    uint8_t *buf;
+    size_t len = 0;
+    read_report(p[0], now_s() + 30, &buf, &len);
+    close(p[0]);
+    int to;
+    reap(pid, now_s() + 30, &to, NULL);
+    if (!buf)
+        return;
+    char *text = calloc(1, len + 1);
+    if (text) {
+        memcpy(text, buf, len);
+        const char *ll = strstr(text, "landlock: unsupported");
+        const char *sc = strstr(text, "seccomp: unsupported");
+        if (ll || sc)
+            snprintf(sandbox_warning, sizeof sandbox_warning,
+                     "warning: %s%s%s is not available on this kernel, so conversions run with "
+                     "less confinement (docs/security.md)",
+                     ll ? "Landlock" : "", ll && sc ? " and " : "", sc ? "seccomp" : "");
+    }
+    free(text);
+    free(buf);
+}
+
+const char *mfs_worker_sandbox_warning(void)
+{
+    pthread_once(&sandbox_once, ask_sandbox);
+    return sandbox_warning[0] ? sandbox_warning : NULL;
 }
 
 /* ---- which files are models ---- */

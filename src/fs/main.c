@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "meshfs/lgepkg.h"
+#include "meshfs/sandbox.h"
 #include "ops.h"
 
 typedef struct cli {
@@ -27,6 +29,7 @@ typedef struct cli {
     char *convert_memory;
     char *vrt_layout;
     char *lgepkg_name, *lgepkg_version;
+    char *worker_user;
     double convert_timeout;
     unsigned convert_jobs;
     int hide_sources, pretrans, fmi_textures, reverse_winding, source_frame;
@@ -54,6 +57,7 @@ static const struct fuse_opt cli_spec[] = {
     OPT("lowercase_names", lowercase_names),
     OPT("lgepkg_name=%s", lgepkg_name),
     OPT("lgepkg_version=%s", lgepkg_version),
+    OPT("worker_user=%s", worker_user),
     OPT("-h", show_help),
     OPT("--help", show_help),
     OPT("-V", show_version),
@@ -76,10 +80,11 @@ static void usage(const char *prog)
 {
     printf("usage: %s [options] SRC MNT\n\n"
            "Mounts SRC read-only at MNT; every model shows up beside its converted views\n"
-           "(.fmd .fmi .gmf .dem .vrt .tri .sph), converted on first access and cached.\n\n"
+           "(.fmd .fmi .gmf .dem .vrt .tri .sph .tex), converted on first access and\n"
+           "cached, and every folder with models shows game_resources.lgepkg.\n\n"
            "meshfs options:\n"
            "    -o formats=LIST          views to show, ':'-separated (default all:\n"
-           "                             fmd:fmi:gmf:dem:vrt:tri:sph)\n"
+           "                             fmd:fmi:gmf:dem:vrt:tri:sph:tex:lgepkg)\n"
            "    -o hide_sources          show only views and non-model files\n"
            "    -o fmd_raw               fmd: FMC's raw layout, node matrices not applied\n"
            "                             (default: placed geometry, as FGE draws it;\n"
@@ -96,7 +101,9 @@ static void usage(const char *prog)
            "    -o cache_size=SIZE       cap, e.g. 512M, 2G (default 2G)\n"
            "    -o convert_timeout=SECS  per conversion, then SIGKILL (default 60)\n"
            "    -o convert_memory=SIZE   address-space cap per conversion (default 4G)\n"
-           "    -o convert_jobs=N        conversions at once (default: number of CPUs)\n\n",
+           "    -o convert_jobs=N        conversions at once (default: number of CPUs)\n"
+           "    -o worker_user=USER      when run as root, the user conversions run as\n"
+           "                             (default nobody; docs/security.md)\n\n",
            prog);
 }
 
@@ -139,12 +146,15 @@ static int configure(mfs_fs *fs, cli *c)
         snprintf(abs, PATH_MAX * 2, "%s/%s", cwd, c->cache_dir);
         cfg->cache_dir = abs;
     }
-    cfg->formats = MFS_FMT_ALL;
+    unsigned asked = MFS_FMT_DEFAULT;
     mfs_err err;
-    if (c->formats && mfs_format_parse_list(c->formats, &cfg->formats, &err) < 0) {
+    if (c->formats && mfs_format_parse_list(c->formats, &asked, &err) < 0) {
         fprintf(stderr, "meshfs: -o formats: %s\n", err.msg);
         return -1;
     }
+    /* a package needs its four views whether or not they are listed */
+    cfg->shown = asked & MFS_FMT_ALL;
+    cfg->formats = asked | (asked & MFS_FMT_LGEPKG_BIT ? MFS_LGEPKG_NEEDS : 0);
     cfg->cache_size = MFS_CACHE_DEFAULT_MAX_SIZE;
     if (c->cache_size && parse_size(c->cache_size, &cfg->cache_size) < 0) {
         fprintf(stderr, "meshfs: -o cache_size=%s: not a size\n", c->cache_size);
@@ -168,6 +178,10 @@ static int configure(mfs_fs *fs, cli *c)
     cfg->opts.fmd_raw = c->fmd_raw;
     if (c->vrt_layout && mfs_options_set_vrt_layout(&cfg->opts, c->vrt_layout, &err) < 0) {
         fprintf(stderr, "meshfs: -o %s\n", err.msg);
+        return -1;
+    }
+    if ((c->worker_user || geteuid() == 0) && mfs_worker_user_set(c->worker_user, &err) < 0) {
+        fprintf(stderr, "meshfs: -o worker_user: %s\n", err.msg);
         return -1;
     }
     cfg->lowercase_names = c->lowercase_names;
@@ -199,6 +213,9 @@ static int open_state(mfs_fs *fs)
         fprintf(stderr, "meshfs: %s\n", err.msg);
         return -1;
     }
+    const char *sandbox = mfs_worker_sandbox_warning();
+    if (sandbox)
+        fprintf(stderr, "meshfs: %s\n", sandbox);
     mfs_cache_config cc = {.dir = fs->cfg.cache_dir, .max_size = fs->cfg.cache_size};
     if (mfs_cache_open(&cc, &fs->cache, &err) < 0) {
         fprintf(stderr, "meshfs: cache: %s\n", err.msg);
@@ -227,7 +244,12 @@ static int open_state(mfs_fs *fs)
 static int run(struct fuse_args *args, mfs_fs *fs)
 {
     struct fuse_cmdline_opts opts;
-    if (fuse_parse_cmdline(args, &opts) != 0)
+    /* fuse_parse_cmdline sets max_threads to 10 when -o max_threads is not
+     * given (3.14 and 3.17 alike), so meshfs's default goes in first and a
+     * user's later -o max_threads still wins. */
+    char mt[32];
+    snprintf(mt, sizeof mt, "-omax_threads=%d", DEFAULT_MAX_THREADS);
+    if (fuse_opt_insert_arg(args, 1, mt) != 0 || fuse_parse_cmdline(args, &opts) != 0)
         return 2;
     int rc = 1;
     if (!opts.mountpoint) {
@@ -273,6 +295,7 @@ int main(int argc, char **argv)
     memset(&c, 0, sizeof c);
     static mfs_fs fs;
     int rc = 0;
+    mfs_nofile_raise(); /* each open file through the mount holds one here */
     if (fuse_opt_parse(&args, &c, cli_spec, cli_proc) < 0) {
         rc = 2;
     } else if (c.show_version) {
@@ -288,8 +311,9 @@ int main(int argc, char **argv)
     } else if (open_state(&fs) < 0) {
         rc = 1;
     } else {
-        /* read-only at the kernel too */
-        fuse_opt_add_arg(&args, "-oro,fsname=meshfs,subtype=meshfs,default_permissions");
+        /* read-only at the kernel too; and a setuid file or device node in
+         * SRC is never honoured through the mount, even from fstab as root */
+        fuse_opt_add_arg(&args, "-oro,nosuid,nodev,fsname=meshfs,subtype=meshfs,default_permissions");
         rc = run(&args, &fs);
     }
     if (fs.cache)
@@ -308,5 +332,6 @@ int main(int argc, char **argv)
     free(c.vrt_layout);
     free(c.lgepkg_name);
     free(c.lgepkg_version);
+    free(c.worker_user);
     return rc;
 }

@@ -17,7 +17,10 @@
 
 #include "meshfs/json.h"
 #include "meshfs/naming.h"
+#include "meshfs/sandbox.h"
 #include "meshfs/worker.h"
+
+#include "convert_lgepkg.h"
 
 typedef struct item {
     char *root;      /* confinement root: the input folder, or a file's folder */
@@ -25,9 +28,20 @@ typedef struct item {
     char *outdir;    /* folder the views go to */
     char *base;      /* view base name within outdir */
     char *fmi_model; /* model path relative to the output root, for .fmi */
+    char **warnings; /* naming notes about this model (docs/naming.md) */
+    size_t nwarnings;
     mfs_report rep;
     int done_ok;
+    char *pkg_tmp;   /* worker output kept for the package: views it needs
+                        that --formats did not ask for (never left in OUTDIR) */
 } item;
+
+/* A naming note about an entry that is not a model (a folder or file that
+ * --lowercase-names does not show): a report line of its own. */
+typedef struct note {
+    char *path;
+    char *text;
+} note;
 
 typedef struct batch {
     item *v;
@@ -37,6 +51,8 @@ typedef struct batch {
     mfs_options opts;
     mfs_limits limits;
     int lowercase_names;        /* write every output name in lowercase */
+    note *notes;
+    size_t nnotes;
     const char *lgepkg_name;    /* game_resources.lgepkg PackageHeader fields */
     const char *lgepkg_version;
     atomic_size_t next, finished;
@@ -116,8 +132,7 @@ static void free_list(char **v, size_t n)
     free(v);
 }
 
-static void add_item(batch *b, const char *root, const char *rel_dir, const char *name,
-                     char **siblings, size_t ns)
+static item *new_item(batch *b, const char *root, const char *model)
 {
     if (b->n == b->cap) {
         b->cap = b->cap ? b->cap * 2 : 64;
@@ -127,17 +142,108 @@ static void add_item(batch *b, const char *root, const char *rel_dir, const char
     }
     item *it = &b->v[b->n++];
     memset(it, 0, sizeof *it);
-    char base[NAME_MAX + 1];
-    if (mfs_view_base(name, (const char *const *)siblings, ns, mfs_is_model_name, base, sizeof base) < 0)
-        die("name too long: %s", name);
     it->root = xstrdup(root);
-    it->model = join(rel_dir, name);
-    it->outdir = join(b->out_root, rel_dir);
-    it->base = xstrdup(base);
-    it->fmi_model = join(rel_dir, base);
+    it->model = xstrdup(model);
+    return it;
 }
 
-static void walk(batch *b, const char *root, const char *rel_dir, int depth)
+static void add_warning(item *it, const char *text)
+{
+    char **v = realloc(it->warnings, (it->nwarnings + 1) * sizeof *v);
+    if (!v)
+        die("%s", "out of memory");
+    it->warnings = v;
+    v[it->nwarnings++] = xstrdup(text);
+}
+
+/* A model the naming rule gives no views: listed as failed, with the
+ * rule's reason, so the summary and exit status count it. */
+static void refuse_item(item *it, const char *why)
+{
+    snprintf(it->rep.error, MFS_ERR_MAX, "not converted: %s", why ? why : "name clash");
+    it->done_ok = -1;
+}
+
+static void add_note(batch *b, const char *path, const char *text)
+{
+    note *v = realloc(b->notes, (b->nnotes + 1) * sizeof *v);
+    if (!v)
+        die("%s", "out of memory");
+    b->notes = v;
+    v[b->nnotes++] = (note){xstrdup(path), xstrdup(text)};
+}
+
+/* A folder's names under the naming rule (include/meshfs/naming.h), the
+ * same the mount shows: models are regular files, not links, as the mount
+ * sees them.  force: an entry that counts as a model whatever it is (a
+ * file named on the command line; then only its notes are printed, else
+ * every note is, as a warning).
+ * Returns the entries (caller frees), parallel to names. */
+static mfs_name_entry *plan_folder(const batch *b, const char *path, char **names, size_t n,
+                                   const char *force, mfs_names *p)
+{
+    mfs_name_entry *e = malloc((n ? n : 1) * sizeof *e);
+    if (!e)
+        die("%s", "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        char *full = join(path, names[i]);
+        struct stat st;
+        int reg = lstat(full, &st) == 0 && S_ISREG(st.st_mode);
+        e[i] = (mfs_name_entry){names[i], (reg && mfs_is_model_name(names[i])) ||
+                                              (force && !strcmp(force, names[i]))};
+        free(full);
+    }
+    if (mfs_names_plan(e, n, b->lowercase_names ? MFS_NAMES_LOWERCASE : 0, p) < 0)
+        die("%s", "out of memory");
+    for (size_t i = 0; i < p->nnotes; i++)
+        if (!force || !strcmp(names[p->notes[i].entry], force)) /* a named file: its notes only */
+            fprintf(stderr, "meshfs-convert: warning: %s: %s\n", path, p->notes[i].text);
+    return e;
+}
+
+/* The text of entry i's note of that kind, or NULL. */
+static const char *note_of(const mfs_names *p, size_t i, mfs_name_note_kind kind)
+{
+    for (size_t k = 0; k < p->nnotes; k++)
+        if (p->notes[k].entry == i && p->notes[k].kind == kind)
+            return p->notes[k].text;
+    return NULL;
+}
+
+static const mfs_name_model *model_of(const mfs_names *p, size_t i)
+{
+    for (size_t k = 0; k < p->nmodels; k++)
+        if (p->models[k].entry == i)
+            return &p->models[k];
+    return NULL;
+}
+
+/* Entry i of a planned folder, a model: an item with its view names, or
+ * a refused one.  rel_dir is the model's folder under root, out_dir the
+ * same folder as the output shows it. */
+static void add_model(batch *b, const mfs_names *p, size_t i, const char *root, const char *rel_dir,
+                      const char *out_dir, const char *name)
+{
+    char *model = join(rel_dir, name);
+    item *it = new_item(b, root, model);
+    free(model);
+    it->outdir = join(b->out_root, out_dir);
+    const mfs_name_model *m = model_of(p, i);
+    if (!m) {
+        const char *why = note_of(p, i, MFS_NOTE_CASE);
+        refuse_item(it, why ? why : note_of(p, i, MFS_NOTE_NO_VIEWS));
+        it->base = xstrdup(p->shown[i] ? p->shown[i] : name);
+        it->fmi_model = join(out_dir, it->base);
+        return;
+    }
+    it->base = xstrdup(m->base);
+    it->fmi_model = join(out_dir, m->base);
+    for (size_t k = 0; k < p->nnotes; k++)
+        if (p->notes[k].entry == i)
+            add_warning(it, p->notes[k].text);
+}
+
+static void walk(batch *b, const char *root, const char *rel_dir, const char *out_dir, int depth)
 {
     char *path = join(root, rel_dir);
     size_t n;
@@ -147,22 +253,35 @@ static void walk(batch *b, const char *root, const char *rel_dir, int depth)
         free(path);
         return;
     }
+    mfs_names p;
+    mfs_name_entry *e = plan_folder(b, path, names, n, NULL, &p);
     for (size_t i = 0; i < n; i++) {
         if (names[i][0] == '.')
             continue; /* hidden files and our own temp dirs */
         char *full = join(path, names[i]);
         struct stat st;
         if (stat(full, &st) == 0) {
+            const char *hidden = p.shown[i] ? NULL : note_of(&p, i, MFS_NOTE_CASE);
             if (S_ISDIR(st.st_mode) && depth < 64) {
-                char *sub = join(rel_dir, names[i]);
-                walk(b, root, sub, depth + 1);
-                free(sub);
-            } else if (S_ISREG(st.st_mode) && mfs_is_model_name(names[i])) {
-                add_item(b, root, rel_dir, names[i], names, n);
+                if (hidden) {
+                    add_note(b, full, hidden);
+                } else {
+                    char *sub = join(rel_dir, names[i]);
+                    char *osub = join(out_dir, p.shown[i]);
+                    walk(b, root, sub, osub, depth + 1);
+                    free(sub);
+                    free(osub);
+                }
+            } else if (e[i].is_model) {
+                add_model(b, &p, i, root, rel_dir, out_dir, names[i]);
+            } else if (hidden) {
+                add_note(b, full, hidden);
             }
         }
         free(full);
     }
+    mfs_names_free(&p);
+    free(e);
     free_list(names, n);
     free(path);
 }
@@ -173,13 +292,16 @@ static void add_input(batch *b, const char *in)
     if (stat(in, &st) < 0) {
         fprintf(stderr, "meshfs-convert: %s: %s\n", in, strerror(errno));
         /* still listed, so the summary and exit status count it */
-        add_item(b, ".", "", in, NULL, 0);
-        snprintf(b->v[b->n - 1].rep.error, MFS_ERR_MAX, "%s", strerror(errno));
-        b->v[b->n - 1].done_ok = -1;
+        item *it = new_item(b, ".", in);
+        it->outdir = xstrdup(b->out_root);
+        it->base = xstrdup(in);
+        it->fmi_model = xstrdup(in);
+        snprintf(it->rep.error, MFS_ERR_MAX, "%s", strerror(errno));
+        it->done_ok = -1;
         return;
     }
     if (S_ISDIR(st.st_mode)) {
-        walk(b, in, "", 0);
+        walk(b, in, "", "", 0);
         return;
     }
     char *copy = xstrdup(in);
@@ -192,7 +314,25 @@ static void add_input(batch *b, const char *in)
     }
     size_t n;
     char **sib = list_dir(dir, &n);
-    add_item(b, dir, "", name, sib, n);
+    mfs_names p;
+    free(plan_folder(b, dir, sib, n, name, &p));
+    size_t i = 0;
+    while (i < n && strcmp(sib[i], name))
+        i++;
+    if (i < n) {
+        add_model(b, &p, i, dir, "", "", name);
+    } else { /* the folder cannot be listed: named alone */
+        item *it = new_item(b, dir, name);
+        it->outdir = xstrdup(b->out_root);
+        char base[NAME_MAX + 1];
+        if (mfs_view_base(name, NULL, 0, mfs_is_model_name, base, sizeof base) < 0)
+            die("name too long: %s", name);
+        if (b->lowercase_names)
+            mfs_name_lower(base);
+        it->base = xstrdup(base);
+        it->fmi_model = xstrdup(base);
+    }
+    mfs_names_free(&p);
     free_list(sib, n);
     free(copy);
 }
@@ -211,19 +351,33 @@ static int mkdirs(const char *path)
     return mkdir(tmp, 0755) < 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* What each worker makes: the views asked for, plus the four a package
+ * needs when packages are on. */
+static unsigned job_formats(const batch *b)
+{
+    unsigned f = b->formats & MFS_FMT_ALL;
+    if (b->formats & MFS_FMT_LGEPKG_BIT)
+        f |= MFS_LGEPKG_NEEDS;
+    return f;
+}
+
 /* Moves the worker's outputs to their final names; returns 1 if every
- * requested format is in place. */
+ * format made is in place.  A view made only for the package stays in tmp
+ * (it->pkg_tmp) until the package is written. */
 static int place_outputs(batch *b, item *it, const char *tmp)
 {
     int all = it->rep.ok;
+    int keep = 0;
     for (int f = 0; f < MFS_FMT_COUNT; f++) {
-        if (!(b->formats & (1u << f)))
+        if (!(job_formats(b) & (1u << f)))
             continue;
         const char *name = mfs_format_get((mfs_format)f)->name;
         char src[PATH_MAX], dst[PATH_MAX];
         snprintf(src, sizeof src, "%s/%s", tmp, name);
         snprintf(dst, sizeof dst, "%s/%s.%s", it->outdir, it->base, name);
-        if (it->rep.ok && it->rep.fmt[f].ok) {
+        if (it->rep.ok && it->rep.fmt[f].ok && !(b->formats & (1u << f))) {
+            keep = 1;
+        } else if (it->rep.ok && it->rep.fmt[f].ok) {
             if (rename(src, dst) < 0) {
                 snprintf(it->rep.fmt[f].error, MFS_ERR_MAX, "%s: %s", dst, strerror(errno));
                 it->rep.fmt[f].ok = 0;
@@ -234,7 +388,10 @@ static int place_outputs(batch *b, item *it, const char *tmp)
             all = 0;
         }
     }
-    rmdir(tmp);
+    if (keep)
+        it->pkg_tmp = xstrdup(tmp);
+    else
+        rmdir(tmp);
     return all;
 }
 
@@ -252,7 +409,7 @@ static void convert_item(batch *b, item *it)
         snprintf(it->rep.error, MFS_ERR_MAX, "%s: %s", it->outdir, strerror(errno));
         return;
     }
-    mfs_job job = {.root = it->root, .model = it->model, .formats = b->formats, .opts = b->opts,
+    mfs_job job = {.root = it->root, .model = it->model, .formats = job_formats(b), .opts = b->opts,
                    .outdir = tmp, .limits = b->limits};
     job.opts.model_path = it->fmi_model;
     mfs_err err;
@@ -270,9 +427,69 @@ static const char *first_error(const batch *b, const item *it)
     if (!it->rep.ok)
         return it->rep.error;
     for (int f = 0; f < MFS_FMT_COUNT; f++)
-        if ((b->formats & (1u << f)) && !it->rep.fmt[f].ok)
+        if ((job_formats(b) & (1u << f)) && !it->rep.fmt[f].ok)
             return it->rep.fmt[f].error;
     return "";
+}
+
+/* Every output folder's game_resources.lgepkg, from the views just written
+ * (convert_lgepkg.c); then the views made only for it are removed.
+ * Returns the number of packages not written. */
+static size_t write_packages(const batch *b)
+{
+    pkg_input *in = calloc(b->n ? b->n : 1, sizeof *in);
+    char **paths = calloc(b->n * MFS_LGEPKG_CHUNKS + 1, sizeof *paths);
+    char **srcdirs = calloc(b->n + 1, sizeof *srcdirs);
+    if (!in || !paths || !srcdirs)
+        die("%s", "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        const item *it = &b->v[i];
+        if (it->done_ok < 0)
+            continue; /* not a model with views (naming rule, missing input) */
+        pkg_input *p = &in[n];
+        char *slash = strrchr(it->model, '/');
+        char *rel = slash ? strndup(it->model, (size_t)(slash - it->model)) : xstrdup("");
+        srcdirs[n] = join(it->root, rel);
+        free(rel);
+        *p = (pkg_input){.outdir = it->outdir, .srcdir = srcdirs[n], .base = it->base,
+                         .model = it->model, .why = first_error(b, it)};
+        for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
+            int f = mfs_lgepkg_formats[k];
+            const char *ext = mfs_format_get((mfs_format)f)->name;
+            if (!it->rep.ok || !it->rep.fmt[f].ok)
+                continue;
+            char path[PATH_MAX];
+            if (b->formats & (1u << f))
+                snprintf(path, sizeof path, "%s/%s.%s", it->outdir, it->base, ext);
+            else
+                snprintf(path, sizeof path, "%s/%s", it->pkg_tmp ? it->pkg_tmp : "", ext);
+            p->view[k] = paths[n * MFS_LGEPKG_CHUNKS + k] = xstrdup(path);
+        }
+        n++;
+    }
+    size_t failed = mfs_convert_packages(in, n, b->lgepkg_name, b->lgepkg_version,
+                                         b->lowercase_names, b->quiet ? NULL : stdout);
+    for (size_t i = 0; i < b->n; i++) {
+        const item *it = &b->v[i];
+        if (!it->pkg_tmp)
+            continue;
+        for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%s/%s", it->pkg_tmp,
+                     mfs_format_get(mfs_lgepkg_formats[k])->name);
+            unlink(path);
+        }
+        rmdir(it->pkg_tmp);
+    }
+    for (size_t i = 0; i < b->n * MFS_LGEPKG_CHUNKS; i++)
+        free(paths[i]);
+    for (size_t i = 0; i < n; i++)
+        free(srcdirs[i]);
+    free(paths);
+    free(srcdirs);
+    free(in);
+    return failed;
 }
 
 static void progress(batch *b, const item *it)
@@ -324,10 +541,10 @@ static void write_report(const batch *b, const char *path)
         fprintf(f, ",\"ok\":%s,\"error\":", it->done_ok == 1 ? "true" : "false");
         mfs_json_str(f, first_error(b, it));
         fprintf(f, ",\"meshes\":%u,\"nodes\":%u,\"bones\":%u,\"animations\":%u,\"vertices\":%llu,"
-                   "\"triangles\":%llu,\"faces\":%llu,\"placed_triangles\":%llu,\"min\":[%.9g,%.9g,%.9g],\"max\":[%.9g,%.9g,%.9g],\"outputs\":{",
+                   "\"triangles\":%llu,\"faces\":%llu,\"placed_triangles\":%llu,\"placed_faces\":%llu,\"min\":[%.9g,%.9g,%.9g],\"max\":[%.9g,%.9g,%.9g],\"outputs\":{",
                 st->meshes, st->nodes, st->bones, st->animations, (unsigned long long)st->vertices,
                 (unsigned long long)st->triangles, (unsigned long long)st->faces,
-                (unsigned long long)st->placed_triangles, st->min[0], st->min[1], st->min[2], st->max[0],
+                (unsigned long long)st->placed_triangles, (unsigned long long)st->placed_faces, st->min[0], st->min[1], st->min[2], st->max[0],
                 st->max[1], st->max[2]);
         int first = 1;
         for (int fm = 0; fm < MFS_FMT_COUNT; fm++) {
@@ -341,6 +558,8 @@ static void write_report(const batch *b, const char *path)
             mfs_json_str(f, p);
             fputs(",\"error\":", f);
             mfs_json_str(f, it->rep.fmt[fm].error);
+            fputs(",\"note\":", f); /* written, with a remark (.tex: why the fallback) */
+            mfs_json_str(f, it->rep.fmt[fm].note);
             fputc('}', f);
             first = 0;
         }
@@ -350,7 +569,20 @@ static void write_report(const batch *b, const char *path)
                 fputc(',', f);
             mfs_json_str(f, it->rep.deps.v[d].path);
         }
+        fputs("],\"warnings\":[", f);
+        for (size_t w = 0; w < it->nwarnings; w++) {
+            if (w)
+                fputc(',', f);
+            mfs_json_str(f, it->warnings[w]);
+        }
         fputs("]}\n", f);
+    }
+    for (size_t i = 0; i < b->nnotes; i++) {
+        fputs("{\"warning\":", f);
+        mfs_json_str(f, b->notes[i].text);
+        fputs(",\"path\":", f);
+        mfs_json_str(f, b->notes[i].path);
+        fputs("}\n", f);
     }
     fclose(f);
 }
@@ -377,7 +609,10 @@ static void usage(FILE *f)
           "Converts model files, and every model under folders (recursively), into engine\n"
           "formats, mirroring the folder layout under OUTDIR (default: current folder).\n\n"
           "  -o, --output DIR        where converted files go\n"
-          "  -f, --formats LIST      fmd,fmi,gmf,dem,vrt,tri,sph (default: all)\n"
+          "  -f, --formats LIST      fmd,fmi,gmf,dem,vrt,tri,sph,tex and lgepkg (one\n"
+          "                          game_resources.lgepkg per output folder with models;\n"
+          "                          it needs vrt,tri,tex,sph, made even when not listed)\n"
+          "                          (default: all = every one of them)\n"
           "  -j, --jobs N            parallel conversions (default: number of CPUs)\n"
           "      --fmd-raw           fmd: FMC's raw layout, node matrices not applied\n"
           "                          (default: placed geometry, as FGE draws it;\n"
@@ -391,6 +626,8 @@ static void usage(FILE *f)
           "      --source-frame      keep the importer's raw coordinates (no axis/unit fix)\n"
           "      --timeout SECONDS   per model (default 60)\n"
           "      --memory SIZE       address-space cap per conversion (default 4G)\n"
+          "      --worker-user USER  when run as root, the user conversions run as\n"
+          "                          (default nobody; docs/security.md)\n"
           "      --report FILE       write one JSON line per model\n"
           "  -q, --quiet             no per-model lines (failures still summarised)\n"
           "  -h, --help              this text\n"
@@ -411,6 +648,7 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
         {"version", no_argument, 0, 'V'},       {"fmd-raw", no_argument, 0, 8},
         {"vrt-layout", required_argument, 0, 9}, {"lowercase-names", no_argument, 0, 10},
         {"lgepkg-name", required_argument, 0, 11}, {"lgepkg-version", required_argument, 0, 12},
+        {"worker-user", required_argument, 0, 13},
         {0, 0, 0, 0}};
     int c;
     mfs_err err;
@@ -445,6 +683,10 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
                 die("--lgepkg-version '%s': at most 19 bytes (PackageHeader holds 20 with its NUL)", optarg);
             b->lgepkg_version = optarg;
             break;
+        case 13:
+            if (mfs_worker_user_set(optarg, &err) < 0)
+                die("--worker-user: %s", err.msg);
+            break;
         case 'q': b->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("meshfs-convert %s\n", MESHFS_VERSION); exit(0);
@@ -466,7 +708,7 @@ int main(int argc, char **argv)
     batch b;
     memset(&b, 0, sizeof b);
     b.out_root = ".";
-    b.formats = MFS_FMT_ALL;
+    b.formats = MFS_FMT_DEFAULT;
     b.lgepkg_name = "game_resources";
     b.lgepkg_version = "1.0";
     mfs_options_default(&b.opts);
@@ -475,9 +717,13 @@ int main(int argc, char **argv)
     const char *report = NULL;
     int jobs = 0;
     parse_args(argc, argv, &b, &report, &jobs);
+    mfs_nofile_raise(); /* -j workers, each with its pipes and outputs */
     mfs_err err;
     if (!mfs_model_extensions(&err))
         die("%s", err.msg);
+    const char *sandbox = mfs_worker_sandbox_warning();
+    if (sandbox)
+        fprintf(stderr, "meshfs-convert: %s\n", sandbox);
     b.tty = isatty(2) && !b.quiet;
     for (int i = optind; i < argc; i++)
         add_input(&b, argv[i]);
@@ -489,6 +735,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nth; i++)
         pthread_join(th[i], NULL);
 
+    size_t pkg_failed = b.formats & MFS_FMT_LGEPKG_BIT ? write_packages(&b) : 0;
     size_t failed = 0;
     for (size_t i = 0; i < b.n; i++)
         failed += b.v[i].done_ok != 1;
@@ -510,7 +757,16 @@ int main(int argc, char **argv)
         free(it->outdir);
         free(it->base);
         free(it->fmi_model);
+        free(it->pkg_tmp);
+        for (size_t w = 0; w < it->nwarnings; w++)
+            free(it->warnings[w]);
+        free(it->warnings);
     }
     free(b.v);
-    return failed || b.n == 0 ? 1 : 0;
+    for (size_t i = 0; i < b.nnotes; i++) {
+        free(b.notes[i].path);
+        free(b.notes[i].text);
+    }
+    free(b.notes);
+    return failed || pkg_failed || b.n == 0 ? 1 : 0;
 }

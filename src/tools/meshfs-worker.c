@@ -1,13 +1,16 @@
 /* meshfs-worker: one conversion in a process of its own.
  *
  * Started by meshfs-convert and the mount daemon (src/convert/worker_client.c),
- * never by hand.  It limits itself before touching the model, imports it once,
- * writes every requested format into --outdir, and writes its report to fd 3.
- * Anything it says is checked by the parent; anything it does wrong (crash,
- * hang, runaway allocation) costs only this process. */
+ * never by hand.  It limits and sandboxes itself before touching the model
+ * (include/meshfs/sandbox.h), imports it once, writes every requested format
+ * into its output directory, and writes its report to fd 3.  Anything it
+ * says is checked by the parent; anything it does wrong (crash, hang,
+ * runaway allocation, an exploited parser) costs only this process. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 
 #include <assimp/cimport.h>
 
+#include "meshfs/sandbox.h"
 #include "meshfs/worker.h"
 
 static void usage(void)
@@ -25,7 +29,9 @@ static void usage(void)
                     "         [--pretrans] [--fmi-textures] [--reverse-winding] [--source-frame]\n"
                     "         [--fmd-raw] [--vrt-plain]\n"
                     "         [--model-path P] [--memory BYTES] [--cpu SECONDS] [--output BYTES]\n"
+                    "         [--uid UID --gid GID]\n"
                     "       meshfs-worker --list-extensions\n"
+                    "       meshfs-worker --sandbox-status\n"
                     "Internal helper of meshfs: writes its report to fd %d.\n",
             MFS_REPORT_FD);
 }
@@ -72,16 +78,22 @@ static void *watch_parent(void *arg)
     _exit(71); /* EOF: the parent is gone, nobody wants this result */
 }
 
-/* Dies with the parent, and keeps only the descriptors it needs: a worker
- * must not hold the daemon's /dev/fuse or cache files open. */
+/* Keeps only the descriptors it needs: a worker must not hold the daemon's
+ * /dev/fuse or cache files open. */
 static void confine(void)
 {
     close_range(MFS_LIFELINE_FD + 1, ~0u, 0);
+    struct rlimit rl = {0, 0}; /* a crashing importer leaves no core files */
+    setrlimit(RLIMIT_CORE, &rl);
+}
+
+/* Dies with the parent.  Started only once the sandbox is up: Landlock and
+ * capabilities are per thread, so a thread from before would be outside. */
+static void watch_lifeline(void)
+{
     pthread_t t;
     if (fcntl(MFS_LIFELINE_FD, F_GETFD) >= 0)
         pthread_create(&t, NULL, watch_parent, NULL);
-    struct rlimit rl = {0, 0}; /* a crashing importer leaves no core files */
-    setrlimit(RLIMIT_CORE, &rl);
 }
 
 static int send_report(const mfs_report *rep)
@@ -106,9 +118,10 @@ static int send_report(const mfs_report *rep)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, mfs_job *job)
+static int parse_args(int argc, char **argv, mfs_job *job, mfs_sandbox_cfg *sb)
 {
     memset(job, 0, sizeof *job);
+    memset(sb, 0, sizeof *sb);
     mfs_options_default(&job->opts);
     mfs_err err;
     for (int i = 1; i < argc; i++) {
@@ -128,6 +141,8 @@ static int parse_args(int argc, char **argv, mfs_job *job)
         else if (!strcmp(a, "--memory")) job->limits.memory = strtoull(v, NULL, 10), i++;
         else if (!strcmp(a, "--cpu")) job->limits.cpu_s = strtoull(v, NULL, 10), i++;
         else if (!strcmp(a, "--output")) job->limits.output = strtoull(v, NULL, 10), i++;
+        else if (!strcmp(a, "--uid")) sb->uid = (uid_t)strtoul(v, NULL, 10), sb->drop = 1, i++;
+        else if (!strcmp(a, "--gid")) sb->gid = (gid_t)strtoul(v, NULL, 10), i++;
         else if (!strcmp(a, "--formats")) {
             if (mfs_format_parse_list(v, &job->formats, &err) < 0) {
                 fprintf(stderr, "meshfs-worker: %s\n", err.msg);
@@ -136,19 +151,89 @@ static int parse_args(int argc, char **argv, mfs_job *job)
             i++;
         } else return -1;
     }
+    sb->root = job->root;
+    sb->outdir = job->outdir;
     return job->root && job->model && job->outdir && job->formats ? 0 : -1;
+}
+
+/* Started as root with no user given (by hand): the documented default. */
+static void default_user(mfs_sandbox_cfg *sb)
+{
+    if (geteuid() != 0 || sb->drop)
+        return;
+    struct passwd *pw = getpwnam("nobody");
+    if (pw && pw->pw_uid != 0) {
+        sb->uid = pw->pw_uid;
+        sb->gid = pw->pw_gid;
+        sb->drop = 1;
+    }
+}
+
+/* Could not confine itself: say why in a report, and exit with the status
+ * that tells the parent it was the machine, not the model. */
+static int sandbox_failed(const mfs_err *err)
+{
+    mfs_report rep;
+    memset(&rep, 0, sizeof rep);
+    snprintf(rep.error, sizeof rep.error, "%s", err->msg);
+    fprintf(stderr, "meshfs-worker: %s\n", err->msg);
+    send_report(&rep);
+    return MFS_SANDBOX_EXIT;
+}
+
+static int enter_sandbox(mfs_job *job, mfs_sandbox_cfg *sb)
+{
+#ifdef MESHFS_TEST_HOOKS
+    /* The benchmark's baseline (docs/benchmarks.md): test builds only. */
+    if (getenv("MESHFS_TEST_NO_SANDBOX"))
+        return 0;
+#endif
+    default_user(sb);
+    mfs_sandbox_state st;
+    mfs_err err;
+    mfs_err_clear(&err);
+    /* the sandbox changes the working directory: a relative root (as
+     * meshfs-convert passes) must be made absolute first */
+    static char root[PATH_MAX];
+    if (job->root[0] != '/') {
+        if (!realpath(job->root, root)) {
+            mfs_errf(&err, "%s: cannot open source root: %s", job->root, strerror(errno));
+            return sandbox_failed(&err);
+        }
+        job->root = sb->root = root;
+    }
+    if (mfs_sandbox_enter(sb, &st, &err) < 0)
+        return sandbox_failed(&err);
+    job->outdir = "."; /* the sandbox left us in the output directory */
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     if (argc == 2 && !strcmp(argv[1], "--list-extensions"))
         return list_extensions();
+    if (argc == 2 && !strcmp(argv[1], "--sandbox-status")) {
+        mfs_sandbox_print_status(stdout);
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
     mfs_job job;
-    if (parse_args(argc, argv, &job) < 0) {
+    mfs_sandbox_cfg sb;
+    if (parse_args(argc, argv, &job, &sb) < 0) {
         usage();
         return 2;
     }
     confine();
+    int sbrc = enter_sandbox(&job, &sb);
+    if (sbrc)
+        return sbrc;
+    watch_lifeline();
+#ifdef MESHFS_TEST_HOOKS
+    const char *probe = getenv("MESHFS_TEST_SANDBOX_PROBE");
+    if (probe) {
+        mfs_sandbox_probe(probe);
+        return 0;
+    }
+#endif
 #if defined(__SANITIZE_ADDRESS__)
     /* ASan reserves terabytes of address space for its shadow memory; an
      * address-space cap would kill every sanitized worker at start. */

@@ -971,6 +971,174 @@ static void test_crash_and_tmp_cleanup(void **state)
     mfs_cache_close(c);
 }
 
+/* ---- trust in the directory (docs/security.md, S3) -------------------- */
+
+/* mfs_cache_open's failure text, or "" if it opened. */
+static void open_error(const fx *f, char *msg, size_t n)
+{
+    mfs_cache_config cfg = {.dir = f->dir};
+    mfs_cache *c = NULL;
+    mfs_err err = {{0}};
+    msg[0] = '\0';
+    if (mfs_cache_open(&cfg, &c, &err) < 0)
+        snprintf(msg, n, "%s", err.msg);
+    else
+        mfs_cache_close(c);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
+static void assert_text(const char *path, const char *text)
+{
+    char buf[256] = {0};
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_true(read(fd, buf, sizeof buf - 1) >= 0);
+    close(fd);
+    assert_string_equal(buf, text);
+}
+
+static void test_trust_created_private(void **state)
+{
+    fx *f = *state;
+    mode_t old = umask(0);
+    mfs_cache *c = open_cache(f, 0, 0);
+    umask(old);
+    mfs_cache_close(c);
+    struct stat st;
+    assert_int_equal(lstat(f->dir, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0700);
+    assert_int_equal(st.st_uid, geteuid());
+}
+
+static void test_trust_symlink_refused(void **state)
+{
+    fx *f = *state;
+    char real[400], msg[MFS_ERR_MAX], want[600];
+    snprintf(real, sizeof real, "%s/elsewhere", f->base);
+    assert_int_equal(mkdir(real, 0700), 0);
+    assert_int_equal(symlink(real, f->dir), 0);
+    open_error(f, msg, sizeof msg);
+    snprintf(want, sizeof want, "cache: %s is a symbolic link; refusing to use it", f->dir);
+    assert_non_null(strstr(msg, want));
+    assert_int_equal(count_files(real), 0); /* nothing was created through it */
+}
+
+static void test_trust_group_writable_refused(void **state)
+{
+    fx *f = *state;
+    char msg[MFS_ERR_MAX], want[600];
+    assert_int_equal(mkdir(f->dir, 0700), 0);
+    assert_int_equal(chmod(f->dir, 0770), 0);
+    open_error(f, msg, sizeof msg);
+    snprintf(want, sizeof want,
+             "cache: %s is writable by its group or others (mode 0770; chmod go-w it); "
+             "refusing to use it", f->dir);
+    assert_string_equal(msg, want);
+    assert_int_equal(chmod(f->dir, 0702), 0); /* other-writable alone too */
+    open_error(f, msg, sizeof msg);
+    assert_non_null(strstr(msg, "writable by its group or others (mode 0702"));
+    assert_int_equal(chmod(f->dir, 0755), 0); /* readable is fine */
+    open_error(f, msg, sizeof msg);
+    assert_string_equal(msg, "");
+}
+
+static void test_trust_other_owner_refused(void **state)
+{
+    fx *f = *state;
+    if (geteuid() != 0)
+        skip(); /* only root can give a directory away */
+    char msg[MFS_ERR_MAX], want[600];
+    assert_int_equal(mkdir(f->dir, 0700), 0);
+    assert_int_equal(chown(f->dir, 54321, 54321), 0);
+    open_error(f, msg, sizeof msg);
+    snprintf(want, sizeof want,
+             "cache: %s is owned by uid 54321, not by uid 0 who runs meshfs; refusing to use it",
+             f->dir);
+    assert_string_equal(msg, want);
+    /* the same for a subdirectory planted by that user */
+    assert_int_equal(chown(f->dir, 0, 0), 0);
+    mfs_cache_close(open_cache(f, 0, 0));
+    char tmp[400];
+    snprintf(tmp, sizeof tmp, "%s/tmp", f->dir);
+    assert_int_equal(chown(tmp, 54321, 54321), 0);
+    open_error(f, msg, sizeof msg);
+    snprintf(want, sizeof want, "cache: %s is owned by uid 54321", tmp);
+    assert_non_null(strstr(msg, want));
+}
+
+/* tmp/ itself replaced by a link to a victim folder: refused, and nothing
+ * in the victim is touched although it is all "stale". */
+static void test_trust_tmp_symlink_refused(void **state)
+{
+    fx *f = *state;
+    mfs_cache_close(open_cache(f, 0, 0));
+    char tmp[400], victim[400], precious[500], msg[MFS_ERR_MAX], want[600];
+    snprintf(tmp, sizeof tmp, "%s/tmp", f->dir);
+    snprintf(victim, sizeof victim, "%s/victim", f->base);
+    snprintf(precious, sizeof precious, "%s/precious.tmp", victim);
+    assert_int_equal(mkdir(victim, 0700), 0);
+    write_text(precious, "keep me");
+    set_mtime(precious, time(NULL) - 7200);
+    assert_int_equal(rmdir(tmp), 0);
+    assert_int_equal(symlink(victim, tmp), 0);
+    open_error(f, msg, sizeof msg);
+    snprintf(want, sizeof want, "cache: %s is a symbolic link; refusing to use it", tmp);
+    assert_non_null(strstr(msg, want));
+    assert_text(precious, "keep me");
+}
+
+/* The stale-temporary cleanup removes links planted in tmp/ as links: the
+ * files and folders they point at survive, however old. */
+static void test_tmp_cleanup_never_follows(void **state)
+{
+    fx *f = *state;
+    mfs_cache_close(open_cache(f, 0, 0));
+    char victim[400], precious[500], inner[500], inner_file[600];
+    snprintf(victim, sizeof victim, "%s/victim", f->base);
+    snprintf(precious, sizeof precious, "%s/precious", victim);
+    snprintf(inner, sizeof inner, "%s/sub", victim);
+    snprintf(inner_file, sizeof inner_file, "%s/file", inner);
+    assert_int_equal(mkdir(victim, 0700), 0);
+    assert_int_equal(mkdir(inner, 0700), 0);
+    write_text(precious, "keep me");
+    write_text(inner_file, "keep me too");
+    set_mtime(precious, time(NULL) - 7200);
+    set_mtime(inner_file, time(NULL) - 7200);
+    set_mtime(inner, time(NULL) - 7200);
+    set_mtime(victim, time(NULL) - 7200);
+    /* links at the top of tmp/ and inside a stale job directory */
+    const char *names[] = {"tmp/evil-dir", "tmp/evil-file", "tmp/job-old/link", NULL};
+    const char *targets[] = {victim, precious, victim};
+    char job[400];
+    snprintf(job, sizeof job, "%s/tmp/job-old", f->dir);
+    assert_int_equal(mkdir(job, 0700), 0);
+    struct timespec old[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
+    for (int i = 0; names[i]; i++) {
+        char link[500];
+        snprintf(link, sizeof link, "%s/%s", f->dir, names[i]);
+        assert_int_equal(symlink(targets[i], link), 0);
+        assert_int_equal(utimensat(AT_FDCWD, link, old, AT_SYMLINK_NOFOLLOW), 0);
+    }
+    set_mtime(job, time(NULL) - 7200);
+    mfs_cache *c = open_cache(f, 0, 0);
+    assert_int_equal(stats(c).tmp_cleaned, 3); /* two links and the job folder */
+    mfs_cache_close(c);
+    assert_text(precious, "keep me");
+    assert_text(inner_file, "keep me too");
+    assert_true(exists(inner));
+    char tmp[400];
+    snprintf(tmp, sizeof tmp, "%s/tmp", f->dir);
+    assert_int_equal(count_files(tmp), 0);
+}
+
 /* ---- sharing ---------------------------------------------------------- */
 
 enum { SHARED_N = 200000, ROUNDS = 40 };
@@ -1112,6 +1280,16 @@ static void test_default_dir(void **state)
     char *save_h = oh ? strdup(oh) : NULL, *save_x = ox ? strdup(ox) : NULL;
     setenv("HOME", "/home/u", 1);
     setenv("XDG_CACHE_HOME", "/x/cache", 1);
+    if (geteuid() == 0) {
+        /* root never adopts a directory from its (maybe a user's) HOME */
+        assert_int_equal(mfs_cache_default_dir(buf, sizeof buf, NULL), 0);
+        assert_string_equal(buf, "/var/cache/meshfs");
+        unsetenv("HOME");
+        unsetenv("XDG_CACHE_HOME");
+        assert_int_equal(mfs_cache_default_dir(buf, sizeof buf, NULL), 0);
+        assert_string_equal(buf, "/var/cache/meshfs");
+        goto restore;
+    }
     assert_int_equal(mfs_cache_default_dir(buf, sizeof buf, NULL), 0);
     assert_string_equal(buf, "/x/cache/meshfs");
     setenv("XDG_CACHE_HOME", "relative", 1); /* ignored per the XDG spec */
@@ -1122,6 +1300,7 @@ static void test_default_dir(void **state)
     assert_string_equal(buf, "/home/u/.cache/meshfs");
     unsetenv("HOME");
     assert_int_equal(mfs_cache_default_dir(buf, sizeof buf, NULL), -1);
+restore:
     if (save_h)
         setenv("HOME", save_h, 1);
     if (save_x)
@@ -1151,6 +1330,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_manifest_escape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_evict_lru, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_and_tmp_cleanup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trust_created_private, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trust_symlink_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trust_group_writable_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trust_other_owner_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trust_tmp_symlink_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tmp_cleanup_never_follows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_handles_same_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
     };

@@ -1,0 +1,97 @@
+/* The worker's sandbox (docs/security.md).
+ *
+ * assimp's parsers are where a hostile model attacks, so the process that
+ * runs them gives up, before the model is opened, everything a conversion
+ * does not need:
+ *
+ *  - no_new_privs, so nothing it does can gain privilege;
+ *  - when started as root: an unprivileged user (worker_user, default
+ *    "nobody"), no supplementary groups, no capabilities except
+ *    CAP_DAC_READ_SEARCH and that only while Landlock confines reading to
+ *    SRC, and fresh network and IPC namespaces;
+ *  - Landlock: read-only beneath SRC, writes only in its output directory,
+ *    no TCP, no signals or abstract sockets outside itself (degrades to
+ *    nothing, with a warning from the parent, on kernels without it);
+ *  - seccomp: a default-allow filter whose deny list (exec, fork, sockets,
+ *    ptrace, mounts, namespaces, kernel keyring, modules, io_uring, ...)
+ *    kills the process with SIGSYS.
+ *
+ * Two halves: the parent's (which user, is the sandbox complete) lives in
+ * the core library beside the worker client; the worker's own
+ * (mfs_sandbox_enter) is linked into meshfs-worker only, with libseccomp. */
+#ifndef MESHFS_SANDBOX_H
+#define MESHFS_SANDBOX_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "meshfs/err.h"
+
+/* ---- parent side (src/convert/worker_user.c) --------------------------- */
+
+/* The user root's workers run as: name NULL means "nobody".  Only matters
+ * when the calling process is root; otherwise it is checked for existence
+ * and ignored.  Refuses an unknown user and any user with uid 0. */
+int mfs_worker_user_set(const char *name, mfs_err *err);
+
+/* 1 with uid and gid filled when workers started by this process must switch user
+ * (it runs as root), else 0.  Without mfs_worker_user_set, "nobody". */
+int mfs_worker_user_get(uid_t *uid, gid_t *gid);
+
+/* Asks the worker once (meshfs-worker --sandbox-status) whether every layer
+ * is available here.  NULL if so, else a one-line warning for the caller to
+ * print once ("Landlock is not supported by this kernel: ..."). */
+const char *mfs_worker_sandbox_warning(void);
+
+/* Raises RLIMIT_NOFILE's soft limit to the hard limit: every file open
+ * through the mount holds a descriptor in the daemon, and systemd's soft
+ * default of 1024 would let one user's open files starve everyone's. */
+void mfs_nofile_raise(void);
+
+/* ---- worker side (src/convert/sandbox.c, meshfs-worker only) ----------- */
+
+/* The output subdirectory a worker that switched user writes into: the
+ * parent's private directory stays the parent's, and the worker's user owns
+ * only this.  The parent moves what it vouches for up one level. */
+#define MFS_SANDBOX_OUT_SUBDIR "w"
+
+/* Exit status of a worker that could not enter its sandbox: the machine's
+ * problem, not the model's.  Its report (if any) carries the reason. */
+#define MFS_SANDBOX_EXIT 72
+
+typedef struct mfs_sandbox_cfg {
+    const char *root;   /* SRC: the only tree it may read */
+    const char *outdir; /* the parent's private output directory */
+    int drop;           /* switch to uid/gid (required when running as root) */
+    uid_t uid;
+    gid_t gid;
+} mfs_sandbox_cfg;
+
+typedef struct mfs_sandbox_state {
+    int landlock_abi;   /* kernel's Landlock ABI, 0 if unsupported */
+    int landlocked;     /* the ruleset is enforced */
+    int dropped;        /* runs as cfg->uid with no capability but DAC_READ_SEARCH */
+    int kept_dac_read;  /* ... and that one kept (only under Landlock) */
+    int netns, ipcns;   /* fresh namespaces */
+    int seccomp;        /* filter loaded */
+} mfs_sandbox_state;
+
+/* Enters every layer, in the order the kernel needs (no_new_privs, output
+ * directory, namespaces, Landlock, user and capabilities, seccomp).  On
+ * success the working directory is where outputs go: the worker writes
+ * "./<fmt>".  -1 with err if a layer that must hold could not be applied;
+ * the worker must then exit MFS_SANDBOX_EXIT without opening the model. */
+int mfs_sandbox_enter(const mfs_sandbox_cfg *cfg, mfs_sandbox_state *st, mfs_err *err);
+
+/* What this kernel and build offer, one "key: value" per line (for
+ * meshfs-worker --sandbox-status and the parent's warning). */
+void mfs_sandbox_print_status(FILE *f);
+
+#ifdef MESHFS_TEST_HOOKS
+/* Test builds only (src/convert/sandbox_probe.c): attempts each escape in
+ * spec ("socket,read=/etc/passwd,...") from inside the sandbox and prints
+ * how each was refused. */
+void mfs_sandbox_probe(const char *spec);
+#endif
+
+#endif

@@ -1,0 +1,73 @@
+/* The parent's half of the worker sandbox (include/meshfs/sandbox.h): which
+ * user root's workers become, and the descriptor limit. */
+#include <errno.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "meshfs/sandbox.h"
+
+static pthread_mutex_t user_mu = PTHREAD_MUTEX_INITIALIZER;
+static int user_known;
+static uid_t user_uid;
+static gid_t user_gid;
+
+static int resolve(const char *name, uid_t *uid, gid_t *gid, mfs_err *err)
+{
+    /* getpwnam_r: the daemon is multithreaded */
+    char buf[4096];
+    struct passwd pw, *res = NULL;
+    int e = getpwnam_r(name, &pw, buf, sizeof buf, &res);
+    if (!res)
+        return mfs_errf(err, "worker user '%s': %s", name,
+                        e ? strerror(e) : "no such user (create it, or name another)");
+    if (pw.pw_uid == 0)
+        return mfs_errf(err, "worker user '%s': has uid 0; the worker must not run as root", name);
+    *uid = pw.pw_uid;
+    *gid = pw.pw_gid;
+    return 0;
+}
+
+int mfs_worker_user_set(const char *name, mfs_err *err)
+{
+    uid_t uid;
+    gid_t gid;
+    if (resolve(name ? name : "nobody", &uid, &gid, err) < 0)
+        return -1;
+    pthread_mutex_lock(&user_mu);
+    user_uid = uid;
+    user_gid = gid;
+    user_known = 1;
+    pthread_mutex_unlock(&user_mu);
+    return 0;
+}
+
+int mfs_worker_user_get(uid_t *uid, gid_t *gid)
+{
+    if (geteuid() != 0)
+        return 0;
+    pthread_mutex_lock(&user_mu);
+    if (!user_known) {
+        /* nobody asked: the default; lacking even "nobody", the kernel's
+         * overflow id, which owns nothing */
+        if (resolve("nobody", &user_uid, &user_gid, NULL) < 0)
+            user_uid = user_gid = 65534;
+        user_known = 1;
+    }
+    *uid = user_uid;
+    *gid = user_gid;
+    pthread_mutex_unlock(&user_mu);
+    return 1;
+}
+
+void mfs_nofile_raise(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}

@@ -1,0 +1,488 @@
+"""Security (docs/security.md): the worker sandbox (S4), the mount's nosuid
+and nodev (S5), the descriptor limit (S6) and the cache directory's trust
+(S3, end to end; the unit cases are in tests/unit/test_cache.c).
+
+Most of it needs root (user switching, allow_other mounts, test users); the
+escape probes need a worker built with -Dtest_hooks=true.  Test users are
+created with unique names and removed at the end."""
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from common import SOURCE, convert, run, tool
+from mount import Mount
+
+EXAMPLES = os.path.join(SOURCE, "examples", "assets")
+IS_ROOT = os.geteuid() == 0
+
+
+def sandbox_status():
+    p = run([tool("meshfs-worker"), "--sandbox-status"], check=True)
+    return dict(l.split(": ", 1) for l in p.stdout.splitlines() if ": " in l)
+
+
+STATUS = sandbox_status()
+HOOKS = STATUS.get("test hooks") == "yes"
+LANDLOCK_ABI = int(STATUS["landlock"].split()[1]) if STATUS["landlock"].startswith("abi") else 0
+SANITIZED = STATUS.get("sanitizer build") == "yes"
+
+
+# ---- test users -------------------------------------------------------------
+
+_users = []
+
+
+def make_user(tag):
+    """A fresh unprivileged user; (name, uid, gid)."""
+    name = f"mfs{tag}{os.getpid() % 100000}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                    "--user-group", name], check=True, capture_output=True)
+    _users.append(name)
+    import pwd
+    pw = pwd.getpwnam(name)
+    return name, pw.pw_uid, pw.pw_gid
+
+
+def tearDownModule():
+    for name in _users:
+        # -f: even if a process of the user (a stuck worker) is still alive
+        subprocess.run(["userdel", "-f", name], capture_output=True)
+
+
+def as_user(uid, gid, args, **kw):
+    """args run as uid/gid with no supplementary groups."""
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"] + list(args)
+
+
+def open_tmp():
+    """A temporary folder other users can traverse (the mount and SRC are
+    read by test users)."""
+    t = tempfile.TemporaryDirectory(prefix="meshfs-sec-")
+    os.chmod(t.name, 0o755)
+    return t
+
+
+# ---- S4: the worker sandbox -------------------------------------------------
+
+class SandboxStatusTest(unittest.TestCase):
+    def test_status_lists_every_layer(self):
+        for key in ("landlock", "seccomp", "no_new_privs", "user switch", "namespaces"):
+            self.assertIn(key, STATUS)
+        self.assertTrue(STATUS["seccomp"].startswith("yes (libseccomp "), STATUS["seccomp"])
+        self.assertRegex(STATUS["landlock"], r"^(abi \d+|unsupported \(.*\))$")
+
+
+@unittest.skipUnless(IS_ROOT, "needs root: the worker switches user only when root")
+@unittest.skipUnless(HOOKS, "worker built without -Dtest_hooks=true")
+class ProbeTest(unittest.TestCase):
+    """The worker, exactly as the parent starts it, attempts each escape
+    from inside its sandbox."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = open_tmp()
+        cls.tmp = cls._tmp.name
+        cls.src = os.path.join(cls.tmp, "src")
+        shutil.copytree(EXAMPLES, cls.src)
+        cls.outside = os.path.join(cls.tmp, "outside.txt")
+        with open(cls.outside, "w") as f:
+            f.write("not the worker's\n")
+        os.chmod(cls.outside, 0o644)
+        cls.user, cls.uid, cls.gid = make_user("w")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def worker(self, probe, user_args=True, prefix=(), outdir=None):
+        out = outdir or tempfile.mkdtemp(dir=self.tmp)
+        args = list(prefix) + [tool("meshfs-worker"), "--root", self.src, "--model", "crate/crate.obj",
+                               "--outdir", out, "--formats", "fmd"]
+        if user_args:
+            args += ["--uid", str(self.uid), "--gid", str(self.gid)]
+        env = dict(os.environ, MESHFS_TEST_SANDBOX_PROBE=probe)
+        p = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+        return p, out
+
+    def lines(self, p):
+        return dict(l.split(": ", 1) for l in p.stdout.splitlines() if l.startswith("probe "))
+
+    def test_identity(self):
+        p, _ = self.worker("whoami")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        who = dict(kv.split("=", 1) for kv in self.lines(p)["probe whoami"].split())
+        self.assertEqual(who["uid"], f"{self.uid},{self.uid},{self.uid}")
+        self.assertEqual(who["gid"], f"{self.gid},{self.gid},{self.gid}")
+        self.assertEqual(who["groups"], "0")
+        # CAP_DAC_READ_SEARCH (bit 2) only, and only while Landlock bounds it
+        want_caps = "0x4" if LANDLOCK_ABI else "0"
+        self.assertEqual(who["capeff"], want_caps)
+        self.assertEqual(who["capprm"], want_caps)
+        self.assertEqual(who["nnp"], "1")
+        self.assertEqual(who["seccomp"], "2")  # SECCOMP_MODE_FILTER
+        if not SANITIZED:
+            self.assertEqual(who["dumpable"], "0")
+        self.assertNotEqual(who["netns"], os.readlink("/proc/self/ns/net"))
+
+    def test_default_user_is_nobody(self):
+        import pwd
+        nobody = pwd.getpwnam("nobody")
+        p, _ = self.worker("whoami", user_args=False)
+        who = dict(kv.split("=", 1) for kv in self.lines(p)["probe whoami"].split())
+        self.assertEqual(who["uid"], f"{nobody.pw_uid},{nobody.pw_uid},{nobody.pw_uid}")
+
+    @unittest.skipUnless(LANDLOCK_ABI, "kernel without Landlock")
+    def test_files_outside_are_refused(self):
+        model = os.path.join(self.src, "crate", "crate.obj")
+        escape = os.path.join(self.tmp, "escaped.txt")
+        p, out = self.worker(f"read={model},read={self.outside},read=/etc/shadow,"
+                             f"write={escape},write={self.src}/planted,write=inside")
+        got = self.lines(p)
+        self.assertEqual(got[f"probe read {model}"], "allowed")  # the control
+        self.assertEqual(got[f"probe read {self.outside}"], "denied EACCES")
+        self.assertEqual(got["probe read /etc/shadow"], "denied EACCES")
+        self.assertEqual(got[f"probe write {escape}"], "denied EACCES")
+        self.assertEqual(got[f"probe write {self.src}/planted"], "denied EACCES")
+        self.assertEqual(got["probe write inside"], "allowed")  # its own output dir
+        self.assertFalse(os.path.exists(escape))
+        self.assertFalse(os.path.exists(os.path.join(self.src, "planted")))
+        # written as the worker user, in its own subdirectory of the parent's
+        st = os.stat(os.path.join(out, "w", "inside"))
+        self.assertEqual((st.st_uid, st.st_gid), (self.uid, self.gid))
+        self.assertEqual(os.stat(out).st_uid, 0)
+
+    def test_no_way_back_to_root(self):
+        p, _ = self.worker("setuid")
+        self.assertEqual(self.lines(p)["probe setuid"], "denied EPERM")
+
+    @unittest.skipUnless(LANDLOCK_ABI >= 6, "Landlock signal scoping needs ABI 6")
+    def test_no_signals_outside(self):
+        p, _ = self.worker("kill-parent")
+        self.assertEqual(self.lines(p)["probe kill-parent"], "denied EPERM")
+
+    def test_forbidden_syscalls_kill(self):
+        for action in ("execve", "socket", "ptrace", "mount", "unshare", "fork"):
+            with self.subTest(action=action):
+                if SANITIZED and action in ("ptrace", "fork"):
+                    continue  # the sanitizer runtime needs them (docs/security.md)
+                p, _ = self.worker(action)
+                if SANITIZED and action == "execve":
+                    self.assertEqual(self.lines(p)["probe execve"], "denied EPERM")
+                    continue
+                self.assertEqual(p.returncode, -signal.SIGSYS, (p.stdout, p.stderr))
+                self.assertNotIn(f"probe {action}", p.stdout)
+
+    @unittest.skipUnless(LANDLOCK_ABI, "kernel without Landlock")
+    def test_unprivileged_worker_is_confined_too(self):
+        """Started by an ordinary user: no user switch, the same walls."""
+        out = tempfile.mkdtemp(dir=self.tmp)
+        os.chown(out, self.uid, self.gid)
+        p, _ = self.worker(f"whoami,read={self.outside},write={self.tmp}/x,write=inside",
+                           user_args=False, outdir=out,
+                           prefix=as_user(self.uid, self.gid, []))
+        got = self.lines(p)
+        who = dict(kv.split("=", 1) for kv in got["probe whoami"].split())
+        self.assertEqual(who["uid"], f"{self.uid},{self.uid},{self.uid}")
+        self.assertEqual(who["capeff"], "0")
+        self.assertEqual(who["seccomp"], "2")
+        self.assertEqual(got[f"probe read {self.outside}"], "denied EACCES")
+        self.assertEqual(got[f"probe write {self.tmp}/x"], "denied EACCES")
+        self.assertEqual(got["probe write inside"], "allowed")
+        p, _ = self.worker("socket", user_args=False, outdir=out,
+                           prefix=as_user(self.uid, self.gid, []))
+        self.assertEqual(p.returncode, -signal.SIGSYS)
+
+    def test_parent_reports_the_kill(self):
+        out = os.path.join(self.tmp, "conv-out")
+        env = dict(os.environ, MESHFS_TEST_SANDBOX_PROBE="socket")
+        p = subprocess.run([tool("meshfs-convert"), "-o", out, "-f", "fmd",
+                            os.path.join(self.src, "crate")], capture_output=True, text=True,
+                           env=env, timeout=120)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("crate.obj: importer killed by the sandbox (SIGSYS): it attempted a "
+                      "forbidden system call", p.stderr)
+        leftovers = [n for n in os.listdir(out)] if os.path.isdir(out) else []
+        self.assertEqual(leftovers, [])  # no .meshfs-* or w/ left behind
+
+
+@unittest.skipUnless(IS_ROOT, "needs root")
+class RootConversionTest(unittest.TestCase):
+    """Root's conversions run as another user and still read what only root
+    can: the daemon reads those files too (docs/security.md)."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="meshfs-sec-")  # 0700, root's
+        self.tmp = self._tmp.name
+        self.src = os.path.join(self.tmp, "src")
+        shutil.copytree(EXAMPLES, self.src)
+        for d, dirs, files in os.walk(self.src):
+            os.chmod(d, 0o700)
+            for f in files:
+                os.chmod(os.path.join(d, f), 0o600)
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    @unittest.skipUnless(LANDLOCK_ABI, "without Landlock the worker reads as its user only")
+    def test_private_models_convert_with_root_owned_outputs(self):
+        out = os.path.join(self.tmp, "out")
+        p, rows = convert([self.src], out, "-f", "fmd,gmf,vrt")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(rows), 5)
+        self.assertTrue(all(r["ok"] for r in rows), rows)
+        names = []
+        for d, dirs, files in os.walk(out):
+            self.assertNotIn("w", dirs)
+            for f in files:
+                if f.startswith(".") or f.endswith(".lgepkg"):
+                    continue
+                st = os.lstat(os.path.join(d, f))
+                self.assertEqual((st.st_uid, st.st_gid), (0, 0), f)
+                self.assertEqual(st.st_nlink, 1)
+                self.assertGreater(st.st_size, 0, f)
+                names.append(f)
+        self.assertEqual(len(names), 15)
+        if HOOKS:
+            # the sandbox changes who writes, never what
+            base = os.path.join(self.tmp, "base")
+            env = dict(os.environ, MESHFS_TEST_NO_SANDBOX="1")
+            subprocess.run([tool("meshfs-convert"), "-q", "-o", base, "-f", "fmd,gmf,vrt", self.src],
+                           env=env, check=True, capture_output=True)
+            for d, _, files in os.walk(out):
+                for f in files:
+                    if f.startswith("."):
+                        continue
+                    a = os.path.join(d, f)
+                    b = os.path.join(base, os.path.relpath(a, out))
+                    with open(a, "rb") as fa, open(b, "rb") as fb:
+                        self.assertEqual(fa.read(), fb.read(), a)
+
+    def test_unknown_worker_user_is_refused(self):
+        p = run([tool("meshfs-convert"), "--worker-user", "no-such-user-mfs", "-o",
+                 os.path.join(self.tmp, "o"), self.src])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("worker user 'no-such-user-mfs': no such user", p.stderr)
+        p = run([tool("meshfs-convert"), "--worker-user", "root", "-o",
+                 os.path.join(self.tmp, "o"), self.src])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("worker user 'root': has uid 0; the worker must not run as root", p.stderr)
+
+    def test_worker_runs_as_the_chosen_user(self):
+        """-o worker_user / --worker-user: the live worker's uid, from /proc."""
+        user, uid, gid = make_user("u")
+        mnt = os.path.join(self.tmp, "mnt")
+        env = dict(os.environ, MESHFS_TEST_WORKER_SLEEP="3")
+        for how in ("mount", "convert"):
+            with self.subTest(how=how):
+                if how == "mount":
+                    ctx = Mount(self.src, mnt, os.path.join(self.tmp, "cache"),
+                                f"worker_user={user}", env=env)
+                    m = ctx.__enter__()
+                    reader = subprocess.Popen(["cat", os.path.join(mnt, "crate", "crate.fmd")],
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    parent = m.proc.pid
+                else:
+                    ctx = None
+                    reader = subprocess.Popen([tool("meshfs-convert"), "-q", "--worker-user", user,
+                                               "-f", "fmd", "-o", os.path.join(self.tmp, "o"),
+                                               os.path.join(self.src, "crate")], env=env,
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    parent = reader.pid
+                try:
+                    uids = self.worker_uids(parent)
+                finally:
+                    reader.wait(timeout=60)
+                    if ctx:
+                        ctx.__exit__(None, None, None)
+                self.assertTrue(uids, "no worker seen")
+                self.assertEqual(set(uids), {uid})
+                self.assertEqual(reader.returncode, 0)
+
+    @staticmethod
+    def worker_uids(parent, wait=2.5):
+        """The uids of parent's workers once they have settled: a worker
+        starts as root and switches before it opens the model, so a sample
+        taken at its very start may still say 0."""
+        deadline = time.time() + wait
+        found = []
+        while time.time() < deadline:
+            found = []
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{pid}/status") as f:
+                        st = dict(l.rstrip("\n").split(":\t", 1) for l in f if ":\t" in l)
+                except OSError:
+                    continue
+                if st.get("Name") == "meshfs-worker" and int(st["PPid"]) == parent:
+                    found.append(int(st["Uid"].split()[1]))
+            if found and 0 not in found:
+                return found
+            time.sleep(0.05)
+        return found
+
+
+# ---- S5: nosuid, nodev ------------------------------------------------------
+
+@unittest.skipUnless(IS_ROOT, "needs root (allow_other, setuid files, test users)")
+class MountFlagsTest(unittest.TestCase):
+    def setUp(self):
+        self._tmp = open_tmp()
+        self.tmp = self._tmp.name
+        self.src = os.path.join(self.tmp, "src")
+        os.makedirs(self.src)
+        os.chmod(self.src, 0o755)
+        self.mnt = os.path.join(self.tmp, "mnt")
+        self.cache = os.path.join(self.tmp, "cache")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def test_setuid_and_devices_are_not_honoured(self):
+        user, uid, gid = make_user("s")
+        idbin = os.path.join(self.src, "id")
+        shutil.copy2(shutil.which("id"), idbin)
+        os.chown(idbin, 0, 0)
+        os.chmod(idbin, 0o4755)
+        os.mknod(os.path.join(self.src, "null"), 0o666 | 0o020000, os.makedev(1, 3))
+        # the control: outside the mount the setuid bit works (this /tmp
+        # honours it), so the test can fail
+        direct = subprocess.run(as_user(uid, gid, [idbin, "-u"]), capture_output=True, text=True)
+        src_nosuid = "nosuid" in subprocess.run(["findmnt", "-no", "OPTIONS", "-T", self.src],
+                                                capture_output=True, text=True).stdout
+        if not src_nosuid:
+            self.assertEqual(direct.stdout.strip(), "0")
+        # libfuse mounts nosuid,nodev by default, but "suid,dev" (an fstab
+        # line can say so) used to turn that off: meshfs must win
+        with Mount(self.src, self.mnt, self.cache, "allow_other", "suid", "dev"):
+            opts = None
+            with open("/proc/mounts") as f:
+                for line in f:
+                    fields = line.split()
+                    if fields[1] == self.mnt:
+                        opts = fields[3].split(",")
+            self.assertIsNotNone(opts)
+            self.assertIn("nosuid", opts)
+            self.assertIn("nodev", opts)
+            self.assertIn("ro", opts)
+            st = os.stat(os.path.join(self.mnt, "id"))
+            self.assertTrue(st.st_mode & 0o4000)  # shown as it is...
+            via = subprocess.run(as_user(uid, gid, [os.path.join(self.mnt, "id"), "-u"]),
+                                 capture_output=True, text=True)
+            self.assertEqual(via.returncode, 0, via.stderr)
+            self.assertEqual(via.stdout.strip(), str(uid))  # ...but gives nothing
+            with self.assertRaises(PermissionError):
+                open(os.path.join(self.mnt, "null"), "rb")
+
+
+# ---- S6: descriptors ----------------------------------------------------------
+
+HOLDER = r"""
+import os, resource, sys
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+root, view, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fds = [os.open(view, os.O_RDONLY) for _ in range(10)]
+for name in sorted(os.listdir(root)):
+    if len(fds) >= n:
+        break
+    if name.startswith("f"):
+        fds.append(os.open(os.path.join(root, name), os.O_RDONLY))
+print(len(fds), flush=True)
+sys.stdin.read()
+"""
+
+
+@unittest.skipUnless(IS_ROOT, "needs root (allow_other, test users)")
+class DescriptorTest(unittest.TestCase):
+    def setUp(self):
+        self._tmp = open_tmp()
+        self.tmp = self._tmp.name
+        self.src = os.path.join(self.tmp, "src")
+        shutil.copytree(EXAMPLES, self.src)
+        self.files = os.path.join(self.src, "many")
+        os.makedirs(self.files)
+        for i in range(2000):
+            with open(os.path.join(self.files, f"f{i:05d}.txt"), "w") as f:
+                f.write(f"{i}\n")
+        for d, dirs, files in os.walk(self.src):
+            os.chmod(d, 0o755)
+            for f in files:
+                os.chmod(os.path.join(d, f), 0o644)
+        self.mnt = os.path.join(self.tmp, "mnt")
+        self.cache = os.path.join(self.tmp, "cache")
+        self.limits = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    def tearDown(self):
+        resource.setrlimit(resource.RLIMIT_NOFILE, self.limits)
+        self._tmp.cleanup()
+
+    def test_one_users_open_files_do_not_starve_another(self):
+        soft, hard = self.limits
+        if hard < 4096:
+            self.skipTest(f"hard RLIMIT_NOFILE {hard} leaves no room to test")
+        a, auid, agid = make_user("a")
+        b, buid, bgid = make_user("b")
+        expected = os.path.join(self.tmp, "expected")
+        p, _ = convert([os.path.join(self.src, "props")], expected, "-f", "fmd")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(expected, "cone.fmd"), "rb") as f:
+            cone = f.read()
+        # systemd's default soft limit; the daemon must lift it itself
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+        with Mount(self.src, self.mnt, self.cache, "allow_other") as m:
+            resource.setrlimit(resource.RLIMIT_NOFILE, self.limits)
+            with open(f"/proc/{m.proc.pid}/limits") as f:
+                line = next(l for l in f if l.startswith("Max open files"))
+            self.assertEqual(line.split()[3:5], [str(hard), str(hard)])
+            holder = subprocess.Popen(
+                as_user(auid, agid, [sys.executable, "-c", HOLDER, os.path.join(self.mnt, "many"),
+                                     os.path.join(self.mnt, "crate", "crate.fmd"), "2000"]),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                held = holder.stdout.readline().strip()
+                self.assertEqual(held, "2000", holder.stderr.read() if not held else "")
+                # user B, meanwhile: a cold view (a conversion) and a passthrough file
+                got = subprocess.run(as_user(buid, bgid, ["cat", os.path.join(self.mnt, "props", "cone.fmd")]),
+                                     capture_output=True, timeout=120)
+                self.assertEqual(got.returncode, 0, got.stderr)
+                self.assertEqual(got.stdout, cone)
+                got = subprocess.run(as_user(buid, bgid, ["cat", os.path.join(self.mnt, "many", "f01999.txt")]),
+                                     capture_output=True, timeout=60)
+                self.assertEqual(got.stdout, b"1999\n")
+            finally:
+                holder.stdin.close()
+                holder.wait(timeout=60)
+                holder.stdout.close()
+                holder.stderr.close()
+            self.assertTrue(m.alive())
+
+
+# ---- S3: the cache directory, end to end --------------------------------------
+
+class CacheTrustTest(unittest.TestCase):
+    def test_symlinked_cache_dir_refused_at_mount(self):
+        with tempfile.TemporaryDirectory(prefix="meshfs-sec-") as tmp:
+            real = os.path.join(tmp, "real")
+            os.makedirs(real)
+            link = os.path.join(tmp, "cache")
+            os.symlink(real, link)
+            mnt = os.path.join(tmp, "mnt")
+            os.makedirs(mnt)
+            p = run([tool("meshfs"), "-f", "-o", f"cache_dir={link}", EXAMPLES, mnt], timeout=60)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn(f"{link} is a symbolic link; refusing to use it", p.stderr)
+            self.assertFalse(os.path.ismount(mnt))
+            self.assertEqual(os.listdir(real), [])
+
+
+if __name__ == "__main__":
+    from common import run_tests
+    run_tests()
