@@ -302,6 +302,32 @@ class MountTest(unittest.TestCase):
                 t.join()
             self.assertEqual(m.stats()["conversions"], 16)
 
+    def test_cold_opens_in_many_folders_leave_threads_for_listing(self):
+        # 16 cold lookups in 16 folders, one conversion at a time: each
+        # lookup holds a FUSE thread.  libfuse's parser defaults to 10
+        # threads, which would all be taken, so the ls below would wait for
+        # conversions to finish; meshfs's default of 64 leaves room.  Ordering,
+        # not time: when ls returns, at most a few conversions have finished.
+        for i in range(16):
+            d = os.path.join(self.src, f"many{i}")
+            os.makedirs(d)
+            shutil.copy(os.path.join(self.src, "props", "tetra.stl"), os.path.join(d, "t.stl"))
+        env = dict(os.environ, MESHFS_TEST_WORKER_SLEEP="1")
+        with Mount(self.src, self.mnt, self.cache, "convert_jobs=1", env=env) as m:
+            ts = [threading.Thread(target=lambda i=i: os.stat(os.path.join(self.mnt, f"many{i}", "t.gmf")))
+                  for i in range(16)]
+            for t in ts:
+                t.start()
+            while m.stats()["conversions"] < 1 and any(t.is_alive() for t in ts):
+                time.sleep(0.05)  # the first conversion has started and finished
+            names = os.listdir(os.path.join(self.mnt, "scene"))
+            done_at_ls = m.stats()["conversions"]
+            self.assertIn("README.txt", names)
+            self.assertLessEqual(done_at_ls, 3, "ls waited for conversions to free FUSE threads")
+            for t in ts:
+                t.join()
+            self.assertEqual(m.stats()["conversions"], 16)
+
     def test_failing_model(self):
         with open(os.path.join(self.src, "props", "broken.obj"), "w") as f:
             f.write("v 0 0 0\nf 1 2 3\n")  # face index out of range
