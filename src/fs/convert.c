@@ -15,26 +15,43 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coherence.h"
 #include "fs.h"
 
 void mfs_fs_log(mfs_fs *fs, const char *fmt, ...)
 {
-    char msg[1024];
+    char raw[1024], msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    mfs_fs_errtext(fs, raw, msg, sizeof msg); /* SRC-relative, no cache paths */
     if (fs->cfg.foreground)
         fprintf(stderr, "meshfs: %s\n", msg);
     else
         syslog(LOG_WARNING, "%s", msg);
 }
 
+/* Whether this mount's imports compute tangents: when it shows .gmf, the one
+ * view that stores them, and then in every run (mfs_fs_convert).  Not only
+ * the manifest's business: tangents keep apart vertices the import would
+ * otherwise join (docs/import.md, "Tangents"), so every view's bytes depend
+ * on it, and so every view's key. */
+static int computes_tangents(const mfs_fs *fs)
+{
+    return (fs->cfg.formats & (1u << MFS_FMT_GMF)) != 0;
+}
+
 void mfs_fs_format_options(const mfs_fs *fs, int format, const char *fmi_model, char *buf, size_t n)
 {
     mfs_options o = fs->cfg.opts;
     o.model_path = fmi_model;
-    mfs_options_key(&o, mfs_format_get((mfs_format)format)->options, buf, n);
+    size_t len = mfs_options_key(&o, mfs_format_get((mfs_format)format)->options, buf, n);
+    /* which importer read the model decides every view's bytes */
+    if (o.importer != MFS_IMPORTER_AUTO && len < n)
+        len += (size_t)snprintf(buf + len, n - len, "importer=%s;", mfs_importer_name(o.importer));
+    if (computes_tangents(fs) && len < n)
+        snprintf(buf + len, n - len, "tangents;");
 }
 
 /* Whether this mount's conversions decode textures: for the .tex view, or
@@ -52,7 +69,11 @@ void mfs_fs_import_options(const mfs_fs *fs, char *buf, size_t n)
 {
     size_t len = mfs_options_key(&fs->cfg.opts, MFS_OPT_SOURCE_FRAME, buf, n);
     if (reads_textures(fs) && len < n)
-        snprintf(buf + len, n - len, "textures;");
+        len += (size_t)snprintf(buf + len, n - len, "textures;");
+    if (fs->cfg.opts.importer != MFS_IMPORTER_AUTO && len < n)
+        len += (size_t)snprintf(buf + len, n - len, "importer=%s;", mfs_importer_name(fs->cfg.opts.importer));
+    if (computes_tangents(fs) && len < n)
+        snprintf(buf + len, n - len, "tangents;");
 }
 
 static void job_slot_take(mfs_fs *fs)
@@ -73,11 +94,14 @@ static void job_slot_give(mfs_fs *fs)
 }
 
 /* Streams one output file into a cache entry. */
-static int file_output(mfs_fs *fs, const char *path, const mfs_cache_key *k, uint64_t size, mfs_err *err)
+static int file_output(mfs_fs *fs, const char *path, const mfs_cache_key *k, uint64_t size,
+                       mfs_cache_hit *hit, mfs_err *err)
 {
+    /* named by its format: the path is the cache's business */
+    const char *fmt = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return mfs_errf(err, "worker output %s: %s", path, strerror(errno));
+        return mfs_errf(err, "worker output .%s: %s", fmt, strerror(errno));
     mfs_cache_writer *w;
     if (mfs_cache_writer_begin(fs->cache, k, &w, err) < 0) {
         close(fd);
@@ -92,7 +116,7 @@ static int file_output(mfs_fs *fs, const char *path, const mfs_cache_key *k, uin
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            rc = mfs_errf(err, "worker output %s: %s", path, strerror(errno));
+            rc = mfs_errf(err, "worker output .%s: %s", fmt, strerror(errno));
             break;
         }
         if (r == 0)
@@ -103,18 +127,20 @@ static int file_output(mfs_fs *fs, const char *path, const mfs_cache_key *k, uin
     free(buf);
     close(fd);
     if (rc == 0 && total != size)
-        rc = mfs_errf(err, "worker output %s: %llu bytes, report says %llu", path,
+        rc = mfs_errf(err, "worker output .%s: %llu bytes, report says %llu", fmt,
                       (unsigned long long)total, (unsigned long long)size);
     if (rc < 0) {
         mfs_cache_writer_abort(w);
         return -1;
     }
-    return mfs_cache_writer_commit(w, NULL, err);
+    /* the hit: served from a pin if the cache evicts it at once (pins.c) */
+    return mfs_cache_writer_commit(w, hit, err);
 }
 
 static int file_results(mfs_fs *fs, const char *relpath, const char *tmp, const char *fmi_model,
                         unsigned formats, const mfs_report *rep, const mfs_dep *deps,
-                        uint32_t ndeps, mfs_cache_manifest *man, mfs_err *err)
+                        uint32_t ndeps, mfs_cache_manifest *man, mfs_cache_hit *hits,
+                        mfs_err *err)
 {
     man->views = calloc(MFS_FMT_COUNT, sizeof *man->views);
     if (!man->views)
@@ -141,7 +167,7 @@ static int file_results(mfs_fs *fs, const char *relpath, const char *tmp, const 
         if (!reason) {
             mfs_err ferr;
             mfs_err_clear(&ferr);
-            if (file_output(fs, out, &v->key, rep->fmt[f].size, &ferr) < 0) {
+            if (file_output(fs, out, &v->key, rep->fmt[f].size, &hits[man->nviews - 1], &ferr) < 0) {
                 /* e.g. ENOSPC: this access fails with the reason and no
                  * partial entry; nothing negative is stored, because the
                  * cache's trouble says nothing about the model and the next
@@ -158,7 +184,14 @@ static int file_results(mfs_fs *fs, const char *relpath, const char *tmp, const 
             if (!err->msg[0])
                 mfs_errf(err, "%s", reason);
         } else {
-            if (mfs_cache_store_negative(fs->cache, &v->key, reason[0] ? reason : "conversion failed", err) < 0)
+            /* kept as users will read it: the cache may be shared by
+             * mounts of other folders */
+            char shown[MFS_ERR_MAX];
+            mfs_fs_errtext(fs, reason[0] ? reason : "conversion failed", shown, sizeof shown);
+            /* with the limits it ran under and its inputs' mtime (failure.c) */
+            mfs_cache_failctx ctx;
+            mfs_failure_ctx(fs, deps, ndeps, &ctx);
+            if (mfs_cache_store_failure(fs->cache, &v->key, shown, &ctx, err) < 0)
                 mfs_fs_log(fs, "cache: %s", err->msg);
         }
         unlink(out);
@@ -187,12 +220,23 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     memset(man, 0, sizeof *man);
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s/job-XXXXXX", fs->tmpdir);
-    if (!mkdtemp(tmp))
-        return mfs_errf(err, "%s: %s", tmp, strerror(errno));
+    int made = mkdtemp(tmp) != NULL;
+    if (!made && errno == ENOENT && mfs_cache_revive(fs->cache, NULL) == 1) {
+        /* the cache directory (or all in it) was removed under the mount */
+        mfs_fs_log(fs, "cache directory was removed while mounted: created it again");
+        snprintf(tmp, sizeof tmp, "%s/job-XXXXXX", fs->tmpdir);
+        made = mkdtemp(tmp) != NULL;
+    }
+    if (!made)
+        return mfs_errf(err, "cannot make a worker directory in the cache: %s", strerror(errno));
     /* With textures on, every run makes .tex too (cheap next to the import),
      * so every run reads the same files: see reads_textures. */
     if (reads_textures(fs))
         formats |= 1u << MFS_FMT_TEX;
+    /* Likewise .gmf, so every run computes tangents (job.c), and a run for
+     * one missing view cuts it from the same import as the others. */
+    if (computes_tangents(fs))
+        formats |= 1u << MFS_FMT_GMF;
     mfs_job job = {.root = fs->cfg.src, .model = relpath, .formats = formats,
                    .opts = fs->cfg.opts, .outdir = tmp, .limits = fs->cfg.limits};
     job.opts.model_path = fmi_model;
@@ -215,6 +259,17 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     } else {
         mfs_fs_log(fs, "%s: converted in %.2f s", relpath, secs);
     }
+    /* The worker could not open the model's own path (before reading
+     * anything, or on one of assimp's later opens of it): it was renamed or
+     * removed, or a folder on it was swapped for a link, since the daemon
+     * hashed it.  Nothing about the model's bytes, so not remembered
+     * against them: the next access tries again.  (A worker that died
+     * never names the model.) */
+    char refused[4200];
+    snprintf(refused, sizeof refused, "refused to open '%s'", relpath);
+    if (!rep.ok && !rep.transient &&
+        ((rep.deps.n == 0 && strstr(rep.error, relpath)) || !strncmp(rep.error, refused, strlen(refused))))
+        rep.transient = 1;
     /* Inputs for the keys: what the worker read; if it died before saying,
      * the model file alone (hashed here), so a crash is keyed to its bytes. */
     mfs_dep self = {0};
@@ -225,7 +280,7 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     if (ndeps == 0) {
         struct stat st;
         self.path = (char *)relpath;
-        if (mfs_cache_file_hash_at(fs->cache, fs->rootfd, relpath, &st, self.hash, err) < 0) {
+        if (mfs_beneath_hash(fs, relpath, &st, self.hash, err) < 0) {
             mfs_report_free(&rep);
             rmdir(tmp);
             return -1;
@@ -234,7 +289,10 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
         deps = &self;
         ndeps = 1;
     }
-    rc = file_results(fs, relpath, tmp, fmi_model, formats, &rep, deps, ndeps, man, err);
+    mfs_cache_hit hits[MFS_FMT_COUNT];
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        hits[f] = (mfs_cache_hit){.fd = -1};
+    rc = file_results(fs, relpath, tmp, fmi_model, formats, &rep, deps, ndeps, man, hits, err);
     if (rc == 0 && copy_deps(man, deps, ndeps) < 0)
         rc = mfs_errf(err, "out of memory");
     if (rc == 0) {
@@ -244,6 +302,7 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
         if (mfs_cache_manifest_key(relpath, deps[0].size, deps[0].hash, iopts, MESHFS_VERSION, &mk, err) == 0)
             mfs_cache_manifest_store(fs->cache, &mk, man, err);
     }
+    mfs_pins_keep(fs, relpath, man, hits); /* what the cache could not hold */
     mfs_report_free(&rep);
     rmdir(tmp);
     return rc;

@@ -135,7 +135,7 @@ static void free_entries(entry *e, size_t n)
 
 static int open_dir(mfs_fs *fs, const char *dir)
 {
-    return openat(fs->rootfd, dir[0] ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    return mfs_beneath_open(fs, dir, O_RDONLY | O_DIRECTORY);
 }
 
 /* Sorted entries of a folder, with types resolved. */
@@ -176,6 +176,8 @@ static int read_entries(mfs_fs *fs, const char *dir, entry **out, size_t *n)
         e->type = de->d_type;
         e->ino = de->d_ino;
         if (e->type == DT_UNKNOWN) {
+            /* one name in the folder just opened beneath SRC, not followed:
+             * nothing on the way to resolve */
             struct stat st;
             if (fstatat(dirfd(d), e->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
                 e->type = IFTODT(st.st_mode);
@@ -296,7 +298,7 @@ static int same_time(struct timespec a, struct timespec b)
 static dirmap *current_map(mfs_fs *fs, const char *dir, int *err)
 {
     struct stat st;
-    if (fstatat(fs->rootfd, dir[0] ? dir : ".", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+    if (mfs_beneath_stat(fs, dir, &st) < 0) {
         *err = -errno;
         return NULL;
     }
@@ -377,7 +379,7 @@ int mfs_dir_list(mfs_fs *fs, const char *dir, mfs_dir_fill fill, void *ctx)
     if (rc < 0)
         return rc;
     struct stat dst;
-    dev_t dev = fstatat(fs->rootfd, dir[0] ? dir : ".", &dst, 0) == 0 ? dst.st_dev : 0;
+    dev_t dev = mfs_beneath_stat(fs, dir, &dst) == 0 ? dst.st_dev : 0;
     /* lowercase_names: the entries' shown names, from these very entries
      * (the table's notes were logged when it was built) */
     mfs_names shown = {0};

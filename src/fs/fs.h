@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include "meshfs/cache.h"
 #include "meshfs/formats.h"
@@ -21,6 +22,7 @@ typedef struct mfs_fs_config {
                                on (MFS_FMT_LGEPKG_BIT, set here too) */
     unsigned shown;         /* views listed (per-model bits of -o formats) */
     int hide_sources;
+    int hide_failed;        /* a view known to have failed is not shown */
     mfs_options opts;       /* what the writers read (options.h) */
     int lowercase_names;    /* every name shown in lowercase (FGE lowercases before opening) */
     const char *lgepkg_name;    /* game_resources.lgepkg PackageHeader name (<= 19 bytes) */
@@ -124,6 +126,12 @@ typedef struct mfs_view_state {
     struct timespec mtime;  /* newest input mtime */
     mfs_cache_key key;
     int same_as_last;       /* want_fd: the key equals that of the last open */
+    /* who may read it (viewperm.c), known once its inputs are: the read
+     * bits for owner uid/group gid; unknown, only the model's own bits */
+    int perm_known;
+    mode_t perm;
+    uid_t uid;
+    gid_t gid;
 } mfs_view_state;
 
 mfs_models *mfs_models_new(void);
@@ -148,8 +156,47 @@ int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *
 int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,
                          struct stat *model_st, int inputs_checked, struct stat *st);
 
-/* The attributes of a view whose model file has stat mst. */
+/* The attributes of a view whose model file has stat mst.  Its mode: the
+ * read bits of mst, narrowed by vs's (docs/security.md, S1). */
 void mfs_view_stat(const struct stat *mst, const mfs_view_state *vs, int format, struct stat *st);
+
+/* ---- viewperm.c: who may read a view (docs/security.md, S1) ---- */
+
+/* perm (read bits of a view owned by vuid:vgid) narrowed so that no user
+ * it lets read the view is one who could not read an input owned by
+ * fuid:fgid with mode fmode (search: a folder, whose x bits count). */
+mode_t mfs_perm_narrow(mode_t perm, uid_t vuid, gid_t vgid, uid_t fuid, gid_t fgid, mode_t fmode,
+                       int search);
+
+/* ---- beneath.c: every path under SRC (docs/security.md, S2) ---- */
+
+/* A path as the kernel gives it (relative to SRC, "" or "." for SRC):
+ * resolved beneath SRC with no symbolic link followed anywhere, the last
+ * component included (O_NOFOLLOW is implied).  -1 with errno (ELOOP: a
+ * link on the way, EXDEV: ".." out of SRC). */
+int mfs_beneath_open(const mfs_fs *fs, const char *rel, int flags);
+/* lstat of such a path; 0 or -1 with errno. */
+int mfs_beneath_stat(const mfs_fs *fs, const char *rel, struct stat *st);
+/* readlink of such a path (no NUL added); length or -1 with errno. */
+ssize_t mfs_beneath_readlink(const mfs_fs *fs, const char *rel, char *buf, size_t n);
+
+/* A dependency's path (mfs_dep.path): resolved as the worker resolved it,
+ * beneath SRC, following links that stay beneath. */
+int mfs_beneath_open_dep(const mfs_fs *fs, const char *rel, int flags);
+int mfs_beneath_stat_dep(const mfs_fs *fs, const char *rel, struct stat *st);
+/* The SRC-relative path with no links in it that a dependency path leads
+ * to, into out.  0 or -errno. */
+int mfs_beneath_dep_real(const mfs_fs *fs, const char *rel, char *out, size_t n);
+/* The content hash of the regular file at such a kernel path (through the
+ * cache's stat index, so an unchanged file is not read); st receives its
+ * stat.  0, or -1 with err and errno set. */
+int mfs_beneath_hash(mfs_fs *fs, const char *rel, struct stat *st, uint8_t hash[16], mfs_err *err);
+
+/* ---- errtext.c: reasons and log lines as users see them ---- */
+
+/* in with SRC's absolute path made relative, and the cache directory (with
+ * the names inside it) and the worker's location left out. */
+void mfs_fs_errtext(const mfs_fs *fs, const char *in, char *out, size_t n);
 
 /* ---- convert.c: run a worker for a model and file its outputs ---- */
 

@@ -41,6 +41,7 @@ typedef struct pkg {
     int size_ok;
     char size_err[MFS_ERR_MAX];
     struct timespec mtime;
+    mode_t perm;              /* read bits: narrowed over every model's views */
     mfs_cache_key key;
     atomic_size_t next;       /* fan-out: next model to resolve */
     mfs_fs *fs;
@@ -70,7 +71,7 @@ static int pkg_list(mfs_fs *fs, const char *dir, pkg *p)
     memset(p, 0, sizeof *p);
     p->fs = fs;
     p->dir = dir;
-    if (fstatat(fs->rootfd, dir[0] ? dir : ".", &p->dir_st, AT_SYMLINK_NOFOLLOW) < 0)
+    if (mfs_beneath_stat(fs, dir, &p->dir_st) < 0)
         return -errno;
     int rc = mfs_dirmap_models(fs, dir, &p->list, &p->n);
     if (rc < 0)
@@ -131,9 +132,10 @@ static void *resolver(void *arg)
     }
 }
 
-/* Is every view of model pm known without work? */
+/* Is every view of model pm known without work?  perm: narrowed by the
+ * views' read bits for a package owned like dst. */
 static int model_known(mfs_fs *fs, const char *dir, const pkg_model *pm, uint64_t sizes[4],
-                       struct timespec *mtime)
+                       struct timespec *mtime, const struct stat *dst, mode_t *perm)
 {
     struct stat mst;
     for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
@@ -143,6 +145,7 @@ static int model_known(mfs_fs *fs, const char *dir, const pkg_model *pm, uint64_
             return 0;
         sizes[k] = (uint64_t)st.st_size;
         newer(mtime, st.st_mtim);
+        *perm = mfs_perm_narrow(*perm, dst->st_uid, dst->st_gid, st.st_uid, st.st_gid, st.st_mode, 0);
     }
     return 1;
 }
@@ -158,7 +161,8 @@ static void pkg_resolve(pkg *p, int want_fd)
     for (size_t i = 0; i < p->n; i++) {
         uint64_t sizes[4];
         struct timespec t = {0, 0};
-        cold += !model_known(p->fs, p->dir, &p->m[i], sizes, &t);
+        mode_t perm = 0;
+        cold += !model_known(p->fs, p->dir, &p->m[i], sizes, &t, &p->dir_st, &perm);
     }
     size_t nth = cold < p->fs->cfg.convert_jobs ? cold : p->fs->cfg.convert_jobs;
     if (nth > MAX_FANOUT)
@@ -173,6 +177,30 @@ static void pkg_resolve(pkg *p, int want_fd)
     resolver(p); /* the caller works too, and finishes alone if no thread started */
     for (size_t t = 0; t < started; t++)
         pthread_join(th[t], NULL);
+}
+
+/* Who may read the package (docs/security.md, S1): no one who could not
+ * read every model's views, failed ones included (their reasons are in the
+ * package's user.meshfs.error).  A view is an input owned like its model,
+ * so the rule of viewperm.c carries over to the package's owner, the
+ * folder's.  A view resolved without attributes counts as its model file. */
+static void narrow_by_model(pkg *p, const pkg_model *pm)
+{
+    const struct stat *d = &p->dir_st;
+    int fallback = 0;
+    for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
+        const mfs_view_state *vs = &pm->vs[k];
+        if (vs->perm_known)
+            p->perm = mfs_perm_narrow(p->perm, d->st_uid, d->st_gid, vs->uid, vs->gid, vs->perm, 0);
+        else
+            fallback = 1;
+    }
+    char path[4200];
+    struct stat mst;
+    snprintf(path, sizeof path, "%s%s%s", p->dir, p->dir[0] ? "/" : "", pm->model);
+    if (fallback && mfs_beneath_stat(p->fs, path, &mst) == 0)
+        p->perm = mfs_perm_narrow(p->perm, d->st_uid, d->st_gid, mst.st_uid, mst.st_gid,
+                                  mst.st_mode, 0);
 }
 
 /* Size, mtime and cache key from the resolved views. */
@@ -193,11 +221,13 @@ static int pkg_summarise(pkg *p)
     mfs_cache_key_add_str(&kb, p->fs->cfg.lgepkg_name);
     mfs_cache_key_add_str(&kb, p->fs->cfg.lgepkg_version);
     mfs_cache_key_add_str(&kb, MESHFS_VERSION);
+    p->perm = 0444;
     for (size_t i = 0; i < p->n; i++) {
         pkg_model *pm = &p->m[i];
         for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++)
             if (pm->vs[k].mtime.tv_sec || pm->vs[k].mtime.tv_nsec)
                 newer(&p->mtime, pm->vs[k].mtime);
+        narrow_by_model(p, pm);
         if (!pm->ok)
             continue;
         mfs_cache_key_add_str(&kb, pm->name);
@@ -216,12 +246,13 @@ static int pkg_summarise(pkg *p)
     return 0;
 }
 
-static void pkg_stat(const pkg *p, uint64_t size, struct timespec mtime, struct stat *st)
+static void pkg_stat(const pkg *p, uint64_t size, struct timespec mtime, mode_t perm,
+                     struct stat *st)
 {
     memset(st, 0, sizeof *st);
     st->st_dev = p->dir_st.st_dev;
     st->st_ino = mfs_view_ino(p->dir_st.st_dev, p->dir_st.st_ino, MFS_FS_LGEPKG);
-    st->st_mode = S_IFREG | 0444;
+    st->st_mode = S_IFREG | perm;
     st->st_nlink = 1;
     st->st_uid = p->dir_st.st_uid;
     st->st_gid = p->dir_st.st_gid;
@@ -238,7 +269,7 @@ int mfs_lgepkg_present(mfs_fs *fs, const char *dir)
     char path[4200];
     snprintf(path, sizeof path, "%s%s%s", dir, dir[0] ? "/" : "", MFS_LGEPKG_FILE_NAME);
     struct stat st;
-    if (fstatat(fs->rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
+    if (mfs_beneath_stat(fs, path, &st) == 0)
         return 0;
     char real[4096];
     int r = mfs_dirmap_real_name(fs, dir, MFS_LGEPKG_FILE_NAME, real, sizeof real);
@@ -275,7 +306,7 @@ int mfs_lgepkg_attr(mfs_fs *fs, const char *dir, struct stat *st)
     int rc = pkg_load(fs, dir, 0, &p);
     if (rc < 0)
         return rc;
-    pkg_stat(&p, p.size_ok ? p.size : 0, p.mtime, st);
+    pkg_stat(&p, p.size_ok ? p.size : 0, p.mtime, p.perm, st);
     pkg_free(&p);
     return 0;
 }
@@ -288,10 +319,11 @@ int mfs_lgepkg_cached_stat(mfs_fs *fs, const char *dir, struct stat *st)
     uint64_t *sizes = calloc(p.n ? p.n * MFS_LGEPKG_CHUNKS : 1, sizeof *sizes);
     struct timespec mtime = p.dir_st.st_mtim;
     size_t packed = 0;
+    mode_t perm = 0444;
     int known = sizes != NULL;
     for (size_t i = 0; known && i < p.n; i++) {
         uint64_t *s = sizes + packed * MFS_LGEPKG_CHUNKS;
-        known = model_known(fs, dir, &p.m[i], s, &mtime);
+        known = model_known(fs, dir, &p.m[i], s, &mtime, &p.dir_st, &perm);
         /* every writer of the four emits a header, so only a failed view
          * (shown empty, its reason in user.meshfs.error) has size 0 */
         if (known && s[0] && s[1] && s[2] && s[3])
@@ -302,7 +334,7 @@ int mfs_lgepkg_cached_stat(mfs_fs *fs, const char *dir, struct stat *st)
     if (known && mfs_lgepkg_size_of(sizes, packed * MFS_LGEPKG_CHUNKS, &size, &err) < 0)
         size = 0;
     if (known)
-        pkg_stat(&p, size, mtime, st);
+        pkg_stat(&p, size, mtime, perm, st);
     free(sizes);
     pkg_free(&p);
     return known;
@@ -413,7 +445,8 @@ static int assemble(pkg *p, mfs_cache_hit *hit)
     return rc;
 }
 
-int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit)
+int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_key *key,
+                    struct stat *st)
 {
     hit->fd = -1;
     hit->reason = NULL;
@@ -437,6 +470,10 @@ int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit)
         rc = assemble(&p, hit);
     }
     pthread_mutex_unlock(lock);
+    if (rc == 0) {
+        *key = p.key; /* assemble re-summarises, so these are the bytes' own */
+        pkg_stat(&p, hit->length, p.mtime, p.perm, st);
+    }
     pkg_free(&p);
     if (rc < 0)
         mfs_cache_hit_release(hit);

@@ -35,8 +35,11 @@ int mfs_lgepkg_attr(mfs_fs *fs, const char *dir, struct stat *st);
 int mfs_lgepkg_cached_stat(mfs_fs *fs, const char *dir, struct stat *st);
 
 /* Opens the package's bytes: found in the cache, or assembled and stored
- * there first.  hit: fd, offset, length (caller releases).  0 or -errno. */
-int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit);
+ * there first.  hit: fd, offset, length (caller releases); key: the entry's
+ * key, naming its bytes; st: the attributes of exactly those bytes.  0 or
+ * -errno. */
+int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_key *key,
+                    struct stat *st);
 
 /* user.meshfs.error: the models left out, each with its reason (and why
  * the package could not be made, if so).  Returns the text length, 0 when

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "coherence.h"
 #include "fs.h"
 
 typedef struct sig {
@@ -19,6 +20,9 @@ typedef struct sig {
     ino_t ino;
     off_t size;
     struct timespec mtime, ctime;
+    uid_t uid;                /* for who may read the views (S1) */
+    gid_t gid;
+    mode_t mode;
 } sig;
 
 typedef struct fmt_memo {
@@ -41,6 +45,14 @@ typedef struct model {
     char **input_paths;
     sig *input_sigs;
     struct timespec newest;
+    /* folders the inputs lie in beyond the model's own (whose the kernel
+     * checks on the way to a view): their search bits count (viewperm.c) */
+    uint32_t ndirs;
+    char **dir_paths;
+    sig *dir_sigs;
+    mode_t perm;              /* read bits the views may have, owned uid:gid */
+    uid_t uid;
+    gid_t gid;
     fmt_memo fmt[MFS_FMT_COUNT];
     /* key of each view at its last open, kept across memo refreshes: the
      * kernel may keep its page cache only while the bytes are the same */
@@ -74,6 +86,13 @@ static void memo_clear(model *m)
     m->input_sigs = NULL;
     m->fmi_model = NULL;
     m->ninputs = 0;
+    for (uint32_t i = 0; i < m->ndirs; i++)
+        free(m->dir_paths[i]);
+    free(m->dir_paths);
+    free(m->dir_sigs);
+    m->dir_paths = NULL;
+    m->dir_sigs = NULL;
+    m->ndirs = 0;
     m->valid = 0;
     for (int f = 0; f < MFS_FMT_COUNT; f++)
         free(m->fmt[f].reason);
@@ -120,17 +139,29 @@ static model *get_model(mfs_models *ms, const char *path)
     return m;
 }
 
-static int take_sig(mfs_fs *fs, const char *path, sig *s)
+/* The model and folders are stat'ed as the kernel's paths are, following
+ * no link; a dependency (dep) as the worker opened it (beneath.c). */
+static int take_sig(mfs_fs *fs, const char *path, int dep, sig *s)
 {
     struct stat st;
-    if (fstatat(fs->rootfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    if ((dep ? mfs_beneath_stat_dep(fs, path, &st) : mfs_beneath_stat(fs, path, &st)) < 0)
         return -errno;
     s->dev = st.st_dev;
     s->ino = st.st_ino;
     s->size = st.st_size;
     s->mtime = st.st_mtim;
     s->ctime = st.st_ctim;
+    s->uid = st.st_uid;
+    s->gid = st.st_gid;
+    s->mode = st.st_mode;
     return 0;
+}
+
+/* A folder's sig for the memo: what decides who may search it. */
+static int same_dir_sig(const sig *a, const sig *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->uid == b->uid && a->gid == b->gid &&
+           a->mode == b->mode;
 }
 
 static int same_sig(const sig *a, const sig *b)
@@ -146,10 +177,86 @@ static int memo_current(mfs_fs *fs, const model *m, const char *fmi_model)
         return 0;
     for (uint32_t i = 0; i < m->ninputs; i++) {
         sig now;
-        if (take_sig(fs, m->input_paths[i], &now) < 0 || !same_sig(&now, &m->input_sigs[i]))
+        if (take_sig(fs, m->input_paths[i], i > 0, &now) < 0 || !same_sig(&now, &m->input_sigs[i]))
+            return 0;
+    }
+    for (uint32_t i = 0; i < m->ndirs; i++) {
+        sig now;
+        if (take_sig(fs, m->dir_paths[i], 0, &now) < 0 || !same_dir_sig(&now, &m->dir_sigs[i]))
             return 0;
     }
     return 1;
+}
+
+/* Is folder prefix the model's own folder or one above it? */
+static int on_model_path(const char *prefix, size_t len, const char *mdir)
+{
+    return strncmp(prefix, mdir, len) == 0 && (mdir[len] == '\0' || mdir[len] == '/');
+}
+
+static int add_dir(model *m, const char *path, size_t len)
+{
+    for (uint32_t i = 0; i < m->ndirs; i++)
+        if (strlen(m->dir_paths[i]) == len && !strncmp(m->dir_paths[i], path, len))
+            return 0;
+    char **np = realloc(m->dir_paths, (m->ndirs + 1) * sizeof *np);
+    if (!np)
+        return -ENOMEM;
+    m->dir_paths = np;
+    sig *ns = realloc(m->dir_sigs, (m->ndirs + 1) * sizeof *ns);
+    if (!ns)
+        return -ENOMEM;
+    m->dir_sigs = ns;
+    if (!(m->dir_paths[m->ndirs] = strndup(path, len)))
+        return -ENOMEM;
+    m->ndirs++;
+    return 0;
+}
+
+/* Who may read the views (docs/security.md, S1): the model's read bits,
+ * narrowed by each dependency's and by the search bits of every folder a
+ * dependency lies in outside the model's own path.  Called by memo_fill
+ * once the inputs' sigs are taken. */
+static int memo_perm(mfs_fs *fs, model *m)
+{
+    m->perm = 0;
+    m->uid = m->gid = 0;
+    if (m->ninputs == 0)
+        return 0; /* a manifest without its model: nobody but root */
+    m->uid = m->input_sigs[0].uid;
+    m->gid = m->input_sigs[0].gid;
+    mode_t perm = 0444;
+    for (uint32_t i = 0; i < m->ninputs; i++)
+        perm = mfs_perm_narrow(perm, m->uid, m->gid, m->input_sigs[i].uid, m->input_sigs[i].gid,
+                               m->input_sigs[i].mode, 0);
+    char mdir[4096];
+    const char *slash = strrchr(m->path, '/');
+    snprintf(mdir, sizeof mdir, "%.*s", slash ? (int)(slash - m->path) : 0, m->path);
+    for (uint32_t i = 1; i < m->ninputs; i++) {
+        /* the folders the dependency is really in: its path's, unless a
+         * link is on the way, then those of where it leads */
+        const char *path = m->input_paths[i];
+        char real[4096];
+        struct stat st;
+        if (mfs_beneath_stat(fs, path, &st) < 0 || S_ISLNK(st.st_mode)) {
+            if (mfs_beneath_dep_real(fs, path, real, sizeof real) < 0) {
+                perm = 0; /* cannot tell where it is: only root reads */
+                continue;
+            }
+            path = real;
+        }
+        for (const char *p = strchr(path, '/'); p; p = strchr(p + 1, '/'))
+            if (!on_model_path(path, (size_t)(p - path), mdir) && add_dir(m, path, (size_t)(p - path)) < 0)
+                return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < m->ndirs; i++) {
+        if (take_sig(fs, m->dir_paths[i], 0, &m->dir_sigs[i]) < 0)
+            return -EAGAIN; /* changed meanwhile: resolve again */
+        perm = mfs_perm_narrow(perm, m->uid, m->gid, m->dir_sigs[i].uid, m->dir_sigs[i].gid,
+                               m->dir_sigs[i].mode, 1);
+    }
+    m->perm = perm;
+    return 0;
 }
 
 /* Records the inputs' current sigs and each enabled format's entry state. */
@@ -167,12 +274,15 @@ static int memo_fill(mfs_fs *fs, model *m, const mfs_cache_manifest *man, const 
         if (!m->input_paths[i])
             return -ENOMEM;
         m->ninputs++;
-        if (take_sig(fs, man->deps[i].path, &m->input_sigs[i]) < 0)
+        if (take_sig(fs, man->deps[i].path, i > 0, &m->input_sigs[i]) < 0)
             return -EAGAIN; /* vanished meanwhile: resolve again */
         struct timespec t = m->input_sigs[i].mtime;
         if (t.tv_sec > m->newest.tv_sec || (t.tv_sec == m->newest.tv_sec && t.tv_nsec > m->newest.tv_nsec))
             m->newest = t;
     }
+    int prc = memo_perm(fs, m);
+    if (prc < 0)
+        return prc;
     for (int f = 0; f < MFS_FMT_COUNT; f++) {
         if (!(fs->cfg.formats & (1u << f)))
             continue;
@@ -188,7 +298,8 @@ static int memo_fill(mfs_fs *fs, model *m, const mfs_cache_manifest *man, const 
             return -ENOMEM;
         const mfs_cache_key *k = &key;
         mfs_cache_hit hit = {.fd = -1};
-        int r = mfs_cache_peek(fs->cache, k, &hit, &err);
+        /* less failures tried again, plus views only a pin holds (entry.c) */
+        int r = mfs_entry_peek(fs, k, m->newest, &hit, &err);
         if (r != 1) {
             mfs_cache_hit_release(&hit);
             continue;
@@ -223,10 +334,8 @@ static int model_hash(mfs_fs *fs, const model *m, int peek, struct stat *st, uin
                       mfs_err *err)
 {
     if (!peek)
-        return mfs_cache_file_hash_at(fs->cache, fs->rootfd, m->path, st, hash, err) < 0
-                   ? -(errno ? errno : EIO)
-                   : 0;
-    if (fstatat(fs->rootfd, m->path, st, AT_SYMLINK_NOFOLLOW) < 0)
+        return mfs_beneath_hash(fs, m->path, st, hash, err) < 0 ? -(errno ? errno : EIO) : 0;
+    if (mfs_beneath_stat(fs, m->path, st) < 0)
         return -errno;
     return S_ISREG(st->st_mode) && mfs_cache_file_hash_known(fs->cache, st, hash) ? 0 : 1;
 }
@@ -284,6 +393,13 @@ static int refresh(mfs_fs *fs, model *m, const char *fmi_model, int format, int 
         if (mfs_fs_convert(fs, m->path, fmi_model, need, &man, err) < 0)
             return -EIO;
         int cur = mfs_cache_manifest_current(fs->cache, fs->rootfd, &man, err);
+        /* the worker opened the model by its path itself: if that led to
+         * other bytes than were hashed here (the model changed, or a folder
+         * on its path was swapped for a link), its views are not this
+         * path's */
+        if (cur == 1 && (man.ndeps == 0 || man.deps[0].size != (uint64_t)st.st_size ||
+                         memcmp(man.deps[0].hash, hash, 16) != 0))
+            cur = 0;
         int rc = cur == 1 ? memo_fill(fs, m, &man, fmi_model) : -EAGAIN;
         mfs_cache_manifest_free(&man);
         if (rc == 0 && !(missing_formats(fs, m) & (1u << format)))
@@ -336,10 +452,14 @@ int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *
         out->size = fm->ok ? fm->size : 0;
         out->mtime = m->newest;
         out->key = fm->key;
+        out->perm_known = 1;
+        out->perm = m->perm;
+        out->uid = m->uid;
+        out->gid = m->gid;
         snprintf(out->reason, sizeof out->reason, "%s", fm->reason ? fm->reason : "");
         if (!want_fd || !fm->ok)
             break;
-        int r = mfs_cache_lookup(fs->cache, &fm->key, &out->hit, &err);
+        int r = mfs_entry_lookup(fs, &fm->key, &out->hit, &err);
         if (r == 1 && out->hit.fd >= 0 && out->hit.length == fm->size) {
             out->same_as_last = m->served[format] &&
                                 !memcmp(&m->served_key[format], &fm->key, sizeof fm->key);
@@ -369,7 +489,7 @@ int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,
     join_path(fmi_model, sizeof fmi_model, dir, ref->base);
     mfs_casemap_fold(fs, fmi_model);
     model *m = get_model(fs->models, path);
-    if (!m || (!inputs_checked && fstatat(fs->rootfd, path, model_st, AT_SYMLINK_NOFOLLOW) < 0))
+    if (!m || (!inputs_checked && mfs_beneath_stat(fs, path, model_st) < 0))
         return 0;
     const struct stat mst = *model_st;
     /* never wait: a held model is converting, and a listing must not */
@@ -393,6 +513,10 @@ int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,
         vs.ok = m->fmt[ref->format].ok;
         vs.size = vs.ok ? m->fmt[ref->format].size : 0;
         vs.mtime = m->newest;
+        vs.perm_known = 1;
+        vs.perm = m->perm;
+        vs.uid = m->uid;
+        vs.gid = m->gid;
         mfs_view_stat(&mst, &vs, ref->format, st);
         ok = 1;
     }
@@ -405,7 +529,14 @@ void mfs_view_stat(const struct stat *mst, const mfs_view_state *vs, int format,
     memset(st, 0, sizeof *st);
     st->st_dev = mst->st_dev;
     st->st_ino = mfs_view_ino(mst->st_dev, mst->st_ino, format);
-    st->st_mode = S_IFREG | 0444;
+    /* never more than the model's own read bits; with the inputs known,
+     * narrowed by theirs (their owner is the model's, unless it changed
+     * since: then narrowed as any input owned by someone else) */
+    mode_t perm = mfs_perm_narrow(0444, mst->st_uid, mst->st_gid, mst->st_uid, mst->st_gid,
+                                  mst->st_mode, 0);
+    if (vs->perm_known)
+        perm = mfs_perm_narrow(perm, mst->st_uid, mst->st_gid, vs->uid, vs->gid, vs->perm, 0);
+    st->st_mode = S_IFREG | perm;
     st->st_nlink = 1;
     st->st_uid = mst->st_uid;
     st->st_gid = mst->st_gid;
@@ -413,4 +544,25 @@ void mfs_view_stat(const struct stat *mst, const mfs_view_state *vs, int format,
     st->st_blksize = 4096;
     st->st_blocks = (blkcnt_t)((vs->size + 511) / 512);
     st->st_mtim = st->st_ctim = st->st_atim = vs->mtime;
+}
+
+int mfs_view_known_failed(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
+{
+    char path[4096], fmi_model[4096];
+    join_path(path, sizeof path, dir, ref->model);
+    join_path(fmi_model, sizeof fmi_model, dir, ref->base);
+    mfs_casemap_fold(fs, fmi_model);
+    model *m = get_model(fs->models, path);
+    /* never wait, as mfs_view_cached_stat */
+    if (!m || pthread_mutex_trylock(&m->lock) != 0)
+        return 0;
+    int current = memo_current(fs, m, fmi_model);
+    if (!current) {
+        mfs_err err;
+        mfs_err_clear(&err);
+        current = refresh(fs, m, fmi_model, ref->format, 1, &err) == 0;
+    }
+    int failed = current && m->fmt[ref->format].known && !m->fmt[ref->format].ok;
+    pthread_mutex_unlock(&m->lock);
+    return failed;
 }

@@ -1,7 +1,8 @@
 /* The FUSE operations: a read-only mirror of SRC plus the views.
  *
- * Paths arrive as "/dir/name"; everything is resolved relative to the SRC
- * directory descriptor, never through the mount or an absolute path. */
+ * Paths arrive as "/dir/name"; everything is resolved beneath the SRC
+ * directory descriptor following no symbolic link (beneath.c), never
+ * through the mount or an absolute path. */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "coherence.h"
 #include "fs.h"
 #include "lgepkg.h"
 #include "meshfs/naming.h"
@@ -25,6 +27,9 @@ typedef struct handle {
     int is_view;
     int fd;
     uint64_t offset, length; /* view payload within fd */
+    struct stat st;          /* view: the attributes of the entry it serves */
+    void *kv;                /* view: its kview.c token */
+    int direct;              /* view: opened with direct I/O (kview.c) */
 } handle;
 
 static mfs_fs *FS(void)
@@ -102,12 +107,14 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
     char mpath[4200];
     snprintf(mpath, sizeof mpath, "%s%s%s", dir, dir[0] ? "/" : "", ref->model);
     struct stat mst;
-    if (fstatat(fs->rootfd, mpath, &mst, AT_SYMLINK_NOFOLLOW) < 0)
+    if (mfs_beneath_stat(fs, mpath, &mst) < 0)
         return -errno;
     mfs_view_state vs;
     int rc = mfs_view_resolve(fs, dir, ref->model, ref->base, ref->format, 0, &vs);
     if (rc == -ENOENT || (rc < 0 && !vs.reason[0]))
         return rc == -ENOENT ? -ENOENT : -EIO;
+    if (rc == 0 && !vs.ok && fs->cfg.hide_failed)
+        return -ENOENT; /* a known failure is not shown (-o hide_failed) */
     if (rc < 0) {
         /* failed for now (e.g. the cache disk is full): like a failed
          * conversion, an empty view whose reason can be read */
@@ -122,10 +129,18 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 {
     mfs_fs *fs = FS();
     atomic_fetch_add(&fs->stats.attr_requests, 1);
+    handle *fh = fi ? (handle *)(uintptr_t)fi->fh : NULL;
+    if (fh && fh->is_view) {
+        /* asked through an open view (a read past the size it knows): the
+         * entry that handle serves, as kview.c allows */
+        *st = fh->st;
+        mfs_kview_attr(path, st);
+        return 0;
+    }
     const char *r = rel(path);
     if (!r)
         return -errno;
-    if (fstatat(fs->rootfd, r, st, AT_SYMLINK_NOFOLLOW) == 0)
+    if (mfs_beneath_stat(fs, r, st) == 0)
         return is_hidden_source(fs, r, st) ? -ENOENT : 0;
     if (errno != ENOENT)
         return -errno;
@@ -136,6 +151,8 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
         return v == 0 ? -ENOENT : v;
     int rc = view_attr(fs, dir, &ref, st);
     ref_free(&ref);
+    if (rc == 0)
+        mfs_kview_attr(path, st); /* what the kernel will hold (kview.c) */
     return rc;
 }
 
@@ -242,7 +259,7 @@ static int plus_attr(mfs_fs *fs, const dirh *h, const dent *d, struct stat *mode
         return mfs_view_cached_stat(fs, h->dir, &d->view, model_st, same_model, st);
     char path[4200];
     snprintf(path, sizeof path, "%s%s%s", h->dir, h->dir[0] ? "/" : "", d->name);
-    return fstatat(fs->rootfd, path, st, AT_SYMLINK_NOFOLLOW) == 0;
+    return mfs_beneath_stat(fs, path, st) == 0;
 }
 
 /* Offsets: 1 and 2 are "." and "..", 3 + i the listing's entry i. */
@@ -273,16 +290,36 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
         const dent *d = &h->e[i];
         struct stat st;
         int have = 0;
+        if (fs->cfg.hide_failed && d->is_view && d->view.format != MFS_FS_LGEPKG &&
+            mfs_view_known_failed(fs, h->dir, &d->view))
+            continue; /* -o hide_failed: a view known to have failed is not listed */
         if (plus) {
             int same = d->is_view && checked && !strcmp(checked, d->view.model);
             have = plus_attr(fs, h, d, &model_st, same, &st);
             checked = d->is_view && have ? d->view.model : NULL;
+            if (have && d->is_view) {
+                char vpath[4200];
+                snprintf(vpath, sizeof vpath, "%s/%s", strcmp(path, "/") ? path : "", d->name);
+                mfs_kview_attr(vpath, &st);
+            }
         }
         if (filler(buf, d->name, have ? &st : &d->partial, (off_t)(i + 3),
                    have ? FUSE_FILL_DIR_PLUS : 0))
             break;
     }
     return 0;
+}
+
+/* How the kernel is to treat this open of a view (kview.c). */
+static void kview_open(const char *path, struct fuse_file_info *fi, handle *h, const uint8_t id[16])
+{
+    mfs_kview_open res;
+    h->kv = mfs_kview_opened(path, id, &h->st, &res);
+    h->direct = res.direct_io;
+    fi->direct_io = res.direct_io;
+    fi->keep_cache = res.keep_cache;
+    if (res.invalidate)
+        fuse_invalidate_path(fuse_get_context()->fuse, path);
 }
 
 static int op_open(const char *path, struct fuse_file_info *fi)
@@ -297,8 +334,8 @@ static int op_open(const char *path, struct fuse_file_info *fi)
     if (!h)
         return -ENOMEM;
     struct stat st;
-    if (fstatat(fs->rootfd, r, &st, AT_SYMLINK_NOFOLLOW) == 0 && !is_hidden_source(fs, r, &st)) {
-        h->fd = openat(fs->rootfd, r, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (mfs_beneath_stat(fs, r, &st) == 0 && !is_hidden_source(fs, r, &st)) {
+        h->fd = mfs_beneath_open(fs, r, O_RDONLY);
         if (h->fd < 0) {
             int e = errno;
             free(h);
@@ -316,24 +353,35 @@ static int op_open(const char *path, struct fuse_file_info *fi)
     }
     if (ref.format == MFS_FS_LGEPKG) {
         mfs_cache_hit hit;
-        int rc = mfs_lgepkg_open(fs, dir, &hit);
+        mfs_cache_key key;
+        struct stat pst;
+        int rc = mfs_lgepkg_open(fs, dir, &hit, &key, &pst);
         ref_free(&ref);
         if (rc < 0) {
             free(h);
             return rc == -ENOENT ? -ENOENT : -EIO;
         }
-        *h = (handle){.is_view = 1, .fd = hit.fd, .offset = hit.offset, .length = hit.length};
+        *h = (handle){.is_view = 1, .fd = hit.fd, .offset = hit.offset, .length = hit.length,
+                      .st = pst};
+        kview_open(path, fi, h, key.b);
         fi->fh = (uintptr_t)h;
         atomic_fetch_add(&fs->stats.views_served, 1);
         return 0;
     }
     mfs_view_state vs;
     int rc = mfs_view_resolve(fs, dir, ref.model, ref.base, ref.format, 1, &vs);
+    char mpath[4200];
+    snprintf(mpath, sizeof mpath, "%s%s%s", dir, dir[0] ? "/" : "", ref.model);
+    int format = ref.format;
     ref_free(&ref);
+    struct stat mst;
+    if (rc == 0 && vs.ok && mfs_beneath_stat(fs, mpath, &mst) < 0)
+        rc = -errno;
     if (rc < 0 || !vs.ok) {
         mfs_cache_hit_release(&vs.hit);
         free(h);
-        return rc == -ENOENT ? -ENOENT : -EIO;
+        /* -o hide_failed: a known failure is not there */
+        return rc == -ENOENT || (rc == 0 && fs->cfg.hide_failed) ? -ENOENT : -EIO;
     }
     h->is_view = 1;
     h->fd = vs.hit.fd;
@@ -342,8 +390,10 @@ static int op_open(const char *path, struct fuse_file_info *fi)
     vs.hit.fd = -1;
     mfs_cache_hit_release(&vs.hit);
     /* A cache entry's bytes never change, so the kernel may keep its pages
-     * as long as this path still shows the same entry. */
-    fi->keep_cache = vs.same_as_last;
+     * as long as this path still shows the same entry; kview.c decides,
+     * from what the kernel was last told. */
+    mfs_view_stat(&mst, &vs, format, &h->st);
+    kview_open(path, fi, h, vs.key.b);
     fi->fh = (uintptr_t)h;
     atomic_fetch_add(&fs->stats.views_served, 1);
     return 0;
@@ -391,6 +441,8 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 {
     handle *h = (handle *)(uintptr_t)fi->fh;
     if (h) {
+        if (h->is_view)
+            mfs_kview_release(h->kv, h->direct);
         close(h->fd);
         free(h);
     }
@@ -400,7 +452,7 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 static int op_readlink(const char *path, char *buf, size_t size)
 {
     const char *r = rel(path);
-    ssize_t n = r ? readlinkat(FS()->rootfd, r, buf, size - 1) : -1;
+    ssize_t n = r ? mfs_beneath_readlink(FS(), r, buf, size - 1) : -1;
     if (n < 0)
         return -errno;
     buf[n] = '\0';
@@ -483,6 +535,29 @@ static int reply_xattr(const char *text, int len, char *value, size_t size)
     return len;
 }
 
+/* user.meshfs.error of a model file: its failed views, one per line
+ * (failed.c), so the reasons stay readable under -o hide_failed.  Read by
+ * name only: listxattr does not offer it, so `cp -a` and `rsync -X` do not
+ * copy a reason about the mount onto a copy of the model. */
+static int model_error(mfs_fs *fs, const char *r, char *value, size_t size)
+{
+    const char *slash = strrchr(r, '/');
+    if (!mfs_is_model_name(slash ? slash + 1 : r))
+        return -ENODATA;
+    size_t cap = (size_t)MFS_FMT_COUNT * (MFS_ERR_MAX + 64);
+    char *text = malloc(cap), *shown = malloc(cap);
+    int len = text && shown ? mfs_model_errors(fs, r, text, cap) : -ENOMEM;
+    if (len > 0) {
+        mfs_fs_errtext(fs, text, shown, cap);
+        len = reply_xattr(shown, (int)strlen(shown), value, size);
+    } else if (len == 0) {
+        len = -ENODATA;
+    }
+    free(text);
+    free(shown);
+    return len;
+}
+
 static int op_getxattr(const char *path, const char *name, char *value, size_t size)
 {
     mfs_fs *fs = FS();
@@ -496,12 +571,16 @@ static int op_getxattr(const char *path, const char *name, char *value, size_t s
     if (strcmp(name, XATTR_ERROR) && !warning)
         return -ENODATA;
     struct stat st;
-    if (fstatat(fs->rootfd, r, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        return -ENODATA;
+    if (mfs_beneath_stat(fs, r, &st) == 0)
+        return !warning && S_ISREG(st.st_mode) ? model_error(fs, r, value, size) : -ENODATA;
     int len = warning ? view_warning(fs, r, text, sizeof text) : view_error(fs, r, text, sizeof text);
     if (len <= 0)
         return len == 0 ? -ENODATA : len;
-    return reply_xattr(text, len, value, size);
+    /* reasons come from everywhere: files named relative to SRC, no
+     * cache or other internal path (errtext.c) */
+    char shown[sizeof text];
+    mfs_fs_errtext(fs, text, shown, sizeof shown);
+    return reply_xattr(shown, (int)strlen(shown), value, size);
 }
 
 static int op_listxattr(const char *path, char *list, size_t size)
@@ -517,7 +596,7 @@ static int op_listxattr(const char *path, char *list, size_t size)
     if (!strcmp(r, ".")) {
         memcpy(names, XATTR_STATS, sizeof XATTR_STATS);
         len = sizeof XATTR_STATS;
-    } else if (fstatat(fs->rootfd, r, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+    } else if (mfs_beneath_stat(fs, r, &st) < 0) {
         if (view_error(fs, r, text, sizeof text) > 0) {
             memcpy(names + len, XATTR_ERROR, sizeof XATTR_ERROR);
             len += sizeof XATTR_ERROR;
