@@ -27,13 +27,30 @@ typedef struct mfs_deps {
 
 void mfs_deps_free(mfs_deps *d);
 
+/* Which importer reads glTF 2.0/glb and OBJ (docs/import.md, "Native
+ * importers"): auto tries the native parsers (cgltf, fast_obj) first and
+ * falls back to assimp when they decline; assimp uses assimp for all. */
+typedef enum mfs_importer {
+    MFS_IMPORTER_AUTO = 0,
+    MFS_IMPORTER_ASSIMP = 1,
+} mfs_importer;
+
 typedef struct mfs_import_opts {
     int source_frame;     /* keep the importer's raw coordinates */
+    int importer;         /* mfs_importer */
     /* Decode the model's first diffuse texture into scene->image (for .tex;
      * docs/formats/tex.md).  The image file is read through the confined file
      * system, so it becomes a dependency; a texture that is missing, refused
      * or undecodable is never an import error, only scene->image.note. */
     int textures;
+    /* Compute tangents and bitangents (assimp's CalcTangentSpace; the
+     * native importers' mfs_calc_tangents), which only .gmf stores: about
+     * 0.8 s on a million-triangle model with UVs.  Not only .gmf's choice:
+     * assimp computes them before JoinIdenticalVertices, which then keeps
+     * apart vertices whose tangents differ, so with them every view may
+     * have more vertices.  Callers therefore decide it once per
+     * configuration, never per run (docs/import.md, "Tangents"). */
+    int tangents;
 } mfs_import_opts;
 
 /* Imports root/relpath.  On success *out owns the scene; deps lists every
@@ -42,11 +59,23 @@ typedef struct mfs_import_opts {
 int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
                mfs_scene **out, mfs_deps *deps, mfs_err *err);
 
+/* How the last mfs_import in this process went: "native gltf", "native
+ * obj", "assimp", or "assimp (native declined: <reason>)".  For the
+ * worker's debug log and the tests; never part of any output. */
+const char *mfs_import_route(void);
+
+/* These two live in the core library (src/import/native_choice.c), so the
+ * daemon and meshfs-convert parse the option without linking the importer.
+ * mfs_importer_parse: "auto" or "assimp" -> *out; -1 with err naming the
+ * value otherwise.  mfs_importer_name: the canonical spelling. */
+int mfs_importer_parse(const char *value, int *out, mfs_err *err);
+const char *mfs_importer_name(int importer);
+
 /* True if assimp has an importer for this file name's extension. */
 int mfs_import_supported(const char *filename);
 
-/* Bit mask of post-processing steps used, for the benchmark baseline and the
- * docs (see docs/import.md). */
-unsigned mfs_import_ai_flags(void);
+/* Bit mask of post-processing steps used for these options (NULL: all
+ * off), for the benchmark baseline and the docs (see docs/import.md). */
+unsigned mfs_import_ai_flags(const mfs_import_opts *o);
 
 #endif

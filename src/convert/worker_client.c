@@ -126,6 +126,10 @@ static void build_argv(argv_buf *a, const mfs_job *job, char *formats, size_t fs
         arg(a, "--fmd-raw");
     if (job->opts.vrt_plain)
         arg(a, "--vrt-plain");
+    if (job->opts.importer != MFS_IMPORTER_AUTO) {
+        arg(a, "--importer");
+        arg(a, mfs_importer_name(job->opts.importer));
+    }
     if (job->opts.model_path) {
         arg(a, "--model-path");
         arg(a, job->opts.model_path);
@@ -275,8 +279,16 @@ static void describe_death(int status, const mfs_job *job, double cpu_s, char *o
              * makes those calls, a hijacked importer does */
             snprintf(out, n, "importer killed by the sandbox (SIGSYS): it attempted a forbidden "
                              "system call");
-        } else {
+        } else if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+                   sig == SIGABRT || sig == SIGTRAP || sig == SIGXFSZ) {
+            /* raised by the process itself: what importing the model did */
             snprintf(out, n, "importer crashed: SIG%s", name ? name : "?");
+        } else {
+            /* SIGTERM, SIGINT (a ^C to the daemon's terminal reaches its
+             * workers too), SIGHUP...: nothing the importer raises itself,
+             * and nothing the daemon sends, so not the model's failure */
+            snprintf(out, n, "worker was killed by SIG%s from outside", name ? name : "?");
+            *transient = 1;
         }
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == MFS_SANDBOX_EXIT) {
         snprintf(out, n, "worker could not enter its sandbox");

@@ -17,13 +17,16 @@
 #include "convert_scene.h"
 #include "fbx_chain.h"
 #include "iofs.h"
+#include "native.h"
 #include "texture.h"
 #include "meshfs/import.h"
 
-unsigned mfs_import_ai_flags(void)
+/* CalcTangentSpace only on request: only .gmf stores tangents, and the step
+ * is a large part of a big import (docs/import.md, "Tangents"). */
+unsigned mfs_import_ai_flags(const mfs_import_opts *o)
 {
     return aiProcess_Triangulate | aiProcess_SortByPType | aiProcess_JoinIdenticalVertices |
-           aiProcess_GenSmoothNormals | aiProcess_CalcTangentSpace |
+           aiProcess_GenSmoothNormals | (o && o->tangents ? aiProcess_CalcTangentSpace : 0) |
            aiProcess_ValidateDataStructure;
 }
 
@@ -79,14 +82,14 @@ static int name_meshes(mfs_scene *s, mfs_err *err)
     return 0;
 }
 
-static const struct aiScene *run_assimp(mfs_iofs *fs, const char *rel)
+static const struct aiScene *run_assimp(mfs_iofs *fs, const char *rel, const mfs_import_opts *o)
 {
     struct aiPropertyStore *props = aiCreatePropertyStore();
     /* Keep FBX pivot chains as helper nodes: assimp's own folding is wrong
      * for PostRotation and geometric transforms, so fbx_chain.c folds them
      * after the copy. */
     aiSetImportPropertyInteger(props, AI_CONFIG_IMPORT_FBX_PRESERVE_PIVOTS, 1);
-    const struct aiScene *ai = aiImportFileExWithProperties(rel, mfs_import_ai_flags(), &fs->io, props);
+    const struct aiScene *ai = aiImportFileExWithProperties(rel, mfs_import_ai_flags(o), &fs->io, props);
     aiReleasePropertyStore(props);
     return ai;
 }
@@ -101,7 +104,12 @@ int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
     mfs_iofs fs;
     if (mfs_iofs_init(&fs, root, deps, err) < 0)
         return -1;
-    const struct aiScene *ai = run_assimp(&fs, rel);
+    int native = mfs_native_try(&fs, rel, o, out, err); /* glTF, OBJ: native.c */
+    if (native <= 0) {
+        mfs_iofs_close(&fs);
+        return native;
+    }
+    const struct aiScene *ai = run_assimp(&fs, rel, o);
     int rc = -1;
     if (fs.refused_count) {
         mfs_errf(err, "refused to open '%s': outside the source root", fs.refused);

@@ -26,6 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <assimp/scene.h>
 #include <stb_image.h>
 
 #include "texture.h"
@@ -38,7 +39,8 @@
 
 typedef struct tex_ctx {
     mfs_scene *s;
-    const struct aiScene *ai;
+    const mfs_embedded_image *emb; /* the model's embedded images, "*N" is emb[N] */
+    unsigned n_emb;
     mfs_iofs *fs;
 } tex_ctx;
 
@@ -157,62 +159,62 @@ static void decode_file_bytes(tex_ctx *c, const uint8_t *p, size_t n, const char
     set_image(c, own, (uint32_t)lw, (uint32_t)lh, channels, label);
 }
 
-/* Embedded texture k: compressed file bytes (mHeight == 0, mWidth bytes) or
- * raw ARGB8888 texels (mWidth x mHeight aiTexel, b g r a in memory). */
+/* Embedded image k: compressed file bytes (height == 0) or raw texels
+ * (width x height, b g r a in memory). */
 static void decode_embedded(tex_ctx *c, unsigned k)
 {
-    const struct aiTexture *t = c->ai->mTextures[k];
+    const mfs_embedded_image *t = &c->emb[k];
     char label[32];
     snprintf(label, sizeof label, "*%u", k);
-    if (!t || !t->pcData) {
+    if (!t->data) {
         note(c, "embedded texture '%s' has no data", label);
         return;
     }
-    if (t->mHeight == 0) {
-        decode_file_bytes(c, (const uint8_t *)t->pcData, t->mWidth, label);
+    if (t->height == 0) {
+        decode_file_bytes(c, t->data, t->size, label);
         return;
     }
-    if (!dims_ok(c, label, t->mWidth, t->mHeight, 4))
+    if (!dims_ok(c, label, t->width, t->height, 4))
         return;
-    size_t n = (size_t)t->mWidth * t->mHeight;
+    size_t n = (size_t)t->width * t->height;
+    if (t->size / 4 < n) {
+        note(c, "embedded texture '%s' is shorter than %ux%u texels", label, t->width, t->height);
+        return;
+    }
     uint8_t *px = malloc(n * 4);
     if (!px) {
         note(c, "out of memory copying texture '%s'", label);
         return;
     }
     for (size_t i = 0; i < n; i++) {
-        const struct aiTexel *x = &t->pcData[i];
-        px[4 * i] = x->r;
-        px[4 * i + 1] = x->g;
-        px[4 * i + 2] = x->b;
-        px[4 * i + 3] = x->a;
+        const uint8_t *x = &t->data[4 * i];
+        px[4 * i] = x[2];
+        px[4 * i + 1] = x[1];
+        px[4 * i + 2] = x[0];
+        px[4 * i + 3] = x[3];
     }
-    set_image(c, px, t->mWidth, t->mHeight, 4, label);
+    set_image(c, px, t->width, t->height, 4, label);
 }
 
-/* Which embedded texture a material path means: "*N", or (FBX) one whose
+/* Which embedded image a material path means: "*N", or (FBX) one whose
  * recorded file name matches the path or its base name.  -1: none. */
-static long embedded_index(const struct aiScene *ai, const char *path, int *bad_star)
+static long embedded_index(const tex_ctx *c, const char *path, int *bad_star)
 {
     *bad_star = 0;
     if (path[0] == '*') {
         char *end;
         unsigned long k = strtoul(path + 1, &end, 10);
-        if (!isdigit((unsigned char)path[1]) || *end || k >= ai->mNumTextures) {
+        if (!isdigit((unsigned char)path[1]) || *end || k >= c->n_emb) {
             *bad_star = 1;
             return -1;
         }
         return (long)k;
     }
     const char *base = base_of(path);
-    for (unsigned k = 0; k < ai->mNumTextures; k++) {
-        const struct aiTexture *t = ai->mTextures[k];
-        if (!t || t->mFilename.length == 0)
+    for (unsigned k = 0; k < c->n_emb; k++) {
+        const char *fn = c->emb[k].filename;
+        if (!fn || !fn[0])
             continue;
-        char fn[MAXLEN];
-        size_t n = t->mFilename.length < MAXLEN ? t->mFilename.length : MAXLEN - 1;
-        memcpy(fn, t->mFilename.data, n);
-        fn[n] = '\0';
         if (strcmp(fn, path) == 0 || (base[0] && strcasecmp(base_of(fn), base) == 0))
             return (long)k;
     }
@@ -350,12 +352,12 @@ static void from_disk(tex_ctx *c, const char *path, const char *model_dir)
              path, base);
 }
 
-void mfs_import_texture(mfs_scene *s, const struct aiScene *ai, mfs_iofs *fs, const char *model_rel,
-                        const mfs_import_opts *o)
+void mfs_import_texture_from(mfs_scene *s, const mfs_embedded_image *emb, unsigned n_emb,
+                             mfs_iofs *fs, const char *model_rel, const mfs_import_opts *o)
 {
-    if (!s || !ai || !fs || !o || !o->textures)
+    if (!s || !fs || !o || !o->textures)
         return;
-    tex_ctx c = {s, ai, fs};
+    tex_ctx c = {s, emb, emb ? n_emb : 0, fs};
     /* The import's refusal record is checked before this runs and means
      * "the model reached outside"; a texture refused here is only a note. */
     char refused[sizeof fs->refused];
@@ -367,12 +369,11 @@ void mfs_import_texture(mfs_scene *s, const struct aiScene *ai, mfs_iofs *fs, co
         note(&c, "the model names no diffuse texture");
     } else {
         int bad_star;
-        long k = embedded_index(ai, path, &bad_star);
+        long k = embedded_index(&c, path, &bad_star);
         if (k >= 0) {
             decode_embedded(&c, (unsigned)k);
         } else if (bad_star) {
-            note(&c, "embedded texture '%s' does not exist (the model embeds %u)", path,
-                 ai->mNumTextures);
+            note(&c, "embedded texture '%s' does not exist (the model embeds %u)", path, c.n_emb);
         } else {
             char dir[PATH_CAP];
             snprintf(dir, sizeof dir, "%s", model_rel);
@@ -388,4 +389,38 @@ void mfs_import_texture(mfs_scene *s, const struct aiScene *ai, mfs_iofs *fs, co
         note(&c, "out of memory");
     fs->refused_count = refused_count;
     memcpy(fs->refused, refused, sizeof refused);
+}
+
+void mfs_import_texture(mfs_scene *s, const struct aiScene *ai, mfs_iofs *fs, const char *model_rel,
+                        const mfs_import_opts *o)
+{
+    if (!s || !ai || !fs || !o || !o->textures)
+        return;
+    unsigned n = ai->mNumTextures;
+    mfs_embedded_image *emb = calloc(n ? n : 1, sizeof *emb);
+    char (*names)[MAXLEN] = calloc(n ? n : 1, MAXLEN);
+    if (!emb || !names) {
+        free(emb);
+        free(names);
+        free(s->image.note);
+        s->image.note = mfs_strdup("out of memory");
+        return;
+    }
+    for (unsigned k = 0; k < n; k++) {
+        const struct aiTexture *t = ai->mTextures[k];
+        if (!t)
+            continue;
+        _Static_assert(sizeof(struct aiTexel) == 4, "aiTexel is b g r a bytes");
+        emb[k].data = (const uint8_t *)t->pcData;
+        emb[k].width = t->mWidth;
+        emb[k].height = t->mHeight;
+        emb[k].size = t->mHeight ? (size_t)t->mWidth * t->mHeight * 4 : t->mWidth;
+        size_t len = t->mFilename.length < MAXLEN ? t->mFilename.length : MAXLEN - 1;
+        memcpy(names[k], t->mFilename.data, len);
+        names[k][len] = '\0';
+        emb[k].filename = names[k];
+    }
+    mfs_import_texture_from(s, emb, n, fs, model_rel, o);
+    free(emb);
+    free(names);
 }

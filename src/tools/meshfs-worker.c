@@ -27,7 +27,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: meshfs-worker --root DIR --model REL --outdir DIR --formats LIST\n"
                     "         [--pretrans] [--fmi-textures] [--reverse-winding] [--source-frame]\n"
-                    "         [--fmd-raw] [--vrt-plain]\n"
+                    "         [--fmd-raw] [--vrt-plain] [--importer auto|assimp]\n"
                     "         [--model-path P] [--memory BYTES] [--cpu SECONDS] [--output BYTES]\n"
                     "         [--uid UID --gid GID]\n"
                     "       meshfs-worker --list-extensions\n"
@@ -138,6 +138,13 @@ static int parse_args(int argc, char **argv, mfs_job *job, mfs_sandbox_cfg *sb)
         else if (!strcmp(a, "--model")) job->model = v, i++;
         else if (!strcmp(a, "--outdir")) job->outdir = v, i++;
         else if (!strcmp(a, "--model-path")) job->opts.model_path = v, i++;
+        else if (!strcmp(a, "--importer")) {
+            if (mfs_importer_parse(v, &job->opts.importer, &err) < 0) {
+                fprintf(stderr, "meshfs-worker: %s\n", err.msg);
+                return -1;
+            }
+            i++;
+        }
         else if (!strcmp(a, "--memory")) job->limits.memory = strtoull(v, NULL, 10), i++;
         else if (!strcmp(a, "--cpu")) job->limits.cpu_s = strtoull(v, NULL, 10), i++;
         else if (!strcmp(a, "--output")) job->limits.output = strtoull(v, NULL, 10), i++;
