@@ -122,6 +122,19 @@ void mfs_cache_get_stats(mfs_cache *c, mfs_cache_stats *out);
 
 /* ---- entries ---------------------------------------------------------- */
 
+/* What a remembered failure was recorded under (docs/cache.md, "Negative
+ * entries"): the limits its conversion ran with and the newest mtime of its
+ * inputs then.  The cache only keeps it; the mount decides that a failure
+ * no longer stands when it runs with a limit the failure did not have, or
+ * when an input has been touched since (src/fs/failure.c). */
+typedef struct mfs_cache_failctx {
+    double timeout_s;        /* wall clock; 0: none */
+    uint64_t memory;         /* address space; 0: none */
+    uint64_t cpu_s;          /* 0: none */
+    uint64_t output;         /* per output file; 0: none */
+    int64_t inputs_mtime_ns; /* 0: not recorded (stands whatever the mtime) */
+} mfs_cache_failctx;
+
 /* A served entry.  fd is the caller's: pread(fd, buf, length, offset) reads
  * the payload, and stays valid even if the entry is evicted meanwhile. */
 typedef struct mfs_cache_hit {
@@ -129,6 +142,8 @@ typedef struct mfs_cache_hit {
     uint64_t offset; /* payload position in fd */
     uint64_t length; /* payload bytes */
     char *reason;    /* negative entry: the failure text; else NULL */
+    mfs_cache_failctx fail; /* negative entry: what it was recorded under
+                               (all zero: no limits, no mtime) */
 } mfs_cache_hit;
 
 /* Closes fd and frees reason; safe on a zeroed or released hit. */
@@ -164,6 +179,9 @@ int mfs_cache_store(mfs_cache *c, const mfs_cache_key *k, const void *p, size_t 
 /* Records a conversion failure under the view's key. */
 int mfs_cache_store_negative(mfs_cache *c, const mfs_cache_key *k, const char *reason,
                              mfs_err *err);
+/* The same with what it was recorded under (ctx NULL: all zero). */
+int mfs_cache_store_failure(mfs_cache *c, const mfs_cache_key *k, const char *reason,
+                            const mfs_cache_failctx *ctx, mfs_err *err);
 
 /* Drops the entry under k (e.g. to retry a failure); absent is not an error. */
 int mfs_cache_remove(mfs_cache *c, const mfs_cache_key *k, mfs_err *err);
@@ -228,6 +246,16 @@ int mfs_cache_file_hash_known(mfs_cache *c, const struct stat *st, uint8_t out[1
  * A missing file is an error whose errno is left in errno (ENOENT). */
 int mfs_cache_file_hash_at(mfs_cache *c, int dirfd, const char *path, struct stat *st_out,
                            uint8_t out[16], mfs_err *err);
+
+/* ---- a directory removed under a running handle ----------------------- */
+
+/* If the cache directory, or everything in it, was removed while open
+ * (`rm -rf` under a mount), creates it again with the checks
+ * mfs_cache_open applies and points the handle at the new one, so lookups
+ * miss and stores succeed instead of failing until the next open.  Safe from any thread, at any
+ * time (the descriptors are replaced in place with dup3, never closed
+ * under a user).  1 revived, 0 nothing to do, -1 error (err set). */
+int mfs_cache_revive(mfs_cache *c, mfs_err *err);
 
 /* ---- size cap --------------------------------------------------------- */
 

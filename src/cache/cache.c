@@ -90,9 +90,10 @@ int mfs_cache_tmp_create(mfs_cache *c, char name[MFS_CACHE_PATH_MAX], mfs_err *e
         int fd = openat(c->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0)
             return fd;
-        if (errno == ENOENT) /* tmp/ removed by hand: recreate it */
-            mkdirat(c->dirfd, MFS_CACHE_TMP_DIR, 0700);
-        else if (errno != EEXIST)
+        if (errno == ENOENT) { /* tmp/ removed by hand: recreate it */
+            if (mkdirat(c->dirfd, MFS_CACHE_TMP_DIR, 0700) < 0 && errno == ENOENT)
+                mfs_cache_revive(c, NULL); /* the whole directory went (revive.c) */
+        } else if (errno != EEXIST)
             return mfs_errf(err, "cache %s: creating %s: %s", c->dir, name, strerror(errno));
     }
     return mfs_errf(err, "cache %s: cannot create a temporary file", c->dir);
@@ -412,4 +413,21 @@ void mfs_cache_get_stats(mfs_cache *c, mfs_cache_stats *out)
     pthread_mutex_lock(&c->mu);
     *out = c->st;
     pthread_mutex_unlock(&c->mu);
+}
+
+/* ---- for revive.c: the same checks as at open ------------------------- */
+
+int mfs_cache_mkdir_p(const char *path, mfs_err *err)
+{
+    return mkdir_p(path, err);
+}
+
+int mfs_cache_open_trusted(int parent, const char *name, const char *shown, mfs_err *err)
+{
+    return open_trusted(parent, name, shown, err);
+}
+
+int mfs_cache_write_tag(mfs_cache *c, mfs_err *err)
+{
+    return write_tag(c, err);
 }

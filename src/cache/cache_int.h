@@ -31,8 +31,11 @@
 /* root's default: root's HOME may be a user's (sudo), /var/cache is not */
 #define MFS_CACHE_ROOT_DIR "/var/cache/meshfs"
 
-/* Container kinds (docs/cache.md, "Entry format"). */
-enum { MFS_KIND_VIEW = 1, MFS_KIND_NEGATIVE = 2, MFS_KIND_MANIFEST = 3 };
+/* Container kinds (docs/cache.md, "Entry format").  A failure is written
+ * as kind 4 (its reason after the limits and input mtime it was recorded
+ * under, mfs_cache_failctx); kind 2, the bare reason, is still read. */
+enum { MFS_KIND_VIEW = 1, MFS_KIND_NEGATIVE = 2, MFS_KIND_MANIFEST = 3, MFS_KIND_FAILURE = 4 };
+#define MFS_CACHE_FAILCTX_LEN 40
 
 #define MFS_CACHE_HDR_LEN 40
 #define MFS_CACHE_TRAILER_LEN 16
@@ -126,5 +129,13 @@ void mfs_cache_account(mfs_cache *c, uint64_t bytes);
 /* index.c */
 int mfs_index_open(mfs_cache *c, mfs_err *err);
 void mfs_index_close(mfs_cache *c);
+/* After revive.c recreated the directory: a fresh index.log holding the
+ * records this process knows, attached in place of the removed one. */
+void mfs_index_revive(mfs_cache *c);
+
+/* cache.c's directory checks, for revive.c (the same rules as at open). */
+int mfs_cache_mkdir_p(const char *path, mfs_err *err);
+int mfs_cache_open_trusted(int parent, const char *name, const char *shown, mfs_err *err);
+int mfs_cache_write_tag(mfs_cache *c, mfs_err *err);
 
 #endif

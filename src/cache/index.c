@@ -532,3 +532,14 @@ int mfs_cache_file_hash_at(mfs_cache *c, int dirfd, const char *path, struct sta
         *st_out = st;
     return r;
 }
+
+void mfs_index_revive(mfs_cache *c)
+{
+    mfs_index *x = c->idx;
+    if (!x)
+        return;
+    /* the compaction's rewrite is exactly a fresh log of what we know */
+    pthread_mutex_lock(&x->mu);
+    log_compact(c, x);
+    pthread_mutex_unlock(&x->mu);
+}

@@ -3,7 +3,7 @@
  *
  *   0   8  magic "mfscache"
  *   8   4  u32 container version (1)
- *  12   4  u32 kind (1 view, 2 negative, 3 manifest)
+ *  12   4  u32 kind (1 view, 2 negative, 3 manifest, 4 negative with context)
  *  16  16  key
  *  32   8  u64 payload length n
  *  40   n  payload
@@ -66,7 +66,8 @@ static int parse_header(const uint8_t h[MFS_CACHE_HDR_LEN], const mfs_cache_key 
         return -1;
     uint32_t kd = mfs_ld_u32(h + 12);
     int ok = want_manifest ? kd == MFS_KIND_MANIFEST
-                           : (kd == MFS_KIND_VIEW || kd == MFS_KIND_NEGATIVE);
+                           : (kd == MFS_KIND_VIEW || kd == MFS_KIND_NEGATIVE ||
+                              kd == MFS_KIND_FAILURE);
     uint64_t n = ld_u64(h + 32);
     if (!ok || file_size < MFS_CACHE_HDR_LEN + MFS_CACHE_TRAILER_LEN ||
         n != file_size - MFS_CACHE_HDR_LEN - MFS_CACHE_TRAILER_LEN)
@@ -301,10 +302,35 @@ int mfs_cache_store(mfs_cache *c, const mfs_cache_key *k, const void *p, size_t 
 int mfs_cache_store_negative(mfs_cache *c, const mfs_cache_key *k, const char *reason,
                              mfs_err *err)
 {
+    return mfs_cache_store_failure(c, k, reason, NULL, err);
+}
+
+/* Kind 4 payload: f64 timeout_s, u64 memory, u64 cpu_s, u64 output,
+ * i64 inputs_mtime_ns (little-endian, the double as its IEEE bits), then
+ * the reason. */
+int mfs_cache_store_failure(mfs_cache *c, const mfs_cache_key *k, const char *reason,
+                            const mfs_cache_failctx *ctx, mfs_err *err)
+{
+    static const mfs_cache_failctx none;
+    if (!ctx)
+        ctx = &none;
     size_t n = strlen(reason);
-    if (n > REASON_MAX)
-        n = REASON_MAX;
-    return store_kind(c, k, MFS_KIND_NEGATIVE, reason, n, NULL, err);
+    if (n > REASON_MAX - MFS_CACHE_FAILCTX_LEN)
+        n = REASON_MAX - MFS_CACHE_FAILCTX_LEN;
+    uint8_t *buf = malloc(MFS_CACHE_FAILCTX_LEN + n);
+    if (!buf)
+        return mfs_errf(err, "cache: out of memory");
+    uint64_t t;
+    memcpy(&t, &ctx->timeout_s, sizeof t);
+    st_u64(buf, t);
+    st_u64(buf + 8, ctx->memory);
+    st_u64(buf + 16, ctx->cpu_s);
+    st_u64(buf + 24, ctx->output);
+    st_u64(buf + 32, (uint64_t)ctx->inputs_mtime_ns);
+    memcpy(buf + MFS_CACHE_FAILCTX_LEN, reason, n);
+    int r = store_kind(c, k, MFS_KIND_FAILURE, buf, MFS_CACHE_FAILCTX_LEN + n, NULL, err);
+    free(buf);
+    return r;
 }
 
 int mfs_cache_remove(mfs_cache *c, const mfs_cache_key *k, mfs_err *err)
@@ -390,16 +416,29 @@ static void touch(int fd)
     futimens(fd, ts);
 }
 
-static int read_reason(int fd, uint64_t len, mfs_cache_hit *hit)
+/* A negative entry's reason (and, kind 4, what it was recorded under). */
+static int read_reason(int fd, int kind, uint64_t len, mfs_cache_hit *hit)
 {
-    if (len > REASON_MAX)
+    uint64_t skip = kind == MFS_KIND_FAILURE ? MFS_CACHE_FAILCTX_LEN : 0;
+    if (len > REASON_MAX || len < skip)
         return -1;
     char *r = malloc((size_t)len + 1);
     if (!r || mfs_cache_pread_full(fd, r, (size_t)len, MFS_CACHE_HDR_LEN) != (int64_t)len) {
         free(r);
         return -1;
     }
-    r[len] = '\0';
+    memset(&hit->fail, 0, sizeof hit->fail);
+    if (skip) {
+        const uint8_t *b = (const uint8_t *)r;
+        uint64_t t = ld_u64(b);
+        memcpy(&hit->fail.timeout_s, &t, sizeof t);
+        hit->fail.memory = ld_u64(b + 8);
+        hit->fail.cpu_s = ld_u64(b + 16);
+        hit->fail.output = ld_u64(b + 24);
+        hit->fail.inputs_mtime_ns = (int64_t)ld_u64(b + 32);
+        memmove(r, r + skip, (size_t)(len - skip));
+    }
+    r[len - skip] = '\0';
     hit->reason = r;
     return 0;
 }
@@ -452,8 +491,8 @@ int mfs_cache_lookup(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit, m
         return lookup_miss(c, 0);
     }
     touch(fd);
-    if (kind == MFS_KIND_NEGATIVE) {
-        int r = read_reason(fd, len, hit);
+    if (kind == MFS_KIND_NEGATIVE || kind == MFS_KIND_FAILURE) {
+        int r = read_reason(fd, kind, len, hit);
         close(fd);
         if (r < 0) {
             mfs_errf(err, "cache %s: reading %s: failed", c->dir, path);
@@ -487,7 +526,8 @@ int mfs_cache_peek(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit, mfs
         parse_header(h, k, (uint64_t)st.st_size, 0, &kind, &len) == 0) {
         r = 1;
         hit->length = len;
-        if (kind == MFS_KIND_NEGATIVE && read_reason(fd, len, hit) < 0)
+        if ((kind == MFS_KIND_NEGATIVE || kind == MFS_KIND_FAILURE) &&
+            read_reason(fd, kind, len, hit) < 0)
             r = 0;
     }
     close(fd);

@@ -16,7 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "coherence.h"
 #include "fs.h"
+#include "meshfs/optvalue.h"
 #include "meshfs/lgepkg.h"
 #include "meshfs/sandbox.h"
 #include "ops.h"
@@ -28,10 +30,12 @@ typedef struct cli {
     char *formats;
     char *convert_memory;
     char *vrt_layout;
+    char *importer;
     char *lgepkg_name, *lgepkg_version;
     char *worker_user;
-    double convert_timeout;
-    unsigned convert_jobs;
+    char *convert_timeout, *convert_jobs; /* checked whole (optvalue.h) */
+    char *mnt;              /* the second non-option argument */
+    int hide_failed;
     int hide_sources, pretrans, fmi_textures, reverse_winding, source_frame;
     int fmd_raw, lowercase_names;
     int show_help, show_version;
@@ -44,15 +48,17 @@ static const struct fuse_opt cli_spec[] = {
     OPT("cache_dir=%s", cache_dir),
     OPT("cache_size=%s", cache_size),
     OPT("formats=%s", formats),
-    OPT("convert_timeout=%lf", convert_timeout),
+    OPT("convert_timeout=%s", convert_timeout),
     OPT("convert_memory=%s", convert_memory),
-    OPT("convert_jobs=%u", convert_jobs),
+    OPT("convert_jobs=%s", convert_jobs),
     OPT("hide_sources", hide_sources),
+    OPT("hide_failed", hide_failed),
     OPT("pretrans", pretrans),
     OPT("fmi_textures", fmi_textures),
     OPT("reverse_winding", reverse_winding),
     OPT("source_frame", source_frame),
     OPT("vrt_layout=%s", vrt_layout),
+    OPT("importer=%s", importer),
     OPT("fmd_raw", fmd_raw),
     OPT("lowercase_names", lowercase_names),
     OPT("lgepkg_name=%s", lgepkg_name),
@@ -73,6 +79,8 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
         c->src = strdup(arg);
         return 0;
     }
+    if (key == FUSE_OPT_KEY_NONOPT && c->nonopts == 2)
+        c->mnt = strdup(arg); /* checked against SRC; libfuse still takes it */
     return 1;
 }
 
@@ -83,13 +91,18 @@ static void usage(const char *prog)
            "(.fmd .fmi .gmf .dem .vrt .tri .sph .tex), converted on first access and\n"
            "cached, and every folder with models shows game_resources.lgepkg.\n\n"
            "meshfs options:\n"
-           "    -o formats=LIST          views to show, ':'-separated (default all:\n"
-           "                             fmd:fmi:gmf:dem:vrt:tri:sph:tex:lgepkg)\n"
+           "    -o formats=LIST          views to show, ':' or '+' between them (a comma\n"
+           "                             ends the option); default all:\n"
+           "                             fmd:fmi:gmf:dem:vrt:tri:sph:tex:lgepkg\n"
            "    -o hide_sources          show only views and non-model files\n"
+           "    -o hide_failed           a view known to have failed is not shown (its\n"
+           "                             reason: user.meshfs.error of the model file)\n"
            "    -o fmd_raw               fmd: FMC's raw layout, node matrices not applied\n"
            "                             (default: placed geometry, as FGE draws it;\n"
            "                             -o pretrans is accepted and changes nothing)\n"
            "    -o vrt_layout=LAYOUT     vrt: skinned (64-byte vertex, default) or plain\n"
+           "    -o importer=NAME         auto (native glTF/OBJ parsers, assimp for the\n"
+           "                             rest; default) or assimp (assimp for all)\n"
            "    -o lowercase_names       show every name in lowercase (FGE opens lowercase)\n"
            "    -o lgepkg_name=NAME      game_resources.lgepkg package name (default\n"
            "                             game_resources, at most 19 bytes)\n"
@@ -101,28 +114,22 @@ static void usage(const char *prog)
            "    -o cache_size=SIZE       cap, e.g. 512M, 2G (default 2G)\n"
            "    -o convert_timeout=SECS  per conversion, then SIGKILL (default 60)\n"
            "    -o convert_memory=SIZE   address-space cap per conversion (default 4G)\n"
-           "    -o convert_jobs=N        conversions at once (default: number of CPUs)\n"
+           "    -o convert_jobs=N        conversions at once, 1 to 64 (default: number\n"
+           "                             of CPUs, at most 64)\n"
            "    -o worker_user=USER      when run as root, the user conversions run as\n"
            "                             (default nobody; docs/security.md)\n\n",
            prog);
 }
 
-static int parse_size(const char *s, uint64_t *out)
+/* Limits on what options may ask (docs: README, "Options"). */
+#define MAX_JOBS 64                      /* FUSE threads a mount runs conversions on */
+#define MAX_TIMEOUT_S (7 * 24 * 3600.0)  /* a week: past that, a limit means nothing */
+#define MIN_MEMORY (64ull << 20)         /* 16M cannot import even a tiny OBJ, 32M just can */
+
+static int bad_option(const mfs_err *err)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    double m = 1;
-    switch (*end) {
-    case 'k': case 'K': m = 1024.0; end++; break;
-    case 'm': case 'M': m = 1024.0 * 1024; end++; break;
-    case 'g': case 'G': m = 1024.0 * 1024 * 1024; end++; break;
-    case 't': case 'T': m = 1024.0 * 1024 * 1024 * 1024; end++; break;
-    }
-    if (errno || end == s || *end || !(v >= 0))
-        return -1;
-    *out = (uint64_t)(v * m);
-    return 0;
+    fprintf(stderr, "meshfs: %s\n", err->msg);
+    return -1;
 }
 
 static int configure(mfs_fs *fs, cli *c)
@@ -135,6 +142,14 @@ static int configure(mfs_fs *fs, cli *c)
         return -1;
     }
     cfg->src = strdup(real);
+    mfs_err err;
+    if (mfs_mount_point_check(real, c->mnt, &err) < 0)
+        return bad_option(&err);
+    if (c->cache_dir && !c->cache_dir[0]) {
+        fprintf(stderr, "meshfs: -o cache_dir=: empty (give a folder; a relative one is taken "
+                        "from the current folder)\n");
+        return -1;
+    }
     cfg->cache_dir = c->cache_dir;
     if (c->cache_dir && c->cache_dir[0] != '/') {
         /* the daemon leaves its working directory when it detaches */
@@ -147,29 +162,31 @@ static int configure(mfs_fs *fs, cli *c)
         cfg->cache_dir = abs;
     }
     unsigned asked = MFS_FMT_DEFAULT;
-    mfs_err err;
     if (c->formats && mfs_format_parse_list(c->formats, &asked, &err) < 0) {
-        fprintf(stderr, "meshfs: -o formats: %s\n", err.msg);
+        fprintf(stderr, "meshfs: -o formats=%s: %s\n", c->formats, err.msg);
         return -1;
     }
     /* a package needs its four views whether or not they are listed */
     cfg->shown = asked & MFS_FMT_ALL;
     cfg->formats = asked | (asked & MFS_FMT_LGEPKG_BIT ? MFS_LGEPKG_NEEDS : 0);
     cfg->cache_size = MFS_CACHE_DEFAULT_MAX_SIZE;
-    if (c->cache_size && parse_size(c->cache_size, &cfg->cache_size) < 0) {
-        fprintf(stderr, "meshfs: -o cache_size=%s: not a size\n", c->cache_size);
-        return -1;
-    }
+    if (c->cache_size &&
+        mfs_optv_size("-o cache_size", c->cache_size, 1, UINT64_MAX, &cfg->cache_size, &err) < 0)
+        return bad_option(&err);
     mfs_limits_default(&cfg->limits);
-    if (c->convert_timeout > 0)
-        cfg->limits.timeout_s = c->convert_timeout;
-    if (c->convert_memory && parse_size(c->convert_memory, &cfg->limits.memory) < 0) {
-        fprintf(stderr, "meshfs: -o convert_memory=%s: not a size\n", c->convert_memory);
-        return -1;
-    }
+    if (c->convert_timeout && mfs_optv_seconds("-o convert_timeout", c->convert_timeout,
+                                               MAX_TIMEOUT_S, &cfg->limits.timeout_s, &err) < 0)
+        return bad_option(&err);
+    if (c->convert_memory && mfs_optv_size("-o convert_memory", c->convert_memory, MIN_MEMORY,
+                                           UINT64_MAX, &cfg->limits.memory, &err) < 0)
+        return bad_option(&err);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    cfg->convert_jobs = c->convert_jobs ? c->convert_jobs : (unsigned)(cpus > 0 ? cpus : 1);
+    cfg->convert_jobs = cpus < 1 ? 1 : cpus > MAX_JOBS ? MAX_JOBS : (unsigned)cpus;
+    if (c->convert_jobs &&
+        mfs_optv_count("-o convert_jobs", c->convert_jobs, 1, MAX_JOBS, &cfg->convert_jobs, &err) < 0)
+        return bad_option(&err);
     cfg->hide_sources = c->hide_sources;
+    cfg->hide_failed = c->hide_failed;
     mfs_options_default(&cfg->opts);
     cfg->opts.pretrans = c->pretrans;
     cfg->opts.fmi_textures = c->fmi_textures;
@@ -177,7 +194,11 @@ static int configure(mfs_fs *fs, cli *c)
     cfg->opts.source_frame = c->source_frame;
     cfg->opts.fmd_raw = c->fmd_raw;
     if (c->vrt_layout && mfs_options_set_vrt_layout(&cfg->opts, c->vrt_layout, &err) < 0) {
-        fprintf(stderr, "meshfs: -o %s\n", err.msg);
+        fprintf(stderr, "meshfs: -o vrt_layout=%s: %s\n", c->vrt_layout, err.msg);
+        return -1;
+    }
+    if (c->importer && mfs_importer_parse(c->importer, &cfg->opts.importer, &err) < 0) {
+        fprintf(stderr, "meshfs: -o importer=%s: %s\n", c->importer, err.msg);
         return -1;
     }
     if ((c->worker_user || geteuid() == 0) && mfs_worker_user_set(c->worker_user, &err) < 0) {
@@ -288,6 +309,29 @@ out:
     return rc;
 }
 
+/* "-o" and the options every meshfs mount has.  fsname is SRC: mount(8)
+ * compares an fstab line's source with the mounted ones, so `mount -a`
+ * sees the mount is there instead of stacking another (with one name for
+ * every mount it never could).  The type is fuse.meshfs (subtype).  libfuse
+ * splits -o at commas, so SRC's commas and backslashes are escaped. */
+static char *mount_options(const char *src)
+{
+    char *o = NULL;
+    char *fsname = malloc(strlen(src) + sizeof "fsname=");
+    if (!fsname)
+        return NULL;
+    strcpy(fsname, "fsname=");
+    strcat(fsname, src);
+    int bad = fuse_opt_add_opt(&o, "-oro,nosuid,nodev,subtype=meshfs,default_permissions") < 0 ||
+              fuse_opt_add_opt_escaped(&o, fsname) < 0;
+    free(fsname);
+    if (bad) {
+        free(o);
+        return NULL;
+    }
+    return o;
+}
+
 int main(int argc, char **argv)
 {
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -313,8 +357,12 @@ int main(int argc, char **argv)
     } else {
         /* read-only at the kernel too; and a setuid file or device node in
          * SRC is never honoured through the mount, even from fstab as root */
-        fuse_opt_add_arg(&args, "-oro,nosuid,nodev,fsname=meshfs,subtype=meshfs,default_permissions");
-        rc = run(&args, &fs);
+        char *mo = mount_options(fs.cfg.src);
+        if (!mo || fuse_opt_add_arg(&args, mo) < 0)
+            rc = 1;
+        else
+            rc = run(&args, &fs);
+        free(mo);
     }
     if (fs.cache)
         mfs_cache_close(fs.cache);
@@ -330,8 +378,12 @@ int main(int argc, char **argv)
     free(c.formats);
     free(c.convert_memory);
     free(c.vrt_layout);
+    free(c.importer);
     free(c.lgepkg_name);
     free(c.lgepkg_version);
     free(c.worker_user);
+    free(c.convert_timeout);
+    free(c.convert_jobs);
+    free(c.mnt);
     return rc;
 }

@@ -17,6 +17,7 @@
 
 #include "meshfs/json.h"
 #include "meshfs/naming.h"
+#include "meshfs/optvalue.h"
 #include "meshfs/sandbox.h"
 #include "meshfs/worker.h"
 
@@ -243,6 +244,26 @@ static void add_model(batch *b, const mfs_names *p, size_t i, const char *root, 
             add_warning(it, p->notes[k].text);
 }
 
+/* Why a symbolic link to a folder is not followed, or NULL to follow it.
+ * The mount shows every link as a link and never follows one itself;
+ * through it, a link to a folder inside SRC leads to that folder's views,
+ * one out of SRC leads out of the mount, where there are none
+ * (docs/security.md, S2).  The walk does the same: it follows a link only
+ * to a folder inside the input folder, and not to one it is already in. */
+static const char *link_refusal(const char *root, const char *dir, const char *full)
+{
+    char rroot[PATH_MAX], rdir[PATH_MAX], rtarget[PATH_MAX];
+    if (!realpath(root, rroot) || !realpath(dir, rdir) || !realpath(full, rtarget))
+        return "symbolic link not followed: cannot resolve it";
+    size_t n = strcmp(rroot, "/") ? strlen(rroot) : 0;
+    if (strncmp(rtarget, rroot, n) != 0 || (rtarget[n] && rtarget[n] != '/'))
+        return "symbolic link not followed: it leads out of the input folder";
+    size_t t = strlen(rtarget);
+    if (!strncmp(rdir, rtarget, t) && (rdir[t] == '\0' || rdir[t] == '/'))
+        return "symbolic link not followed: it leads to a folder that contains it";
+    return NULL;
+}
+
 static void walk(batch *b, const char *root, const char *rel_dir, const char *out_dir, int depth)
 {
     char *path = join(root, rel_dir);
@@ -260,9 +281,14 @@ static void walk(batch *b, const char *root, const char *rel_dir, const char *ou
             continue; /* hidden files and our own temp dirs */
         char *full = join(path, names[i]);
         struct stat st;
+        int link = lstat(full, &st) == 0 && S_ISLNK(st.st_mode);
         if (stat(full, &st) == 0) {
             const char *hidden = p.shown[i] ? NULL : note_of(&p, i, MFS_NOTE_CASE);
-            if (S_ISDIR(st.st_mode) && depth < 64) {
+            const char *refused = link && S_ISDIR(st.st_mode) ? link_refusal(root, path, full) : NULL;
+            if (refused) {
+                fprintf(stderr, "meshfs-convert: warning: %s: %s\n", full, refused);
+                add_note(b, full, refused);
+            } else if (S_ISDIR(st.st_mode) && depth < 64) {
                 if (hidden) {
                     add_note(b, full, hidden);
                 } else {
@@ -587,21 +613,11 @@ static void write_report(const batch *b, const char *path)
     fclose(f);
 }
 
-static uint64_t parse_size(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    switch (*end) {
-    case 'k': case 'K': v *= 1024.0; break;
-    case 'm': case 'M': v *= 1024.0 * 1024; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
-    case '\0': break;
-    default: die("bad size '%s' (use e.g. 512M, 4G)", s);
-    }
-    if (!(v >= 0))
-        die("bad size '%s'", s);
-    return (uint64_t)v;
-}
+/* What -j, --timeout and --memory may ask (the same bounds as the mount's
+ * convert_jobs, convert_timeout and convert_memory). */
+#define MAX_JOBS 64
+#define MAX_TIMEOUT_S (7 * 24 * 3600.0)
+#define MIN_MEMORY (64ull << 20)
 
 static void usage(FILE *f)
 {
@@ -609,11 +625,13 @@ static void usage(FILE *f)
           "Converts model files, and every model under folders (recursively), into engine\n"
           "formats, mirroring the folder layout under OUTDIR (default: current folder).\n\n"
           "  -o, --output DIR        where converted files go\n"
-          "  -f, --formats LIST      fmd,fmi,gmf,dem,vrt,tri,sph,tex and lgepkg (one\n"
+          "  -f, --formats LIST      fmd,fmi,gmf,dem,vrt,tri,sph,tex and lgepkg, with ','\n"
+          "                          ':' or '+' between them (one\n"
           "                          game_resources.lgepkg per output folder with models;\n"
           "                          it needs vrt,tri,tex,sph, made even when not listed)\n"
           "                          (default: all = every one of them)\n"
-          "  -j, --jobs N            parallel conversions (default: number of CPUs)\n"
+          "  -j, --jobs N            parallel conversions, 1 to 64 (default: number of\n"
+          "                          CPUs, at most 64)\n"
           "      --fmd-raw           fmd: FMC's raw layout, node matrices not applied\n"
           "                          (default: placed geometry, as FGE draws it;\n"
           "                          --pretrans is accepted and changes nothing)\n"
@@ -624,6 +642,8 @@ static void usage(FILE *f)
           "      --fmi-textures      fmi: texture names instead of UNKNOWN\n"
           "      --reverse-winding   tri: reverse every triangle\n"
           "      --source-frame      keep the importer's raw coordinates (no axis/unit fix)\n"
+          "      --importer NAME     auto (native glTF/OBJ parsers, assimp for the rest;\n"
+          "                          default) or assimp (assimp for every format)\n"
           "      --timeout SECONDS   per model (default 60)\n"
           "      --memory SIZE       address-space cap per conversion (default 4G)\n"
           "      --worker-user USER  when run as root, the user conversions run as\n"
@@ -648,7 +668,7 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
         {"version", no_argument, 0, 'V'},       {"fmd-raw", no_argument, 0, 8},
         {"vrt-layout", required_argument, 0, 9}, {"lowercase-names", no_argument, 0, 10},
         {"lgepkg-name", required_argument, 0, 11}, {"lgepkg-version", required_argument, 0, 12},
-        {"worker-user", required_argument, 0, 13},
+        {"worker-user", required_argument, 0, 13}, {"importer", required_argument, 0, 14},
         {0, 0, 0, 0}};
     int c;
     mfs_err err;
@@ -656,16 +676,30 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
         switch (c) {
         case 'o': b->out_root = optarg; break;
         case 'f':
-            if (mfs_format_parse_list(optarg, &b->formats, &err) < 0)
-                die("%s", err.msg);
+            if (mfs_format_parse_list(optarg, &b->formats, &err) < 0) {
+                fprintf(stderr, "meshfs-convert: --formats=%s: %s\n", optarg, err.msg);
+                exit(2);
+            }
             break;
-        case 'j': *jobs = atoi(optarg); break;
+        case 'j': {
+            unsigned n;
+            if (mfs_optv_count("--jobs", optarg, 1, MAX_JOBS, &n, &err) < 0)
+                die("%s", err.msg);
+            *jobs = (int)n;
+            break;
+        }
         case 1: b->opts.pretrans = 1; break;
         case 2: b->opts.fmi_textures = 1; break;
         case 3: b->opts.reverse_winding = 1; break;
         case 4: b->opts.source_frame = 1; break;
-        case 5: b->limits.timeout_s = strtod(optarg, NULL); break;
-        case 6: b->limits.memory = parse_size(optarg); break;
+        case 5:
+            if (mfs_optv_seconds("--timeout", optarg, MAX_TIMEOUT_S, &b->limits.timeout_s, &err) < 0)
+                die("%s", err.msg);
+            break;
+        case 6:
+            if (mfs_optv_size("--memory", optarg, MIN_MEMORY, UINT64_MAX, &b->limits.memory, &err) < 0)
+                die("%s", err.msg);
+            break;
         case 7: *report = optarg; break;
         case 8: b->opts.fmd_raw = 1; break;
         case 9:
@@ -682,6 +716,10 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
             if (strlen(optarg) > 19)
                 die("--lgepkg-version '%s': at most 19 bytes (PackageHeader holds 20 with its NUL)", optarg);
             b->lgepkg_version = optarg;
+            break;
+        case 14:
+            if (mfs_importer_parse(optarg, &b->opts.importer, &err) < 0)
+                die("--importer: %s", err.msg);
             break;
         case 13:
             if (mfs_worker_user_set(optarg, &err) < 0)
@@ -701,6 +739,8 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
         *jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (*jobs < 1)
         *jobs = 1;
+    if (*jobs > MAX_JOBS)
+        *jobs = MAX_JOBS;
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,100 @@
+/* Internal to the mount daemon: keeping what readers see consistent when
+ * sources change, limits change, or the cache cannot hold what it should
+ * (docs/architecture.md, "Coherence").  One mount per process, so the
+ * state behind these functions is the process's. */
+#ifndef MESHFS_FS_COHERENCE_H
+#define MESHFS_FS_COHERENCE_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "fs.h"
+
+/* ---- kview.c: what the kernel holds about each view ----
+ *
+ * The kernel keeps one size and one page cache per file, for up to a second
+ * (attr_timeout) past the moment we told it.  A view's bytes change when
+ * its model does, so without care an open of the new entry would be read
+ * through the old size (cut short) or the old pages.  Every attribute reply
+ * for a view and every view open goes through here, keyed by the view's
+ * path in the mount, so each open can tell whether the kernel's state
+ * matches the entry it serves. */
+
+typedef struct mfs_kview_open {
+    int keep_cache; /* the kernel's pages are this entry's: keep them */
+    int direct_io;  /* cached handles on another entry are open: read around
+                       the page cache, which belongs to them */
+    int invalidate; /* the kernel may hold another entry's size or pages:
+                       the caller must fuse_invalidate_path() before replying */
+} mfs_kview_open;
+
+/* A view open serving entry id (any 16 bytes naming its content) with
+ * attributes st.  Returns the token for mfs_kview_release (NULL on out of
+ * memory: then plain direct I/O is the safe choice, and res says so). */
+void *mfs_kview_opened(const char *path, const uint8_t id[16], const struct stat *st,
+                       mfs_kview_open *res);
+void mfs_kview_release(void *token, int direct_io);
+
+/* Attributes about to be told to the kernel for a view (getattr, lookup,
+ * a listing's readdirplus): while cached handles are open, the kernel must
+ * keep their entry's size, so st becomes theirs.  Records what is told. */
+void mfs_kview_attr(const char *path, struct stat *st);
+
+/* ---- pins.c: entries evicted as soon as they were stored ----
+ *
+ * A cache smaller than one model's views evicts the first views a
+ * conversion stores while it stores the others.  Their descriptors, opened
+ * before the rename (mfs_cache_writer_commit's hit), still read the bytes:
+ * the last few are kept here, so such views are served anyway. */
+
+/* Takes over hit's descriptor. */
+void mfs_pins_put(const mfs_cache_key *k, mfs_cache_hit *hit);
+/* 1 with *length if k is pinned. */
+int mfs_pins_peek(const mfs_cache_key *k, uint64_t *length);
+/* 1 with hit filled (a descriptor of the caller's own) if k is pinned. */
+int mfs_pins_open(const mfs_cache_key *k, mfs_cache_hit *hit);
+/* After a conversion of relpath stored its views (hits[i]: the commit's
+ * descriptor for man->views[i], or fd -1): pins those the cache no longer
+ * has, logs that the cache is too small, releases the rest. */
+void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_manifest *man,
+                   mfs_cache_hit *hits);
+
+/* ---- entry.c: an entry as the mount sees it ---- */
+
+/* mfs_cache_peek, then: a failure that no longer stands (failure.c) is a
+ * miss, and a key missing from the cache but pinned (pins.c) is a hit with
+ * its length.  newest: the inputs' newest mtime.  Returns like the peek. */
+int mfs_entry_peek(mfs_fs *fs, const mfs_cache_key *k, struct timespec newest,
+                   mfs_cache_hit *hit, mfs_err *err);
+/* mfs_cache_lookup, falling back to the pin when the cache has no entry. */
+int mfs_entry_lookup(mfs_fs *fs, const mfs_cache_key *k, mfs_cache_hit *hit, mfs_err *err);
+
+/* ---- failure.c: whether a remembered failure still stands ---- */
+
+/* What a failure of these inputs is recorded under: this mount's limits
+ * and the newest mtime of the inputs (as the memo takes them). */
+void mfs_failure_ctx(mfs_fs *fs, const mfs_dep *deps, uint32_t ndeps, mfs_cache_failctx *out);
+/* 1 if the failure f holds for this mount and inputs whose newest mtime is
+ * newest; 0 if it is to be tried again (a limit it ran under is lower than
+ * this mount's, or an input was touched since). */
+int mfs_failure_stands(const mfs_fs *fs, const mfs_cache_failctx *f, struct timespec newest);
+
+/* ---- mountcheck.c: a mount point the daemon could not serve ---- */
+
+/* MNT inside SRC (or SRC itself, or SRC inside MNT) would make the daemon
+ * read through its own mount.  -1 with the reason, 0 if fine or MNT does
+ * not exist (libfuse says so then). */
+int mfs_mount_point_check(const char *src_real, const char *mnt, mfs_err *err);
+
+/* ---- failed.c: failed views under -o hide_failed, and on the model ---- */
+
+/* models.c: 1 if the view is known to have failed, from what is known
+ * without converting, hashing or waiting (like mfs_view_cached_stat). */
+int mfs_view_known_failed(mfs_fs *fs, const char *dir, const mfs_view_ref *ref);
+
+/* The model file at SRC-relative path r: its views' failures, one line
+ * "<view name>: <reason>" each (user.meshfs.error on the model).  Resolves
+ * (converts) what is not known.  Length, 0 if none failed, -errno. */
+int mfs_model_errors(mfs_fs *fs, const char *r, char *out, size_t n);
+
+#endif

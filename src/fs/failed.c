@@ -1,0 +1,65 @@
+/* A model's failed views, read on the model itself (coherence.h).
+ *
+ * Under -o hide_failed a failed view is not there to ask, and a tree
+ * mirrored with rsync should not carry empty files for them; the reasons
+ * stay readable as user.meshfs.error of the model file, one line per
+ * failed view ("car.gmf: import failed: ..."). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coherence.h"
+
+/* The model at r, as its folder's table names it: dir, and the copy of its
+ * entry (model, base) in *out.  1 found, 0 not a model with views, -errno. */
+static int find_model(mfs_fs *fs, const char *r, char *dir, size_t n, mfs_dir_model *out)
+{
+    const char *slash = strrchr(r, '/');
+    const char *name = slash ? slash + 1 : r;
+    snprintf(dir, n, "%.*s", slash ? (int)(slash - r) : 0, r);
+    mfs_dir_model *v;
+    size_t nv;
+    int rc = mfs_dirmap_models(fs, dir, &v, &nv);
+    if (rc < 0)
+        return rc;
+    rc = 0;
+    for (size_t i = 0; i < nv && !rc; i++)
+        if (!strcmp(v[i].model, name)) {
+            out->model = strdup(v[i].model);
+            out->base = strdup(v[i].base);
+            rc = out->model && out->base ? 1 : -ENOMEM;
+            if (rc < 0) {
+                free(out->model);
+                free(out->base);
+            }
+        }
+    mfs_dir_models_free(v, nv);
+    return rc;
+}
+
+int mfs_model_errors(mfs_fs *fs, const char *r, char *out, size_t n)
+{
+    char dir[4096];
+    mfs_dir_model dm;
+    int rc = find_model(fs, r, dir, sizeof dir, &dm);
+    if (rc <= 0)
+        return rc;
+    size_t len = 0;
+    out[0] = '\0';
+    for (int f = 0; f < MFS_FMT_COUNT && len + 1 < n; f++) {
+        if (!(fs->cfg.shown & (1u << f)))
+            continue;
+        mfs_view_state vs;
+        int vr = mfs_view_resolve(fs, dir, dm.model, dm.base, f, 0, &vs);
+        if (vr == 0 && vs.ok)
+            continue;
+        const char *why = vs.reason[0] ? vs.reason : vr < 0 ? strerror(-vr) : "conversion failed";
+        int w = snprintf(out + len, n - len, "%s.%s: %s\n", dm.base,
+                         mfs_format_get((mfs_format)f)->name, why);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    free(dm.model);
+    free(dm.base);
+    return (int)(len < n ? len : n - 1);
+}

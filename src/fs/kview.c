@@ -1,0 +1,123 @@
+/* What the kernel holds about each view (coherence.h), so that a reader
+ * sees either the old view or the new one, size and bytes matching.
+ *
+ * The kernel has one inode per view path: one i_size, taken from the last
+ * attribute reply (LOOKUP, GETATTR, readdirplus), and one page cache,
+ * filled by reads through any open handle.  A read is cut at i_size, and a
+ * page once read is served to every later reader while the kernel keeps
+ * it.  Each open handle here serves one cache entry, whose bytes never
+ * change.  So:
+ *
+ *  - while cached handles on entry A are open, every attribute reply for
+ *    the path says A's size and mtime, even when the model has moved on:
+ *    their reads are cut at i_size, and their pages fill the cache;
+ *  - an open of entry B while A handles are open reads with direct I/O:
+ *    around the page cache and not cut at i_size;
+ *  - an open of B otherwise makes B the path's entry: if the kernel may
+ *    hold other attributes or pages, the opener invalidates them
+ *    (fuse_invalidate_path, before the open is answered), so its fstat
+ *    asks again and its reads fetch B's bytes; keep_cache only when the
+ *    kernel's pages and size are B's already.
+ *
+ * The invalidation is sent from the OPEN handler itself: the kernel holds
+ * no lock an inode invalidation needs while it waits for an OPEN reply (it
+ * takes the inode lock only for O_TRUNC, which a read-only mount refuses
+ * first), and sending it after the reply would leave a window in which the
+ * opener's fstat reads the stale size.  An attribute reply racing with the
+ * invalidation is dropped by the kernel, which compares attr_version. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "coherence.h"
+
+typedef struct kslot {
+    char *path;
+    struct kslot *next;
+    int opened;          /* id is the entry last opened with cached I/O */
+    uint8_t id[16];
+    struct stat served;  /* its attributes */
+    unsigned nopen;      /* cached handles open on id */
+    int told;            /* the kernel may hold told_size/told_mtime */
+    off_t told_size;
+    struct timespec told_mtime;
+} kslot;
+
+#define NBUCKET 4096
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static kslot *bucket[NBUCKET];
+
+static kslot *slot_of(const char *path)
+{
+    unsigned b = (unsigned)(XXH3_64bits(path, strlen(path)) % NBUCKET);
+    kslot *s = bucket[b];
+    while (s && strcmp(s->path, path))
+        s = s->next;
+    if (!s && (s = calloc(1, sizeof *s)) != NULL) {
+        if (!(s->path = strdup(path))) {
+            free(s);
+            return NULL;
+        }
+        s->next = bucket[b];
+        bucket[b] = s;
+    }
+    return s;
+}
+
+static int same_time(struct timespec a, struct timespec b)
+{
+    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+void *mfs_kview_opened(const char *path, const uint8_t id[16], const struct stat *st,
+                       mfs_kview_open *res)
+{
+    pthread_mutex_lock(&mu);
+    kslot *s = slot_of(path);
+    if (!s || (s->nopen && memcmp(s->id, id, 16) != 0)) {
+        /* the page cache and i_size are the open A handles' */
+        *res = (mfs_kview_open){.keep_cache = 1, .direct_io = 1, .invalidate = 0};
+        pthread_mutex_unlock(&mu);
+        return s;
+    }
+    int attrs_ok = !s->told || (s->told_size == st->st_size && same_time(s->told_mtime, st->st_mtim));
+    int pages_ok = s->opened && memcmp(s->id, id, 16) == 0;
+    res->direct_io = 0;
+    res->keep_cache = attrs_ok && pages_ok;
+    res->invalidate = !res->keep_cache && (s->told || s->opened);
+    s->opened = 1;
+    memcpy(s->id, id, 16);
+    s->served = *st;
+    s->nopen++;
+    if (res->invalidate)
+        s->told = 0; /* the kernel asks again, and hears s->served */
+    pthread_mutex_unlock(&mu);
+    return s;
+}
+
+void mfs_kview_release(void *token, int direct_io)
+{
+    kslot *s = token;
+    if (!s || direct_io)
+        return;
+    pthread_mutex_lock(&mu);
+    if (s->nopen)
+        s->nopen--;
+    pthread_mutex_unlock(&mu);
+}
+
+void mfs_kview_attr(const char *path, struct stat *st)
+{
+    pthread_mutex_lock(&mu);
+    kslot *s = slot_of(path);
+    if (s) {
+        if (s->nopen)
+            *st = s->served;
+        s->told = 1;
+        s->told_size = st->st_size;
+        s->told_mtime = st->st_mtim;
+    }
+    pthread_mutex_unlock(&mu);
+}

@@ -1,0 +1,123 @@
+/* Entries evicted as soon as they were stored (coherence.h).
+ *
+ * With a cache smaller than one model's views, a conversion's own stores
+ * push its first views out before its last are in, and a lookup right
+ * after finds nothing: without these pins the model could never be served.
+ * Each pin is the descriptor mfs_cache_writer_commit opened before the
+ * rename, so it reads the entry's bytes whatever eviction did to the name.
+ * An evicted entry's disk space is held until its pin goes, so only the
+ * last PINS_MAX are kept, least recently used out first; a view whose pin
+ * went is converted again on its next open, like any evicted view. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coherence.h"
+
+#define PINS_MAX 32
+
+typedef struct pin {
+    mfs_cache_key key;
+    int fd;                /* -1: free */
+    uint64_t offset, length;
+    uint64_t used;         /* LRU stamp */
+} pin;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pin pins[PINS_MAX];
+static uint64_t clock_;
+static int ready;
+
+static void init_locked(void)
+{
+    if (ready)
+        return;
+    for (int i = 0; i < PINS_MAX; i++)
+        pins[i].fd = -1;
+    ready = 1;
+}
+
+static pin *find(const mfs_cache_key *k)
+{
+    for (int i = 0; i < PINS_MAX; i++)
+        if (pins[i].fd >= 0 && !memcmp(pins[i].key.b, k->b, sizeof k->b))
+            return &pins[i];
+    return NULL;
+}
+
+void mfs_pins_put(const mfs_cache_key *k, mfs_cache_hit *hit)
+{
+    pthread_mutex_lock(&mu);
+    init_locked();
+    pin *p = find(k);
+    if (!p) {
+        p = &pins[0];
+        for (int i = 0; i < PINS_MAX; i++) {
+            if (pins[i].fd < 0) {
+                p = &pins[i];
+                break;
+            }
+            if (pins[i].used < p->used)
+                p = &pins[i];
+        }
+    }
+    if (p->fd >= 0)
+        close(p->fd);
+    *p = (pin){*k, hit->fd, hit->offset, hit->length, ++clock_};
+    hit->fd = -1;
+    pthread_mutex_unlock(&mu);
+}
+
+int mfs_pins_peek(const mfs_cache_key *k, uint64_t *length)
+{
+    pthread_mutex_lock(&mu);
+    init_locked();
+    pin *p = find(k);
+    if (p)
+        *length = p->length;
+    pthread_mutex_unlock(&mu);
+    return p != NULL;
+}
+
+int mfs_pins_open(const mfs_cache_key *k, mfs_cache_hit *hit)
+{
+    pthread_mutex_lock(&mu);
+    init_locked();
+    pin *p = find(k);
+    int fd = p ? fcntl(p->fd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (fd >= 0) {
+        p->used = ++clock_;
+        *hit = (mfs_cache_hit){.fd = fd, .offset = p->offset, .length = p->length};
+    }
+    pthread_mutex_unlock(&mu);
+    return fd >= 0;
+}
+
+void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_manifest *man,
+                   mfs_cache_hit *hits)
+{
+    unsigned n = 0;
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < man->nviews && i < MFS_FMT_COUNT; i++) {
+        if (hits[i].fd < 0)
+            continue;
+        mfs_cache_hit h = {.fd = -1};
+        mfs_err err;
+        mfs_err_clear(&err);
+        int there = mfs_cache_peek(fs->cache, &man->views[i].key, &h, &err) == 1;
+        mfs_cache_hit_release(&h);
+        if (there) {
+            mfs_cache_hit_release(&hits[i]);
+            continue;
+        }
+        n++;
+        bytes += hits[i].length;
+        mfs_pins_put(&man->views[i].key, &hits[i]);
+    }
+    if (n)
+        mfs_fs_log(fs, "%s: cache too small: %u of its views (%llu bytes) were evicted as soon as "
+                       "stored (cache_size=%llu); serving them uncached, converting again when "
+                       "needed; raise -o cache_size",
+                   relpath, n, (unsigned long long)bytes, (unsigned long long)fs->cfg.cache_size);
+}
