@@ -14,8 +14,12 @@
  *    warm lookup re-reads no source bytes.
  *
  * Several daemons may share one directory.  Every file reaches its final name
- * by rename() from a complete, fsynced temporary file; readers open final
- * names only; entries are checksummed and verified on first open.
+ * by rename() from a complete temporary file; readers open final names only.
+ * Durability: nothing is fsynced.  A killed process loses nothing it
+ * committed (the bytes are in the page cache), but after a power loss a
+ * final name may hold bytes that never reached the disk; entries are
+ * checksummed and verified on first open, so such an entry is discarded and
+ * made again, never served (docs/cache.md, "Writing", "Crash safety").
  *
  * Thread safety: every function taking an mfs_cache* is safe to call from
  * any number of threads at once, except mfs_cache_open/mfs_cache_close.  A

@@ -1,5 +1,6 @@
-/* Opening the cache: its directory, CACHEDIR.TAG, leftover temporary files,
- * statistics, and the small I/O helpers the other cache files share.
+/* Opening the cache: its directory, leftover temporary files, the index,
+ * the first size scan, statistics.  The top of the cache's layering: it
+ * calls io.c, index.c, evict.c and revive.c, and none of them calls back.
  *
  * The directory is trusted only once it is proven to be ours: a real
  * directory (not a symlink), owned by the user running meshfs, writable by
@@ -9,118 +10,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache_int.h"
-
-#define TAG_FILE "CACHEDIR.TAG"
-/* https://bford.info/cachedir/: backup tools skip directories holding this. */
-static const char tag_text[] =
-    "Signature: 8a477f597d28d172789f06886806bc55\n"
-    "# This file is a cache directory tag created by meshfs.\n"
-    "# For information about cache directory tags, see:\n"
-    "#\thttps://bford.info/cachedir/\n";
-
-/* ---- I/O helpers ------------------------------------------------------ */
-
-int mfs_cache_pwrite_full(int fd, const void *p, size_t n, uint64_t off)
-{
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t w = pwrite(fd, b, n, (off_t)off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return errno;
-        }
-        b += w;
-        n -= (size_t)w;
-        off += (uint64_t)w;
-    }
-    return 0;
-}
-
-int64_t mfs_cache_pread_full(int fd, void *p, size_t n, uint64_t off)
-{
-    uint8_t *b = p;
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = pread(fd, b + got, n - got, (off_t)(off + got));
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    return (int64_t)got;
-}
-
-int64_t mfs_cache_ts_ns(const struct timespec *ts)
-{
-    return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
-}
-
-int64_t mfs_cache_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return mfs_cache_ts_ns(&ts);
-}
-
-int mfs_cache_tmp_create(mfs_cache *c, char name[MFS_CACHE_PATH_MAX], mfs_err *err)
-{
-    /* O_EXCL over a random name: no two writers, in any process, can share
-     * a temporary file, and a name never looks like an entry. */
-    static atomic_uint seq;
-    for (int tries = 0; tries < 8; tries++) {
-        uint32_t rnd = 0;
-        if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
-            rnd = (uint32_t)mfs_cache_now_ns();
-        snprintf(name, MFS_CACHE_PATH_MAX, MFS_CACHE_TMP_DIR "/%ld-%u-%08x.tmp", (long)getpid(),
-                 atomic_fetch_add(&seq, 1u), rnd);
-        int fd = openat(c->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd >= 0)
-            return fd;
-        if (errno == ENOENT) { /* tmp/ removed by hand: recreate it */
-            if (mkdirat(c->dirfd, MFS_CACHE_TMP_DIR, 0700) < 0 && errno == ENOENT)
-                mfs_cache_revive(c, NULL); /* the whole directory went (revive.c) */
-        } else if (errno != EEXIST)
-            return mfs_errf(err, "cache %s: creating %s: %s", c->dir, name, strerror(errno));
-    }
-    return mfs_errf(err, "cache %s: cannot create a temporary file", c->dir);
-}
-
-int mfs_cache_rename_into(mfs_cache *c, const char *tmp, const char *final, mfs_err *err)
-{
-    if (renameat(c->dirfd, tmp, c->dirfd, final) == 0)
-        return 0;
-    if (errno == ENOENT) {
-        /* Shard directories are made on first use.  If tmp itself is gone
-         * (a cleanup took it), the retry fails again: nothing half-written
-         * ever gets a final name. */
-        char dir[MFS_CACHE_PATH_MAX];
-        snprintf(dir, sizeof dir, "%s", final);
-        char *slash = strrchr(dir, '/');
-        if (slash) {
-            *slash = '\0';
-            mkdirat(c->dirfd, MFS_CACHE_ENTRY_DIR, 0700);
-            mkdirat(c->dirfd, dir, 0700);
-        }
-        if (renameat(c->dirfd, tmp, c->dirfd, final) == 0)
-            return 0;
-    }
-    return mfs_errf(err, "cache %s: renaming %s to %s: %s", c->dir, tmp, final,
-                    strerror(errno));
-}
 
 /* ---- directory -------------------------------------------------------- */
 
@@ -142,48 +38,6 @@ int mfs_cache_default_dir(char *buf, size_t n, mfs_err *err)
         return mfs_errf(err, "cache: neither XDG_CACHE_HOME nor HOME is an absolute path");
     if (len < 0 || (size_t)len >= n)
         return mfs_errf(err, "cache: directory name too long");
-    return 0;
-}
-
-static int mkdir_p(const char *path, mfs_err *err)
-{
-    char buf[4096];
-    size_t len = strlen(path);
-    if (len == 0 || len >= sizeof buf)
-        return mfs_errf(err, "cache: bad directory name '%s'", path);
-    memcpy(buf, path, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char save = buf[i];
-        buf[i] = '\0';
-        /* 0700: the cache holds derived copies of the user's own files. */
-        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-            return mfs_errf(err, "cache: creating %s: %s", buf, strerror(errno));
-        buf[i] = save;
-    }
-    return 0;
-}
-
-static int write_tag(mfs_cache *c, mfs_err *err)
-{
-    if (faccessat(c->dirfd, TAG_FILE, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-        return 0;
-    char tmp[MFS_CACHE_PATH_MAX];
-    int fd = mfs_cache_tmp_create(c, tmp, err);
-    if (fd < 0)
-        return -1;
-    int e = mfs_cache_pwrite_full(fd, tag_text, sizeof tag_text - 1, 0);
-    close(fd);
-    if (e) {
-        unlinkat(c->dirfd, tmp, 0);
-        return mfs_errf(err, "cache %s: writing %s: %s", c->dir, TAG_FILE, strerror(e));
-    }
-    if (renameat(c->dirfd, tmp, c->dirfd, TAG_FILE) < 0) {
-        e = errno;
-        unlinkat(c->dirfd, tmp, 0);
-        return mfs_errf(err, "cache %s: %s: %s", c->dir, TAG_FILE, strerror(e));
-    }
     return 0;
 }
 
@@ -283,49 +137,11 @@ static void clean_tmp(mfs_cache *c)
     closedir(d);
 }
 
-/* The checks that make a directory ours: opened at parent/name without
- * following a link, then judged by what was opened (no window between a
- * check and the use).  Returns the descriptor or -1 with the reason. */
-static int open_trusted(int parent, const char *name, const char *shown, mfs_err *err)
-{
-    struct stat st;
-    if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-        return mfs_errf(err, "cache: %s is a symbolic link; refusing to use it (give the real "
-                             "directory, which must belong to you)", shown);
-    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ELOOP || errno == ENOTDIR)
-            return mfs_errf(err, "cache: %s is not a directory (or is a symbolic link); "
-                                 "refusing to use it", shown);
-        return mfs_errf(err, "cache: opening %s: %s", shown, strerror(errno));
-    }
-    const char *why = NULL;
-    char buf[128];
-    if (fstat(fd, &st) < 0) {
-        why = strerror(errno);
-    } else if (!S_ISDIR(st.st_mode)) {
-        why = "not a directory";
-    } else if (st.st_uid != geteuid()) {
-        snprintf(buf, sizeof buf, "owned by uid %u, not by uid %u who runs meshfs",
-                 (unsigned)st.st_uid, (unsigned)geteuid());
-        why = buf;
-    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        snprintf(buf, sizeof buf, "writable by its group or others (mode %04o; chmod go-w it)",
-                 (unsigned)(st.st_mode & 07777));
-        why = buf;
-    }
-    if (why) {
-        close(fd);
-        return mfs_errf(err, "cache: %s is %s; refusing to use it", shown, why);
-    }
-    return fd;
-}
-
 static int open_dirs(mfs_cache *c, mfs_err *err)
 {
-    if (mkdir_p(c->dir, err) < 0)
+    if (mfs_cache_mkdir_p(c->dir, err) < 0)
         return -1;
-    c->dirfd = open_trusted(AT_FDCWD, c->dir, c->dir, err);
+    c->dirfd = mfs_cache_open_trusted(AT_FDCWD, c->dir, c->dir, err);
     if (c->dirfd < 0)
         return -1;
     static const char *const subdirs[] = {MFS_CACHE_TMP_DIR, MFS_CACHE_ENTRY_DIR};
@@ -335,7 +151,7 @@ static int open_dirs(mfs_cache *c, mfs_err *err)
                             strerror(errno));
         char shown[4200];
         snprintf(shown, sizeof shown, "%s/%s", c->dir, subdirs[i]);
-        int fd = open_trusted(c->dirfd, subdirs[i], shown, err);
+        int fd = mfs_cache_open_trusted(c->dirfd, subdirs[i], shown, err);
         if (fd < 0)
             return -1;
         close(fd);
@@ -344,7 +160,7 @@ static int open_dirs(mfs_cache *c, mfs_err *err)
     if (c->lockfd < 0)
         return mfs_errf(err, "cache: opening %s/%s: %s", c->dir, MFS_CACHE_LOCK_FILE,
                         strerror(errno));
-    return write_tag(c, err);
+    return mfs_cache_write_tag(c, err);
 }
 
 int mfs_cache_open(const mfs_cache_config *cfg, mfs_cache **out, mfs_err *err)
@@ -362,6 +178,7 @@ int mfs_cache_open(const mfs_cache_config *cfg, mfs_cache **out, mfs_err *err)
     c->flags = cfg->flags;
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->evict_mu, NULL);
+    c->revive = mfs_cache_revive;
     char def[4096];
     if (cfg->dir) {
         c->dir = strdup(cfg->dir);
@@ -413,21 +230,4 @@ void mfs_cache_get_stats(mfs_cache *c, mfs_cache_stats *out)
     pthread_mutex_lock(&c->mu);
     *out = c->st;
     pthread_mutex_unlock(&c->mu);
-}
-
-/* ---- for revive.c: the same checks as at open ------------------------- */
-
-int mfs_cache_mkdir_p(const char *path, mfs_err *err)
-{
-    return mkdir_p(path, err);
-}
-
-int mfs_cache_open_trusted(int parent, const char *name, const char *shown, mfs_err *err)
-{
-    return open_trusted(parent, name, shown, err);
-}
-
-int mfs_cache_write_tag(mfs_cache *c, mfs_err *err)
-{
-    return write_tag(c, err);
 }

@@ -1,11 +1,19 @@
 /* Internals shared by the cache's files (not part of the contract).
  *
- *   cache.c    opening: directory, CACHEDIR.TAG, temp cleanup, stats, I/O helpers
+ *   io.c       whole-buffer I/O, clocks, temporary files, renames, the
+ *              directory checks and CACHEDIR.TAG
  *   key.c      key builder and the view/manifest key definitions
+ *   evict.c    size cap, LRU by mtime
+ *   index.c    stat -> content hash index (append-only log)
  *   store.c    entry container: writer, lookup, verification, verified set
  *   manifest.c manifest payload encode/decode, dependency check
- *   index.c    stat -> content hash index (append-only log)
- *   evict.c    size cap, LRU by mtime
+ *   revive.c   the directory made again after an rm -rf
+ *   cache.c    opening and closing: directory, temp cleanup, stats
+ *
+ * Layering (a file calls only those above it in this list, never back):
+ *   io.c, key.c  <-  evict.c, index.c  <-  store.c  <-  manifest.c
+ *   io.c, index.c  <-  revive.c;  all of them  <-  cache.c
+ * io.c's temporary files reach revive.c only through the c->revive hook.
  *
  * Every path is relative to c->dirfd and used through the *at() calls, so
  * nothing depends on the process's working directory.  c->dirfd, tmp/ and
@@ -71,6 +79,8 @@ struct mfs_cache {
 
     pthread_mutex_t evict_mu; /* one evicting thread per handle */
     mfs_index *idx;           /* has its own lock */
+    /* mfs_cache_revive, set at open: io.c calls it when tmp/ is gone */
+    int (*revive)(mfs_cache *c, mfs_err *err);
 };
 
 /* Statistics: one field bump under the lock. */
@@ -81,7 +91,7 @@ struct mfs_cache {
         pthread_mutex_unlock(&(c)->mu);    \
     } while (0)
 
-/* cache.c: I/O helpers.  Return 0 or a positive errno; read_full returns the
+/* io.c: I/O helpers.  Return 0 or a positive errno; read_full returns the
  * byte count read (short only at end of file) or -errno. */
 int mfs_cache_pwrite_full(int fd, const void *p, size_t n, uint64_t off);
 int64_t mfs_cache_pread_full(int fd, void *p, size_t n, uint64_t off);
@@ -133,7 +143,7 @@ void mfs_index_close(mfs_cache *c);
  * records this process knows, attached in place of the removed one. */
 void mfs_index_revive(mfs_cache *c);
 
-/* cache.c's directory checks, for revive.c (the same rules as at open). */
+/* io.c: the directory checks, at open (cache.c) and revival (revive.c). */
 int mfs_cache_mkdir_p(const char *path, mfs_err *err);
 int mfs_cache_open_trusted(int parent, const char *name, const char *shown, mfs_err *err);
 int mfs_cache_write_tag(mfs_cache *c, mfs_err *err);

@@ -1,4 +1,5 @@
-/* Running meshfs-worker from a parent (meshfs-convert, the mount daemon).
+/* Running meshfs-worker from a parent (meshfs-convert, the mount daemon):
+ * the spawner (include/meshfs/spawner.h).
  *
  * posix_spawn rather than fork: the daemon is multithreaded, and a forked
  * child would inherit locks held by other threads.  glibc's posix_spawn
@@ -21,47 +22,50 @@
 #include <sys/stat.h>
 
 #include "meshfs/sandbox.h"
-#include "meshfs/worker.h"
+#include "meshfs/spawner.h"
 
 extern char **environ;
 
-void mfs_limits_default(mfs_limits *l)
-{
-    l->timeout_s = 60;
-    l->memory = 4ull << 30;
-    l->output = 4ull << 30;
-    l->cpu_s = 120;
-}
+struct mfs_spawner {
+    char path[PATH_MAX];     /* meshfs-worker */
+    /* Every worker gets the read end of this pipe, whose write end only
+     * this process holds (close-on-exec).  When the parent dies, however
+     * it dies, the workers read EOF and exit.  PR_SET_PDEATHSIG would not
+     * do: it fires when the spawning *thread* exits, and FUSE retires idle
+     * threads. */
+    int lifeline[2];
+    char **exts;             /* NULL-terminated, or NULL: exts_err says why */
+    char exts_err[MFS_ERR_MAX];
+    pthread_mutex_t sandbox_mu; /* guards the two below */
+    int sandbox_asked;
+    char sandbox_warning[512];
+};
 
-static char worker_path[PATH_MAX];
-static pthread_once_t worker_once = PTHREAD_ONCE_INIT;
-
-static void find_worker(void)
+static void find_worker(char *out, size_t n)
 {
     const char *env = getenv("MESHFS_WORKER");
     if (env && env[0]) {
-        snprintf(worker_path, sizeof worker_path, "%s", env);
+        snprintf(out, n, "%s", env);
         return;
     }
     char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-        self[n] = '\0';
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len > 0) {
+        self[len] = '\0';
         char *slash = strrchr(self, '/');
         if (slash) {
             *slash = '\0';
-            snprintf(worker_path, sizeof worker_path, "%s/meshfs-worker", self);
-            if (access(worker_path, X_OK) == 0)
+            snprintf(out, n, "%s/meshfs-worker", self);
+            if (access(out, X_OK) == 0)
                 return;
         }
     }
-    snprintf(worker_path, sizeof worker_path, "%s/meshfs-worker", MESHFS_LIBEXECDIR);
+    snprintf(out, n, "%s/meshfs-worker", MESHFS_LIBEXECDIR);
 }
 
-const char *mfs_worker_path(void)
+const char *mfs_spawner_path(const mfs_spawner *sp)
 {
-    pthread_once(&worker_once, find_worker);
-    return worker_path;
+    return sp->path;
 }
 
 static double now_s(void)
@@ -96,8 +100,8 @@ static void arg_num(argv_buf *a, const char *flag, unsigned long long v)
 }
 
 /* drop: the worker must switch to uid/gid (we run as root). */
-static void build_argv(argv_buf *a, const mfs_job *job, char *formats, size_t fsz, int drop,
-                       uid_t uid, gid_t gid)
+static void build_argv(argv_buf *a, const char *worker, const mfs_job *job, char *formats,
+                       size_t fsz, int drop, uid_t uid, gid_t gid)
 {
     size_t n = 0;
     formats[0] = '\0';
@@ -105,7 +109,7 @@ static void build_argv(argv_buf *a, const mfs_job *job, char *formats, size_t fs
         if (job->formats & (1u << f))
             n += (size_t)snprintf(formats + n, fsz - n, "%s%s", n ? "," : "", mfs_format_get((mfs_format)f)->name);
     memset(a, 0, sizeof *a);
-    arg(a, mfs_worker_path());
+    arg(a, worker);
     arg(a, "--root");
     arg(a, job->root);
     arg(a, "--model");
@@ -143,22 +147,9 @@ static void build_argv(argv_buf *a, const mfs_job *job, char *formats, size_t fs
     }
 }
 
-/* Every worker gets the read end of one pipe whose write end only this
- * process holds (close-on-exec).  When the parent dies, however it dies,
- * the workers read EOF and exit.  PR_SET_PDEATHSIG would not do: it fires
- * when the spawning *thread* exits, and FUSE retires idle threads. */
-static int lifeline[2] = {-1, -1};
-static pthread_once_t lifeline_once = PTHREAD_ONCE_INIT;
-
-static void make_lifeline(void)
+static int spawn(const mfs_spawner *sp, char **argv, int report_fd, int out_fd, pid_t *pid,
+                 mfs_err *err)
 {
-    if (pipe2(lifeline, O_CLOEXEC) < 0)
-        lifeline[0] = lifeline[1] = -1;
-}
-
-static int spawn(char **argv, int report_fd, int out_fd, pid_t *pid, mfs_err *err)
-{
-    pthread_once(&lifeline_once, make_lifeline);
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     posix_spawn_file_actions_init(&fa);
@@ -172,8 +163,8 @@ static int spawn(char **argv, int report_fd, int out_fd, pid_t *pid, mfs_err *er
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     if (report_fd >= 0)
         posix_spawn_file_actions_adddup2(&fa, report_fd, MFS_REPORT_FD);
-    if (lifeline[0] >= 0)
-        posix_spawn_file_actions_adddup2(&fa, lifeline[0], MFS_LIFELINE_FD);
+    if (sp->lifeline[0] >= 0)
+        posix_spawn_file_actions_adddup2(&fa, sp->lifeline[0], MFS_LIFELINE_FD);
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);
@@ -371,7 +362,7 @@ static void claim_outputs(const mfs_job *job, mfs_report *rep, int drop, uid_t u
     close(dfd);
 }
 
-int mfs_worker_convert(const mfs_job *job, mfs_report *rep, mfs_err *err)
+int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mfs_err *err)
 {
     memset(rep, 0, sizeof *rep);
     char formats[64];
@@ -379,12 +370,12 @@ int mfs_worker_convert(const mfs_job *job, mfs_report *rep, mfs_err *err)
     uid_t uid = 0;
     gid_t gid = 0;
     int drop = mfs_worker_user_get(&uid, &gid);
-    build_argv(&a, job, formats, sizeof formats, drop, uid, gid);
+    build_argv(&a, sp->path, job, formats, sizeof formats, drop, uid, gid);
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return mfs_errf(err, "pipe: %s", strerror(errno));
     pid_t pid;
-    int rc = spawn(a.argv, p[1], -1, &pid, err);
+    int rc = spawn(sp, a.argv, p[1], -1, &pid, err);
     close(p[1]);
     if (rc < 0) {
         close(p[0]);
@@ -433,17 +424,14 @@ int mfs_worker_convert(const mfs_job *job, mfs_report *rep, mfs_err *err)
 
 /* ---- is the sandbox complete here ---- */
 
-static char sandbox_warning[512];
-static pthread_once_t sandbox_once = PTHREAD_ONCE_INIT;
-
-static void ask_sandbox(void)
+static void ask_sandbox(mfs_spawner *sp)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return;
-    char *argv[] = {(char *)mfs_worker_path(), "--sandbox-status", NULL};
+    char *argv[] = {sp->path, "--sandbox-status", NULL};
     pid_t pid;
-    if (spawn(argv, -1, p[1], &pid, NULL) < 0) {
+    if (spawn(sp, argv, -1, p[1], &pid, NULL) < 0) {
         close(p[0]);
         close(p[1]);
         return; /* the first conversion will say the worker cannot start */
@@ -463,7 +451,7 @@ static void ask_sandbox(void)
         const char *ll = strstr(text, "landlock: unsupported");
         const char *sc = strstr(text, "seccomp: unsupported");
         if (ll || sc)
-            snprintf(sandbox_warning, sizeof sandbox_warning,
+            snprintf(sp->sandbox_warning, sizeof sp->sandbox_warning,
                      "warning: %s%s%s is not available on this kernel, so conversions run with "
                      "less confinement (docs/security.md)",
                      ll ? "Landlock" : "", ll && sc ? " and " : "", sc ? "seccomp" : "");
@@ -472,10 +460,14 @@ static void ask_sandbox(void)
     free(buf);
 }
 
-const char *mfs_worker_sandbox_warning(void)
+const char *mfs_spawner_sandbox_warning(mfs_spawner *sp)
 {
-    pthread_once(&sandbox_once, ask_sandbox);
-    return sandbox_warning[0] ? sandbox_warning : NULL;
+    pthread_mutex_lock(&sp->sandbox_mu);
+    if (!sp->sandbox_asked)
+        ask_sandbox(sp);
+    sp->sandbox_asked = 1;
+    pthread_mutex_unlock(&sp->sandbox_mu);
+    return sp->sandbox_warning[0] ? sp->sandbox_warning : NULL;
 }
 
 /* ---- which files are models ---- */
@@ -485,10 +477,6 @@ const char *mfs_worker_sandbox_warning(void)
  * else), plus animation-only inputs with no geometry. */
 static const char *const skipped_ext[] = {"xml", "md5anim", "md5camera", "pk3", "prj", NULL};
 
-static char **model_exts;
-static char model_exts_err[MFS_ERR_MAX];
-static pthread_once_t exts_once = PTHREAD_ONCE_INIT;
-
 static int skipped(const char *e)
 {
     for (int i = 0; skipped_ext[i]; i++)
@@ -497,20 +485,22 @@ static int skipped(const char *e)
     return 0;
 }
 
-static void load_exts(void)
+static void load_exts(mfs_spawner *sp)
 {
+    char *model_exts_err = sp->exts_err;
+    size_t errsz = sizeof sp->exts_err;
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0) {
-        snprintf(model_exts_err, sizeof model_exts_err, "pipe: %s", strerror(errno));
+        snprintf(model_exts_err, errsz, "pipe: %s", strerror(errno));
         return;
     }
-    char *argv[] = {(char *)mfs_worker_path(), "--list-extensions", NULL};
+    char *argv[] = {sp->path, "--list-extensions", NULL};
     pid_t pid;
     mfs_err err;
-    if (spawn(argv, -1, p[1], &pid, &err) < 0) {
+    if (spawn(sp, argv, -1, p[1], &pid, &err) < 0) {
         close(p[0]);
         close(p[1]);
-        snprintf(model_exts_err, sizeof model_exts_err, "%s", err.msg);
+        snprintf(model_exts_err, errsz, "%s", err.msg);
         return;
     }
     close(p[1]);
@@ -525,7 +515,7 @@ static void load_exts(void)
     if (!v || !buf) {
         free(buf);
         free(v);
-        snprintf(model_exts_err, sizeof model_exts_err, "out of memory");
+        snprintf(model_exts_err, errsz, "out of memory");
         return;
     }
     char *s = (char *)buf;
@@ -546,36 +536,120 @@ static void load_exts(void)
     free(buf);
     if (n == 0) {
         free(v);
-        snprintf(model_exts_err, sizeof model_exts_err, "worker %s listed no model extensions",
-                 mfs_worker_path());
+        snprintf(model_exts_err, errsz, "worker %s listed no model extensions",
+                 sp->path);
         return;
     }
-    model_exts = v;
+    sp->exts = v;
+}
+
+const char *const *mfs_spawner_extensions(const mfs_spawner *sp, mfs_err *err)
+{
+    if (!sp->exts) {
+        mfs_errf(err, "%s", sp->exts_err);
+        return NULL;
+    }
+    return (const char *const *)sp->exts;
+}
+
+/* ---- a spawner's life ---- */
+
+int mfs_spawner_open(mfs_spawner **out, mfs_err *err)
+{
+    mfs_spawner *sp = calloc(1, sizeof *sp);
+    if (!sp)
+        return mfs_errf(err, "out of memory");
+    find_worker(sp->path, sizeof sp->path);
+    if (pipe2(sp->lifeline, O_CLOEXEC) < 0)
+        sp->lifeline[0] = sp->lifeline[1] = -1;
+    /* Above the numbers a worker's fds are dup2()ed to: a spawner opened
+     * first gets 3 and 4, and the report's dup2 onto 3 would then replace
+     * the lifeline before it is dup2()ed onto 4. */
+    for (int i = 0; i < 2; i++)
+        if (sp->lifeline[i] >= 0 && sp->lifeline[i] <= MFS_LIFELINE_FD) {
+            int high = fcntl(sp->lifeline[i], F_DUPFD_CLOEXEC, MFS_LIFELINE_FD + 1);
+            close(sp->lifeline[i]);
+            sp->lifeline[i] = high;
+        }
+    pthread_mutex_init(&sp->sandbox_mu, NULL);
+    load_exts(sp);
+    *out = sp;
+    return 0;
+}
+
+void mfs_spawner_close(mfs_spawner *sp)
+{
+    if (!sp)
+        return;
+    /* the workers still running read EOF on their lifeline and exit */
+    for (int i = 0; i < 2; i++)
+        if (sp->lifeline[i] >= 0)
+            close(sp->lifeline[i]);
+    for (size_t i = 0; sp->exts && sp->exts[i]; i++)
+        free(sp->exts[i]);
+    free(sp->exts);
+    pthread_mutex_destroy(&sp->sandbox_mu);
+    free(sp);
+}
+
+/* ---- the one-shot tools' spawner (spawner.h) ---- */
+
+static mfs_spawner *tool_spawner;
+static pthread_once_t tool_once = PTHREAD_ONCE_INIT;
+
+static void open_tool_spawner(void)
+{
+    mfs_spawner_open(&tool_spawner, NULL);
+}
+
+static mfs_spawner *tool(void)
+{
+    pthread_once(&tool_once, open_tool_spawner);
+    return tool_spawner;
+}
+
+int mfs_worker_convert(const mfs_job *job, mfs_report *rep, mfs_err *err)
+{
+    mfs_spawner *sp = tool();
+    if (!sp) {
+        memset(rep, 0, sizeof *rep);
+        return mfs_errf(err, "out of memory");
+    }
+    return mfs_spawner_convert(sp, job, rep, err);
+}
+
+static char tool_path[PATH_MAX];
+static pthread_once_t tool_path_once = PTHREAD_ONCE_INIT;
+
+static void find_tool_path(void)
+{
+    find_worker(tool_path, sizeof tool_path);
+}
+
+const char *mfs_worker_path(void)
+{
+    /* only the path: no process is started for it (errtext.c, tests) */
+    pthread_once(&tool_path_once, find_tool_path);
+    return tool_path;
 }
 
 const char *const *mfs_model_extensions(mfs_err *err)
 {
-    pthread_once(&exts_once, load_exts);
-    if (!model_exts) {
-        mfs_errf(err, "%s", model_exts_err);
+    mfs_spawner *sp = tool();
+    if (!sp) {
+        mfs_errf(err, "out of memory");
         return NULL;
     }
-    return (const char *const *)model_exts;
+    return mfs_spawner_extensions(sp, err);
 }
 
 int mfs_is_model_name(const char *name)
 {
-    const char *const *exts = mfs_model_extensions(NULL);
-    const char *dot = strrchr(name, '.');
-    if (!exts || !dot || dot == name || !dot[1])
-        return 0;
-    char e[32];
-    size_t n = 0;
-    for (const char *c = dot + 1; *c && n + 1 < sizeof e; c++)
-        e[n++] = (char)((*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
-    e[n] = '\0';
-    for (int i = 0; exts[i]; i++)
-        if (strcmp(exts[i], e) == 0)
-            return 1;
-    return 0;
+    return mfs_model_name_in(mfs_model_extensions(NULL), name);
+}
+
+const char *mfs_worker_sandbox_warning(void)
+{
+    mfs_spawner *sp = tool();
+    return sp ? mfs_spawner_sandbox_warning(sp) : NULL;
 }

@@ -7,30 +7,14 @@
  * model's manifest records the inputs for the next lookup. */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "coherence.h"
 #include "fs.h"
-
-void mfs_fs_log(mfs_fs *fs, const char *fmt, ...)
-{
-    char raw[1024], msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
-    va_end(ap);
-    mfs_fs_errtext(fs, raw, msg, sizeof msg); /* SRC-relative, no cache paths */
-    if (fs->cfg.foreground)
-        fprintf(stderr, "meshfs: %s\n", msg);
-    else
-        syslog(LOG_WARNING, "%s", msg);
-}
 
 /* Whether this mount's imports compute tangents: when it shows .gmf, the one
  * view that stores them, and then in every run (mfs_fs_convert).  Not only
@@ -244,7 +228,7 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     job_slot_take(fs);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = mfs_worker_convert(&job, &rep, err);
+    int rc = mfs_spawner_convert(fs->spawner, &job, &rep, err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     job_slot_give(fs);
     atomic_fetch_add(&fs->stats.conversions, 1);

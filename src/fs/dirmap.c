@@ -196,9 +196,9 @@ static int read_entries(mfs_fs *fs, const char *dir, entry **out, size_t *n)
     return 0;
 }
 
-static int is_model_entry(const entry *e)
+static int is_model_entry(const mfs_fs *fs, const entry *e)
 {
-    return e->type == DT_REG && mfs_is_model_name(e->name);
+    return e->type == DT_REG && mfs_spawner_is_model(fs->spawner, e->name);
 }
 
 static int cmp_vname(const void *a, const void *b)
@@ -218,7 +218,7 @@ static int plan_names(mfs_fs *fs, const entry *e, size_t n, mfs_names *p)
     if (!ne)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
-        ne[i] = (mfs_name_entry){e[i].name, is_model_entry(&e[i])};
+        ne[i] = (mfs_name_entry){e[i].name, is_model_entry(fs, &e[i])};
     int rc = mfs_names_plan(ne, n, naming_flags(fs), p);
     free(ne);
     return rc < 0 ? -ENOMEM : 0;
@@ -389,7 +389,7 @@ int mfs_dir_list(mfs_fs *fs, const char *dir, mfs_dir_fill fill, void *ctx)
     }
     int stop = 0, real_pkg = 0;
     for (size_t i = 0; i < n && !stop; i++) {
-        if (fs->cfg.hide_sources && is_model_entry(&e[i]))
+        if (fs->cfg.hide_sources && is_model_entry(fs, &e[i]))
             continue;
         const char *name = shown.shown ? shown.shown[i] : e[i].name;
         if (!name)

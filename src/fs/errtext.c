@@ -5,7 +5,10 @@
  * absolute paths they were given; rewriting the finished text here is the
  * one place that catches them all, including reasons stored in the cache by
  * an older version or another mount of the same cache. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
+#include <syslog.h>
 
 #include "fs.h"
 
@@ -60,7 +63,7 @@ void mfs_fs_errtext(const mfs_fs *fs, const char *in, char *out, size_t n)
     outbuf o = {out, n, 0};
     out[0] = '\0';
     const char *cache = fs->cache ? mfs_cache_dir(fs->cache) : NULL;
-    const char *worker = mfs_worker_path();
+    const char *worker = fs->spawner ? mfs_spawner_path(fs->spawner) : mfs_worker_path();
     const char *src = fs->cfg.src && strcmp(fs->cfg.src, "/") ? fs->cfg.src : NULL;
     int in_cache_msg = 0; /* names inside the cache follow its directory */
     const char *p = in;
@@ -96,4 +99,18 @@ void mfs_fs_errtext(const mfs_fs *fs, const char *in, char *out, size_t n)
     char *dup;
     while ((dup = strstr(out, "cache: cache:")))
         memmove(dup, dup + 7, strlen(dup + 7) + 1);
+}
+
+void mfs_fs_log(mfs_fs *fs, const char *fmt, ...)
+{
+    char raw[1024], msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    mfs_fs_errtext(fs, raw, msg, sizeof msg); /* SRC-relative, no cache paths */
+    if (fs->cfg.foreground)
+        fprintf(stderr, "meshfs: %s\n", msg);
+    else
+        syslog(LOG_WARNING, "%s", msg);
 }

@@ -11,7 +11,8 @@
 
 #include "meshfs/cache.h"
 #include "meshfs/formats.h"
-#include "meshfs/worker.h"
+#include "meshfs/limits.h"
+#include "meshfs/spawner.h"
 
 typedef struct mfs_fs_config {
     char *src;              /* absolute path of SRC */
@@ -44,9 +45,29 @@ typedef struct mfs_fs_stats {
 typedef struct mfs_models mfs_models;
 typedef struct mfs_dirmaps mfs_dirmaps;
 
+/* One mount's state, owned here and passed to every function that needs
+ * it: nothing below keeps a process-wide copy (kview.c and pins.c are
+ * per-process by design: one mount per process, coherence.h).
+ *
+ * Lock order.  A thread that holds several takes them in this order and
+ * releases in reverse; nothing is taken against it:
+ *
+ *   0. a folder's package lock (lgepkg.c: one stripe per folder), held
+ *      while the package is assembled, so across its models' resolutions.
+ *   1. a model's lock (models.c: one per model, held across its whole
+ *      resolution, conversion included: the single flight).  Never two
+ *      models' at once; listings only try it (trylock) and never wait.
+ *   2. job_lock (convert.c: the job slots), held only to count a slot, never
+ *      across a conversion.
+ *   3. the cache's own locks (cache.h: its stats, the stat index, eviction,
+ *      revival), each held only inside one cache call.
+ *
+ * kview.c's, pins.c's and the dirmap/models tables' locks are leaves: held
+ * for a lookup, with no other lock taken inside them. */
 typedef struct mfs_fs {
     mfs_fs_config cfg;
     int rootfd;             /* SRC, O_PATH|O_DIRECTORY */
+    mfs_spawner *spawner;   /* the workers: path, lifeline, model extensions */
     mfs_cache *cache;
     mfs_models *models;
     mfs_dirmaps *dirs;

@@ -230,11 +230,11 @@ static int open_state(mfs_fs *fs)
         fprintf(stderr, "meshfs: %s: %s\n", fs->cfg.src, strerror(errno));
         return -1;
     }
-    if (!mfs_model_extensions(&err)) {
+    if (mfs_spawner_open(&fs->spawner, &err) < 0 || !mfs_spawner_extensions(fs->spawner, &err)) {
         fprintf(stderr, "meshfs: %s\n", err.msg);
         return -1;
     }
-    const char *sandbox = mfs_worker_sandbox_warning();
+    const char *sandbox = mfs_spawner_sandbox_warning(fs->spawner);
     if (sandbox)
         fprintf(stderr, "meshfs: %s\n", sandbox);
     mfs_cache_config cc = {.dir = fs->cfg.cache_dir, .max_size = fs->cfg.cache_size};
@@ -368,6 +368,7 @@ int main(int argc, char **argv)
         mfs_cache_close(fs.cache);
     mfs_models_free(fs.models);
     mfs_dirmaps_free(fs.dirs);
+    mfs_spawner_close(fs.spawner);
     fuse_opt_free_args(&args);
     if (fs.cfg.cache_dir != c.cache_dir)
         free(fs.cfg.cache_dir);

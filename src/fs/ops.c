@@ -73,7 +73,7 @@ static int is_hidden_source(mfs_fs *fs, const char *r, const struct stat *st)
     if (!fs->cfg.hide_sources || !S_ISREG(st->st_mode))
         return 0;
     const char *slash = strrchr(r, '/');
-    return mfs_is_model_name(slash ? slash + 1 : r);
+    return mfs_spawner_is_model(fs->spawner, slash ? slash + 1 : r);
 }
 
 /* Is r a view?  Fills ref and returns 1; 0 if not; -errno. */
@@ -542,7 +542,7 @@ static int reply_xattr(const char *text, int len, char *value, size_t size)
 static int model_error(mfs_fs *fs, const char *r, char *value, size_t size)
 {
     const char *slash = strrchr(r, '/');
-    if (!mfs_is_model_name(slash ? slash + 1 : r))
+    if (!mfs_spawner_is_model(fs->spawner, slash ? slash + 1 : r))
         return -ENODATA;
     size_t cap = (size_t)MFS_FMT_COUNT * (MFS_ERR_MAX + 64);
     char *text = malloc(cap), *shown = malloc(cap);

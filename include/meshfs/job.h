@@ -1,0 +1,24 @@
+/* One conversion job: what to convert, with which options and limits, and
+ * where the outputs go.  The parent describes it (spawner.h); the worker
+ * runs it (mfs_job_run, src/convert/job.c). */
+#ifndef MESHFS_JOB_H
+#define MESHFS_JOB_H
+
+#include "meshfs/limits.h"
+#include "meshfs/options.h"
+#include "meshfs/proto.h"
+
+typedef struct mfs_job {
+    const char *root;        /* source root: nothing outside it is opened */
+    const char *model;       /* model path relative to root */
+    unsigned formats;        /* mask of mfs_format bits */
+    mfs_options opts;
+    const char *outdir;      /* existing private directory; outputs go to outdir/<fmt> */
+    mfs_limits limits;
+} mfs_job;
+
+/* In the worker: import and write everything, fill the report.  Returns 0
+ * when the report is meaningful (even if conversion failed). */
+int mfs_job_run(const mfs_job *job, mfs_report *rep);
+
+#endif

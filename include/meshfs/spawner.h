@@ -1,0 +1,72 @@
+/* Starting meshfs-worker from a parent (the mount daemon, meshfs-convert).
+ *
+ * assimp crashes, hangs and over-allocates on malformed input, so no parent
+ * ever runs it in its own address space.  Each conversion is one fresh
+ * `meshfs-worker` process (spawned, never forked from a multithreaded
+ * parent) that imports the model once, writes every requested format into
+ * a private output directory, and reports back over a pipe (proto.h).
+ *
+ * A spawner is the parent's state for that: the worker's path, the
+ * lifeline pipe every worker inherits (EOF there: the parent died, so the
+ * worker exits), and the model extensions the worker's importer accepts,
+ * asked of it once when the spawner is opened.  The mount daemon owns one
+ * (mfs_fs.spawner); nothing here spawns a process behind a caller's back:
+ * only mfs_spawner_open (the extension list), mfs_spawner_convert and
+ * mfs_spawner_sandbox_warning start workers.
+ *
+ * Thread safety: every function may be called from any number of threads
+ * at once, except open and close. */
+#ifndef MESHFS_SPAWNER_H
+#define MESHFS_SPAWNER_H
+
+#include "meshfs/err.h"
+#include "meshfs/job.h"
+#include "meshfs/proto.h"
+
+typedef struct mfs_spawner mfs_spawner;
+
+/* Finds the worker ($MESHFS_WORKER, else next to the running executable,
+ * else the install libexecdir), makes the lifeline and asks the worker for
+ * its extensions.  A worker that cannot answer is not an error here (a
+ * conversion will say why it cannot start); mfs_spawner_extensions says
+ * so.  -1 only on out of memory. */
+int mfs_spawner_open(mfs_spawner **out, mfs_err *err);
+void mfs_spawner_close(mfs_spawner *sp);
+
+const char *mfs_spawner_path(const mfs_spawner *sp);
+
+/* Spawns meshfs-worker for job, waits within the limits and decodes its
+ * report.  A crash, timeout or garbled report becomes a failed report whose
+ * error says which ("importer crashed: SIGSEGV", "import timed out after
+ * 60 s", "out of memory"); rep->transient is set when the failure is the
+ * machine's, not the model's.  Returns -1 only if the worker could not be
+ * started at all. */
+int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mfs_err *err);
+
+/* Lower-case extensions (without dot) the worker's importer accepts, minus
+ * the generic ones meshfs deliberately leaves alone (docs/import.md), as
+ * asked at open; NULL-terminated, or NULL with the reason. */
+const char *const *mfs_spawner_extensions(const mfs_spawner *sp, mfs_err *err);
+
+/* True if name's extension is one of exts (case-insensitive).  Pure: no
+ * process is started (src/convert/modelname.c). */
+int mfs_model_name_in(const char *const *exts, const char *name);
+
+/* True if name's extension is in mfs_spawner_extensions(sp). */
+int mfs_spawner_is_model(const mfs_spawner *sp, const char *name);
+
+/* The sandbox's warning for this kernel (Landlock or seccomp missing), or
+ * NULL; asked of the worker on the first call. */
+const char *mfs_spawner_sandbox_warning(mfs_spawner *sp);
+
+/* ---- the one-shot tools' spawner ----
+ *
+ * meshfs-convert and the tests run one batch per process; these use a
+ * process-wide spawner opened on first use.  The mount daemon never calls
+ * them: it passes its own. */
+int mfs_worker_convert(const mfs_job *job, mfs_report *rep, mfs_err *err);
+const char *mfs_worker_path(void);
+const char *const *mfs_model_extensions(mfs_err *err);
+int mfs_is_model_name(const char *name);
+
+#endif

@@ -1,0 +1,27 @@
+/* Which files are models: a name against the extensions the worker's
+ * importer accepts (spawner.h).  Pure string work, so a listing or a stat
+ * that asks never starts a process. */
+#include <string.h>
+
+#include "meshfs/spawner.h"
+
+int mfs_model_name_in(const char *const *exts, const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    if (!exts || !dot || dot == name || !dot[1])
+        return 0;
+    char e[32];
+    size_t n = 0;
+    for (const char *c = dot + 1; *c && n + 1 < sizeof e; c++)
+        e[n++] = (char)((*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
+    e[n] = '\0';
+    for (int i = 0; exts[i]; i++)
+        if (strcmp(exts[i], e) == 0)
+            return 1;
+    return 0;
+}
+
+int mfs_spawner_is_model(const mfs_spawner *sp, const char *name)
+{
+    return mfs_model_name_in(mfs_spawner_extensions(sp, NULL), name);
+}
