@@ -1,9 +1,11 @@
 /* The output formats and their writers.
  *
  * One writer per file in src/formats/, one page per format in docs/formats/.
- * A writer takes a validated scene in the canonical frame (scene.h) and the
- * options, writes its whole output to the sink, and returns 0, or -1 with err
- * set.  Writers are pure: same scene and options give the same bytes. */
+ * A writer takes a validated scene in the canonical frame (scene.h), what
+ * has been prepared from it (optional, below) and the options, writes its
+ * whole output to the sink, and returns 0, or -1 with err set.  Writers are
+ * pure: same scene and options give the same bytes, with or without the
+ * prepared data. */
 #ifndef MESHFS_FORMATS_H
 #define MESHFS_FORMATS_H
 
@@ -33,8 +35,23 @@ typedef enum mfs_format {
 #define MFS_FMT_LGEPKG_BIT (1u << MFS_FMT_COUNT)
 #define MFS_FMT_DEFAULT (MFS_FMT_ALL | MFS_FMT_LGEPKG_BIT)
 
-typedef int (*mfs_writer_fn)(const mfs_scene *s, const mfs_options *o, mfs_sink *out,
-                             mfs_err *err);
+/* What several writers derive alike from one scene, made once per job and
+ * passed to each writer of the job: today the merged model-space mesh behind
+ * .vrt, .tri and .sph (src/formats/runtime.h), built by the first of them
+ * to ask.  It lives with the job, not in a process-wide cache, so nothing
+ * outlives the conversion and no writer needs to know which others run.
+ * Writers may share it from several threads at once.  A writer given NULL
+ * (a unit test, a one-off call) builds what it needs itself. */
+typedef struct mfs_prepared mfs_prepared;
+
+/* Prepared data for s, which must outlive it; nothing is built yet.  NULL
+ * when out of memory: the writers then each build their own. */
+mfs_prepared *mfs_prepared_new(const mfs_scene *s);
+void mfs_prepared_free(mfs_prepared *p);
+
+/* prep: made for s, or NULL. */
+typedef int (*mfs_writer_fn)(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o,
+                             mfs_sink *out, mfs_err *err);
 
 typedef struct mfs_format_info {
     mfs_format id;
@@ -54,13 +71,21 @@ const mfs_format_info *mfs_format_find(const char *name);
 int mfs_format_parse_list(const char *list, unsigned *mask, mfs_err *err);
 
 /* The writers (src/formats/<name>.c). */
-int mfs_write_fmd(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
-int mfs_write_fmi(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
-int mfs_write_gmf(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
-int mfs_write_dem(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
-int mfs_write_vrt(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
-int mfs_write_tri(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
-int mfs_write_sph(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
-int mfs_write_tex(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err);
+int mfs_write_fmd(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,
+                  mfs_err *err);
+int mfs_write_fmi(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,
+                  mfs_err *err);
+int mfs_write_gmf(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,
+                  mfs_err *err);
+int mfs_write_dem(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,
+                  mfs_err *err);
+int mfs_write_vrt(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,
+                  mfs_err *err);
+int mfs_write_tri(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,
+                  mfs_err *err);
+int mfs_write_sph(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,
+                  mfs_err *err);
+int mfs_write_tex(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,
+                  mfs_err *err);
 
 #endif

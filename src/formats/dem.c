@@ -863,8 +863,10 @@ static int write_sequence(const dem_plan *pl, uint32_t ai, mfs_sink *out, mfs_er
 
 /* ---- entry ---- */
 
-int mfs_write_dem(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err)
+int mfs_write_dem(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,
+                  mfs_err *err)
 {
+    (void)prep; /* nothing prepared is of use here */
     dem_plan pl;
     int rc = plan_init(&pl, s, err);
     if (rc == 0) {

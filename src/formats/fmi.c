@@ -258,8 +258,10 @@ static int put_model_line(mfs_sink *out, const char *model_path, mfs_err *err)
     return 0;
 }
 
-int mfs_write_fmi(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err)
+int mfs_write_fmi(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,
+                  mfs_err *err)
 {
+    (void)prep; /* nothing prepared is of use here */
     if (put_model_line(out, o ? o->model_path : NULL, err) < 0)
         return -1;
     return put_meshes(out, s, o && o->fmi_textures, err);

@@ -1142,8 +1142,10 @@ static int put_tree(gmf *g, mfs_err *err)
     return rc;
 }
 
-int mfs_write_gmf(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err)
+int mfs_write_gmf(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,
+                  mfs_err *err)
 {
+    (void)prep; /* nothing prepared is of use here */
     (void)o; /* no gmf option: source_frame only changes what the importer delivers */
     gmf g;
     memset(&g, 0, sizeof g);

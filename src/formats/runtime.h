@@ -1,14 +1,11 @@
-/* Shared model preparation for the FBXConverter runtime files (.vrt, .tri,
+/* The model preparation behind the FBXConverter runtime files (.vrt, .tri,
  * .sph; docs/formats/vrt.md).
  *
- * The three writers are called separately with the same scene, and all of
- * them need the same merged, reduced, model-space mesh.  Building it is the
- * expensive part, so it is built once and shared: mfs_runtime_acquire()
- * keeps a few recent results keyed on a 128-bit hash of exactly the scene
- * content the result depends on (never on the scene's address, so a freed
- * and re-imported scene at the same address cannot be served stale data).
- * The cache is guarded by a mutex; a writer that asks while another thread
- * is building the same result waits for it instead of building it twice.
+ * All three writers need the same merged, reduced, model-space mesh, and
+ * building it is the expensive part of each.  A job builds it once: the
+ * writers get it through the job's mfs_prepared (meshfs/formats.h), whose
+ * first writer to ask builds it while the others wait.  A writer called
+ * without one builds its own, so each writer still works alone.
  *
  * Internal to src/formats/; not part of the public contract. */
 #ifndef MESHFS_FORMATS_RUNTIME_H
@@ -18,7 +15,10 @@
 #include <stdint.h>
 
 #include "meshfs/err.h"
+#include "meshfs/formats.h"
 #include "meshfs/scene.h"
+
+#include "sphere.h"
 
 /* One LGE VertexData as the engine reads it today (GraphicsSystem/
  * VertexData.h, 64 bytes), as 32-bit words: x y z u v nx ny nz, skin
@@ -84,48 +84,24 @@ static inline const uint32_t *mfs_runtime_vertex(const mfs_runtime *rt, int plai
     return plain && rt->plain ? rt->plain[v] : rt->vertices[v];
 }
 
-/* Which writer asks (a bit each).  Once all three have taken a result it is
- * dropped from the cache, so a finished conversion leaves no memory behind. */
-enum {
-    MFS_RT_USER_VRT = 1u << 0,
-    MFS_RT_USER_TRI = 1u << 1,
-    MFS_RT_USER_SPH = 1u << 2,
-    MFS_RT_USER_ALL = 7u,
-};
+/* The runtime mesh of s: prep's if prep was made for s (built by the first
+ * writer to ask, then shared), else built into *own.  NULL with err set on
+ * failure (too large, out of memory, non-finite model-space position).
+ * Both layouts are built at once, so no option changes the result.  Call
+ * mfs_runtime_free(own) when done, whichever way it went. */
+const mfs_runtime *mfs_runtime_get(const mfs_scene *s, mfs_prepared *prep, mfs_runtime *own,
+                                   mfs_err *err);
 
-/* The prepared data for s, from the cache or built now.  Release it with
- * mfs_runtime_release().  NULL with err set on failure (too
- * large, out of memory, non-finite model-space position).  Both layouts are
- * built at once, so the cache key does not depend on any option. */
-const mfs_runtime *mfs_runtime_acquire(const mfs_scene *s, unsigned user, mfs_err *err);
-void mfs_runtime_release(const mfs_runtime *rt);
+/* ---- building blocks (exposed for tests) ---- */
 
-/* Drops every cached result that nobody holds (for a long-lived process
- * that wants its memory back, and for tests). */
-void mfs_runtime_cache_clear(void);
-
-/* Cache statistics for tests: results built since start. */
-uint64_t mfs_runtime_builds(void);
-
-/* ---- building blocks (uncached; exposed for tests) ---- */
-
-/* Builds rt from s: skeleton, merge, reduce (both layouts), sphere.  rt is zeroed first; free it with
- * mfs_runtime_free() whether or not this succeeds. */
+/* Builds rt from s: skeleton, merge, reduce (both layouts), sphere.  rt is
+ * zeroed first; free it with mfs_runtime_free() whether or not this
+ * succeeds. */
 int mfs_runtime_build(const mfs_scene *s, mfs_runtime *rt, mfs_err *err);
 void mfs_runtime_free(mfs_runtime *rt);
 
-/* Ritter bounding sphere of n points (xyz at p + i*stride floats), then
- * widened so that every point passes the float containment tests described
- * in docs/formats/sph.md.  n == 0 gives centre 0 and radius 0. */
-void mfs_runtime_sphere(const float *p, size_t stride, uint32_t n, float center[3],
-                        float *radius);
-
-/* 1 if point q passes every float containment test against (c, r). */
-int mfs_runtime_sphere_contains(const float c[3], float r, const float q[3]);
-
-/* Largest coordinate magnitude a float-arithmetic reader can bound: the
- * squared distance between two such points, 3 * (2 * 5e18)^2, stays below
- * FLT_MAX. */
-#define MFS_RT_SPHERE_MAX_COORD 5e18f
+/* Builds started since the process started (for tests: how often a job
+ * really built the mesh). */
+uint64_t mfs_runtime_builds(void);
 
 #endif

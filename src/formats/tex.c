@@ -26,8 +26,10 @@ static void header(mfs_sink *out, uint32_t w, uint32_t h, uint32_t depth)
     mfs_put_u16(out, fmt); /* imageFormat: the byte order given, RGB(A) as decoded */
 }
 
-int mfs_write_tex(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err)
+int mfs_write_tex(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,
+                  mfs_err *err)
 {
+    (void)prep; /* nothing prepared is of use here */
     (void)o;
     const mfs_image *im = &s->image;
     if (!im->pixels) {

@@ -26,11 +26,15 @@ static void put_triangles(mfs_sink *out, const mfs_runtime *rt, int reverse, int
     mfs_put(out, buf, len);
 }
 
-int mfs_write_tri(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err)
+int mfs_write_tri(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,
+                  mfs_err *err)
 {
-    const mfs_runtime *rt = mfs_runtime_acquire(s, MFS_RT_USER_TRI, err);
-    if (!rt)
+    mfs_runtime own;
+    const mfs_runtime *rt = mfs_runtime_get(s, prep, &own, err);
+    if (!rt) {
+        mfs_runtime_free(&own);
         return mfs_err_prefix(err, "tri");
+    }
     int32_t elements = (int32_t)(rt->n_triangles * 3);
     mfs_put_i32(out, elements * 4); /* rawSizeInBytes */
     mfs_put_i32(out, 4);            /* sizeOfElement: sizeof(unsigned int) */
@@ -38,6 +42,6 @@ int mfs_write_tri(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_e
     /* the plain layout can merge vertices that differ only in skinning, so
      * the indices follow vrt_layout too */
     put_triangles(out, rt, o && o->reverse_winding, o && o->vrt_plain);
-    mfs_runtime_release(rt);
+    mfs_runtime_free(&own);
     return 0;
 }

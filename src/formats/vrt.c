@@ -29,26 +29,28 @@ static void put_vertices(mfs_sink *out, const mfs_runtime *rt, int plain)
     mfs_put(out, buf, len);
 }
 
-int mfs_write_vrt(const mfs_scene *s, const mfs_options *o, mfs_sink *out, mfs_err *err)
+int mfs_write_vrt(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,
+                  mfs_err *err)
 {
     /* reverse_winding is .tri's; vrt_plain picks the layout */
     int plain = o && o->vrt_plain;
-    const mfs_runtime *rt = mfs_runtime_acquire(s, MFS_RT_USER_VRT, err);
-    if (!rt)
-        return mfs_err_prefix(err, "vrt");
-    if (!plain && rt->max_joint > MFS_RT_MAX_JOINTS) {
-        uint32_t used = rt->max_joint;
-        mfs_runtime_release(rt);
-        return mfs_errf(err, "vrt: vertices use bone index %u, but the engine's skinning shader "
-                        "holds %d joints (skinnedTextureLight.vs.glsl); vrt_layout=plain writes "
-                        "the model without skinning", used - 1, MFS_RT_MAX_JOINTS);
+    mfs_runtime own;
+    const mfs_runtime *rt = mfs_runtime_get(s, prep, &own, err);
+    int rc = 0;
+    if (!rt) {
+        rc = mfs_err_prefix(err, "vrt");
+    } else if (!plain && rt->max_joint > MFS_RT_MAX_JOINTS) {
+        rc = mfs_errf(err, "vrt: vertices use bone index %u, but the engine's skinning shader "
+                      "holds %d joints (skinnedTextureLight.vs.glsl); vrt_layout=plain writes "
+                      "the model without skinning", rt->max_joint - 1, MFS_RT_MAX_JOINTS);
+    } else {
+        unsigned words = plain ? MFS_RT_PLAIN_WORDS : MFS_RT_WORDS;
+        int32_t elements = (int32_t)(mfs_runtime_count(rt, plain) * words);
+        mfs_put_i32(out, elements * 4); /* rawSizeInBytes */
+        mfs_put_i32(out, 4);            /* sizeOfElement: sizeof(float) == sizeof(unsigned int) */
+        mfs_put_i32(out, elements);     /* numberOfElement: 4-byte words, not vertices */
+        put_vertices(out, rt, plain);
     }
-    unsigned words = plain ? MFS_RT_PLAIN_WORDS : MFS_RT_WORDS;
-    int32_t elements = (int32_t)(mfs_runtime_count(rt, plain) * words);
-    mfs_put_i32(out, elements * 4); /* rawSizeInBytes */
-    mfs_put_i32(out, 4);            /* sizeOfElement: sizeof(float) == sizeof(unsigned int) */
-    mfs_put_i32(out, elements);     /* numberOfElement: 4-byte words, not vertices */
-    put_vertices(out, rt, plain);
-    mfs_runtime_release(rt);
-    return 0;
+    mfs_runtime_free(&own);
+    return rc;
 }

@@ -18,8 +18,7 @@
  * or out-of-range text), knows only the header `DEM 10`, takes the first
  * token after a keyword as the name, indexes the first token of every line
  * and four fields of every `t` line (docs/formats/dem.md, "Loader rules"). */
-#define MFS_INSPECT_READER
-#include "meshfs/inspect.h"
+#include "readers.h"
 
 #include <errno.h>
 #include <float.h>

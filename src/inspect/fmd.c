@@ -13,8 +13,7 @@
  * animation), so neither does this reader.  The one thing FGE's loader does
  * move is every vertex, by minus the model-space translation of the nodes
  * named marker_center* (ModelHandler.LoadModel); that is applied too. */
-#define MFS_INSPECT_READER
-#include "meshfs/inspect.h"
+#include "readers.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -3,8 +3,7 @@
  * FGE splits on '\n' and on every '=', keeps a BOM and a CR as part of the
  * text, and lower-cases mesh names and types; what it would skip or
  * misread is a violation here. */
-#define MFS_INSPECT_READER
-#include "meshfs/inspect.h"
+#include "readers.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -15,8 +15,7 @@
  * elsewhere, or a NODE/MESH matrix carries rotation or scale, the reader
  * says so: a violation in a .gmf, a warning in a .mdl (mfs_rd.mdl), whose
  * Leadwerks 3/4 engine composes full matrices. */
-#define MFS_INSPECT_READER
-#include "meshfs/inspect.h"
+#include "readers.h"
 
 #include <math.h>
 #include <stdlib.h>

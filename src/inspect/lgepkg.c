@@ -17,12 +17,11 @@
  * by size consistency; the old one is read with a warning, since the
  * engine today reads 44-byte headers.
  *
- * Each payload is handed to the reader of its type (.vrt .tri .tex .sph)
- * through the public entry point, .tri and .sph with the Vertices chunk of
- * the same name as their sibling .vrt; what that reader finds wrong is a
- * violation here, named by chunk. */
-#define MFS_INSPECT_READER
-#include "meshfs/inspect.h"
+ * Each payload is handed to the reader of its type (.vrt .tri .tex .sph),
+ * checked as a file of that type would be, .tri and .sph with the Vertices
+ * chunk of the same name as their sibling .vrt; what that reader finds
+ * wrong is a violation here, named by chunk. */
+#include "readers.h"
 
 #include <md5.h>
 #include <stdlib.h>
@@ -159,6 +158,28 @@ static const chunk *vertices_of(const chunk *v, size_t n, const chunk *c)
     return NULL;
 }
 
+/* Reads c's payload into sub as `meshfs-inspect --check label` would read
+ * it as a file: 0, or -1 with e set ("label: reason").  v: the Vertices
+ * chunk a .tri or .sph is checked against, or NULL. */
+static int read_payload(const chunk *c, const chunk *v, const char *label, mfs_summary *sub,
+                        mfs_err *e)
+{
+    mfs_rd pr;
+    mfs_rd_begin(&pr, sub, 1, e);
+    const uint8_t *vp = v ? v->payload : NULL;
+    size_t vn = v ? v->size : 0;
+    int rc;
+    switch (c->type - TYPE_BASE) {
+    case 0: rc = mfs_read_vrt(&pr, c->payload, c->size); break;
+    case 1: rc = mfs_read_tri(&pr, c->payload, c->size, vp, vn, "sibling .vrt"); break;
+    case 2: rc = mfs_read_tex(&pr, c->payload, c->size); break;
+    default: /* BoundingSphere, the last type with a reader (type_exts) */
+        rc = mfs_read_sph(&pr, c->payload, c->size, vp, vn, "sibling .vrt");
+        break;
+    }
+    return mfs_rd_finish(&pr, rc, label);
+}
+
 /* Runs the type's reader on c's payload and folds its findings in. */
 static void check_payload(mfs_rd *r, size_t i, const chunk *c, const chunk *all, size_t n)
 {
@@ -180,8 +201,7 @@ static void check_payload(mfs_rd *r, size_t i, const chunk *c, const chunk *all,
         return;
     }
     mfs_err e;
-    int rc = mfs_inspect_buffer_with_vrt(label, c->payload, c->size, v ? v->payload : NULL,
-                                         v ? v->size : 0, 1, sub, &e);
+    int rc = read_payload(c, v, label, sub, &e);
     if (rc < 0)
         mfs_rd_violation(r, "chunk %zu at offset %zu: payload: %s", i, c->off, e.msg);
     unsigned kept = sub->n_warnings < MFS_SUMMARY_MAX_WARN ? sub->n_warnings

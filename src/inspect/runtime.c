@@ -5,11 +5,9 @@
  * copied straight into the object.  A .tri has no vertex count of its own,
  * so its indices (and a .sph's radius) are checked against the sibling
  * .vrt. */
-#define MFS_INSPECT_READER
-#include "meshfs/inspect.h"
+#include "readers.h"
 
 #include <math.h>
-#include <string.h>
 
 #include "meshfs/bytes.h"
 
@@ -250,8 +248,8 @@ static int sibling_vertices(mfs_rd *r, const uint8_t *vrt, size_t vrt_n, const c
     }
     mfs_summary scratch;
     mfs_err serr;
-    mfs_rd sr = {.check = 0, .sum = &scratch, .err = &serr};
-    memset(&scratch, 0, sizeof scratch);
+    mfs_rd sr;
+    mfs_rd_begin(&sr, &scratch, 0, &serr);
     if (rt_header(&sr, vrt, vrt_n, b)) {
         mfs_rd_warn(r, "sibling %s unreadable (%s): %s not checked against vertices", vrt_name,
                     serr.msg, what);

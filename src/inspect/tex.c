@@ -8,8 +8,7 @@
  * else silently to GL_RGB) and calls glTexImage2D with the default
  * GL_UNPACK_ALIGNMENT of 4, so GL expects every row to start on a 4-byte
  * boundary. */
-#define MFS_INSPECT_READER
-#include "meshfs/inspect.h"
+#include "readers.h"
 
 #include "meshfs/bytes.h"
 

@@ -37,7 +37,7 @@ static char *dem_text(const mfs_scene *s, const char *model_path)
     assert_int_equal(mfs_scene_validate(s, &err), 0);
     mfs_sink out;
     mfs_sink_init_mem(&out);
-    if (mfs_write_dem(s, &o, &out, &err) != 0)
+    if (mfs_write_dem(s, NULL, &o, &out, &err) != 0)
         fail_msg("writer failed: %s", err.msg);
     mfs_put_u8(&out, 0);
     assert_int_equal(mfs_sink_finish(&out), 0);
@@ -504,7 +504,7 @@ static void test_too_many_frames(void **state)
     mfs_err err = {{0}};
     mfs_sink out;
     mfs_sink_init_mem(&out);
-    assert_int_equal(mfs_write_dem(s, &o, &out, &err), -1);
+    assert_int_equal(mfs_write_dem(s, NULL, &o, &out, &err), -1);
     assert_non_null(strstr(err.msg, "dem: animation 'bend': "));
     assert_non_null(strstr(err.msg, "frame limit"));
     mfs_sink_free(&out);

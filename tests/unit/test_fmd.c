@@ -64,7 +64,7 @@ static void write_fmd(const mfs_scene *s, const mfs_options *o, fmd_file *f)
     assert_int_equal(mfs_scene_validate(s, &err), 0);
     mfs_sink out;
     mfs_sink_init_mem(&out);
-    int rc = mfs_write_fmd(s, o, &out, &err);
+    int rc = mfs_write_fmd(s, NULL, o, &out, &err);
     if (rc != 0)
         fail_msg("mfs_write_fmd: %s", err.msg);
     assert_int_equal(mfs_sink_finish(&out), 0);
@@ -882,7 +882,7 @@ static void test_no_meshes_refused(void **state)
     mfs_sink_init_mem(&out);
     mfs_err err;
     mfs_err_clear(&err);
-    assert_int_equal(mfs_write_fmd(s, &o, &out, &err), -1);
+    assert_int_equal(mfs_write_fmd(s, NULL, &o, &out, &err), -1);
     assert_non_null(strstr(err.msg, "no meshes"));
     mfs_sink_free(&out);
     s->n_meshes = n;
@@ -901,7 +901,7 @@ static void test_output_cap_left_to_caller(void **state)
     out.limit = 20;
     mfs_err err;
     mfs_err_clear(&err);
-    assert_int_equal(mfs_write_fmd(s, &o, &out, &err), 0);
+    assert_int_equal(mfs_write_fmd(s, NULL, &o, &out, &err), 0);
     assert_int_equal(out.err, EFBIG);
     mfs_sink_free(&out);
     mfs_scene_free(s);

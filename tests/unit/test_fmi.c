@@ -19,7 +19,7 @@ static char *write_fmi(const mfs_scene *s, const mfs_options *o)
     assert_int_equal(mfs_scene_validate(s, &err), 0);
     mfs_sink out;
     mfs_sink_init_mem(&out);
-    if (mfs_write_fmi(s, o, &out, &err) != 0)
+    if (mfs_write_fmi(s, NULL, o, &out, &err) != 0)
         fail_msg("mfs_write_fmi: %s", err.msg);
     mfs_put_u8(&out, 0);
     assert_int_equal(mfs_sink_finish(&out), 0);

@@ -30,7 +30,7 @@ static uint8_t *write_scene(const mfs_scene *s, size_t *len)
     mfs_options_default(&o);
     mfs_sink k;
     mfs_sink_init_mem(&k);
-    int rc = mfs_write_gmf(s, &o, &k, &err);
+    int rc = mfs_write_gmf(s, NULL, &o, &k, &err);
     if (rc != 0)
         fail_msg("gmf writer failed: %s", err.msg);
     assert_int_equal(mfs_sink_finish(&k), 0);
@@ -1289,7 +1289,7 @@ static void test_too_many_bones(void **state)
     mfs_options_default(&o);
     mfs_sink k;
     mfs_sink_init_mem(&k);
-    assert_int_equal(mfs_write_gmf(s, &o, &k, &err), -1);
+    assert_int_equal(mfs_write_gmf(s, NULL, &o, &k, &err), -1);
     assert_non_null(strstr(err.msg, "300 bones"));
     assert_non_null(strstr(err.msg, "256"));
     mfs_sink_free(&k);

@@ -65,7 +65,7 @@ static blob write_with(mfs_writer_fn fn, const mfs_scene *s)
     mfs_sink k;
     mfs_err err = {{0}};
     mfs_sink_init_mem(&k);
-    if (fn(s, &o, &k, &err) != 0)
+    if (fn(s, NULL, &o, &k, &err) != 0)
         fail_msg("writer failed: %s", err.msg);
     assert_int_equal(mfs_sink_finish(&k), 0);
     blob b;

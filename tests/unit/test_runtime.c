@@ -1,5 +1,6 @@
-/* .vrt / .tri / .sph writers and the shared merge/reduce/sphere in
- * src/formats/runtime.c.  Expected bytes are worked out from
+/* .vrt / .tri / .sph writers, the merge/reduce in src/formats/runtime.c,
+ * the sphere in src/formats/sphere.c and the one build a job's writers
+ * share (src/formats/prepared.c).  Expected bytes are worked out from
  * docs/formats/{vrt,tri,sph}.md, the engine structs quoted in
  * research/dem_vrt.md (64-byte VertexData, 48-byte BoundingSphere) and the
  * fixture descriptions. */
@@ -26,18 +27,25 @@ typedef struct blob {
     size_t n;
 } blob;
 
-static blob write_with(mfs_writer_fn fn, const mfs_scene *s, const mfs_options *o)
+static blob write_prep(mfs_writer_fn fn, const mfs_scene *s, mfs_prepared *prep,
+                       const mfs_options *o)
 {
     mfs_sink k;
     mfs_err err = {{0}};
     mfs_sink_init_mem(&k);
-    int rc = fn(s, o, &k, &err);
+    int rc = fn(s, prep, o, &k, &err);
     if (rc != 0)
         fail_msg("writer failed: %s", err.msg);
     assert_int_equal(mfs_sink_finish(&k), 0);
     blob b;
     b.p = mfs_sink_take(&k, &b.n);
     return b;
+}
+
+/* Without prepared data: the writer builds its own mesh. */
+static blob write_with(mfs_writer_fn fn, const mfs_scene *s, const mfs_options *o)
+{
+    return write_prep(fn, s, NULL, o);
 }
 
 static blob write_fmt(mfs_writer_fn fn, const mfs_scene *s)
@@ -202,13 +210,6 @@ static void assert_valid(const mfs_scene *s)
     mfs_err err = {{0}};
     if (mfs_scene_validate(s, &err) != 0)
         fail_msg("fixture invalid: %s", err.msg);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    mfs_runtime_cache_clear();
-    return 0;
 }
 
 /* ---- .vrt ---- */
@@ -451,16 +452,12 @@ static void point_and_line_meshes_skipped(void **state)
     add_mesh(s, 0, "line", MFS_PRIM_LINES, 2, &lp[0][0], NULL, NULL, 1, li);
     add_mesh(s, 0, "dot", MFS_PRIM_POINTS, 2, &lp[0][0], NULL, NULL, 1, pi);
     assert_valid(s);
-    /* Cleared between writes so each result is really built, not shared. */
     blob a = write_fmt(mfs_write_vrt, s);
-    mfs_runtime_cache_clear();
     blob b = write_fmt(mfs_write_vrt, ref);
     blob_eq(a, b);
     free(a.p);
     free(b.p);
-    mfs_runtime_cache_clear();
     a = write_fmt(mfs_write_sph, s);
-    mfs_runtime_cache_clear();
     b = write_fmt(mfs_write_sph, ref);
     blob_eq(a, b); /* the far-away line points do not widen the sphere */
     free(a.p);
@@ -489,7 +486,7 @@ static void no_triangles_gives_empty_files(void **state)
         mfs_options o;
         mfs_options_default(&o);
         mfs_sink_init_mem(&k);
-        assert_int_equal(fns[i](s, &o, &k, &err), 0);
+        assert_int_equal(fns[i](s, NULL, &o, &k, &err), 0);
         assert_int_equal(mfs_sink_finish(&k), 0);
         if (i < 2) {
             assert_int_equal(k.len, 12);
@@ -540,7 +537,7 @@ static void huge_coordinates_refused_by_sph(void **state)
     mfs_options o;
     mfs_options_default(&o);
     mfs_sink_init_mem(&k);
-    assert_int_equal(mfs_write_sph(s, &o, &k, &err), -1);
+    assert_int_equal(mfs_write_sph(s, NULL, &o, &k, &err), -1);
     assert_non_null(strstr(err.msg, "cannot be bounded in float arithmetic"));
     mfs_sink_free(&k);
     blob v = write_fmt(mfs_write_vrt, s);
@@ -694,7 +691,7 @@ static void non_finite_model_space_is_an_error(void **state)
     mfs_sink k;
     mfs_err err = {{0}};
     mfs_sink_init_mem(&k);
-    assert_int_equal(mfs_write_vrt(s, NULL, &k, &err), -1);
+    assert_int_equal(mfs_write_vrt(s, NULL, NULL, &k, &err), -1);
     assert_string_equal(err.msg, "vrt: mesh 'cube': vertex 0 is not finite in model space");
     mfs_sink_free(&k);
     mfs_scene_free(s);
@@ -1076,7 +1073,6 @@ static void skinned_vertices(void **state)
 {
     (void)state;
     for (int with_normals = 1; with_normals >= 0; with_normals--) {
-        mfs_runtime_cache_clear();
         mfs_scene *s = skinned_scene(with_normals);
         blob v = write_fmt(mfs_write_vrt, s), t = write_fmt(mfs_write_tri, s);
         check_skinned(v, t);
@@ -1193,7 +1189,7 @@ static void too_many_joints(void **state)
     mfs_options o;
     mfs_options_default(&o);
     mfs_sink_init_mem(&k);
-    assert_int_equal(mfs_write_vrt(s, &o, &k, &err), -1);
+    assert_int_equal(mfs_write_vrt(s, NULL, &o, &k, &err), -1);
     assert_string_equal(err.msg, "vrt: vertices use bone index 100, but the engine's skinning "
                                  "shader holds 100 joints (skinnedTextureLight.vs.glsl); "
                                  "vrt_layout=plain writes the model without skinning");
@@ -1233,49 +1229,128 @@ static void sph_bytes_unit_cube_at_123(void **state)
     mfs_scene_free(s);
 }
 
-/* ---- determinism and the shared cache ---- */
+/* ---- determinism and the job's one build ---- */
 
-static void deterministic_and_cached(void **state)
+/* Every writer output of one scene: vrt, tri, sph in the skinned layout,
+ * then in the plain one with reversed winding.  With prep NULL each call
+ * builds its own mesh. */
+enum { NOUT = 6 };
+
+static void write_all_runtime(const mfs_scene *s, mfs_prepared *prep, blob out[NOUT])
+{
+    const mfs_writer_fn fns[3] = {mfs_write_vrt, mfs_write_tri, mfs_write_sph};
+    mfs_options o;
+    mfs_options_default(&o);
+    for (int i = 0; i < NOUT; i++) {
+        o.vrt_plain = o.reverse_winding = i >= 3;
+        out[i] = write_prep(fns[i % 3], s, prep, &o);
+    }
+}
+
+/* A job's writers share one build: .vrt, .tri and .sph in both layouts
+ * build the mesh once, and give the bytes each writer gives alone. */
+static void prepared_builds_once(void **state)
 {
     (void)state;
-    mfs_scene *s = two_meshes_sharing();
+    mfs_scene *s = skinned_scene(1); /* skinned: the two layouts differ */
+    blob alone[NOUT], shared[NOUT];
     uint64_t b0 = mfs_runtime_builds();
-    blob v1 = write_fmt(mfs_write_vrt, s), t1 = write_fmt(mfs_write_tri, s),
-         s1 = write_fmt(mfs_write_sph, s);
-    assert_int_equal(mfs_runtime_builds() - b0, 1); /* one build served all three */
+    write_all_runtime(s, NULL, alone);
+    assert_int_equal(mfs_runtime_builds() - b0, NOUT); /* alone, each built */
 
-    /* All three took it, so it left the cache: the next round builds again
-     * and must give the same bytes. */
-    blob v2 = write_fmt(mfs_write_vrt, s);
-    assert_int_equal(mfs_runtime_builds() - b0, 2);
-    mfs_runtime_cache_clear();
-    blob t2 = write_fmt(mfs_write_tri, s), s2 = write_fmt(mfs_write_sph, s);
-    blob_eq(v1, v2);
-    blob_eq(t1, t2);
-    blob_eq(s1, s2);
-
-    /* A separately built identical scene (another address) is served the
-     * result built from s: the key is the content. */
-    mfs_runtime_cache_clear();
-    mfs_scene *twin = two_meshes_sharing();
-    uint64_t b1 = mfs_runtime_builds();
-    blob v3 = write_fmt(mfs_write_vrt, s);
-    blob t3 = write_fmt(mfs_write_tri, twin);
-    assert_int_equal(mfs_runtime_builds() - b1, 1);
-    blob_eq(v1, v3);
-    blob_eq(t1, t3);
-
-    free(v1.p); free(t1.p); free(s1.p);
-    free(v2.p); free(t2.p); free(s2.p);
-    free(v3.p); free(t3.p);
-    mfs_scene_free(twin);
+    mfs_prepared *prep = mfs_prepared_new(s);
+    assert_non_null(prep);
+    assert_int_equal(mfs_runtime_builds() - b0, NOUT); /* made, nothing built yet */
+    write_all_runtime(s, prep, shared);
+    assert_int_equal(mfs_runtime_builds() - b0, NOUT + 1);
+    /* both layouts came out of the one build: 9 skinned vertices, 8 plain
+     * ones (v4 merges into v1, as in plain_layout) */
+    assert_int_equal(vrt_count(shared[0]), 9);
+    assert_int_equal(vrt_count_words(shared[3], PWORDS), 8);
+    for (int i = 0; i < NOUT; i++) {
+        blob_eq(alone[i], shared[i]);
+        free(alone[i].p);
+        free(shared[i].p);
+    }
+    mfs_prepared_free(prep);
+    mfs_prepared_free(NULL);
     mfs_scene_free(s);
 }
 
-/* The cache is keyed on content, not on the scene's address: changing the
- * scene in place (or a new scene at a reused address) is never served the
- * old result. */
-static void cache_not_stale(void **state)
+/* A build that fails fails once for the job: each writer reports the
+ * reason under its own name, none builds again. */
+static void prepared_failure_shared(void **state)
+{
+    (void)state;
+    mfs_scene *s = fixture_cube();
+    s->meshes[0].positions[0][0] = INFINITY; /* past validation: a test of the build */
+    mfs_prepared *prep = mfs_prepared_new(s);
+    const mfs_writer_fn fns[3] = {mfs_write_vrt, mfs_write_tri, mfs_write_sph};
+    const char *const names[3] = {"vrt", "tri", "sph"};
+    uint64_t b0 = mfs_runtime_builds();
+    for (int i = 0; i < 3; i++) {
+        mfs_sink k;
+        mfs_err err = {{0}};
+        char want[128];
+        mfs_sink_init_mem(&k);
+        assert_int_equal(fns[i](s, prep, NULL, &k, &err), -1);
+        snprintf(want, sizeof want, "%s: mesh 'cube': vertex 0 is not finite in model space",
+                 names[i]);
+        assert_string_equal(err.msg, want);
+        mfs_sink_free(&k);
+    }
+    assert_int_equal(mfs_runtime_builds() - b0, 1);
+    mfs_prepared_free(prep);
+    mfs_scene_free(s);
+}
+
+/* Prepared data serves only the scene it was made for: another scene's
+ * writer builds its own rather than take the wrong mesh. */
+static void prepared_for_another_scene(void **state)
+{
+    (void)state;
+    mfs_scene *cube = fixture_cube(), *two = two_meshes_sharing();
+    mfs_prepared *prep = mfs_prepared_new(cube);
+    blob want = write_fmt(mfs_write_vrt, two);
+    mfs_options o;
+    mfs_options_default(&o);
+    uint64_t b0 = mfs_runtime_builds();
+    blob got = write_prep(mfs_write_vrt, two, prep, &o);
+    blob_eq(got, want);
+    blob c1 = write_prep(mfs_write_vrt, cube, prep, &o), c2 = write_prep(mfs_write_tri, cube, prep, &o);
+    assert_int_equal(vrt_count(c1), 24);
+    assert_int_equal(tri_count(c2), 12);
+    /* one build for the other scene, one for the prep's own */
+    assert_int_equal(mfs_runtime_builds() - b0, 2);
+    free(want.p);
+    free(got.p);
+    free(c1.p);
+    free(c2.p);
+    mfs_prepared_free(prep);
+    mfs_scene_free(two);
+    mfs_scene_free(cube);
+}
+
+/* Same content, same bytes: a separately built identical scene, written
+ * again, gives what the first gave. */
+static void deterministic(void **state)
+{
+    (void)state;
+    mfs_scene *s = two_meshes_sharing(), *twin = two_meshes_sharing();
+    blob a[NOUT], b[NOUT];
+    write_all_runtime(s, NULL, a);
+    write_all_runtime(twin, NULL, b);
+    for (int i = 0; i < NOUT; i++) {
+        blob_eq(a[i], b[i]);
+        free(a[i].p);
+        free(b[i].p);
+    }
+    mfs_scene_free(twin);
+    mfs_scene_free(s);
+}
+/* Each write reads the scene as it is now: nothing kept from an earlier
+ * write of the same scene (at the same address) is served again. */
+static void no_stale_results(void **state)
 {
     (void)state;
     mfs_scene *s = fixture_cube();
@@ -1284,7 +1359,7 @@ static void cache_not_stale(void **state)
     blob b = write_fmt(mfs_write_vrt, s);
     assert_true(vfloat(a, 0, 0) == 0.5f);
     assert_true(vfloat(b, 0, 0) == 0.25f);
-    s->nodes[1].local.m[7] = 1.0f; /* a node transform is part of the key too */
+    s->nodes[1].local.m[7] = 1.0f; /* a node transform counts too */
     blob c = write_fmt(mfs_write_vrt, s);
     assert_true(vfloat(c, 0, 1) == 0.5f);
     free(a.p);
@@ -1292,7 +1367,7 @@ static void cache_not_stale(void **state)
     free(c.p);
     mfs_scene_free(s);
 
-    /* weights and the bone list are part of the key too */
+    /* and so do weights and the bone list */
     s = skinned_scene(1);
     a = write_fmt(mfs_write_vrt, s);
     s->meshes[0].bones[1].weights[0].weight = 0.0f; /* v0 loses chest */
@@ -1318,6 +1393,7 @@ static void cache_not_stale(void **state)
 
 typedef struct job {
     const mfs_scene *s;
+    mfs_prepared *prep;
     mfs_writer_fn fn;
     blob out;
 } job;
@@ -1330,7 +1406,7 @@ static void *run_job(void *arg)
     mfs_options o;
     mfs_options_default(&o);
     mfs_sink_init_mem(&k);
-    if (j->fn(j->s, &o, &k, &err) != 0 || mfs_sink_finish(&k) != 0) {
+    if (j->fn(j->s, j->prep, &o, &k, &err) != 0 || mfs_sink_finish(&k) != 0) {
         mfs_sink_free(&k);
         j->out.p = NULL;
         return NULL;
@@ -1339,7 +1415,7 @@ static void *run_job(void *arg)
     return NULL;
 }
 
-/* A grid big enough that builds overlap. */
+/* A grid big enough that writers overlap. */
 static mfs_scene *grid(uint32_t side)
 {
     uint32_t nv = (side + 1) * (side + 1), nf = side * side * 2;
@@ -1370,6 +1446,9 @@ static mfs_scene *grid(uint32_t side)
     return s;
 }
 
+/* Writers on several threads at once, as a job runs them, each with its
+ * own build or all sharing one: the same bytes every time, and with shared
+ * prepared data one build however the threads interleave. */
 static void threads_agree(void **state)
 {
     (void)state;
@@ -1385,17 +1464,21 @@ static void threads_agree(void **state)
         enum { NJ = 9 };
         job jobs[NJ];
         pthread_t th[NJ];
+        mfs_prepared *prep = round % 2 ? mfs_prepared_new(s) : NULL;
+        uint64_t b0 = mfs_runtime_builds();
         for (int i = 0; i < NJ; i++) {
-            jobs[i] = (job){s, fns[i % 3], {NULL, 0}};
+            jobs[i] = (job){s, prep, fns[i % 3], {NULL, 0}};
             assert_int_equal(pthread_create(&th[i], NULL, run_job, &jobs[i]), 0);
         }
         for (int i = 0; i < NJ; i++)
             pthread_join(th[i], NULL);
+        assert_int_equal(mfs_runtime_builds() - b0, prep ? 1 : NJ);
         for (int i = 0; i < NJ; i++) {
             assert_non_null(jobs[i].out.p);
             blob_eq(jobs[i].out, ref[i % 3]);
             free(jobs[i].out.p);
         }
+        mfs_prepared_free(prep);
     }
     for (int i = 0; i < 3; i++)
         free(ref[i].p);
@@ -1405,33 +1488,36 @@ static void threads_agree(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(cube_vrt, setup),
-        cmocka_unit_test_setup(cube_tri, setup),
-        cmocka_unit_test_setup(cube_tri_reverse_winding, setup),
-        cmocka_unit_test_setup(shared_vertices_merge, setup),
-        cmocka_unit_test_setup(duplicates_and_negative_zero, setup),
-        cmocka_unit_test_setup(reduction_matches_brute_force, setup),
-        cmocka_unit_test_setup(point_and_line_meshes_skipped, setup),
-        cmocka_unit_test_setup(no_triangles_gives_empty_files, setup),
-        cmocka_unit_test_setup(node_translation_applied, setup),
-        cmocka_unit_test_setup(instanced_mesh_written_at_every_node, setup),
-        cmocka_unit_test_setup(huge_coordinates_refused_by_sph, setup),
-        cmocka_unit_test_setup(node_rotation_and_scale_on_normals, setup),
-        cmocka_unit_test_setup(mirror_node_keeps_ccw, setup),
-        cmocka_unit_test_setup(missing_normals_and_uvs, setup),
-        cmocka_unit_test_setup(non_finite_model_space_is_an_error, setup),
-        cmocka_unit_test_setup(cube_sph, setup),
-        cmocka_unit_test_setup(sphere_adversarial, setup),
-        cmocka_unit_test_setup(sphere_degenerate, setup),
-        cmocka_unit_test_setup(sph_contains_vrt, setup),
-        cmocka_unit_test_setup(skinned_vertices, setup),
-        cmocka_unit_test_setup(plain_layout, setup),
-        cmocka_unit_test_setup(unlinked_and_repeated_bones, setup),
-        cmocka_unit_test_setup(too_many_joints, setup),
-        cmocka_unit_test_setup(sph_bytes_unit_cube_at_123, setup),
-        cmocka_unit_test_setup(deterministic_and_cached, setup),
-        cmocka_unit_test_setup(cache_not_stale, setup),
-        cmocka_unit_test_setup(threads_agree, setup),
+        cmocka_unit_test(cube_vrt),
+        cmocka_unit_test(cube_tri),
+        cmocka_unit_test(cube_tri_reverse_winding),
+        cmocka_unit_test(shared_vertices_merge),
+        cmocka_unit_test(duplicates_and_negative_zero),
+        cmocka_unit_test(reduction_matches_brute_force),
+        cmocka_unit_test(point_and_line_meshes_skipped),
+        cmocka_unit_test(no_triangles_gives_empty_files),
+        cmocka_unit_test(node_translation_applied),
+        cmocka_unit_test(instanced_mesh_written_at_every_node),
+        cmocka_unit_test(huge_coordinates_refused_by_sph),
+        cmocka_unit_test(node_rotation_and_scale_on_normals),
+        cmocka_unit_test(mirror_node_keeps_ccw),
+        cmocka_unit_test(missing_normals_and_uvs),
+        cmocka_unit_test(non_finite_model_space_is_an_error),
+        cmocka_unit_test(cube_sph),
+        cmocka_unit_test(sphere_adversarial),
+        cmocka_unit_test(sphere_degenerate),
+        cmocka_unit_test(sph_contains_vrt),
+        cmocka_unit_test(skinned_vertices),
+        cmocka_unit_test(plain_layout),
+        cmocka_unit_test(unlinked_and_repeated_bones),
+        cmocka_unit_test(too_many_joints),
+        cmocka_unit_test(sph_bytes_unit_cube_at_123),
+        cmocka_unit_test(prepared_builds_once),
+        cmocka_unit_test(prepared_failure_shared),
+        cmocka_unit_test(prepared_for_another_scene),
+        cmocka_unit_test(deterministic),
+        cmocka_unit_test(no_stale_results),
+        cmocka_unit_test(threads_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

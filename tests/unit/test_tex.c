@@ -28,7 +28,7 @@ static blob write_tex(const mfs_scene *s)
     mfs_options o;
     mfs_options_default(&o);
     mfs_sink_init_mem(&k);
-    if (mfs_write_tex(s, &o, &k, &err) != 0)
+    if (mfs_write_tex(s, NULL, &o, &k, &err) != 0)
         fail_msg("writer failed: %s", err.msg);
     assert_int_equal(mfs_sink_finish(&k), 0);
     blob b;
@@ -150,7 +150,7 @@ static void test_inconsistent_image_is_an_error(void **state)
     mfs_options o;
     mfs_options_default(&o);
     mfs_sink_init_mem(&k);
-    assert_int_equal(mfs_write_tex(s, &o, &k, &err), -1);
+    assert_int_equal(mfs_write_tex(s, NULL, &o, &k, &err), -1);
     assert_non_null(strstr(err.msg, "2 channels"));
     mfs_sink_free(&k);
     mfs_scene_free(s);
