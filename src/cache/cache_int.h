@@ -14,6 +14,8 @@
  *   io.c, key.c  <-  evict.c, index.c  <-  store.c  <-  manifest.c
  *   io.c, index.c  <-  revive.c;  all of them  <-  cache.c
  * io.c's temporary files reach revive.c only through the c->revive hook.
+ * views.c, the resolver (meshfs/views.h), sits above them all and uses the
+ * public contract (cache.h) only, never these internals.
  *
  * Every path is relative to c->dirfd and used through the *at() calls, so
  * nothing depends on the process's working directory.  c->dirfd, tmp/ and
@@ -124,10 +126,13 @@ int mfs_cache_wr_write(mfs_cache_wr *w, const void *p, size_t n, mfs_err *err);
 int mfs_cache_wr_commit(mfs_cache_wr *w, mfs_cache_hit *hit, mfs_err *err);
 void mfs_cache_wr_abort(mfs_cache_wr *w);
 
+/* Whether a read marks the file used for LRU: a use does, a look (a
+ * listing's) does not. */
+typedef enum mfs_cache_use { MFS_CACHE_LOOK, MFS_CACHE_USE } mfs_cache_use;
+
 /* Reads and validates the whole container at path (manifests: small);
- * 1 with a malloc'd payload, 0 absent or discarded as corrupt, -1 error.
- * stamp: mark it used for LRU (a use, not a look). */
-int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, int stamp,
+ * 1 with a malloc'd payload, 0 absent or discarded as corrupt, -1 error. */
+int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, mfs_cache_use use,
                          uint8_t **payload, uint64_t *len, mfs_err *err);
 
 /* Unlinks path if it still names the file open at fd (stat identity). */

@@ -155,13 +155,13 @@ static int decode(reader *r, mfs_cache_manifest *m)
     return r->bad || r->pos != r->n ? -1 : 0;
 }
 
-static int load(mfs_cache *c, const mfs_cache_key *mk, int stamp, mfs_cache_manifest *out,
-                mfs_err *err)
+static int load(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_use use,
+                mfs_cache_manifest *out, mfs_err *err)
 {
     memset(out, 0, sizeof *out);
     uint8_t *buf;
     uint64_t n;
-    int r = mfs_cache_read_small(c, mk, MFS_KIND_MANIFEST, stamp, &buf, &n, err);
+    int r = mfs_cache_read_small(c, mk, MFS_KIND_MANIFEST, use, &buf, &n, err);
     if (r <= 0) {
         MFS_CACHE_STAT_ADD(c, manifest_misses, 1);
         return r < 0 ? mfs_err_prefix(err, "manifest") : 0;
@@ -183,13 +183,13 @@ static int load(mfs_cache *c, const mfs_cache_key *mk, int stamp, mfs_cache_mani
 int mfs_cache_manifest_load(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest *out,
                             mfs_err *err)
 {
-    return load(c, mk, 1, out, err);
+    return load(c, mk, MFS_CACHE_USE, out, err);
 }
 
 int mfs_cache_manifest_peek(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest *out,
                             mfs_err *err)
 {
-    return load(c, mk, 0, out, err);
+    return load(c, mk, MFS_CACHE_LOOK, out, err);
 }
 
 void mfs_cache_manifest_free(mfs_cache_manifest *m)

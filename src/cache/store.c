@@ -56,16 +56,18 @@ static void build_header(uint8_t h[MFS_CACHE_HDR_LEN], int kind, const mfs_cache
     st_u64(h + 32, len);
 }
 
-/* Header consistent with the file it heads?  0 yes, -1 no.  want_manifest
- * picks which kinds may live under the name. */
+/* Which kinds may live under a name: a manifest's, or an entry's. */
+typedef enum name_kind { NAME_ENTRY, NAME_MANIFEST } name_kind;
+
+/* Header consistent with the file it heads?  0 yes, -1 no. */
 static int parse_header(const uint8_t h[MFS_CACHE_HDR_LEN], const mfs_cache_key *k,
-                        uint64_t file_size, int want_manifest, int *kind, uint64_t *len)
+                        uint64_t file_size, name_kind want, int *kind, uint64_t *len)
 {
     if (memcmp(h, MFS_CACHE_MAGIC, 8) != 0 || mfs_ld_u32(h + 8) != MFS_CACHE_VERSION ||
         memcmp(h + 16, k->b, 16) != 0)
         return -1;
     uint32_t kd = mfs_ld_u32(h + 12);
-    int ok = want_manifest ? kd == MFS_KIND_MANIFEST
+    int ok = want == NAME_MANIFEST ? kd == MFS_KIND_MANIFEST
                            : (kd == MFS_KIND_VIEW || kd == MFS_KIND_NEGATIVE ||
                               kd == MFS_KIND_FAILURE);
     uint64_t n = ld_u64(h + 32);
@@ -392,7 +394,7 @@ static int validate(mfs_cache *c, const mfs_cache_key *k, int fd, const char *pa
     uint8_t hdr[MFS_CACHE_HDR_LEN];
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
         mfs_cache_pread_full(fd, hdr, sizeof hdr, 0) != (int64_t)sizeof hdr ||
-        parse_header(hdr, k, (uint64_t)st.st_size, 0, kind, len) < 0)
+        parse_header(hdr, k, (uint64_t)st.st_size, NAME_ENTRY, kind, len) < 0)
         goto corrupt;
     if (vset_has(c, k, &st))
         return 1;
@@ -523,7 +525,7 @@ int mfs_cache_peek(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit, mfs
     uint64_t len;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
         mfs_cache_pread_full(fd, h, sizeof h, 0) == (int64_t)sizeof h &&
-        parse_header(h, k, (uint64_t)st.st_size, 0, &kind, &len) == 0) {
+        parse_header(h, k, (uint64_t)st.st_size, NAME_ENTRY, &kind, &len) == 0) {
         r = 1;
         hit->length = len;
         if ((kind == MFS_KIND_NEGATIVE || kind == MFS_KIND_FAILURE) &&
@@ -542,7 +544,7 @@ void mfs_cache_hit_release(mfs_cache_hit *h)
     *h = (mfs_cache_hit){.fd = -1};
 }
 
-int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, int stamp,
+int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, mfs_cache_use use,
                          uint8_t **payload, uint64_t *len, mfs_err *err)
 {
     char path[MFS_CACHE_PATH_MAX];
@@ -567,7 +569,8 @@ int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, int sta
         return mfs_errf(err, "cache: out of memory");
     }
     if (mfs_cache_pread_full(fd, buf, size, 0) != (int64_t)size ||
-        parse_header(buf, k, size, kind == MFS_KIND_MANIFEST, &got_kind, len) < 0 ||
+        parse_header(buf, k, size, kind == MFS_KIND_MANIFEST ? NAME_MANIFEST : NAME_ENTRY,
+                     &got_kind, len) < 0 ||
         got_kind != kind)
         goto corrupt;
     XXH3_state_t *hs = XXH3_createState();
@@ -585,7 +588,7 @@ int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, int sta
     if (memcmp(buf + MFS_CACHE_HDR_LEN + *len, sum.digest, 16) != 0)
         goto corrupt;
     memmove(buf, buf + MFS_CACHE_HDR_LEN, (size_t)*len);
-    if (stamp)
+    if (use == MFS_CACHE_USE)
         touch(fd);
     close(fd);
     *payload = buf;

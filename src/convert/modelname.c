@@ -20,8 +20,3 @@ int mfs_model_name_in(const char *const *exts, const char *name)
             return 1;
     return 0;
 }
-
-int mfs_spawner_is_model(const mfs_spawner *sp, const char *name)
-{
-    return mfs_model_name_in(mfs_spawner_extensions(sp, NULL), name);
-}

@@ -552,6 +552,11 @@ const char *const *mfs_spawner_extensions(const mfs_spawner *sp, mfs_err *err)
     return (const char *const *)sp->exts;
 }
 
+int mfs_spawner_is_model(const mfs_spawner *sp, const char *name)
+{
+    return mfs_model_name_in(mfs_spawner_extensions(sp, NULL), name);
+}
+
 /* ---- a spawner's life ---- */
 
 int mfs_spawner_open(mfs_spawner **out, mfs_err *err)

@@ -89,7 +89,7 @@ int mfs_mount_point_check(const char *src_real, const char *mnt, mfs_err *err);
 /* ---- failed.c: failed views under -o hide_failed, and on the model ---- */
 
 /* models.c: 1 if the view is known to have failed, from what is known
- * without converting, hashing or waiting (like mfs_view_cached_stat). */
+ * without converting, hashing or waiting (mfs_views_known: FAILED_MODEL). */
 int mfs_view_known_failed(mfs_fs *fs, const char *dir, const mfs_view_ref *ref);
 
 /* The model file at SRC-relative path r: its views' failures, one line

@@ -124,7 +124,7 @@ static int file_output(mfs_fs *fs, const char *path, const mfs_cache_key *k, uin
 static int file_results(mfs_fs *fs, const char *relpath, const char *tmp, const char *fmi_model,
                         unsigned formats, const mfs_report *rep, const mfs_dep *deps,
                         uint32_t ndeps, mfs_cache_manifest *man, mfs_cache_hit *hits,
-                        mfs_err *err)
+                        int *machine, mfs_err *err)
 {
     man->views = calloc(MFS_FMT_COUNT, sizeof *man->views);
     if (!man->views)
@@ -133,10 +133,8 @@ static int file_results(mfs_fs *fs, const char *relpath, const char *tmp, const 
         if (!(formats & (1u << f)))
             continue;
         const char *name = mfs_format_get((mfs_format)f)->name;
-        char opts[4200];
-        mfs_fs_format_options(fs, f, fmi_model, opts, sizeof opts);
         mfs_cache_view *v = &man->views[man->nviews];
-        if (mfs_cache_view_key(deps, ndeps, name, opts, MESHFS_VERSION, &v->key, err) < 0)
+        if (mfs_views_key(fs->views, deps, ndeps, f, fmi_model, &v->key, err) < 0)
             return -1;
         v->format = strdup(name);
         if (!v->format)
@@ -157,16 +155,18 @@ static int file_results(mfs_fs *fs, const char *relpath, const char *tmp, const 
                  * cache's trouble says nothing about the model and the next
                  * access should try again. */
                 mfs_fs_log(fs, "cache: %s", ferr.msg);
-                if (!err->msg[0])
+                if (!*machine)
                     mfs_errf(err, "cache: %s", ferr.msg);
+                *machine = 1;
             }
         } else if (transient) {
             /* the worker could not write its output (disk full...): the
              * model is not at fault, so this access fails and the next one
              * tries again */
             mfs_fs_log(fs, "%s: %s", relpath, reason);
-            if (!err->msg[0])
+            if (!*machine)
                 mfs_errf(err, "%s", reason);
+            *machine = 1;
         } else {
             /* kept as users will read it: the cache may be shared by
              * mounts of other folders */
@@ -175,8 +175,10 @@ static int file_results(mfs_fs *fs, const char *relpath, const char *tmp, const 
             /* with the limits it ran under and its inputs' mtime (failure.c) */
             mfs_cache_failctx ctx;
             mfs_failure_ctx(fs, deps, ndeps, &ctx);
-            if (mfs_cache_store_failure(fs->cache, &v->key, shown, &ctx, err) < 0)
+            if (mfs_cache_store_failure(fs->cache, &v->key, shown, &ctx, err) < 0) {
                 mfs_fs_log(fs, "cache: %s", err->msg);
+                *machine = 1;
+            }
         }
         unlink(out);
     }
@@ -276,18 +278,19 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     mfs_cache_hit hits[MFS_FMT_COUNT];
     for (int f = 0; f < MFS_FMT_COUNT; f++)
         hits[f] = (mfs_cache_hit){.fd = -1};
-    rc = file_results(fs, relpath, tmp, fmi_model, formats, &rep, deps, ndeps, man, hits, err);
+    int machine = 0; /* a view failed for the machine's sake: err says the first */
+    rc = file_results(fs, relpath, tmp, fmi_model, formats, &rep, deps, ndeps, man, hits,
+                      &machine, err);
     if (rc == 0 && copy_deps(man, deps, ndeps) < 0)
         rc = mfs_errf(err, "out of memory");
     if (rc == 0) {
-        char iopts[64];
         mfs_cache_key mk;
-        mfs_fs_import_options(fs, iopts, sizeof iopts);
-        if (mfs_cache_manifest_key(relpath, deps[0].size, deps[0].hash, iopts, MESHFS_VERSION, &mk, err) == 0)
-            mfs_cache_manifest_store(fs->cache, &mk, man, err);
+        if (mfs_views_manifest_key(fs->views, relpath, deps[0].size, deps[0].hash, &mk, err) < 0 ||
+            mfs_cache_manifest_store(fs->cache, &mk, man, err) < 0)
+            machine = 1;
     }
     mfs_pins_keep(fs, relpath, man, hits); /* what the cache could not hold */
     mfs_report_free(&rep);
     rmdir(tmp);
-    return rc;
+    return rc < 0 ? -1 : machine;
 }

@@ -50,11 +50,14 @@ int mfs_model_errors(mfs_fs *fs, const char *r, char *out, size_t n)
     for (int f = 0; f < MFS_FMT_COUNT && len + 1 < n; f++) {
         if (!(fs->cfg.shown & (1u << f)))
             continue;
-        mfs_view_state vs;
-        int vr = mfs_view_resolve(fs, dir, dm.model, dm.base, f, 0, &vs);
-        if (vr == 0 && vs.ok)
+        mfs_view_info vi;
+        mfs_err err;
+        mfs_view_outcome o = mfs_view_get(fs, dir, dm.model, dm.base, f, MFS_VIEW_ATTR, &vi, &err);
+        if (o == MFS_VIEW_HIT)
             continue;
-        const char *why = vs.reason[0] ? vs.reason : vr < 0 ? strerror(-vr) : "conversion failed";
+        const char *why = err.msg[0]                       ? err.msg
+                          : o == MFS_VIEW_FAILED_MACHINE ? strerror(vi.errnum)
+                                                         : "conversion failed";
         int w = snprintf(out + len, n - len, "%s.%s: %s\n", dm.base,
                          mfs_format_get((mfs_format)f)->name, why);
         len += w > 0 ? (size_t)w : 0;

@@ -13,6 +13,7 @@
 #include "meshfs/formats.h"
 #include "meshfs/limits.h"
 #include "meshfs/spawner.h"
+#include "meshfs/views.h"
 
 typedef struct mfs_fs_config {
     char *src;              /* absolute path of SRC */
@@ -42,7 +43,6 @@ typedef struct mfs_fs_stats {
                                              attributes saves one per name */
 } mfs_fs_stats;
 
-typedef struct mfs_models mfs_models;
 typedef struct mfs_dirmaps mfs_dirmaps;
 
 /* One mount's state, owned here and passed to every function that needs
@@ -54,7 +54,7 @@ typedef struct mfs_dirmaps mfs_dirmaps;
  *
  *   0. a folder's package lock (lgepkg.c: one stripe per folder), held
  *      while the package is assembled, so across its models' resolutions.
- *   1. a model's lock (models.c: one per model, held across its whole
+ *   1. a model's lock (src/cache/views.c: one per model, held across its whole
  *      resolution, conversion included: the single flight).  Never two
  *      models' at once; listings only try it (trylock) and never wait.
  *   2. job_lock (convert.c: the job slots), held only to count a slot, never
@@ -69,7 +69,7 @@ typedef struct mfs_fs {
     int rootfd;             /* SRC, O_PATH|O_DIRECTORY */
     mfs_spawner *spawner;   /* the workers: path, lifeline, model extensions */
     mfs_cache *cache;
-    mfs_models *models;
+    mfs_views *views;       /* the resolver over the cache (models.c) */
     mfs_dirmaps *dirs;
     mfs_fs_stats stats;
     char tmpdir[4096];      /* worker output dirs live here (same fs as the cache) */
@@ -137,49 +137,33 @@ int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n);
  * lowercase_names (the .fmi model= path must be what FGE will open). */
 void mfs_casemap_fold(const mfs_fs *fs, char *path);
 
-/* ---- models.c: a model's views, converted once, served from the cache ---- */
+/* ---- models.c: the resolver's host, and the fs layer's calls into it ----
+ *
+ * A view's bytes are resolved by the cache layer's resolver
+ * (meshfs/views.h: memo, cache, conversion, single flight per model); the
+ * fs layer crosses into it here only, and only ops.c turns its outcomes
+ * into -errno. */
 
-typedef struct mfs_view_state {
-    int ok;                 /* 1: bytes in the cache; 0: failed (reason set) */
-    char reason[MFS_ERR_MAX];
-    mfs_cache_hit hit;      /* ok: fd/offset/length (caller releases) */
-    uint64_t size;
-    struct timespec mtime;  /* newest input mtime */
-    mfs_cache_key key;
-    int same_as_last;       /* want_fd: the key equals that of the last open */
-    /* who may read it (viewperm.c), known once its inputs are: the read
-     * bits for owner uid/group gid; unknown, only the model's own bits */
-    int perm_known;
-    mode_t perm;
-    uid_t uid;
-    gid_t gid;
-} mfs_view_state;
+/* Makes fs->views, with this mount as its host.  0 or -ENOMEM. */
+int mfs_fs_views_open(mfs_fs *fs);
 
-mfs_models *mfs_models_new(void);
-void mfs_models_free(mfs_models *m);
-
-/* Resolves view `format` of model `name` in folder `dir` (relative to SRC,
- * "" for the root), whose views are named `base`.<fmt>: converting it if
- * needed (single flight per model).  want_fd: also open the cache entry.
- * Returns 0 (st->ok says whether the view has bytes) or -errno when the
- * model itself cannot be reached. */
-int mfs_view_resolve(mfs_fs *fs, const char *dir, const char *name, const char *base,
-                     int format, int want_fd, mfs_view_state *st);
+/* View `format` of model `name` in folder `dir` (relative to SRC, "" for
+ * the root), whose views are named `base`.<fmt>: mfs_views_resolve. */
+mfs_view_outcome mfs_view_get(mfs_fs *fs, const char *dir, const char *name, const char *base,
+                              int format, mfs_view_mode mode, mfs_view_info *info, mfs_err *err);
 
 /* A view's attributes if they are known without converting, hashing or
- * waiting (the model's memo is current, or the cache's manifest and entry
- * answer from the stat index alone, and nobody holds the model): 1 with *st
- * filled, else 0.  For listings with attributes (readdirplus), which must
- * never convert or read models.  model_st receives the model file's stat;
- * inputs_checked: the caller has just had a 1 for another view of the same
- * model and passes that call's model_st back, so neither the model nor its
- * inputs are stat'ed again. */
+ * waiting (mfs_views_known: HIT or FAILED_MODEL): 1 with *st filled, else
+ * 0.  For listings with attributes (readdirplus).  model_st receives the
+ * model file's stat; with MFS_VIEW_INPUTS_CHECKED the caller has just had
+ * a 1 for another view of the same model and passes that call's model_st
+ * back, so neither the model nor its inputs are stat'ed again. */
 int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,
-                         struct stat *model_st, int inputs_checked, struct stat *st);
+                         struct stat *model_st, mfs_view_inputs inputs, struct stat *st);
 
 /* The attributes of a view whose model file has stat mst.  Its mode: the
- * read bits of mst, narrowed by vs's (docs/security.md, S1). */
-void mfs_view_stat(const struct stat *mst, const mfs_view_state *vs, int format, struct stat *st);
+ * read bits of mst, narrowed by vi's (docs/security.md, S1). */
+void mfs_view_stat(const struct stat *mst, const mfs_view_info *vi, int format, struct stat *st);
 
 /* ---- viewperm.c: who may read a view (docs/security.md, S1) ---- */
 
@@ -221,10 +205,12 @@ void mfs_fs_errtext(const mfs_fs *fs, const char *in, char *out, size_t n);
 
 /* ---- convert.c: run a worker for a model and file its outputs ---- */
 
-/* Converts relpath for every format in `formats`, storing each output (or a
- * negative entry) in the cache and the manifest for the model.  deps and
- * per-format keys come back in *man (caller frees).  Returns 0 or -1 with
- * err (cache trouble); a failed conversion is a 0 with negative entries. */
+/* The resolver's converter (mfs_view_converter): converts relpath for
+ * every format in `formats`, storing each output (or a negative entry) in
+ * the cache and the manifest for the model.  deps and per-format keys come
+ * back in *man (caller frees).  Returns 0 (a failed conversion is a 0 with
+ * negative entries), 1 when some view failed for the machine's sake (err
+ * says the first), or -1 with err (no conversion). */
 int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsigned formats,
                    mfs_cache_manifest *man, mfs_err *err);
 
@@ -234,6 +220,8 @@ void mfs_fs_format_options(const mfs_fs *fs, int format, const char *fmi_model, 
                            size_t n);
 void mfs_fs_import_options(const mfs_fs *fs, char *buf, size_t n);
 
+/* errtext.c: a line for the log (stderr in the foreground, else syslog),
+ * its text as mfs_fs_errtext shows it. */
 void mfs_fs_log(mfs_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -3,7 +3,7 @@
  * Resolving a package resolves its models' views, which may mean converting
  * them; one worker per model, up to convert_jobs at once, so a cold folder
  * of N models takes about N / convert_jobs conversions' time rather than N.
- * Per model, mfs_view_resolve's own lock still makes concurrent readers
+ * Per model, the resolver's own lock still makes concurrent readers
  * share one conversion.
  *
  * The assembled bytes are a cache entry keyed by the package's name and
@@ -25,7 +25,7 @@
 typedef struct pkg_model {
     const char *model, *base; /* borrowed from the mfs_dir_model list */
     char name[MFS_LGE_NAME_BYTES];
-    mfs_view_state vs[MFS_LGEPKG_CHUNKS];
+    mfs_view_info vs[MFS_LGEPKG_CHUNKS];
     int ok;                   /* all four views have bytes */
     char reason[MFS_ERR_MAX];  /* else why not */
 } pkg_model;
@@ -45,7 +45,7 @@ typedef struct pkg {
     mfs_cache_key key;
     atomic_size_t next;       /* fan-out: next model to resolve */
     mfs_fs *fs;
-    int want_fd;
+    mfs_view_mode mode;
 } pkg;
 
 static void newer(struct timespec *t, struct timespec c)
@@ -106,15 +106,18 @@ static void resolve_model(pkg *p, pkg_model *pm)
     pm->ok = 1;
     for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
         int f = mfs_lgepkg_formats[k];
-        int rc = mfs_view_resolve(p->fs, p->dir, pm->model, pm->base, f, p->want_fd, &pm->vs[k]);
+        mfs_err err;
+        mfs_view_outcome o = mfs_view_get(p->fs, p->dir, pm->model, pm->base, f, p->mode,
+                                          &pm->vs[k], &err);
         const char *ext = mfs_format_get((mfs_format)f)->name;
-        if (rc == 0 && pm->vs[k].ok)
+        if (o == MFS_VIEW_HIT)
             continue;
         if (pm->ok) {
-            const char *why = pm->vs[k].reason[0] ? pm->vs[k].reason
-                              : rc == -ENOENT     ? "the model file is gone"
-                              : rc < 0            ? strerror(-rc)
-                                                  : "conversion failed";
+            int machine = o == MFS_VIEW_FAILED_MACHINE;
+            const char *why = err.msg[0]                             ? err.msg
+                              : machine && pm->vs[k].errnum == ENOENT ? "the model file is gone"
+                              : machine                               ? strerror(pm->vs[k].errnum)
+                                                                      : "conversion failed";
             snprintf(pm->reason, sizeof pm->reason, ".%s: %s", ext, why);
         }
         pm->ok = 0;
@@ -141,7 +144,8 @@ static int model_known(mfs_fs *fs, const char *dir, const pkg_model *pm, uint64_
     for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
         mfs_view_ref ref = {(char *)pm->model, (char *)pm->base, mfs_lgepkg_formats[k]};
         struct stat st;
-        if (!mfs_view_cached_stat(fs, dir, &ref, &mst, k > 0, &st))
+        if (!mfs_view_cached_stat(fs, dir, &ref, &mst,
+                                  k > 0 ? MFS_VIEW_INPUTS_CHECKED : MFS_VIEW_INPUTS_STAT, &st))
             return 0;
         sizes[k] = (uint64_t)st.st_size;
         newer(mtime, st.st_mtim);
@@ -154,9 +158,9 @@ static int model_known(mfs_fs *fs, const char *dir, const pkg_model *pm, uint64_
 
 /* Resolves every model's views.  Threads only when some model is not known
  * yet: a warm stat stays on the calling thread. */
-static void pkg_resolve(pkg *p, int want_fd)
+static void pkg_resolve(pkg *p, mfs_view_mode mode)
 {
-    p->want_fd = want_fd;
+    p->mode = mode;
     size_t cold = 0;
     for (size_t i = 0; i < p->n; i++) {
         uint64_t sizes[4];
@@ -189,7 +193,7 @@ static void narrow_by_model(pkg *p, const pkg_model *pm)
     const struct stat *d = &p->dir_st;
     int fallback = 0;
     for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
-        const mfs_view_state *vs = &pm->vs[k];
+        const mfs_view_info *vs = &pm->vs[k];
         if (vs->perm_known)
             p->perm = mfs_perm_narrow(p->perm, d->st_uid, d->st_gid, vs->uid, vs->gid, vs->perm, 0);
         else
@@ -285,7 +289,7 @@ int mfs_lgepkg_present(mfs_fs *fs, const char *dir)
 }
 
 /* Lists and resolves the package of folder dir. */
-static int pkg_load(mfs_fs *fs, const char *dir, int want_fd, pkg *p)
+static int pkg_load(mfs_fs *fs, const char *dir, mfs_view_mode mode, pkg *p)
 {
     int present = mfs_lgepkg_present(fs, dir);
     if (present <= 0)
@@ -293,7 +297,7 @@ static int pkg_load(mfs_fs *fs, const char *dir, int want_fd, pkg *p)
     int rc = pkg_list(fs, dir, p);
     if (rc < 0)
         return rc;
-    pkg_resolve(p, want_fd);
+    pkg_resolve(p, mode);
     rc = pkg_summarise(p);
     if (rc < 0)
         pkg_free(p);
@@ -303,7 +307,7 @@ static int pkg_load(mfs_fs *fs, const char *dir, int want_fd, pkg *p)
 int mfs_lgepkg_attr(mfs_fs *fs, const char *dir, struct stat *st)
 {
     pkg p;
-    int rc = pkg_load(fs, dir, 0, &p);
+    int rc = pkg_load(fs, dir, MFS_VIEW_ATTR, &p);
     if (rc < 0)
         return rc;
     pkg_stat(&p, p.size_ok ? p.size : 0, p.mtime, p.perm, st);
@@ -369,15 +373,15 @@ static int open_views(pkg *p, mfs_lgepkg_model *out, size_t *nout)
             continue;
         memcpy(out[j].name, pm->name, sizeof out[j].name);
         for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
-            mfs_view_state *vs = &pm->vs[k];
+            mfs_view_info *vs = &pm->vs[k];
             mfs_err err;
             mfs_err_clear(&err);
             int r = mfs_cache_lookup(p->fs->cache, &vs->key, &vs->hit, &err);
             if (r != 1 || vs->hit.fd < 0 || vs->hit.length != vs->size) {
                 mfs_cache_hit_release(&vs->hit);
-                int rc = mfs_view_resolve(p->fs, p->dir, pm->model, pm->base,
-                                          mfs_lgepkg_formats[k], 1, vs);
-                if (rc < 0 || !vs->ok) {
+                mfs_err verr;
+                if (mfs_view_get(p->fs, p->dir, pm->model, pm->base, mfs_lgepkg_formats[k],
+                                 MFS_VIEW_OPEN, vs, &verr) != MFS_VIEW_HIT) {
                     mfs_fs_log(p->fs, "%s%s%s: .%s vanished while packing it", p->dir,
                                p->dir[0] ? "/" : "", pm->model,
                                mfs_format_get(mfs_lgepkg_formats[k])->name);
@@ -451,7 +455,7 @@ int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_k
     hit->fd = -1;
     hit->reason = NULL;
     pkg p;
-    int rc = pkg_load(fs, dir, 0, &p);
+    int rc = pkg_load(fs, dir, MFS_VIEW_ATTR, &p);
     if (rc < 0)
         return rc;
     if (!p.size_ok) {
@@ -483,7 +487,7 @@ int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_k
 int mfs_lgepkg_error(mfs_fs *fs, const char *dir, char *out, size_t n)
 {
     pkg p;
-    int rc = pkg_load(fs, dir, 0, &p);
+    int rc = pkg_load(fs, dir, MFS_VIEW_ATTR, &p);
     if (rc < 0)
         return rc;
     size_t len = 0;

@@ -3,8 +3,8 @@
  * engine (docs/formats/lgepkg.md).
  *
  * The package is a view of views: its bytes are assembled from the four
- * views of each model (resolved, and converted if need be, by
- * mfs_view_resolve) and stored as a cache entry of its own, keyed by what
+ * views of each model (resolved, and converted if need be, by the
+ * resolver, mfs_view_get) and stored as a cache entry of its own, keyed by what
  * it is made of, then served like any view (fd + offset + length). */
 #ifndef MESHFS_FS_LGEPKG_H
 #define MESHFS_FS_LGEPKG_H

@@ -248,11 +248,10 @@ static int open_state(mfs_fs *fs)
         fprintf(stderr, "meshfs: %s: %s\n", fs->tmpdir, strerror(errno));
         return -1;
     }
-    fs->models = mfs_models_new();
     fs->dirs = mfs_dirmaps_new();
     pthread_mutex_init(&fs->job_lock, NULL);
     pthread_cond_init(&fs->job_cond, NULL);
-    return fs->models && fs->dirs ? 0 : -1;
+    return mfs_fs_views_open(fs) == 0 && fs->dirs ? 0 : -1;
 }
 
 /* FUSE threads that can be waiting for conversions at once, beyond which
@@ -366,7 +365,7 @@ int main(int argc, char **argv)
     }
     if (fs.cache)
         mfs_cache_close(fs.cache);
-    mfs_models_free(fs.models);
+    mfs_views_free(fs.views);
     mfs_dirmaps_free(fs.dirs);
     mfs_spawner_close(fs.spawner);
     fuse_opt_free_args(&args);

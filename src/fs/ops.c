@@ -100,6 +100,18 @@ static void ref_free(mfs_view_ref *ref)
     free(ref->base);
 }
 
+/* The one place a resolver outcome that is not a HIT becomes an errno
+ * (meshfs/views.h): a model gone, or a known failure under -o hide_failed,
+ * is not there; anything else is an I/O error. */
+static int failure_errno(const mfs_fs *fs, mfs_view_outcome o, const mfs_view_info *info)
+{
+    if (o == MFS_VIEW_FAILED_MACHINE && info->errnum == ENOENT)
+        return -ENOENT;
+    if (o == MFS_VIEW_FAILED_MODEL && fs->cfg.hide_failed)
+        return -ENOENT; /* a known failure is not shown (-o hide_failed) */
+    return -EIO;
+}
+
 static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struct stat *st)
 {
     if (ref->format == MFS_FS_LGEPKG)
@@ -109,19 +121,22 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
     struct stat mst;
     if (mfs_beneath_stat(fs, mpath, &mst) < 0)
         return -errno;
-    mfs_view_state vs;
-    int rc = mfs_view_resolve(fs, dir, ref->model, ref->base, ref->format, 0, &vs);
-    if (rc == -ENOENT || (rc < 0 && !vs.reason[0]))
-        return rc == -ENOENT ? -ENOENT : -EIO;
-    if (rc == 0 && !vs.ok && fs->cfg.hide_failed)
-        return -ENOENT; /* a known failure is not shown (-o hide_failed) */
-    if (rc < 0) {
+    mfs_view_info vi;
+    mfs_err err;
+    mfs_view_outcome o = mfs_view_get(fs, dir, ref->model, ref->base, ref->format,
+                                      MFS_VIEW_ATTR, &vi, &err);
+    if (o == MFS_VIEW_FAILED_MACHINE) {
         /* failed for now (e.g. the cache disk is full): like a failed
-         * conversion, an empty view whose reason can be read */
-        vs.size = 0;
-        vs.mtime = mst.st_mtim;
+         * conversion, an empty view whose reason can be read; with no
+         * reason to read, an error */
+        if (vi.errnum == ENOENT || !err.msg[0])
+            return failure_errno(fs, o, &vi);
+        vi.size = 0;
+        vi.mtime = mst.st_mtim;
+    } else if (o == MFS_VIEW_FAILED_MODEL && fs->cfg.hide_failed) {
+        return failure_errno(fs, o, &vi);
     }
-    mfs_view_stat(&mst, &vs, ref->format, st);
+    mfs_view_stat(&mst, &vi, ref->format, st);
     return 0;
 }
 
@@ -256,7 +271,8 @@ static int plus_attr(mfs_fs *fs, const dirh *h, const dent *d, struct stat *mode
     if (d->is_view && d->view.format == MFS_FS_LGEPKG)
         return mfs_lgepkg_cached_stat(fs, h->dir, st);
     if (d->is_view)
-        return mfs_view_cached_stat(fs, h->dir, &d->view, model_st, same_model, st);
+        return mfs_view_cached_stat(fs, h->dir, &d->view, model_st,
+                                    same_model ? MFS_VIEW_INPUTS_CHECKED : MFS_VIEW_INPUTS_STAT, st);
     char path[4200];
     snprintf(path, sizeof path, "%s%s%s", h->dir, h->dir[0] ? "/" : "", d->name);
     return mfs_beneath_stat(fs, path, st) == 0;
@@ -368,32 +384,34 @@ static int op_open(const char *path, struct fuse_file_info *fi)
         atomic_fetch_add(&fs->stats.views_served, 1);
         return 0;
     }
-    mfs_view_state vs;
-    int rc = mfs_view_resolve(fs, dir, ref.model, ref.base, ref.format, 1, &vs);
+    mfs_view_info vi;
+    mfs_err err;
+    mfs_view_outcome o = mfs_view_get(fs, dir, ref.model, ref.base, ref.format, MFS_VIEW_OPEN,
+                                      &vi, &err);
     char mpath[4200];
     snprintf(mpath, sizeof mpath, "%s%s%s", dir, dir[0] ? "/" : "", ref.model);
     int format = ref.format;
     ref_free(&ref);
     struct stat mst;
-    if (rc == 0 && vs.ok && mfs_beneath_stat(fs, mpath, &mst) < 0)
-        rc = -errno;
-    if (rc < 0 || !vs.ok) {
-        mfs_cache_hit_release(&vs.hit);
+    int rc = o == MFS_VIEW_HIT ? 0 : failure_errno(fs, o, &vi);
+    if (rc == 0 && mfs_beneath_stat(fs, mpath, &mst) < 0)
+        rc = errno == ENOENT ? -ENOENT : -EIO;
+    if (rc < 0) {
+        mfs_cache_hit_release(&vi.hit);
         free(h);
-        /* -o hide_failed: a known failure is not there */
-        return rc == -ENOENT || (rc == 0 && fs->cfg.hide_failed) ? -ENOENT : -EIO;
+        return rc;
     }
     h->is_view = 1;
-    h->fd = vs.hit.fd;
-    h->offset = vs.hit.offset;
-    h->length = vs.hit.length;
-    vs.hit.fd = -1;
-    mfs_cache_hit_release(&vs.hit);
+    h->fd = vi.hit.fd;
+    h->offset = vi.hit.offset;
+    h->length = vi.hit.length;
+    vi.hit.fd = -1;
+    mfs_cache_hit_release(&vi.hit);
     /* A cache entry's bytes never change, so the kernel may keep its pages
      * as long as this path still shows the same entry; kview.c decides,
      * from what the kernel was last told. */
-    mfs_view_stat(&mst, &vs, format, &h->st);
-    kview_open(path, fi, h, vs.key.b);
+    mfs_view_stat(&mst, &vi, format, &h->st);
+    kview_open(path, fi, h, vi.key.b);
     fi->fh = (uintptr_t)h;
     atomic_fetch_add(&fs->stats.views_served, 1);
     return 0;
@@ -499,14 +517,16 @@ static int view_error(mfs_fs *fs, const char *r, char *out, size_t n)
         ref_free(&ref);
         return mfs_lgepkg_error(fs, dir, out, n);
     }
-    mfs_view_state vs;
-    int rc = mfs_view_resolve(fs, dir, ref.model, ref.base, ref.format, 0, &vs);
+    mfs_view_info vi;
+    mfs_err err;
+    mfs_view_outcome o = mfs_view_get(fs, dir, ref.model, ref.base, ref.format, MFS_VIEW_ATTR,
+                                      &vi, &err);
     ref_free(&ref);
-    if (rc < 0 && !vs.reason[0])
-        return -EIO;
-    if (rc == 0 && vs.ok)
+    if (o == MFS_VIEW_HIT)
         return 0;
-    return snprintf(out, n, "%s", vs.reason[0] ? vs.reason : "conversion failed");
+    if (o == MFS_VIEW_FAILED_MACHINE && !err.msg[0])
+        return -EIO;
+    return snprintf(out, n, "%s", err.msg[0] ? err.msg : "conversion failed");
 }
 
 /* The view's naming warning (user.meshfs.warning: its base is an FGE

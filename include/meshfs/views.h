@@ -1,0 +1,160 @@
+/* Resolving a view: which bytes `car.gmf` is, from the fastest tier that
+ * knows (docs/architecture.md, "Resolve").
+ *
+ * One front for the whole tier policy, over narrow layers:
+ *
+ *   1. memo (here, in memory): every input still has the stat it had, so
+ *      the view's key, size and mtime are known.  Costs one stat per input.
+ *   2. local cache (cache.h): the model's content hash from the stat index,
+ *      its manifest, each dependency checked, the view's key, its entry.
+ *   3. conversion: the host's converter (a worker run, src/fs/convert.c),
+ *      which stores every view it makes and the manifest; then tier 2 again.
+ *
+ * Outcomes, never -errno (the host maps them: src/fs/ops.c):
+ *   HIT             bytes in the cache (info: size, mtime, key; with
+ *                   MFS_VIEW_OPEN an open descriptor in info->hit)
+ *   MISS            not known without work (only the listing query says it)
+ *   FAILED_MODEL    the model's own failure, remembered: reason in err
+ *   FAILED_MACHINE  failed for now, not remembered (disk full, the model
+ *                   unreachable, inputs that kept changing): reason in err
+ *                   (may be empty), and info->errnum says what errno it is
+ *
+ * Single flight: each model has a lock held across its resolution,
+ * conversion included, so concurrent first readers of one model cause one
+ * conversion; other models are not held up.  The listing query only tries
+ * the lock and never waits, hashes a source or converts: it has no path to
+ * the converter.
+ *
+ * The resolver knows nothing of FUSE, SRC's confinement or who may read a
+ * view: the host supplies those (mfs_views_host).  Tests give it a fake
+ * converter (tests/unit/test_views.c). */
+#ifndef MESHFS_VIEWS_H
+#define MESHFS_VIEWS_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "meshfs/cache.h"
+#include "meshfs/err.h"
+
+typedef enum mfs_view_outcome {
+    MFS_VIEW_HIT,
+    MFS_VIEW_MISS,
+    MFS_VIEW_FAILED_MODEL,
+    MFS_VIEW_FAILED_MACHINE,
+} mfs_view_outcome;
+
+/* What the caller will do with the view. */
+typedef enum mfs_view_mode {
+    MFS_VIEW_ATTR, /* attributes (and a failure's reason) */
+    MFS_VIEW_OPEN, /* also an open descriptor on the entry (info->hit) */
+} mfs_view_mode;
+
+/* For the listing query: whether the inputs are to be stat'ed. */
+typedef enum mfs_view_inputs {
+    MFS_VIEW_INPUTS_STAT,    /* stat the model and its inputs */
+    MFS_VIEW_INPUTS_CHECKED, /* the previous query, for another view of the
+                                same model, just did and said HIT or
+                                FAILED_MODEL: model_st is that call's */
+} mfs_view_inputs;
+
+/* Which kind of path the host is to stat. */
+typedef enum mfs_view_path {
+    MFS_VIEW_PATH_MODEL,  /* the model, or a folder: as the kernel's paths are */
+    MFS_VIEW_PATH_DEP,    /* a dependency, as the worker opened it */
+} mfs_view_path;
+
+typedef struct mfs_view_info {
+    uint64_t size;          /* HIT: the payload's exact length; else 0 */
+    struct timespec mtime;  /* newest input mtime (zero if unknown) */
+    mfs_cache_key key;      /* HIT, FAILED_MODEL: the entry's key */
+    mfs_cache_hit hit;      /* MFS_VIEW_OPEN and HIT: the caller releases */
+    int same_as_last;       /* MFS_VIEW_OPEN: the key equals that of the last open */
+    /* who may read it, known once its inputs are (the host's perm rule):
+     * the read bits for owner uid/group gid */
+    int perm_known;
+    mode_t perm;
+    uid_t uid;
+    gid_t gid;
+    int errnum;             /* FAILED_MACHINE: ENOENT when the model is gone, else EIO */
+} mfs_view_info;
+
+/* Who may read a model's views (the host's rule), from its inputs' stats:
+ * perm/uid/gid, and the folders whose stat also decides it (their paths
+ * and stats, malloc'd; the resolver takes them and re-stats them as
+ * MFS_VIEW_PATH_MODEL before trusting its memo; same uid, gid, mode, dev
+ * and inode means unchanged). */
+typedef struct mfs_view_perm {
+    mode_t perm;
+    uid_t uid;
+    gid_t gid;
+    char **dirs;
+    struct stat *dir_st;
+    uint32_t ndirs;
+} mfs_view_perm;
+
+/* A conversion of `model` for every format in `formats`: stores each view
+ * (or a remembered failure) in the cache and the manifest, and returns the
+ * inputs and keys in *man (the resolver frees it).  0: done; 1: done, but
+ * some view failed for the machine's sake (err says the first); -1: no
+ * conversion (err). */
+typedef int (*mfs_view_converter)(void *ctx, const char *model, const char *fmi_model,
+                                  unsigned formats, mfs_cache_manifest *man, mfs_err *err);
+
+typedef struct mfs_views_host {
+    void *ctx;
+    mfs_cache *cache;
+    int rootfd;             /* dependencies' paths are relative to it */
+    unsigned formats;       /* the formats a conversion makes (bits of mfs_format) */
+    const char *version;    /* in every key: MESHFS_VERSION */
+    /* 0 or -errno */
+    int (*stat_path)(void *ctx, const char *path, mfs_view_path kind, struct stat *st);
+    /* the model's content hash (through the stat index): 0 or -errno */
+    int (*hash_model)(void *ctx, const char *path, struct stat *st, uint8_t hash[16],
+                      mfs_err *err);
+    /* 0, -ENOMEM, -EAGAIN (an input changed meanwhile) */
+    int (*perm)(void *ctx, const char *model, char *const *paths, const struct stat *st,
+                uint32_t n, mfs_view_perm *out);
+    /* An entry as the host sees it (the cache's, less failures it retries,
+     * plus entries it still holds); NULL: the cache's own peek/lookup. */
+    int (*entry_peek)(void *ctx, const mfs_cache_key *k, struct timespec newest,
+                      mfs_cache_hit *hit, mfs_err *err);
+    int (*entry_open)(void *ctx, const mfs_cache_key *k, mfs_cache_hit *hit, mfs_err *err);
+    /* option text in a view's key, and in the manifest's */
+    void (*format_options)(void *ctx, int format, const char *fmi_model, char *buf, size_t n);
+    void (*import_options)(void *ctx, char *buf, size_t n);
+    mfs_view_converter convert;
+    /* a failure worth the log (may be NULL) */
+    void (*log)(void *ctx, const char *model, const char *msg);
+} mfs_views_host;
+
+typedef struct mfs_views mfs_views;
+
+/* The host is copied.  NULL on out of memory. */
+mfs_views *mfs_views_new(const mfs_views_host *host);
+void mfs_views_free(mfs_views *v);
+
+/* The one recipe for a view's key: the inputs, the format's name, the
+ * option text the host gives for it, the version. */
+int mfs_views_key(const mfs_views *v, const mfs_dep *deps, uint32_t ndeps, int format,
+                  const char *fmi_model, mfs_cache_key *out, mfs_err *err);
+/* And the model's manifest key. */
+int mfs_views_manifest_key(const mfs_views *v, const char *model, uint64_t size,
+                           const uint8_t hash[16], mfs_cache_key *out, mfs_err *err);
+
+/* View `format` of `model` (relative to the root), whose .fmi model= path
+ * is fmi_model: converting it if needed.  Never MISS. */
+mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *model, const char *fmi_model,
+                                   int format, mfs_view_mode mode, mfs_view_info *info,
+                                   mfs_err *err);
+
+/* The listing query: what is known without converting, hashing a source or
+ * waiting (the memo if current, else the manifest and entry answered from
+ * the stat index alone); MISS otherwise.  model_st receives the model's
+ * stat (with MFS_VIEW_INPUTS_CHECKED it is given).  err may be NULL. */
+mfs_view_outcome mfs_views_known(mfs_views *v, const char *model, const char *fmi_model,
+                                 int format, mfs_view_inputs inputs, struct stat *model_st,
+                                 mfs_view_info *info, mfs_err *err);
+
+#endif

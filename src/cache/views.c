@@ -1,0 +1,540 @@
+/* The resolver (include/meshfs/views.h): memo, local cache, conversion.
+ *
+ * Each model has a mutex held across its slow path, so concurrent first
+ * readers of one model wait for one conversion instead of starting their
+ * own; other models are not held up.  The fast path only stats the inputs:
+ * a warm lookup reads no source bytes.
+ *
+ * Two walks share the tiers below the memo.  refresh() may hash the model,
+ * mark a manifest used and convert; refresh_known() answers from the stat
+ * index and entry headers alone, and the converter is not within its reach. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "meshfs/formats.h"
+#include "meshfs/views.h"
+
+typedef struct sig {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime, ctime;
+    uid_t uid;
+    gid_t gid;
+    mode_t mode;
+} sig;
+
+typedef struct fmt_memo {
+    int known;
+    int ok;
+    uint64_t size;
+    mfs_cache_key key;
+    char *reason;             /* failures only: most views have none, and a
+                                 fixed buffer per view would cost 3.5 KiB a model */
+} fmt_memo;
+
+typedef struct model {
+    char *path;               /* relative to the root */
+    pthread_mutex_t lock;
+    struct model *next;
+    /* memo, valid while every input's sig is unchanged */
+    int valid;
+    char *fmi_model;          /* the fmi model= path the memo was made for */
+    uint32_t ninputs;
+    char **input_paths;
+    sig *input_sigs;
+    struct timespec newest;
+    mfs_view_perm perm;       /* the host's answer, with the folders it watches */
+    sig *dir_sigs;
+    fmt_memo fmt[MFS_FMT_COUNT];
+    /* key of each view at its last open, kept across memo refreshes: the
+     * kernel may keep its page cache only while the bytes are the same */
+    int served[MFS_FMT_COUNT];
+    mfs_cache_key served_key[MFS_FMT_COUNT];
+} model;
+
+#define NBUCKET 8192
+
+struct mfs_views {
+    mfs_views_host h;
+    pthread_mutex_t lock;     /* the table; a leaf */
+    model *bucket[NBUCKET];
+};
+
+mfs_views *mfs_views_new(const mfs_views_host *host)
+{
+    mfs_views *v = calloc(1, sizeof *v);
+    if (!v)
+        return NULL;
+    v->h = *host;
+    pthread_mutex_init(&v->lock, NULL);
+    return v;
+}
+
+static void memo_clear(model *m)
+{
+    for (uint32_t i = 0; i < m->ninputs; i++)
+        free(m->input_paths[i]);
+    free(m->input_paths);
+    free(m->input_sigs);
+    free(m->fmi_model);
+    m->input_paths = NULL;
+    m->input_sigs = NULL;
+    m->fmi_model = NULL;
+    m->ninputs = 0;
+    for (uint32_t i = 0; i < m->perm.ndirs; i++)
+        free(m->perm.dirs[i]);
+    free(m->perm.dirs);
+    free(m->perm.dir_st);
+    free(m->dir_sigs);
+    memset(&m->perm, 0, sizeof m->perm);
+    m->dir_sigs = NULL;
+    m->valid = 0;
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        free(m->fmt[f].reason);
+    memset(m->fmt, 0, sizeof m->fmt);
+}
+
+void mfs_views_free(mfs_views *v)
+{
+    if (!v)
+        return;
+    for (int b = 0; b < NBUCKET; b++)
+        while (v->bucket[b]) {
+            model *m = v->bucket[b];
+            v->bucket[b] = m->next;
+            memo_clear(m);
+            pthread_mutex_destroy(&m->lock);
+            free(m->path);
+            free(m);
+        }
+    pthread_mutex_destroy(&v->lock);
+    free(v);
+}
+
+static model *get_model(mfs_views *v, const char *path)
+{
+    unsigned b = (unsigned)(XXH3_64bits(path, strlen(path)) % NBUCKET);
+    pthread_mutex_lock(&v->lock);
+    model *m = v->bucket[b];
+    while (m && strcmp(m->path, path))
+        m = m->next;
+    if (!m) {
+        m = calloc(1, sizeof *m);
+        if (m && !(m->path = strdup(path))) {
+            free(m);
+            m = NULL;
+        }
+        if (m) {
+            pthread_mutex_init(&m->lock, NULL);
+            m->next = v->bucket[b];
+            v->bucket[b] = m;
+        }
+    }
+    pthread_mutex_unlock(&v->lock);
+    return m;
+}
+
+/* ---- keys: the one recipe ---- */
+
+int mfs_views_key(const mfs_views *v, const mfs_dep *deps, uint32_t ndeps, int format,
+                  const char *fmi_model, mfs_cache_key *out, mfs_err *err)
+{
+    /* Keys come from the inputs and today's options, not from a manifest:
+     * an option that changed since only moves its own views. */
+    char opts[4200];
+    v->h.format_options(v->h.ctx, format, fmi_model, opts, sizeof opts);
+    return mfs_cache_view_key(deps, ndeps, mfs_format_get((mfs_format)format)->name, opts,
+                              v->h.version, out, err);
+}
+
+int mfs_views_manifest_key(const mfs_views *v, const char *model_path, uint64_t size,
+                           const uint8_t hash[16], mfs_cache_key *out, mfs_err *err)
+{
+    char iopts[64];
+    v->h.import_options(v->h.ctx, iopts, sizeof iopts);
+    return mfs_cache_manifest_key(model_path, size, hash, iopts, v->h.version, out, err);
+}
+
+/* ---- tier 1: the memo ---- */
+
+static int take_sig(const mfs_views *v, const char *path, mfs_view_path kind, sig *s)
+{
+    struct stat st;
+    int rc = v->h.stat_path(v->h.ctx, path, kind, &st);
+    if (rc < 0)
+        return rc;
+    *s = (sig){st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim,
+               st.st_uid, st.st_gid, st.st_mode};
+    return 0;
+}
+
+/* A folder's sig for the memo: what decides who may search it. */
+static int same_dir_sig(const sig *a, const sig *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->uid == b->uid && a->gid == b->gid &&
+           a->mode == b->mode;
+}
+
+static int same_sig(const sig *a, const sig *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+           a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+static mfs_view_path input_kind(uint32_t i)
+{
+    return i > 0 ? MFS_VIEW_PATH_DEP : MFS_VIEW_PATH_MODEL;
+}
+
+static int memo_current(const mfs_views *v, const model *m, const char *fmi_model)
+{
+    if (!m->valid || strcmp(m->fmi_model, fmi_model))
+        return 0;
+    for (uint32_t i = 0; i < m->ninputs; i++) {
+        sig now;
+        if (take_sig(v, m->input_paths[i], input_kind(i), &now) < 0 ||
+            !same_sig(&now, &m->input_sigs[i]))
+            return 0;
+    }
+    for (uint32_t i = 0; i < m->perm.ndirs; i++) {
+        sig now;
+        if (take_sig(v, m->perm.dirs[i], MFS_VIEW_PATH_MODEL, &now) < 0 ||
+            !same_dir_sig(&now, &m->dir_sigs[i]))
+            return 0;
+    }
+    return 1;
+}
+
+static int entry_peek(const mfs_views *v, const mfs_cache_key *k, struct timespec newest,
+                      mfs_cache_hit *hit, mfs_err *err)
+{
+    if (v->h.entry_peek)
+        return v->h.entry_peek(v->h.ctx, k, newest, hit, err);
+    return mfs_cache_peek(v->h.cache, k, hit, err);
+}
+
+static int entry_open(const mfs_views *v, const mfs_cache_key *k, mfs_cache_hit *hit,
+                      mfs_err *err)
+{
+    if (v->h.entry_open)
+        return v->h.entry_open(v->h.ctx, k, hit, err);
+    return mfs_cache_lookup(v->h.cache, k, hit, err);
+}
+
+/* Who may read the views: the host's rule over the inputs' stats. */
+static int memo_perm(const mfs_views *v, model *m)
+{
+    struct stat *st = calloc(m->ninputs ? m->ninputs : 1, sizeof *st);
+    if (!st)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < m->ninputs; i++) {
+        st[i].st_dev = m->input_sigs[i].dev;
+        st[i].st_ino = m->input_sigs[i].ino;
+        st[i].st_uid = m->input_sigs[i].uid;
+        st[i].st_gid = m->input_sigs[i].gid;
+        st[i].st_mode = m->input_sigs[i].mode;
+    }
+    int rc = 0;
+    if (v->h.perm) {
+        rc = v->h.perm(v->h.ctx, m->path, m->input_paths, st, m->ninputs, &m->perm);
+    } else if (m->ninputs) {
+        m->perm.perm = 0444; /* no rule: the model's owner */
+        m->perm.uid = st[0].st_uid;
+        m->perm.gid = st[0].st_gid;
+    }
+    free(st);
+    if (rc < 0)
+        return rc;
+    if (m->perm.ndirs && !(m->dir_sigs = calloc(m->perm.ndirs, sizeof *m->dir_sigs)))
+        return -ENOMEM;
+    for (uint32_t i = 0; i < m->perm.ndirs; i++) {
+        const struct stat *d = &m->perm.dir_st[i];
+        m->dir_sigs[i] = (sig){d->st_dev, d->st_ino, d->st_size, d->st_mtim, d->st_ctim,
+                               d->st_uid, d->st_gid, d->st_mode};
+    }
+    return 0;
+}
+
+/* Records the inputs' current sigs and each enabled format's entry state. */
+static int memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man,
+                     const char *fmi_model)
+{
+    memo_clear(m);
+    m->input_paths = calloc(man->ndeps + 1, sizeof *m->input_paths);
+    m->input_sigs = calloc(man->ndeps + 1, sizeof *m->input_sigs);
+    m->fmi_model = strdup(fmi_model);
+    if (!m->input_paths || !m->input_sigs || !m->fmi_model)
+        return -ENOMEM;
+    m->newest = (struct timespec){0, 0};
+    for (uint32_t i = 0; i < man->ndeps; i++) {
+        m->input_paths[i] = strdup(man->deps[i].path);
+        if (!m->input_paths[i])
+            return -ENOMEM;
+        m->ninputs++;
+        if (take_sig(v, man->deps[i].path, input_kind(i), &m->input_sigs[i]) < 0)
+            return -EAGAIN; /* vanished meanwhile: resolve again */
+        struct timespec t = m->input_sigs[i].mtime;
+        if (t.tv_sec > m->newest.tv_sec || (t.tv_sec == m->newest.tv_sec && t.tv_nsec > m->newest.tv_nsec))
+            m->newest = t;
+    }
+    int prc = memo_perm(v, m);
+    if (prc < 0)
+        return prc;
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        if (!(v->h.formats & (1u << f)))
+            continue;
+        mfs_cache_key key;
+        mfs_err err;
+        mfs_err_clear(&err);
+        if (mfs_views_key(v, man->deps, man->ndeps, f, fmi_model, &key, &err) < 0)
+            return -ENOMEM;
+        mfs_cache_hit hit = {.fd = -1};
+        /* less failures the host tries again, plus entries only it holds */
+        if (entry_peek(v, &key, m->newest, &hit, &err) != 1) {
+            mfs_cache_hit_release(&hit);
+            continue;
+        }
+        fmt_memo *fm = &m->fmt[f];
+        fm->known = 1;
+        fm->key = key;
+        fm->ok = hit.reason == NULL;
+        fm->size = hit.length;
+        fm->reason = hit.reason; /* taken over */
+        hit.reason = NULL;
+        mfs_cache_hit_release(&hit);
+    }
+    m->valid = 1;
+    return 0;
+}
+
+/* Which enabled formats have no entry yet for these inputs. */
+static unsigned missing_formats(const mfs_views *v, const model *m)
+{
+    unsigned miss = 0;
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        if ((v->h.formats & (1u << f)) && !m->fmt[f].known)
+            miss |= 1u << f;
+    return miss;
+}
+
+/* ---- tier 2: the local cache, from the stat index alone ---- */
+
+/* 0: the memo now answers for `format`; 1: not without work; -errno. */
+static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, int format)
+{
+    mfs_err err;
+    mfs_err_clear(&err);
+    for (int attempt = 0; attempt < 3; attempt++) {
+        struct stat st;
+        uint8_t hash[16];
+        int rc = v->h.stat_path(v->h.ctx, m->path, MFS_VIEW_PATH_MODEL, &st);
+        if (rc < 0)
+            return rc;
+        if (!S_ISREG(st.st_mode) || !mfs_cache_file_hash_known(v->h.cache, &st, hash))
+            return 1;
+        mfs_cache_key mk;
+        if (mfs_views_manifest_key(v, m->path, (uint64_t)st.st_size, hash, &mk, &err) < 0)
+            return -EIO;
+        mfs_cache_manifest man;
+        memset(&man, 0, sizeof man);
+        /* a listing looks, it does not use: no LRU stamp */
+        if (mfs_cache_manifest_peek(v->h.cache, &mk, &man, &err) != 1)
+            return 1;
+        if (mfs_cache_manifest_known(v->h.cache, v->h.rootfd, &man, &err) != 1) {
+            mfs_cache_manifest_free(&man);
+            return 1;
+        }
+        rc = memo_fill(v, m, &man, fmi_model);
+        mfs_cache_manifest_free(&man);
+        if (rc == -EAGAIN)
+            continue;
+        if (rc < 0)
+            return rc;
+        return missing_formats(v, m) & (1u << format) ? 1 : 0;
+    }
+    return 1;
+}
+
+/* ---- tiers 2 and 3: the local cache, then a conversion ---- */
+
+/* Brings the memo up to date, converting if `format` has no entry for the
+ * current inputs (then every enabled view still missing is made by the same
+ * import).  Views already cached are never remade for another's sake, so an
+ * option that moves only .fmi leaves .gmf reads conversion-free.  Called
+ * with m->lock held.  0 or -errno (err says why, if it can). */
+static int refresh(const mfs_views *v, model *m, const char *fmi_model, int format, mfs_err *err)
+{
+    for (int attempt = 0; attempt < 3; attempt++) {
+        struct stat st;
+        uint8_t hash[16];
+        int hr = v->h.hash_model(v->h.ctx, m->path, &st, hash, err);
+        if (hr < 0)
+            return hr;
+        mfs_cache_key mk;
+        if (mfs_views_manifest_key(v, m->path, (uint64_t)st.st_size, hash, &mk, err) < 0)
+            return -EIO;
+        mfs_cache_manifest man;
+        memset(&man, 0, sizeof man);
+        int have = mfs_cache_manifest_load(v->h.cache, &mk, &man, err);
+        if (have == 1 && mfs_cache_manifest_current(v->h.cache, v->h.rootfd, &man, err) != 1) {
+            mfs_cache_manifest_free(&man);
+            have = 0;
+        }
+        unsigned need = v->h.formats;
+        if (have == 1) {
+            /* the manifest's keys were made with the options of its time:
+             * recompute them for ours, then see which entries exist */
+            int rc = memo_fill(v, m, &man, fmi_model);
+            mfs_cache_manifest_free(&man);
+            if (rc == -EAGAIN)
+                continue;
+            if (rc < 0)
+                return rc;
+            need = missing_formats(v, m);
+            if (!(need & (1u << format)))
+                return 0;
+        }
+        memset(&man, 0, sizeof man);
+        int conv = v->h.convert(v->h.ctx, m->path, fmi_model, need, &man, err);
+        if (conv < 0) {
+            mfs_cache_manifest_free(&man);
+            return -EIO;
+        }
+        int cur = mfs_cache_manifest_current(v->h.cache, v->h.rootfd, &man, err);
+        /* the worker opened the model by its path itself: if that led to
+         * other bytes than were hashed here (the model changed, or a folder
+         * on its path was swapped for a link), its views are not this
+         * path's */
+        if (cur == 1 && (man.ndeps == 0 || man.deps[0].size != (uint64_t)st.st_size ||
+                         memcmp(man.deps[0].hash, hash, 16) != 0))
+            cur = 0;
+        int rc = cur == 1 ? memo_fill(v, m, &man, fmi_model) : -EAGAIN;
+        mfs_cache_manifest_free(&man);
+        if (rc == 0 && !(missing_formats(v, m) & (1u << format)))
+            return 0;
+        if (rc == 0 && conv == 1)
+            return -EIO; /* this view could not be stored (disk full...): err says why */
+        if (rc < 0 && rc != -EAGAIN)
+            return rc;
+        /* an input changed while it was converting: go round again */
+    }
+    return mfs_errf(err, "%s: inputs kept changing during conversion", m->path), -EIO;
+}
+
+/* ---- the two fronts ---- */
+
+static void info_fill(const model *m, const fmt_memo *fm, mfs_view_info *info)
+{
+    info->size = fm->ok ? fm->size : 0;
+    info->mtime = m->newest;
+    info->key = fm->key;
+    info->perm_known = 1;
+    info->perm = m->perm.perm;
+    info->uid = m->perm.uid;
+    info->gid = m->perm.gid;
+}
+
+/* A remembered failure's text; "" for none. */
+static mfs_view_outcome failed_model(const fmt_memo *fm, mfs_err *err)
+{
+    if (err)
+        snprintf(err->msg, sizeof err->msg, "%s", fm->reason ? fm->reason : "");
+    return MFS_VIEW_FAILED_MODEL;
+}
+
+mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *path, const char *fmi_model,
+                                   int format, mfs_view_mode mode, mfs_view_info *info,
+                                   mfs_err *err)
+{
+    memset(info, 0, sizeof *info);
+    info->hit.fd = -1;
+    mfs_err_clear(err);
+    model *m = get_model(v, path);
+    if (!m) {
+        info->errnum = ENOMEM;
+        return MFS_VIEW_FAILED_MACHINE;
+    }
+    pthread_mutex_lock(&m->lock);
+    int rc = 0;
+    mfs_view_outcome out = MFS_VIEW_FAILED_MACHINE;
+    for (int tries = 0; tries < 2; tries++) {
+        if (!memo_current(v, m, fmi_model) || !m->fmt[format].known) {
+            rc = refresh(v, m, fmi_model, format, err);
+            if (rc < 0)
+                break;
+        }
+        fmt_memo *fm = &m->fmt[format];
+        if (!fm->known) {
+            rc = -EIO;
+            break;
+        }
+        info_fill(m, fm, info);
+        if (!fm->ok) {
+            out = failed_model(fm, err);
+            break;
+        }
+        out = MFS_VIEW_HIT;
+        if (mode != MFS_VIEW_OPEN)
+            break;
+        int r = entry_open(v, &fm->key, &info->hit, err);
+        if (r == 1 && info->hit.fd >= 0 && info->hit.length == fm->size) {
+            info->same_as_last = m->served[format] &&
+                                 !memcmp(&m->served_key[format], &fm->key, sizeof fm->key);
+            m->served[format] = 1;
+            m->served_key[format] = fm->key;
+            break;
+        }
+        /* evicted or damaged since the memo was made: convert again */
+        mfs_cache_hit_release(&info->hit);
+        info->hit.fd = -1;
+        m->valid = 0;
+        rc = -EIO;
+        out = MFS_VIEW_FAILED_MACHINE;
+    }
+    if (rc < 0) {
+        out = MFS_VIEW_FAILED_MACHINE;
+        info->errnum = -rc;
+        if (err->msg[0] && v->h.log)
+            v->h.log(v->h.ctx, path, err->msg);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return out;
+}
+
+mfs_view_outcome mfs_views_known(mfs_views *v, const char *path, const char *fmi_model,
+                                 int format, mfs_view_inputs inputs, struct stat *model_st,
+                                 mfs_view_info *info, mfs_err *err)
+{
+    memset(info, 0, sizeof *info);
+    info->hit.fd = -1;
+    model *m = get_model(v, path);
+    if (!m || (inputs == MFS_VIEW_INPUTS_STAT &&
+               v->h.stat_path(v->h.ctx, path, MFS_VIEW_PATH_MODEL, model_st) < 0))
+        return MFS_VIEW_MISS;
+    /* never wait: a held model is converting, and a listing must not */
+    if (pthread_mutex_trylock(&m->lock) != 0)
+        return MFS_VIEW_MISS;
+    mfs_view_outcome out = MFS_VIEW_MISS;
+    int current = inputs == MFS_VIEW_INPUTS_CHECKED
+                      ? m->valid && !strcmp(m->fmi_model, fmi_model)
+                      : memo_current(v, m, fmi_model);
+    /* a fresh mount over a warm cache: what the cache knows is enough.  A
+     * current memo already holds every entry the cache had for these
+     * inputs (memo_fill peeks each format), so a view it lacks is not
+     * looked for again: the resolve that follows finds or makes it. */
+    if (!current)
+        current = refresh_known(v, m, fmi_model, format) == 0;
+    const fmt_memo *fm = &m->fmt[format];
+    if (current && fm->known) {
+        info_fill(m, fm, info);
+        out = fm->ok ? MFS_VIEW_HIT : failed_model(fm, err);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return out;
+}

@@ -1,0 +1,409 @@
+/* The resolver (include/meshfs/views.h) over a real cache in a temporary
+ * directory, with a fake converter in place of a worker run: hit, miss,
+ * a model's failure (remembered), a machine's failure (not remembered),
+ * single flight under concurrent first readers, and a listing query that
+ * never converts. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "meshfs/formats.h"
+#include "meshfs/views.h"
+
+#define FMT_A MFS_FMT_FMD
+#define FMT_B MFS_FMT_GMF
+#define MODEL "sub/car.obj"
+
+typedef enum behaviour { CONVERT_OK, CONVERT_MODEL_FAILS, CONVERT_MACHINE_FAILS } behaviour;
+
+typedef struct fx {
+    char base[256], root[300], dir[300];
+    int rootfd;
+    mfs_cache *cache;
+    mfs_views *views;
+    behaviour how;
+    atomic_int converts;     /* converter calls */
+    unsigned last_formats;   /* formats the last call was asked for */
+    int slow_ms;             /* the converter takes this long */
+    int forbid;              /* a call fails the test (listing queries) */
+} fx;
+
+/* ---- host ---- */
+
+static int fake_stat(void *ctx, const char *path, mfs_view_path kind, struct stat *st)
+{
+    (void)kind;
+    fx *f = ctx;
+    return fstatat(f->rootfd, path, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+}
+
+static int fake_hash(void *ctx, const char *path, struct stat *st, uint8_t hash[16], mfs_err *err)
+{
+    fx *f = ctx;
+    return mfs_cache_file_hash_at(f->cache, f->rootfd, path, st, hash, err) < 0 ? -errno : 0;
+}
+
+static void fake_format_options(void *ctx, int format, const char *fmi_model, char *buf, size_t n)
+{
+    (void)ctx;
+    snprintf(buf, n, "fmt=%d;model=%s;", format, fmi_model);
+}
+
+static void fake_import_options(void *ctx, char *buf, size_t n)
+{
+    (void)ctx;
+    snprintf(buf, n, "test;");
+}
+
+/* What a worker run does for the resolver: the model's bytes as its one
+ * input, each asked format stored as "<name>:<model size>" (or a failure),
+ * the manifest stored. */
+static int fake_convert(void *ctx, const char *model, const char *fmi_model, unsigned formats,
+                        mfs_cache_manifest *man, mfs_err *err)
+{
+    fx *f = ctx;
+    assert_false(f->forbid);
+    atomic_fetch_add(&f->converts, 1);
+    f->last_formats = formats;
+    if (f->slow_ms)
+        usleep((useconds_t)f->slow_ms * 1000);
+    memset(man, 0, sizeof *man);
+    man->deps = calloc(1, sizeof *man->deps);
+    man->views = calloc(MFS_FMT_COUNT, sizeof *man->views);
+    assert_non_null(man->deps);
+    assert_non_null(man->views);
+    struct stat st;
+    man->deps[0].path = strdup(model);
+    if (mfs_cache_file_hash_at(f->cache, f->rootfd, model, &st, man->deps[0].hash, err) < 0)
+        return -1;
+    man->deps[0].size = (uint64_t)st.st_size;
+    man->ndeps = 1;
+    int machine = 0;
+    for (int k = 0; k < MFS_FMT_COUNT; k++) {
+        if (!(formats & (1u << k)))
+            continue;
+        mfs_cache_view *v = &man->views[man->nviews++];
+        v->format = strdup(mfs_format_get((mfs_format)k)->name);
+        assert_int_equal(mfs_views_key(f->views, man->deps, 1, k, fmi_model, &v->key, err), 0);
+        if (f->how == CONVERT_MODEL_FAILS) {
+            assert_int_equal(mfs_cache_store_negative(f->cache, &v->key, "bad model", err), 0);
+        } else if (f->how == CONVERT_MACHINE_FAILS) {
+            if (!machine)
+                mfs_errf(err, "disk full");
+            machine = 1;
+        } else {
+            char payload[64];
+            int n = snprintf(payload, sizeof payload, "%s:%llu", v->format,
+                             (unsigned long long)st.st_size);
+            assert_int_equal(mfs_cache_store(f->cache, &v->key, payload, (size_t)n, NULL, err), 0);
+        }
+    }
+    mfs_cache_key mk;
+    assert_int_equal(mfs_views_manifest_key(f->views, model, man->deps[0].size,
+                                            man->deps[0].hash, &mk, err), 0);
+    assert_int_equal(mfs_cache_manifest_store(f->cache, &mk, man, err), 0);
+    return machine;
+}
+
+static mfs_views *new_views(fx *f)
+{
+    mfs_views_host h = {
+        .ctx = f,
+        .cache = f->cache,
+        .rootfd = f->rootfd,
+        .formats = (1u << FMT_A) | (1u << FMT_B),
+        .version = "test-1",
+        .stat_path = fake_stat,
+        .hash_model = fake_hash,
+        .format_options = fake_format_options,
+        .import_options = fake_import_options,
+        .convert = fake_convert,
+    };
+    return mfs_views_new(&h);
+}
+
+/* ---- fixture ---- */
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *w)
+{
+    (void)st;
+    (void)flag;
+    (void)w;
+    return remove(p);
+}
+
+static void write_model(fx *f, const char *text)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", f->root, MODEL);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    snprintf(f->base, sizeof f->base, "/tmp/meshfs-views-XXXXXX");
+    if (!f || !mkdtemp(f->base))
+        return -1;
+    snprintf(f->root, sizeof f->root, "%s/src", f->base);
+    snprintf(f->dir, sizeof f->dir, "%s/cache", f->base);
+    char sub[320];
+    snprintf(sub, sizeof sub, "%s/sub", f->root);
+    if (mkdir(f->root, 0700) < 0 || mkdir(sub, 0700) < 0)
+        return -1;
+    write_model(f, "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n");
+    f->rootfd = open(f->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    /* the stat index records files changed a moment ago: the listing
+     * query can then know them */
+    mfs_cache_config cc = {.dir = f->dir, .flags = MFS_CACHE_TRUST_FRESH_STAT};
+    mfs_err err;
+    if (f->rootfd < 0 || mfs_cache_open(&cc, &f->cache, &err) < 0)
+        return -1;
+    f->views = new_views(f);
+    *state = f;
+    return f->views ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    mfs_views_free(f->views);
+    mfs_cache_close(f->cache);
+    close(f->rootfd);
+    nftw(f->base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+static mfs_view_outcome resolve(fx *f, int format, mfs_view_mode mode, mfs_view_info *info,
+                                mfs_err *err)
+{
+    return mfs_views_resolve(f->views, MODEL, "sub/car", format, mode, info, err);
+}
+
+/* ---- tests ---- */
+
+static void test_miss_then_hit(void **state)
+{
+    fx *f = *state;
+    mfs_view_info info;
+    mfs_err err;
+    /* cold: one conversion makes every enabled view */
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_OPEN, &info, &err), MFS_VIEW_HIT);
+    assert_int_equal(atomic_load(&f->converts), 1);
+    assert_int_equal(f->last_formats, (1u << FMT_A) | (1u << FMT_B));
+    char want[64], got[64] = {0};
+    int n = snprintf(want, sizeof want, "%s:%d", mfs_format_get(FMT_A)->name, 32);
+    assert_int_equal(info.size, (uint64_t)n);
+    assert_true(info.hit.fd >= 0);
+    assert_int_equal(pread(info.hit.fd, got, (size_t)n, (off_t)info.hit.offset), n);
+    assert_string_equal(got, want);
+    assert_false(info.same_as_last);
+    mfs_cache_hit_release(&info.hit);
+    /* warm, and the other view came with the same run */
+    assert_int_equal(resolve(f, FMT_B, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_HIT);
+    assert_int_equal(info.hit.fd, -1);
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_OPEN, &info, &err), MFS_VIEW_HIT);
+    assert_true(info.same_as_last);
+    mfs_cache_hit_release(&info.hit);
+    assert_int_equal(atomic_load(&f->converts), 1);
+    /* a changed model is a miss again: its new bytes are converted */
+    write_model(f, "v 0 0 0\nv 2 0 0\nv 0 2 0\nf 1 2 3\n# changed\n");
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_HIT);
+    assert_int_equal(atomic_load(&f->converts), 2);
+    assert_int_equal(info.size, strlen("fmd:42"));
+}
+
+static void test_model_failure_is_remembered(void **state)
+{
+    fx *f = *state;
+    f->how = CONVERT_MODEL_FAILS;
+    mfs_view_info info;
+    mfs_err err;
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_OPEN, &info, &err), MFS_VIEW_FAILED_MODEL);
+    assert_string_equal(err.msg, "bad model");
+    assert_int_equal(info.size, 0);
+    assert_int_equal(info.hit.fd, -1);
+    /* remembered: not converted again, by this resolver or a fresh one */
+    assert_int_equal(resolve(f, FMT_B, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_FAILED_MODEL);
+    mfs_views_free(f->views);
+    f->views = new_views(f);
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_FAILED_MODEL);
+    assert_string_equal(err.msg, "bad model");
+    assert_int_equal(atomic_load(&f->converts), 1);
+}
+
+static void test_machine_failure_is_not_remembered(void **state)
+{
+    fx *f = *state;
+    f->how = CONVERT_MACHINE_FAILS;
+    mfs_view_info info;
+    mfs_err err;
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_FAILED_MACHINE);
+    assert_string_equal(err.msg, "disk full");
+    assert_int_equal(info.errnum, EIO);
+    /* the next access tries again, and succeeds once the machine does */
+    f->how = CONVERT_OK;
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_HIT);
+    assert_int_equal(atomic_load(&f->converts), 2);
+}
+
+static void test_model_gone(void **state)
+{
+    fx *f = *state;
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", f->root, MODEL);
+    assert_int_equal(unlink(path), 0);
+    mfs_view_info info;
+    mfs_err err;
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_FAILED_MACHINE);
+    assert_int_equal(info.errnum, ENOENT);
+    assert_int_equal(atomic_load(&f->converts), 0);
+}
+
+typedef struct reader {
+    fx *f;
+    mfs_view_outcome out;
+    uint64_t size;
+} reader;
+
+static void *read_view(void *arg)
+{
+    reader *r = arg;
+    mfs_view_info info;
+    mfs_err err;
+    r->out = resolve(r->f, FMT_A, MFS_VIEW_OPEN, &info, &err);
+    r->size = info.size;
+    mfs_cache_hit_release(&info.hit);
+    return NULL;
+}
+
+static void test_single_flight(void **state)
+{
+    fx *f = *state;
+    f->slow_ms = 200;
+    enum { N = 6 };
+    pthread_t t[N];
+    reader r[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = (reader){f, MFS_VIEW_MISS, 0};
+        assert_int_equal(pthread_create(&t[i], NULL, read_view, &r[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(r[i].out, MFS_VIEW_HIT);
+        assert_int_equal(r[i].size, strlen("fmd:32"));
+    }
+    assert_int_equal(atomic_load(&f->converts), 1);
+}
+
+static void test_listing_never_converts(void **state)
+{
+    fx *f = *state;
+    mfs_view_info info;
+    struct stat mst;
+    mfs_err err;
+    /* cold: nothing known, and the converter is never reached */
+    f->forbid = 1;
+    assert_int_equal(mfs_views_known(f->views, MODEL, "sub/car", FMT_A, MFS_VIEW_INPUTS_STAT,
+                                     &mst, &info, NULL),
+                     MFS_VIEW_MISS);
+    assert_int_equal(atomic_load(&f->converts), 0);
+    f->forbid = 0;
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_HIT);
+    /* a fresh resolver (a remount) knows it from the cache alone */
+    mfs_views_free(f->views);
+    f->views = new_views(f);
+    f->forbid = 1;
+    assert_int_equal(mfs_views_known(f->views, MODEL, "sub/car", FMT_A, MFS_VIEW_INPUTS_STAT,
+                                     &mst, &info, NULL),
+                     MFS_VIEW_HIT);
+    assert_int_equal(info.size, strlen("fmd:32"));
+    assert_int_equal(mst.st_size, 32);
+    assert_int_equal(mfs_views_known(f->views, MODEL, "sub/car", FMT_B, MFS_VIEW_INPUTS_CHECKED,
+                                     &mst, &info, NULL),
+                     MFS_VIEW_HIT);
+    /* other options (another .fmi model= path) move the keys: a miss */
+    assert_int_equal(mfs_views_known(f->views, MODEL, "sub/other", FMT_A, MFS_VIEW_INPUTS_STAT,
+                                     &mst, &info, NULL),
+                     MFS_VIEW_MISS);
+    /* a changed model: not known without hashing it, so a miss too */
+    write_model(f, "v 0 0 0\nv 3 0 0\nv 0 3 0\nf 1 2 3\n# changed again\n");
+    assert_int_equal(mfs_views_known(f->views, MODEL, "sub/car", FMT_A, MFS_VIEW_INPUTS_STAT,
+                                     &mst, &info, NULL),
+                     MFS_VIEW_MISS);
+    assert_int_equal(atomic_load(&f->converts), 1);
+}
+
+static void test_listing_knows_failures(void **state)
+{
+    fx *f = *state;
+    f->how = CONVERT_MODEL_FAILS;
+    mfs_view_info info;
+    struct stat mst;
+    mfs_err err;
+    assert_int_equal(resolve(f, FMT_B, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_FAILED_MODEL);
+    mfs_views_free(f->views);
+    f->views = new_views(f);
+    f->forbid = 1;
+    mfs_err_clear(&err);
+    assert_int_equal(mfs_views_known(f->views, MODEL, "sub/car", FMT_B, MFS_VIEW_INPUTS_STAT,
+                                     &mst, &info, &err),
+                     MFS_VIEW_FAILED_MODEL);
+    assert_string_equal(err.msg, "bad model");
+    assert_int_equal(info.size, 0);
+}
+
+static void test_one_key_recipe(void **state)
+{
+    fx *f = *state;
+    mfs_dep d = {.path = MODEL, .size = 32};
+    memset(d.hash, 7, sizeof d.hash);
+    mfs_cache_key a, b, c;
+    mfs_err err;
+    assert_int_equal(mfs_views_key(f->views, &d, 1, FMT_A, "sub/car", &a, &err), 0);
+    assert_int_equal(mfs_views_key(f->views, &d, 1, FMT_B, "sub/car", &b, &err), 0);
+    assert_int_equal(mfs_views_key(f->views, &d, 1, FMT_A, "sub/other", &c, &err), 0);
+    assert_memory_not_equal(a.b, b.b, sizeof a.b);
+    assert_memory_not_equal(a.b, c.b, sizeof a.b);
+    /* the recipe is the cache's view key over the host's option text */
+    mfs_cache_key want;
+    char opts[128];
+    fake_format_options(f, FMT_A, "sub/car", opts, sizeof opts);
+    assert_int_equal(mfs_cache_view_key(&d, 1, mfs_format_get(FMT_A)->name, opts, "test-1",
+                                        &want, &err),
+                     0);
+    assert_memory_equal(a.b, want.b, sizeof a.b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_miss_then_hit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_model_failure_is_remembered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_machine_failure_is_not_remembered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_model_gone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_single_flight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_listing_never_converts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_listing_knows_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_key_recipe, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
