@@ -23,6 +23,11 @@ typedef struct mfs_dep {
 typedef struct mfs_deps {
     mfs_dep *v;
     uint32_t n, cap;
+    /* Set by a failed mfs_import when an open of the model's own path failed
+     * or was refused (it was renamed, removed or a folder on its path was
+     * swapped for a link): the failure says nothing about the model's bytes,
+     * so it must not be remembered against them. */
+    int model_unopened;
 } mfs_deps;
 
 void mfs_deps_free(mfs_deps *d);

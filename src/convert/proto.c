@@ -45,7 +45,8 @@ int mfs_report_encode(const mfs_report *r, uint8_t **buf, size_t *len)
     mfs_put_u32(&s, MFS_PROTO_MAGIC);
     mfs_put_u32(&s, MFS_PROTO_VERSION);
     mfs_put_u32(&s, 0); /* total length, patched below */
-    mfs_put_u8(&s, (uint8_t)(r->ok != 0));
+    /* status: bit 0 import ok, bit 1 the model's own path could not be opened */
+    mfs_put_u8(&s, (uint8_t)((r->ok != 0) | (r->deps.model_unopened ? 2 : 0)));
     put_text(&s, r->error);
     mfs_put_u32(&s, r->deps.n);
     for (uint32_t i = 0; i < r->deps.n; i++) {
@@ -225,8 +226,9 @@ int mfs_report_decode(const uint8_t *buf, size_t len, mfs_report *out, mfs_err *
         get_deps(&r, &out->deps) < 0 || get_stats(&r, &out->stats) < 0 ||
         get_u32(&r, &mask, "format mask") < 0)
         goto fail;
-    out->ok = ok == 1;
-    if (ok > 1 || (mask & ~MFS_FMT_ALL)) {
+    out->ok = (ok & 1) != 0;
+    out->deps.model_unopened = (ok & 2) != 0;
+    if (ok > 2 || (mask & ~MFS_FMT_ALL)) { /* 3: ok yet the model unopened */
         mfs_errf(err, "worker report: bad status or format mask");
         goto fail;
     }

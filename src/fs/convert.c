@@ -251,10 +251,7 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
      * hashed it.  Nothing about the model's bytes, so not remembered
      * against them: the next access tries again.  (A worker that died
      * never names the model.) */
-    char refused[4200];
-    snprintf(refused, sizeof refused, "refused to open '%s'", relpath);
-    if (!rep.ok && !rep.transient &&
-        ((rep.deps.n == 0 && strstr(rep.error, relpath)) || !strncmp(rep.error, refused, strlen(refused))))
+    if (!rep.ok && rep.deps.model_unopened)
         rep.transient = 1;
     /* Inputs for the keys: what the worker read; if it died before saying,
      * the model file alone (hashed here), so a crash is keyed to its bytes. */

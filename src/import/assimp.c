@@ -94,6 +94,14 @@ static const struct aiScene *run_assimp(mfs_iofs *fs, const char *rel, const mfs
     return ai;
 }
 
+/* Nothing read means the model itself could not be opened; a refusal of
+ * its own path means it was reached through a swapped link. */
+static void note_model_unopened(const mfs_iofs *fs, mfs_deps *deps, const char *rel)
+{
+    deps->model_unopened = deps->n == 0 || strcmp(deps->v[0].path, rel) != 0 ||
+                           (fs->refused_count && strcmp(fs->refused, rel) == 0);
+}
+
 int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
                mfs_scene **out, mfs_deps *deps, mfs_err *err)
 {
@@ -106,6 +114,8 @@ int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
         return -1;
     int native = mfs_native_try(&fs, rel, o, out, err); /* glTF, OBJ: native.c */
     if (native <= 0) {
+        if (native < 0)
+            note_model_unopened(&fs, deps, rel);
         mfs_iofs_close(&fs);
         return native;
     }
@@ -151,6 +161,8 @@ int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
 done:
     if (ai)
         aiReleaseImport(ai);
+    if (rc < 0)
+        note_model_unopened(&fs, deps, rel);
     mfs_iofs_close(&fs);
     return rc;
 }
