@@ -37,9 +37,17 @@ void mfs_sink_init_mem(mfs_sink *s);
 /* Buffered sink writing to fd (which it does not close). */
 int mfs_sink_init_fd(mfs_sink *s, int fd);
 
-/* Gzip (RFC 1952) stream into dst with a fixed header: mtime 0, no name,
- * OS byte 255, so output depends only on the input bytes and level. */
+/* One gzip (RFC 1952) member into dst with a fixed header: mtime 0, no
+ * name, OS byte 255, so output depends only on the input bytes and level
+ * (libdeflate's, 0-12).  The payload is collected and compressed whole by
+ * libdeflate at mfs_sink_finish(); one that reaches whole_max bytes goes to
+ * zlib (level capped at 9) and streams from there, so the sink holds at most
+ * whole_max bytes of payload plus libdeflate's output room (about the
+ * payload's size).  A result that would pass dst's byte limit leaves EFBIG
+ * on dst.  -1: out of memory, or a level outside 0-12. */
+#define MFS_GZIP_WHOLE_MAX ((size_t)256 << 20)
 int mfs_sink_init_gzip(mfs_sink *s, mfs_sink *dst, int level);
+int mfs_sink_init_gzip_bounded(mfs_sink *s, mfs_sink *dst, int level, size_t whole_max);
 
 void mfs_sink_put_slow(mfs_sink *s, const void *p, size_t n);
 

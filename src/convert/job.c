@@ -52,8 +52,8 @@ static void fill_stats(const mfs_scene *s, mfs_stats *st)
 /* Writes one format to outdir/<name>.  The file is complete only when the
  * report says ok; the parent never uses a file the report does not vouch
  * for. */
-static void write_one(const mfs_job *job, const mfs_scene *s, const mfs_format_info *fi,
-                      mfs_fmt_result *res)
+static void write_one(const mfs_job *job, const mfs_scene *s, mfs_prepared *prep,
+                      const mfs_format_info *fi, mfs_fmt_result *res)
 {
     char path[4096];
     mfs_err err;
@@ -72,7 +72,7 @@ static void write_one(const mfs_job *job, const mfs_scene *s, const mfs_format_i
         return;
     }
     sink.limit = job->limits.output;
-    int rc = fi->write(s, &job->opts, &sink, &err);
+    int rc = fi->write(s, prep, &job->opts, &sink, &err);
     int serr = mfs_sink_finish(&sink);
     uint64_t total = sink.total;
     mfs_sink_free(&sink);
@@ -104,6 +104,8 @@ static void write_one(const mfs_job *job, const mfs_scene *s, const mfs_format_i
 /* Writers are pure functions of a const scene, so they run side by side:
  * on a million-triangle model the text and gzip writers are each a
  * noticeable fraction of the import, and the import itself cannot be split.
+ * What several of them derive alike (the mesh of .vrt, .tri and .sph) is
+ * built once, by the first to ask, in the job's mfs_prepared (formats.h).
  * Heaviest first, so the last one to start is a short one. */
 static const mfs_format write_order[MFS_FMT_COUNT] = {
     MFS_FMT_DEM, MFS_FMT_FMD, MFS_FMT_GMF, MFS_FMT_TEX, MFS_FMT_VRT, MFS_FMT_TRI, MFS_FMT_SPH,
@@ -113,6 +115,7 @@ static const mfs_format write_order[MFS_FMT_COUNT] = {
 typedef struct pool {
     const mfs_job *job;
     const mfs_scene *scene;
+    mfs_prepared *prep;
     mfs_report *rep;
     atomic_int next;
 } pool;
@@ -126,13 +129,13 @@ static void *pool_thread(void *arg)
             return NULL;
         mfs_format f = write_order[i];
         if (p->rep->formats & (1u << f))
-            write_one(p->job, p->scene, mfs_format_get(f), &p->rep->fmt[f]);
+            write_one(p->job, p->scene, p->prep, mfs_format_get(f), &p->rep->fmt[f]);
     }
 }
 
 static void write_all(const mfs_job *job, const mfs_scene *s, mfs_report *rep)
 {
-    pool p = {job, s, rep, 0};
+    pool p = {job, s, mfs_prepared_new(s), rep, 0}; /* NULL: each writer builds its own */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int extra = cpus > 4 ? 3 : cpus > 1 ? (int)cpus - 1 : 0;
     pthread_t th[3];
@@ -143,14 +146,19 @@ static void write_all(const mfs_job *job, const mfs_scene *s, mfs_report *rep)
     pool_thread(&p);
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
+    mfs_prepared_free(p.prep);
 }
 
 int mfs_job_run(const mfs_job *job, mfs_report *rep)
 {
     memset(rep, 0, sizeof *rep);
-    /* Textures are read (and so become dependencies) only for .tex. */
-    mfs_import_opts io = {.source_frame = job->opts.source_frame,
-                          .textures = (job->formats >> MFS_FMT_TEX) & 1};
+    /* Textures are read (and so become dependencies) only for .tex;
+     * tangents are computed only for .gmf, which alone stores them (the
+     * mount asks for .gmf in every run when it shows .gmf at all, so its
+     * views are cut from the same import: mfs_fs_convert). */
+    mfs_import_opts io = {.source_frame = job->opts.source_frame, .importer = job->opts.importer,
+                          .textures = (job->formats >> MFS_FMT_TEX) & 1,
+                          .tangents = (job->formats >> MFS_FMT_GMF) & 1};
     mfs_scene *s = NULL;
     mfs_err err;
     mfs_err_clear(&err);

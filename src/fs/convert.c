@@ -230,7 +230,12 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     job_slot_take(fs);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint_least64_t running = atomic_fetch_add(&fs->stats.conversions_running, 1) + 1;
+    uint_least64_t peak = atomic_load(&fs->stats.conversions_peak);
+    while (running > peak && !atomic_compare_exchange_weak(&fs->stats.conversions_peak, &peak, running))
+        ;
     int rc = mfs_spawner_convert(fs->spawner, &job, &rep, err);
+    atomic_fetch_sub(&fs->stats.conversions_running, 1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     job_slot_give(fs);
     atomic_fetch_add(&fs->stats.conversions, 1);

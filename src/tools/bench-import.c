@@ -1,6 +1,8 @@
 /* bench-import: bare assimp import with meshfs's post-processing, nothing
  * else.  The baseline that scripts/bench-convert measures meshfs against,
- * and a quick way to tell an assimp failure from a meshfs one. */
+ * and a quick way to tell an assimp failure from a meshfs one.  Tangents
+ * are computed, as for a conversion that writes .gmf, unless
+ * --no-tangents (a conversion without .gmf). */
 #include <stdio.h>
 #include <string.h>
 
@@ -12,13 +14,19 @@
 
 int main(int argc, char **argv)
 {
+    mfs_import_opts o = {.tangents = 1};
+    if (argc == 3 && !strcmp(argv[1], "--no-tangents")) {
+        o.tangents = 0;
+        argv++;
+        argc--;
+    }
     if (argc != 2) {
-        fprintf(stderr, "usage: bench-import MODEL\n");
+        fprintf(stderr, "usage: bench-import [--no-tangents] MODEL\n");
         return 2;
     }
     struct aiPropertyStore *props = aiCreatePropertyStore();
     aiSetImportPropertyInteger(props, AI_CONFIG_IMPORT_FBX_PRESERVE_PIVOTS, 1);
-    const struct aiScene *s = aiImportFileExWithProperties(argv[1], mfs_import_ai_flags(), NULL, props);
+    const struct aiScene *s = aiImportFileExWithProperties(argv[1], mfs_import_ai_flags(&o), NULL, props);
     aiReleasePropertyStore(props);
     if (!s) {
         fprintf(stderr, "bench-import: %s: %s\n", argv[1], aiGetErrorString());
