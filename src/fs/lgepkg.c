@@ -224,7 +224,7 @@ static int pkg_summarise(pkg *p)
     }
     mfs_cache_key_add_str(&kb, p->fs->cfg.lgepkg_name);
     mfs_cache_key_add_str(&kb, p->fs->cfg.lgepkg_version);
-    mfs_cache_key_add_str(&kb, MESHFS_VERSION);
+    mfs_cache_key_add_str(&kb, MESHFS_OUTPUT_VERSION);
     p->perm = 0444;
     for (size_t i = 0; i < p->n; i++) {
         pkg_model *pm = &p->m[i];

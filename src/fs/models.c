@@ -143,7 +143,7 @@ int mfs_fs_views_open(mfs_fs *fs)
         .cache = fs->cache,
         .rootfd = fs->rootfd,
         .formats = fs->cfg.formats,
-        .version = MESHFS_VERSION,
+        .version = MESHFS_OUTPUT_VERSION,
         .stat_path = host_stat,
         .hash_model = host_hash,
         .perm = host_perm,
