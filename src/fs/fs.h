@@ -25,6 +25,7 @@ typedef struct mfs_fs_config {
     unsigned shown;         /* views listed (per-model bits of -o formats) */
     int hide_sources;
     int hide_failed;        /* a view known to have failed is not shown */
+    int passthrough;        /* -o passthrough: the kernel reads views itself (passthrough.c) */
     mfs_options opts;       /* what the writers read (options.h) */
     int lowercase_names;    /* every name shown in lowercase (FGE lowercases before opening) */
     const char *lgepkg_name;    /* game_resources.lgepkg PackageHeader name (<= 19 bytes) */
@@ -41,6 +42,12 @@ typedef struct mfs_fs_stats {
     atomic_uint_least64_t attr_requests;  /* stats (LOOKUP, GETATTR) that reached
                                              the daemon: a listing with
                                              attributes saves one per name */
+    atomic_uint_least64_t read_requests;     /* READ that reached the daemon */
+    atomic_uint_least64_t passthrough_opens; /* opens the kernel serves itself */
+    atomic_uint_least64_t readdir_requests;  /* READDIR that reached the daemon
+                                                (0 for a listing the kernel kept) */
+    atomic_uint_least64_t conversions_running;  /* workers running now */
+    atomic_uint_least64_t conversions_peak;     /* most ever running at once */
 } mfs_fs_stats;
 
 typedef struct mfs_dirmaps mfs_dirmaps;

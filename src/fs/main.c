@@ -4,11 +4,13 @@
  * ...) pass through to libfuse, every meshfs option is an -o name=value so
  * the mount works from fstab. */
 #define FUSE_USE_VERSION 314
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +18,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../cache/cache_int.h" /* MFS_CACHE_VERSION, for --version only */
 #include "coherence.h"
 #include "fs.h"
 #include "meshfs/optvalue.h"
 #include "meshfs/lgepkg.h"
 #include "meshfs/sandbox.h"
 #include "ops.h"
+#include "passthrough.h"
+#include "unmount_guard.h"
 
 typedef struct cli {
     char *src;
@@ -36,8 +41,10 @@ typedef struct cli {
     char *convert_timeout, *convert_jobs; /* checked whole (optvalue.h) */
     char *mnt;              /* the second non-option argument */
     int hide_failed;
+    int passthrough;
     int hide_sources, pretrans, fmi_textures, reverse_winding, source_frame;
     int fmd_raw, lowercase_names;
+    int no_auto_unmount;
     int show_help, show_version;
     int nonopts;
 } cli;
@@ -53,6 +60,7 @@ static const struct fuse_opt cli_spec[] = {
     OPT("convert_jobs=%s", convert_jobs),
     OPT("hide_sources", hide_sources),
     OPT("hide_failed", hide_failed),
+    OPT("passthrough", passthrough),
     OPT("pretrans", pretrans),
     OPT("fmi_textures", fmi_textures),
     OPT("reverse_winding", reverse_winding),
@@ -64,6 +72,9 @@ static const struct fuse_opt cli_spec[] = {
     OPT("lgepkg_name=%s", lgepkg_name),
     OPT("lgepkg_version=%s", lgepkg_version),
     OPT("worker_user=%s", worker_user),
+    OPT("no_auto_unmount", no_auto_unmount),
+    /* the default, done by meshfs (unmount_guard.h), not by libfuse */
+    FUSE_OPT_KEY("auto_unmount", FUSE_OPT_KEY_DISCARD),
     OPT("-h", show_help),
     OPT("--help", show_help),
     OPT("-V", show_version),
@@ -97,6 +108,8 @@ static void usage(const char *prog)
            "    -o hide_sources          show only views and non-model files\n"
            "    -o hide_failed           a view known to have failed is not shown (its\n"
            "                             reason: user.meshfs.error of the model file)\n"
+           "    -o passthrough           the kernel reads open views from the cache itself\n"
+           "                             (libfuse 3.17, Linux 6.9, CAP_SYS_ADMIN; else off)\n"
            "    -o fmd_raw               fmd: FMC's raw layout, node matrices not applied\n"
            "                             (default: placed geometry, as FGE draws it;\n"
            "                             -o pretrans is accepted and changes nothing)\n"
@@ -117,7 +130,11 @@ static void usage(const char *prog)
            "    -o convert_jobs=N        conversions at once, 1 to 64 (default: number\n"
            "                             of CPUs, at most 64)\n"
            "    -o worker_user=USER      when run as root, the user conversions run as\n"
-           "                             (default nobody; docs/security.md)\n\n",
+           "                             (default nobody; docs/security.md)\n"
+           "    -o no_auto_unmount       leave the mount behind if the daemon is killed\n"
+           "                             (default: a meshfs-umount process unmounts MNT\n"
+           "                             when the daemon is gone, even after kill -9)\n"
+           "An unknown -o option stops the mount with status 2.\n\n",
            prog);
 }
 
@@ -130,6 +147,24 @@ static int bad_option(const mfs_err *err)
 {
     fprintf(stderr, "meshfs: %s\n", err->msg);
     return -1;
+}
+
+/* libfuse 3 mounts over a non-empty folder without a word (the nonempty
+ * option is gone); the files there are hidden until the unmount, which is
+ * worth saying, not refusing (fstab mounts over placeholder folders). */
+static void warn_nonempty(const char *mnt)
+{
+    DIR *d = mnt ? opendir(mnt) : NULL;
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            fprintf(stderr, "meshfs: warning: mount point %s is not empty; its files are "
+                            "hidden while meshfs is mounted there\n", mnt);
+            break;
+        }
+    closedir(d);
 }
 
 static int configure(mfs_fs *fs, cli *c)
@@ -145,6 +180,7 @@ static int configure(mfs_fs *fs, cli *c)
     mfs_err err;
     if (mfs_mount_point_check(real, c->mnt, &err) < 0)
         return bad_option(&err);
+    warn_nonempty(c->mnt);
     if (c->cache_dir && !c->cache_dir[0]) {
         fprintf(stderr, "meshfs: -o cache_dir=: empty (give a folder; a relative one is taken "
                         "from the current folder)\n");
@@ -187,6 +223,7 @@ static int configure(mfs_fs *fs, cli *c)
         return bad_option(&err);
     cfg->hide_sources = c->hide_sources;
     cfg->hide_failed = c->hide_failed;
+    cfg->passthrough = c->passthrough;
     mfs_options_default(&cfg->opts);
     cfg->opts.pretrans = c->pretrans;
     cfg->opts.fmi_textures = c->fmi_textures;
@@ -258,10 +295,23 @@ static int open_state(mfs_fs *fs)
  * an ls would have to queue behind them (docs/architecture.md). */
 #define DEFAULT_MAX_THREADS 64
 
+/* libfuse names an unknown -o option ("fuse: unknown option(s): ...")
+ * and fuse_new fails; seen here, the mount exits 2 like meshfs's own bad
+ * options instead of 1 like a failed mount. */
+static int unknown_option_seen;
+
+static void fuse_log_stderr(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+    (void)level;
+    if (strstr(fmt, "unknown option"))
+        unknown_option_seen = 1;
+    vfprintf(stderr, fmt, ap);
+}
+
 /* fuse_main() with the thread limit applied: libfuse 3.14.0's fuse_main
  * parses -o max_threads but never passes it to the loop (libfuse PR #742),
  * leaving a handful of threads that conversions could all occupy. */
-static int run(struct fuse_args *args, mfs_fs *fs)
+static int run(struct fuse_args *args, mfs_fs *fs, int auto_unmount)
 {
     struct fuse_cmdline_opts opts;
     /* fuse_parse_cmdline sets max_threads to 10 when -o max_threads is not
@@ -277,13 +327,21 @@ static int run(struct fuse_args *args, mfs_fs *fs)
         return 2;
     }
     fs->cfg.foreground = opts.foreground;
+    fuse_set_log_func(fuse_log_stderr);
     struct fuse *f = fuse_new(args, &mfs_fuse_ops, sizeof mfs_fuse_ops, fs);
-    if (!f)
+    if (!f) {
+        rc = unknown_option_seen ? 2 : 1;
         goto out;
+    }
     if (fuse_mount(f, opts.mountpoint) != 0)
         goto destroy;
+    /* a killed daemon leaves no dead mount ("Transport endpoint is not
+     * connected") behind */
+    if (auto_unmount)
+        mfs_unmount_guard_start(opts.mountpoint);
     if (fuse_daemonize(opts.foreground) != 0 || fuse_set_signal_handlers(fuse_get_session(f)) != 0)
         goto unmount;
+    mfs_pt_test_drop_sys_admin();
     if (opts.singlethread) {
         rc = fuse_loop(f) ? 1 : 0;
     } else {
@@ -342,8 +400,13 @@ int main(int argc, char **argv)
     if (fuse_opt_parse(&args, &c, cli_spec, cli_proc) < 0) {
         rc = 2;
     } else if (c.show_version) {
+        /* assimp is the worker's (the daemon never links it): the version
+         * meson built against */
         printf("meshfs %s\nFUSE library version %s\n", MESHFS_VERSION, fuse_pkgversion());
+        fflush(stdout);
         fuse_lowlevel_version();
+        printf("assimp version %s (meshfs-worker, at build time)\ncache format version %d\n",
+               MESHFS_ASSIMP_VERSION, MFS_CACHE_VERSION);
     } else if (c.show_help) {
         usage(argv[0]);
         printf("FUSE options:\n");
@@ -360,7 +423,7 @@ int main(int argc, char **argv)
         if (!mo || fuse_opt_add_arg(&args, mo) < 0)
             rc = 1;
         else
-            rc = run(&args, &fs);
+            rc = run(&args, &fs, !c.no_auto_unmount);
         free(mo);
     }
     if (fs.cache)

@@ -7,17 +7,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "coherence.h"
 #include "fs.h"
 #include "lgepkg.h"
 #include "meshfs/naming.h"
 #include "ops.h"
+#include "passthrough.h"
 
 #define XATTR_ERROR "user.meshfs.error"
 #define XATTR_WARNING "user.meshfs.warning"
@@ -30,6 +33,7 @@ typedef struct handle {
     struct stat st;          /* view: the attributes of the entry it serves */
     void *kv;                /* view: its kview.c token */
     int direct;              /* view: opened with direct I/O (kview.c) */
+    int backing;             /* view: its passthrough backing id, 0 if none */
 } handle;
 
 static mfs_fs *FS(void)
@@ -234,6 +238,52 @@ static int collect(void *ctx, const char *name, const struct stat *partial,
     return 0;
 }
 
+/* Listings the kernel keeps (cache_readdir).  A folder's names change only
+ * when its entries do (its mtime and ctime move: dirmap.c's rule) or when a
+ * view's state does (-o hide_failed drops failed views; any conversion or
+ * failure counts, which is conservative).  opendir compares that signature
+ * with the one of the folder's last listing: equal, the kernel may serve the
+ * names it kept (keep_cache) and no READDIR reaches the daemon; otherwise it
+ * drops them and lists afresh.  A modified file changes no name, so its
+ * folder's kept listing stays right; attributes are asked for separately.
+ * One slot per hash of the path: a collision only costs a fresh listing. */
+#define DIRSIG_SLOTS 256
+static struct {
+    char *dir;
+    uint64_t sig;
+} dirsigs[DIRSIG_SLOTS];
+static pthread_mutex_t dirsig_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int folder_sig(mfs_fs *fs, const char *dir, uint64_t *sig)
+{
+    struct stat st;
+    if (mfs_beneath_stat(fs, dir[0] ? dir : ".", &st) < 0)
+        return -1;
+    uint64_t v[10] = {(uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_mode,
+                      (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec,
+                      (uint64_t)st.st_ctim.tv_sec, (uint64_t)st.st_ctim.tv_nsec,
+                      (uint64_t)atomic_load(&fs->stats.conversions),
+                      (uint64_t)atomic_load(&fs->stats.conversion_failures), 0};
+    *sig = XXH3_64bits(v, sizeof v);
+    return 0;
+}
+
+/* 1 if dir's last listing had this signature; records it either way. */
+static int dirsig_same(const char *dir, uint64_t sig)
+{
+    unsigned slot = (unsigned)(XXH3_64bits(dir, strlen(dir)) % DIRSIG_SLOTS);
+    pthread_mutex_lock(&dirsig_lock);
+    int same = dirsigs[slot].dir && !strcmp(dirsigs[slot].dir, dir) && dirsigs[slot].sig == sig;
+    if (!same) {
+        char *copy = strdup(dir);
+        free(dirsigs[slot].dir);
+        dirsigs[slot].dir = copy; /* NULL on out of memory: the next one lists afresh */
+        dirsigs[slot].sig = sig;
+    }
+    pthread_mutex_unlock(&dirsig_lock);
+    return same;
+}
+
 static int op_opendir(const char *path, struct fuse_file_info *fi)
 {
     const char *r = rel(path);
@@ -245,6 +295,14 @@ static int op_opendir(const char *path, struct fuse_file_info *fi)
         return -ENOMEM;
     }
     fi->fh = (uintptr_t)h;
+#ifdef MESHFS_HAVE_FUSE_317
+    /* libfuse before 3.16.1 drops both flags on the way to the kernel */
+    uint64_t sig;
+    if (folder_sig(FS(), h->dir, &sig) == 0) {
+        fi->cache_readdir = 1;
+        fi->keep_cache = dirsig_same(h->dir, sig);
+    }
+#endif
     return 0;
 }
 
@@ -284,6 +342,7 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
 {
     mfs_fs *fs = FS();
     dirh *h = (dirh *)(uintptr_t)fi->fh;
+    atomic_fetch_add(&fs->stats.readdir_requests, 1);
     if (off == 0 || !h->listed) {
         dirh_clear(h);
         int rc = mfs_dir_list(fs, h->dir, collect, h);
@@ -326,16 +385,34 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
     return 0;
 }
 
-/* How the kernel is to treat this open of a view (kview.c). */
-static void kview_open(const char *path, struct fuse_file_info *fi, handle *h, const uint8_t id[16])
+/* How the kernel is to treat this open of a view (kview.c), and whether it
+ * reads the bytes itself (passthrough.c): never with direct I/O or
+ * keep_cache, which the kernel refuses with passthrough.  0 or -errno. */
+static int kview_open(const char *path, struct fuse_file_info *fi, handle *h, const uint8_t id[16])
 {
+    int b = mfs_pt_open(path, id, h->fd, h->offset, h->length);
+    if (b < 0)
+        return b;
     mfs_kview_open res;
     h->kv = mfs_kview_opened(path, id, &h->st, &res);
+    if (b > 0 && res.direct_io) {
+        mfs_pt_release(b);
+        b = 0;
+    }
     h->direct = res.direct_io;
     fi->direct_io = res.direct_io;
     fi->keep_cache = res.keep_cache;
+#ifdef MESHFS_HAVE_FUSE_317
+    if (b > 0) {
+        h->backing = b;
+        fi->backing_id = b;
+        fi->keep_cache = 0;
+        atomic_fetch_add(&FS()->stats.passthrough_opens, 1);
+    }
+#endif
     if (res.invalidate)
         fuse_invalidate_path(fuse_get_context()->fuse, path);
+    return 0;
 }
 
 static int op_open(const char *path, struct fuse_file_info *fi)
@@ -379,7 +456,11 @@ static int op_open(const char *path, struct fuse_file_info *fi)
         }
         *h = (handle){.is_view = 1, .fd = hit.fd, .offset = hit.offset, .length = hit.length,
                       .st = pst};
-        kview_open(path, fi, h, key.b);
+        if ((rc = kview_open(path, fi, h, key.b)) < 0) {
+            close(h->fd);
+            free(h);
+            return rc;
+        }
         fi->fh = (uintptr_t)h;
         atomic_fetch_add(&fs->stats.views_served, 1);
         return 0;
@@ -411,7 +492,11 @@ static int op_open(const char *path, struct fuse_file_info *fi)
      * as long as this path still shows the same entry; kview.c decides,
      * from what the kernel was last told. */
     mfs_view_stat(&mst, &vi, format, &h->st);
-    kview_open(path, fi, h, vi.key.b);
+    if ((rc = kview_open(path, fi, h, vi.key.b)) < 0) {
+        close(h->fd);
+        free(h);
+        return rc;
+    }
     fi->fh = (uintptr_t)h;
     atomic_fetch_add(&fs->stats.views_served, 1);
     return 0;
@@ -423,6 +508,7 @@ static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
                        struct fuse_file_info *fi)
 {
     handle *h = (handle *)(uintptr_t)fi->fh;
+    atomic_fetch_add(&FS()->stats.read_requests, 1);
     struct fuse_bufvec *bv = malloc(sizeof *bv);
     if (!bv)
         return -ENOMEM;
@@ -444,6 +530,7 @@ static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
     handle *h = (handle *)(uintptr_t)fi->fh;
+    atomic_fetch_add(&FS()->stats.read_requests, 1);
     if (h->is_view) {
         if ((uint64_t)off >= h->length)
             return 0;
@@ -461,6 +548,7 @@ static int op_release(const char *path, struct fuse_file_info *fi)
     if (h) {
         if (h->is_view)
             mfs_kview_release(h->kv, h->direct);
+        mfs_pt_release(h->backing);
         close(h->fd);
         free(h);
     }
@@ -494,7 +582,9 @@ static int stats_text(mfs_fs *fs, char *buf, size_t n)
                     "conversions=%llu conversion_failures=%llu views_served=%llu attr_requests=%llu "
                     "cache_hits=%llu "
                     "cache_misses=%llu cache_negative_hits=%llu cache_stores=%llu "
-                    "cache_corrupt_discarded=%llu cache_evictions=%llu files_hashed=%llu\n",
+                    "cache_corrupt_discarded=%llu cache_evictions=%llu files_hashed=%llu "
+                    "readdir_requests=%llu conversions_running=%llu conversions_peak=%llu "
+                    "read_requests=%llu passthrough_opens=%llu\n",
                     (unsigned long long)atomic_load(&fs->stats.conversions),
                     (unsigned long long)atomic_load(&fs->stats.conversion_failures),
                     (unsigned long long)atomic_load(&fs->stats.views_served),
@@ -502,7 +592,12 @@ static int stats_text(mfs_fs *fs, char *buf, size_t n)
                     (unsigned long long)cs.hits, (unsigned long long)cs.misses,
                     (unsigned long long)cs.negative_hits, (unsigned long long)cs.stores,
                     (unsigned long long)cs.corrupt_discarded, (unsigned long long)cs.evictions,
-                    (unsigned long long)cs.files_hashed);
+                    (unsigned long long)cs.files_hashed,
+                    (unsigned long long)atomic_load(&fs->stats.readdir_requests),
+                    (unsigned long long)atomic_load(&fs->stats.conversions_running),
+                    (unsigned long long)atomic_load(&fs->stats.conversions_peak),
+                    (unsigned long long)atomic_load(&fs->stats.read_requests),
+                    (unsigned long long)atomic_load(&fs->stats.passthrough_opens));
 }
 
 /* The view's failure reason (for user.meshfs.error); 0 if it has none. */
@@ -669,6 +764,7 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
      * happened in between, and find reads the whole folder before it stats
      * anything, so most names would cost a LOOKUP each. */
     conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+    mfs_pt_init(conn, ((mfs_fs *)fuse_get_context()->private_data)->cfg.passthrough);
     return fuse_get_context()->private_data;
 }
 

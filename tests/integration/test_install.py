@@ -1,0 +1,303 @@
+"""Issue 12, install and mount: `meson install --destdir` from the test's
+build directory, then the installed files, the man pages (rendered and
+linted, and agreeing with --help and README), an fstab round trip through
+mount.fuse3 with the INSTALLED meshfs, auto_unmount after kill -9, the
+non-empty mount point warning, unknown options and --version."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from common import BUILD, SOURCE, tool
+from mount import Mount
+
+EXAMPLES = os.path.join(SOURCE, "examples", "assets")
+
+
+def sh(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, timeout=300, **kw)
+
+
+def installed_map():
+    p = sh(["meson", "introspect", BUILD, "--installed"])
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def slurp(path):
+    with open(path) as f:
+        return f.read()
+
+
+def mounts_at(mnt):
+    """Lines of /proc/self/mountinfo at mnt (os.path.ismount cannot tell: it
+    says False for a dead FUSE mount, whose stat fails with ENOTCONN)."""
+    with open("/proc/self/mountinfo") as f:
+        return [l for l in f if l.split()[4] == mnt]
+
+
+class Installed(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tempfile.TemporaryDirectory(prefix="meshfs-install-")
+        cls.dest = os.path.join(cls._tmp.name, "dest")
+        p = sh(["meson", "install", "-C", BUILD, "--no-rebuild", "--quiet",
+                "--skip-subprojects", "fuse3", "--destdir", cls.dest])
+        assert p.returncode == 0, p.stdout + p.stderr
+        cls.installed = [cls.dest + v for v in installed_map().values()]
+        cls.files = {os.path.basename(v): v for v in cls.installed}
+        cls.prefix = os.path.dirname(os.path.dirname(cls.files["meshfs"]))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def test_files(self):
+        for name, sub in [("meshfs", "bin"), ("meshfs-convert", "bin"), ("meshfs-inspect", "bin"),
+                          ("meshfs-worker", "libexec"), ("meshfs.1", "share/man/man1"),
+                          ("meshfs-convert.1", "share/man/man1"), ("meshfs-inspect.1", "share/man/man1")]:
+            path = os.path.join(self.prefix, sub, name)
+            self.assertTrue(os.path.isfile(path), path)
+            if sub != "share/man/man1":
+                self.assertTrue(os.access(path, os.X_OK), path)
+        # --skip-subprojects fuse3: no libfuse headers or pkg-config file
+        self.assertFalse(os.path.exists(os.path.join(self.prefix, "include", "fuse3")))
+
+    def man_pages(self):
+        d = os.path.join(self.prefix, "share", "man", "man1")
+        return [os.path.join(d, n) for n in ("meshfs.1", "meshfs-convert.1", "meshfs-inspect.1")]
+
+    def test_man_renders_without_warnings(self):
+        for page in self.man_pages():
+            p = sh(["man", "-l", page], env=dict(os.environ, MANPAGER="cat", PAGER="cat", MANWIDTH="80"))
+            self.assertEqual(p.returncode, 0, page + p.stderr)
+            self.assertIn("EXIT STATUS", p.stdout)
+            self.assertIn("EXAMPLES", p.stdout)
+            p = sh(["groff", "-ww", "-mandoc", "-Tutf8", page])
+            self.assertEqual((p.returncode, p.stderr), (0, ""), page)
+            if shutil.which("mandoc"):
+                p = sh(["mandoc", "-T", "lint", "-W", "warning", page])
+                # the only note allowed: the system's mandoc.db is stale
+                lines = [l for l in p.stderr.splitlines() if "mandoc.db" not in l] + p.stdout.splitlines()
+                self.assertEqual(lines, [], page)
+
+    def man_text(self, name):
+        p = sh(["man", "-l", os.path.join(self.prefix, "share/man/man1", name)],
+               env=dict(os.environ, MANPAGER="cat", MANWIDTH="200"))
+        return re.sub(r".\x08", "", p.stdout)
+
+    def test_meshfs_man_and_readme_list_every_option(self):
+        help_text = sh([self.files["meshfs"], "--help"],
+                       env=dict(os.environ, LD_LIBRARY_PATH=self.libdir())).stdout
+        ours = help_text.split("FUSE options:")[0]
+        opts = set(re.findall(r"-o (\w+)", ours))
+        self.assertGreater(len(opts), 15, ours)
+        man = self.man_text("meshfs.1")
+        with open(os.path.join(SOURCE, "README.md")) as f:
+            readme = f.read()
+        for o in opts:
+            self.assertIn(o, man, o)
+            self.assertIn(o, readme, o)
+        for needle in ["user.meshfs.error", "user.meshfs.warning", "user.meshfs.stats",
+                       "/var/cache/meshfs", ".cache/meshfs", "XDG_CACHE_HOME", "FILES", "fuse.meshfs"]:
+            self.assertIn(needle, man, needle)
+        # defaults as --help states them
+        for default in ["default 2G", "default 60", "default 4G", "default\n                             game_resources"]:
+            self.assertIn(default, ours)
+        for default in ["Default: 2G", "Default: 60", "Default: 4G", "game_resources"]:
+            self.assertIn(default, re.sub(r"\s+", " ", man))
+
+    def test_tool_man_pages_list_every_option(self):
+        for name in ("meshfs-convert", "meshfs-inspect"):
+            help_text = sh([self.files[name], "--help"]).stdout
+            opts = set(re.findall(r"(--[a-z][a-z-]+)", help_text))
+            self.assertGreater(len(opts), 3, help_text)
+            man = self.man_text(name + ".1")
+            for o in opts:
+                self.assertIn(o, man, (name, o))
+
+    def libdir(self):
+        # the private libfuse an installed meshfs finds through its rpath
+        for v in self.installed:
+            if v.endswith("/meshfs/libfuse3.so.4"):
+                return os.path.dirname(v)
+        return ""
+
+    def test_version(self):
+        p = sh([self.files["meshfs"], "--version"], env=dict(os.environ, LD_LIBRARY_PATH=self.libdir()))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        info = json.loads(sh(["meson", "introspect", BUILD, "--projectinfo"]).stdout)
+        self.assertIn("meshfs " + info["version"] + "\n", p.stdout)
+        self.assertRegex(p.stdout, r"FUSE library version 3\.\d+")
+        self.assertRegex(p.stdout, r"FUSE kernel interface version 7\.\d+")
+        self.assertRegex(p.stdout, r"assimp version \d+\.\d+\.\d+")
+        self.assertIn("cache format version 1\n", p.stdout)
+
+    FSTAB_SCRIPT = r"""
+mount --bind "$PREFIX" /usr/local
+mount -T "$FSTAB" "$MNT"
+grep -cF " $MNT " /proc/self/mountinfo > "$OUT/after-mount"
+cmp "$MNT/crate.obj" "$SRC/crate.obj" && echo same > "$OUT/cmp"
+umount "$MNT"
+grep -cF " $MNT " /proc/self/mountinfo > "$OUT/after-umount" || true
+mount -T "$FSTAB" -a
+mount -T "$FSTAB" -a
+grep -F " $MNT " /proc/self/mountinfo > "$OUT/mountinfo" || true
+for p in $(pgrep -x meshfs); do
+  grep -qF "$MNT" /proc/$p/cmdline && readlink /proc/$p/exe >> "$OUT/exe"
+done
+n=0
+while grep -qF " $MNT " /proc/self/mountinfo && [ $n -lt 5 ]; do umount "$MNT"; n=$((n+1)); done
+echo $n > "$OUT/umounts"
+"""
+
+    def test_fstab_round_trip_with_installed_meshfs(self):
+        if os.geteuid() != 0 or not shutil.which("mount.fuse3") or not shutil.which("unshare"):
+            self.skipTest("needs root, mount.fuse3 and unshare")
+        if not self.prefix.endswith("/usr/local"):
+            self.skipTest("build's prefix is not /usr/local")
+        tmp = self._tmp.name
+        src, mnt, out = (os.path.join(tmp, n) for n in ("src", "mnt", "out"))
+        shutil.copytree(os.path.join(EXAMPLES, "crate"), src)
+        os.makedirs(mnt)
+        os.makedirs(out)
+        fstab = os.path.join(tmp, "fstab")
+        cache = os.path.join(tmp, "cache")
+        with open(fstab, "w") as f:  # README's line, with this test's folders
+            f.write(f"{src} {mnt} fuse.meshfs ro,allow_other,cache_dir={cache},formats=fmd:gmf 0 0\n")
+        env = dict(os.environ, PREFIX=self.prefix, FSTAB=fstab, MNT=mnt, SRC=src, OUT=out)
+        p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-ec", self.FSTAB_SCRIPT],
+                           env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rd = lambda n: slurp(os.path.join(out, n))
+        self.assertEqual(rd("after-mount"), "1\n")
+        self.assertEqual(rd("cmp"), "same\n")
+        self.assertEqual(rd("after-umount"), "0\n")
+        rows = rd("mountinfo").splitlines()
+        self.assertEqual(len(rows), 1, rows)  # mount -a twice: one mount
+        self.assertEqual(rows[0].split(" - ")[1].split()[:2], ["fuse.meshfs", src])
+        self.assertIn("allow_other", rows[0])
+        # the daemon is the installed binary (bound over /usr/local here)
+        self.assertEqual(rd("exe"), "/usr/local/bin/meshfs\n")
+        self.assertEqual(rd("umounts"), "1\n")
+
+
+class SystemdExample(unittest.TestCase):
+    UNIT = os.path.join(SOURCE, "docs", "systemd", "mnt-assets.mount")
+
+    def test_unit_is_valid_and_matches_readme(self):
+        keys = dict(l.split("=", 1) for l in slurp(self.UNIT).splitlines()
+                    if "=" in l and not l.startswith("#"))
+        self.assertEqual(keys["Type"], "fuse.meshfs")
+        self.assertEqual(keys["Where"], "/mnt/assets")
+        readme = slurp(os.path.join(SOURCE, "README.md"))
+        self.assertIn(f"{keys['What']}  {keys['Where']}  fuse.meshfs  {keys['Options']}  0 0", readme)
+        if not shutil.which("systemd-analyze"):
+            self.skipTest("no systemd-analyze")
+        p = sh(["systemd-analyze", "verify", self.UNIT])
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+
+class MountBehaviour(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="meshfs-inst-")
+        self.tmp = self._tmp.name
+        self.src = os.path.join(self.tmp, "src")
+        shutil.copytree(os.path.join(EXAMPLES, "crate"), self.src)
+        self.mnt = os.path.join(self.tmp, "mnt")
+        self.cache = os.path.join(self.tmp, "cache")
+
+    def tearDown(self):
+        if mounts_at(self.mnt):
+            subprocess.run(["umount", "-l", self.mnt], capture_output=True)
+        self._tmp.cleanup()
+
+    def kill_daemon(self, *opts):
+        with Mount(self.src, self.mnt, self.cache, *opts) as m:
+            self.assertEqual(len(mounts_at(self.mnt)), 1)
+            os.kill(m.proc.pid, signal.SIGKILL)
+            m.proc.wait()
+            for _ in range(50):
+                if not mounts_at(self.mnt):
+                    break
+                time.sleep(0.1)
+            return len(mounts_at(self.mnt))
+
+    def test_kill_9_leaves_no_dead_mount(self):
+        self.assertEqual(self.kill_daemon(), 0)
+        os.makedirs(os.path.join(self.mnt, "again"))  # the folder is usable: no ENOTCONN
+
+    def test_no_auto_unmount_leaves_it(self):
+        # the witness: without the guard the dead mount stays
+        self.assertEqual(self.kill_daemon("no_auto_unmount"), 1)
+        with self.assertRaises(OSError) as cm:
+            os.stat(self.mnt)
+        self.assertEqual(cm.exception.errno, 107)  # ENOTCONN
+
+    def test_clean_unmount_leaves_no_guard(self):
+        with Mount(self.src, self.mnt, self.cache) as m:
+            pid = m.proc.pid
+            guards = [p for p in os.listdir("/proc") if p.isdigit() and self.comm(p) == "meshfs-umount"
+                      and self.ppid(p) == pid]
+            self.assertEqual(len(guards), 1)
+        time.sleep(0.3)
+        self.assertFalse(os.path.exists(f"/proc/{guards[0]}/comm") and self.comm(guards[0]) == "meshfs-umount"
+                         and self.state(guards[0]) != "Z")
+
+    @staticmethod
+    def comm(p):
+        try:
+            return slurp(f"/proc/{p}/comm").strip()
+        except OSError:
+            return ""
+
+    @staticmethod
+    def ppid(p):
+        try:
+            return int(slurp(f"/proc/{p}/stat").rsplit(")", 1)[1].split()[1])
+        except OSError:
+            return -1
+
+    @staticmethod
+    def state(p):
+        try:
+            return slurp(f"/proc/{p}/stat").rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return "gone"
+
+    def test_nonempty_mount_point_warns(self):
+        os.makedirs(self.mnt)
+        with open(os.path.join(self.mnt, "hidden.txt"), "w") as f:
+            f.write("x")
+        with Mount(self.src, self.mnt, self.cache) as m:
+            self.assertIn(f"mount point {self.mnt} is not empty", m.output())
+        empty = os.path.join(self.tmp, "empty")
+        with Mount(self.src, empty, self.cache) as m:
+            self.assertNotIn("not empty", m.output())
+
+    def test_unknown_option_exits_2_naming_it(self):
+        os.makedirs(self.mnt)
+        p = sh([tool("meshfs"), "-f", "-o", "cache_dir=" + self.cache + ",no_such_opt", self.src, self.mnt])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("no_such_opt", p.stderr)
+        self.assertEqual(mounts_at(self.mnt), [])
+        for t in ("meshfs-convert", "meshfs-inspect"):
+            p = sh([tool(t), "--no-such-opt", self.src])
+            self.assertEqual(p.returncode, 2, (t, p.stderr))
+            self.assertIn("no-such-opt", p.stderr)
+
+    def test_generic_fuse_options_still_work(self):
+        with Mount(self.src, self.mnt, self.cache, "allow_other", "default_permissions", "max_threads=4",
+                   "ro", "auto_unmount", "entry_timeout=2") as m:
+            self.assertTrue(m.alive())
+            self.assertIn("crate.obj", os.listdir(self.mnt))
+            self.assertIn("allow_other", mounts_at(self.mnt)[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
