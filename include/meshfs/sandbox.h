@@ -83,6 +83,15 @@ typedef struct mfs_sandbox_state {
  * the worker must then exit MFS_SANDBOX_EXIT without opening the model. */
 int mfs_sandbox_enter(const mfs_sandbox_cfg *cfg, mfs_sandbox_state *st, mfs_err *err);
 
+/* The fork server's part (include/meshfs/fork_server.h), once, before it
+ * forks any child: compiles the seccomp filter to BPF, and (as root)
+ * enters the fresh network namespace all its children share.  Each child
+ * still runs mfs_sandbox_enter, which then loads the ready program and
+ * skips that unshare; everything per job (output directory, IPC
+ * namespace, Landlock, user, seccomp itself) stays per child.  -1 only if
+ * the filter cannot be built (the children would fail the same way). */
+int mfs_sandbox_prepare(mfs_err *err);
+
 /* What this kernel and build offer, one "key: value" per line (for
  * meshfs-worker --sandbox-status and the parent's warning). */
 void mfs_sandbox_print_status(FILE *f);

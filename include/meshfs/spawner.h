@@ -35,8 +35,11 @@ void mfs_spawner_close(mfs_spawner *sp);
 
 const char *mfs_spawner_path(const mfs_spawner *sp);
 
-/* Spawns meshfs-worker for job, waits within the limits and decodes its
- * report.  A crash, timeout or garbled report becomes a failed report whose
+/* Runs meshfs-worker for job, waits within the limits and decodes its
+ * report.  The worker is a child forked by the spawner's fork server
+ * (started on first use, restarted after it died), or a process spawned
+ * directly when no server can run (MESHFS_FORK_SERVER=0, or it failed to
+ * start three times).  A crash, timeout or garbled report becomes a failed report whose
  * error says which ("importer crashed: SIGSEGV", "import timed out after
  * 60 s", "out of memory"); rep->transient is set when the failure is the
  * machine's, not the model's.  Returns -1 only if the worker could not be
@@ -58,6 +61,11 @@ int mfs_spawner_is_model(const mfs_spawner *sp, const char *name);
 /* The sandbox's warning for this kernel (Landlock or seccomp missing), or
  * NULL; asked of the worker on the first call. */
 const char *mfs_spawner_sandbox_warning(mfs_spawner *sp);
+
+/* How many fork servers this spawner has started (fork_server.h): 1 for
+ * any number of conversions, plus one per server that died and was
+ * replaced; 0 when every conversion was spawned directly. */
+unsigned long mfs_spawner_server_spawns(mfs_spawner *sp);
 
 /* ---- the one-shot tools' spawner ----
  *

@@ -20,6 +20,7 @@
 
 #include <assimp/cimport.h>
 
+#include "meshfs/fork_server.h"
 #include "meshfs/sandbox.h"
 #include "meshfs/worker.h"
 
@@ -32,6 +33,7 @@ static void usage(void)
                     "         [--uid UID --gid GID]\n"
                     "       meshfs-worker --list-extensions\n"
                     "       meshfs-worker --sandbox-status\n"
+                    "       meshfs-worker --server\n"
                     "Internal helper of meshfs: writes its report to fd %d.\n",
             MFS_REPORT_FD);
 }
@@ -215,14 +217,10 @@ static int enter_sandbox(mfs_job *job, mfs_sandbox_cfg *sb)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* One conversion: the whole life of a spawned worker, and of each child
+ * of the fork server (include/meshfs/fork_server.h). */
+static int convert_main(int argc, char **argv)
 {
-    if (argc == 2 && !strcmp(argv[1], "--list-extensions"))
-        return list_extensions();
-    if (argc == 2 && !strcmp(argv[1], "--sandbox-status")) {
-        mfs_sandbox_print_status(stdout);
-        return fflush(stdout) == 0 ? 0 : 1;
-    }
     mfs_job job;
     mfs_sandbox_cfg sb;
     if (parse_args(argc, argv, &job, &sb) < 0) {
@@ -257,4 +255,26 @@ int main(int argc, char **argv)
     int rc = send_report(&rep) < 0 ? 1 : 0;
     mfs_report_free(&rep);
     return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && !strcmp(argv[1], "--list-extensions"))
+        return list_extensions();
+    if (argc == 2 && !strcmp(argv[1], "--sandbox-status")) {
+        mfs_sandbox_print_status(stdout);
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
+    if (argc == 2 && !strcmp(argv[1], "--server")) {
+        /* libraries are loaded and relocated by now: that is what each
+         * forked child saves.  Name the process for ps and the tests. */
+        if (getenv("MESHFS_WORKER_STDERR"))
+            fprintf(stderr, "meshfs-worker: fork server %d started\n", (int)getpid());
+        /* the per-process part of the sandbox, once for every child;
+         * failing here, each child fails its own sandbox with the reason */
+        mfs_err err;
+        mfs_sandbox_prepare(&err);
+        return mfs_fork_server_run(convert_main);
+    }
+    return convert_main(argc, argv);
 }

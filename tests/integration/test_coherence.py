@@ -50,8 +50,10 @@ def save(path, text):
 
 
 def worker_pids(daemon_pid):
-    """meshfs-worker processes whose parent is the daemon."""
-    out = []
+    """meshfs-worker processes converting for the daemon: its children, or
+    the children of its fork server (which inherit the server's command
+    line), never the server itself."""
+    procs = {}
     for p in os.listdir("/proc"):
         if not p.isdigit():
             continue
@@ -62,9 +64,11 @@ def worker_pids(daemon_pid):
                 cmd = f.read()
         except OSError:
             continue
-        if int(fields[1]) == daemon_pid and b"meshfs-worker" in cmd:
-            out.append(int(p))
-    return out
+        if b"meshfs-worker" in cmd:
+            procs[int(p)] = (int(fields[1]), b"\0--server\0" in cmd)
+    servers = {p for p, (pp, server) in procs.items() if pp == daemon_pid and server}
+    return [p for p, (pp, server) in procs.items()
+            if pp in servers or (pp == daemon_pid and not server)]
 
 
 class Base(unittest.TestCase):

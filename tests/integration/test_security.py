@@ -313,16 +313,25 @@ class RootConversionTest(unittest.TestCase):
         found = []
         while time.time() < deadline:
             found = []
+            procs = {}
             for pid in os.listdir("/proc"):
                 if not pid.isdigit():
                     continue
                 try:
                     with open(f"/proc/{pid}/status") as f:
                         st = dict(l.rstrip("\n").split(":\t", 1) for l in f if ":\t" in l)
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        server = b"\0--server\0" in f.read()
                 except OSError:
                     continue
-                if st.get("Name") == "meshfs-worker" and int(st["PPid"]) == parent:
-                    found.append(int(st["Uid"].split()[1]))
+                if st.get("Name") == "meshfs-worker":
+                    procs[int(pid)] = (int(st["PPid"]), server, int(st["Uid"].split()[1]))
+            # the fork server (root, never opens a model) forks the workers;
+            # they inherit its command line
+            servers = {p for p, (pp, server, _) in procs.items() if pp == parent and server}
+            for pp, server, uid in procs.values():
+                if pp in servers or (pp == parent and not server):
+                    found.append(uid)
             if found and 0 not in found:
                 return found
             time.sleep(0.05)
