@@ -211,6 +211,16 @@ void mfs_channel_sample(const mfs_channel *c, double t, const mfs_mat4 *rest, mf
  * sampled, the others at their rest matrix.  local must hold n_nodes. */
 void mfs_scene_pose(const mfs_scene *s, const mfs_animation *a, double t, mfs_mat4 *local);
 
+/* ---- importers' clean-ups (src/scene/tidy.c) ---- */
+
+/* Drops bones linked to no node, and weights that are not finite or not
+ * positive; scales each vertex's remaining weights to sum to 1. */
+int mfs_mesh_normalise_weights(mfs_mesh *m, mfs_err *err);
+
+/* Gives every unnamed mesh the name of the node that places it, or
+ * "mesh<N>" when that has none. */
+int mfs_scene_name_meshes(mfs_scene *s, mfs_err *err);
+
 /* ---- skeleton (src/scene/skeleton.c) ---- */
 
 /* True if any of m's bones is linked to a node. */

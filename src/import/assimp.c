@@ -52,36 +52,6 @@ int mfs_import_supported(const char *filename)
     return aiIsExtensionSupported(dotted) == AI_TRUE;
 }
 
-/* Meshes without a name get their node's name (or "mesh<N>") so that every
- * format that keys on mesh names has something stable to write. */
-static int name_meshes(mfs_scene *s, mfs_err *err)
-{
-    int32_t *placed = malloc(sizeof(int32_t) * (s->n_meshes ? s->n_meshes : 1));
-    if (!placed)
-        return mfs_errf(err, "out of memory");
-    mfs_scene_mesh_nodes(s, placed);
-    for (uint32_t i = 0; i < s->n_meshes; i++) {
-        mfs_mesh *m = &s->meshes[i];
-        if (m->name[0])
-            continue;
-        char buf[64];
-        const char *nm = placed[i] >= 0 ? s->nodes[placed[i]].name : "";
-        if (!nm[0]) {
-            snprintf(buf, sizeof buf, "mesh%u", i);
-            nm = buf;
-        }
-        char *d = mfs_strdup(nm);
-        if (!d) {
-            free(placed);
-            return mfs_errf(err, "out of memory");
-        }
-        free(m->name);
-        m->name = d;
-    }
-    free(placed);
-    return 0;
-}
-
 static const struct aiScene *run_assimp(mfs_iofs *fs, const char *rel, const mfs_import_opts *o)
 {
     struct aiPropertyStore *props = aiCreatePropertyStore();
@@ -151,7 +121,7 @@ int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
     if (!s)
         goto done;
     if ((strcmp(ext, "fbx") == 0 && mfs_fbx_fold_chains(s, err) < 0) ||
-        (!(o && o->source_frame) && mfs_frame_apply(s, &c, err) < 0) || name_meshes(s, err) < 0 ||
+        (!(o && o->source_frame) && mfs_frame_apply(s, &c, err) < 0) || mfs_scene_name_meshes(s, err) < 0 ||
         mfs_scene_validate(s, err) < 0) {
         mfs_scene_free(s);
         goto done;

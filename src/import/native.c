@@ -124,44 +124,6 @@ static void fix_tangents(float (*t)[3], float (*b)[3], uint32_t n)
         }
 }
 
-static int normalise_weights(mfs_mesh *m, mfs_err *err)
-{
-    uint32_t kept = 0;
-    for (uint32_t b = 0; b < m->n_bones; b++) {
-        if (m->bones[b].node >= 0) {
-            m->bones[kept++] = m->bones[b];
-        } else {
-            free(m->bones[b].name);
-            free(m->bones[b].weights);
-        }
-    }
-    m->n_bones = kept;
-    if (!kept)
-        return 0;
-    double *sum = calloc(m->n_vertices ? m->n_vertices : 1, sizeof *sum);
-    if (!sum)
-        return mfs_errf(err, "out of memory");
-    for (uint32_t b = 0; b < m->n_bones; b++) {
-        mfs_bone *bo = &m->bones[b];
-        uint32_t k = 0;
-        for (uint32_t w = 0; w < bo->n_weights; w++) {
-            mfs_weight wt = bo->weights[w];
-            if (!(wt.weight > 0) || !isfinite(wt.weight) || wt.vertex >= m->n_vertices)
-                continue;
-            bo->weights[k++] = wt;
-            sum[wt.vertex] += wt.weight;
-        }
-        bo->n_weights = k;
-    }
-    for (uint32_t b = 0; b < m->n_bones; b++)
-        for (uint32_t w = 0; w < m->bones[b].n_weights; w++) {
-            mfs_weight *wt = &m->bones[b].weights[w];
-            wt->weight = (float)(wt->weight / sum[wt->vertex]);
-        }
-    free(sum);
-    return 0;
-}
-
 int mfs_native_finish_mesh(mfs_mesh *m, int tangents, mfs_err *err)
 {
     if (mfs_gen_smooth_normals(m, err) < 0 || (tangents && mfs_calc_tangents(m, err) < 0) ||
@@ -171,35 +133,14 @@ int mfs_native_finish_mesh(mfs_mesh *m, int tangents, mfs_err *err)
         fix_normals(m->normals, m->n_vertices);
     if (m->tangents)
         fix_tangents(m->tangents, m->bitangents, m->n_vertices);
-    return normalise_weights(m, err);
+    return mfs_mesh_normalise_weights(m, err);
 }
 
 int mfs_native_finish_scene(mfs_scene *s, mfs_err *err)
 {
     if (s->n_meshes == 0)
         return mfs_errf(err, "no meshes in the scene");
-    int32_t *placed = malloc(sizeof(int32_t) * s->n_meshes);
-    if (!placed)
-        return mfs_errf(err, "out of memory");
-    mfs_scene_mesh_nodes(s, placed);
-    for (uint32_t i = 0; i < s->n_meshes; i++) {
-        mfs_mesh *m = &s->meshes[i];
-        if (m->name && m->name[0])
-            continue;
-        char buf[64];
-        const char *nm = placed[i] >= 0 ? s->nodes[placed[i]].name : "";
-        if (!nm[0]) {
-            snprintf(buf, sizeof buf, "mesh%u", i);
-            nm = buf;
-        }
-        char *d = mfs_strdup(nm);
-        if (!d) {
-            free(placed);
-            return mfs_errf(err, "out of memory");
-        }
-        free(m->name);
-        m->name = d;
-    }
-    free(placed);
+    if (mfs_scene_name_meshes(s, err) < 0)
+        return -1;
     return mfs_scene_validate(s, err);
 }

@@ -174,49 +174,6 @@ static int copy_bones(mfs_scene *s, mfs_mesh *m, const struct aiMesh *am, mfs_er
     return 0;
 }
 
-/* Per-vertex weights sum to 1 in the scene (the formats say so, and files
- * often do not: exporters round, some leave sums of 0.97 or 1.2).  Weights
- * that are not finite or not positive are dropped first. */
-static int normalise_weights(mfs_mesh *m, mfs_err *err)
-{
-    /* A bone that names no node cannot move anything (and FGE's reader
-     * would dereference the missing node): drop it, so that its weights go
-     * to the bones that remain. */
-    uint32_t kept = 0;
-    for (uint32_t b = 0; b < m->n_bones; b++) {
-        if (m->bones[b].node >= 0) {
-            m->bones[kept++] = m->bones[b];
-        } else {
-            free(m->bones[b].name);
-            free(m->bones[b].weights);
-        }
-    }
-    m->n_bones = kept;
-    if (!m->n_bones)
-        return 0;
-    double *sum = calloc(m->n_vertices ? m->n_vertices : 1, sizeof *sum);
-    if (!sum)
-        return mfs_errf(err, "out of memory");
-    for (uint32_t b = 0; b < m->n_bones; b++) {
-        mfs_bone *bo = &m->bones[b];
-        uint32_t k = 0;
-        for (uint32_t w = 0; w < bo->n_weights; w++) {
-            mfs_weight wt = bo->weights[w];
-            if (!(wt.weight > 0) || !isfinite(wt.weight) || wt.vertex >= m->n_vertices)
-                continue;
-            bo->weights[k++] = wt;
-            sum[wt.vertex] += wt.weight;
-        }
-        bo->n_weights = k;
-    }
-    for (uint32_t b = 0; b < m->n_bones; b++)
-        for (uint32_t w = 0; w < m->bones[b].n_weights; w++) {
-            mfs_weight *wt = &m->bones[b].weights[w];
-            wt->weight = (float)(wt->weight / sum[wt->vertex]);
-        }
-    free(sum);
-    return 0;
-}
 
 static int copy_mesh(mfs_scene *s, mfs_mesh *m, const struct aiMesh *am, mfs_err *err)
 {
@@ -258,7 +215,7 @@ static int copy_mesh(mfs_scene *s, mfs_mesh *m, const struct aiMesh *am, mfs_err
     }
     if (copy_faces(m, am, err) < 0 || copy_bones(s, m, am, err) < 0)
         return -1;
-    return normalise_weights(m, err);
+    return mfs_mesh_normalise_weights(m, err);
 }
 
 static char *tex_path(const struct aiMaterial *mat, enum aiTextureType t)
