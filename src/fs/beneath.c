@@ -75,11 +75,9 @@ int mfs_beneath_open(const mfs_fs *fs, const char *rel, int flags)
     return open_how(fs->rootfd, rel, flags | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
 }
 
-int mfs_beneath_stat(const mfs_fs *fs, const char *rel, struct stat *st)
+/* fstat of an O_PATH descriptor, closed after, errno kept from fstat. */
+static int stat_and_close(int fd, struct stat *st)
 {
-    /* O_PATH|O_NOFOLLOW: a final link is opened as itself, so it can be
-     * stat'ed (and read) but never followed */
-    int fd = mfs_beneath_open(fs, rel, O_PATH);
     if (fd < 0)
         return -1;
     int rc = fstat(fd, st);
@@ -87,6 +85,13 @@ int mfs_beneath_stat(const mfs_fs *fs, const char *rel, struct stat *st)
     close(fd);
     errno = e;
     return rc;
+}
+
+int mfs_beneath_stat(const mfs_fs *fs, const char *rel, struct stat *st)
+{
+    /* O_PATH|O_NOFOLLOW: a final link is opened as itself, so it can be
+     * stat'ed (and read) but never followed */
+    return stat_and_close(mfs_beneath_open(fs, rel, O_PATH), st);
 }
 
 ssize_t mfs_beneath_readlink(const mfs_fs *fs, const char *rel, char *buf, size_t n)
@@ -108,14 +113,7 @@ int mfs_beneath_open_dep(const mfs_fs *fs, const char *rel, int flags)
 
 int mfs_beneath_stat_dep(const mfs_fs *fs, const char *rel, struct stat *st)
 {
-    int fd = mfs_beneath_open_dep(fs, rel, O_PATH);
-    if (fd < 0)
-        return -1;
-    int rc = fstat(fd, st);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return rc;
+    return stat_and_close(mfs_beneath_open_dep(fs, rel, O_PATH), st);
 }
 
 int mfs_beneath_dep_real(const mfs_fs *fs, const char *rel, char *out, size_t n)

@@ -91,19 +91,15 @@ int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
     }
     const struct aiScene *ai = run_assimp(&fs, rel, o);
     int rc = -1;
-    if (fs.refused_count) {
-        mfs_errf(err, "refused to open '%s': outside the source root", fs.refused);
+    if (mfs_iofs_refusal(&fs, err) < 0)
         goto done;
-    }
     if (!ai) {
         const char *why = aiGetErrorString();
         mfs_errf(err, "import failed: %s", why && why[0] ? why : "unknown assimp error");
         goto done;
     }
-    if (fs.oom) {
-        mfs_errf(err, "out of memory while reading inputs");
+    if (mfs_iofs_oom(&fs, err) < 0)
         goto done;
-    }
     if (ai->mNumMeshes == 0) {
         mfs_errf(err, "no meshes in the scene");
         goto done;

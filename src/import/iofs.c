@@ -264,3 +264,14 @@ void mfs_iofs_close(mfs_iofs *fs)
         close(fs->rootfd);
     fs->rootfd = -1;
 }
+
+int mfs_iofs_refusal(const mfs_iofs *fs, mfs_err *err)
+{
+    return fs->refused_count ? mfs_errf(err, "refused to open '%s': outside the source root", fs->refused)
+                             : 0;
+}
+
+int mfs_iofs_oom(const mfs_iofs *fs, mfs_err *err)
+{
+    return fs->oom ? mfs_errf(err, "out of memory while reading inputs") : 0;
+}

@@ -19,6 +19,12 @@ typedef struct mfs_iofs {
 int mfs_iofs_init(mfs_iofs *fs, const char *root, mfs_deps *deps, mfs_err *err);
 void mfs_iofs_close(mfs_iofs *fs);
 
+/* After a parser ran: -1 with err set if it tried to leave the root (the
+ * first refused path named), or if reading its inputs ran out of memory;
+ * else 0.  One wording for every importer. */
+int mfs_iofs_refusal(const mfs_iofs *fs, mfs_err *err);
+int mfs_iofs_oom(const mfs_iofs *fs, mfs_err *err);
+
 /* A read-only view of the bytes of root/rel, opened through the same
  * confinement and recorded like assimp's own opens (the importer reads what
  * a model declares about its units this way).  The bytes stay mapped until

@@ -1092,8 +1092,8 @@ int mfs_native_gltf(mfs_iofs *fs, const char *rel, const mfs_import_opts *opt, m
     io_ctx io = {fs, NULL};
     mfs_native_file main;
     if (mfs_native_open(fs, rel, &main) < 0) {
-        if (fs->refused_count)
-            return mfs_errf(err, "refused to open '%s': outside the source root", fs->refused);
+        if (mfs_iofs_refusal(fs, err) < 0)
+            return -1;
         snprintf(why, whysz, "cannot open the model");
         return 1;
     }
@@ -1115,12 +1115,8 @@ int mfs_native_gltf(mfs_iofs *fs, const char *rel, const mfs_import_opts *opt, m
     if (declines(d, &dc))
         goto done;
     r = cgltf_load_buffers(&co, d, rel);
-    if (fs->refused_count) {
-        rc = mfs_errf(err, "refused to open '%s': outside the source root", fs->refused);
-        goto done;
-    }
-    if (fs->oom) {
-        rc = mfs_errf(err, "out of memory while reading inputs");
+    if (mfs_iofs_refusal(fs, err) < 0 || mfs_iofs_oom(fs, err) < 0) {
+        rc = -1;
         goto done;
     }
     if (r != cgltf_result_success) {

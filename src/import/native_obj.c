@@ -669,12 +669,8 @@ int mfs_native_obj(mfs_iofs *fs, const char *rel, const mfs_import_opts *opt, mf
     io_ctx io = {fs, rel, 0, ""};
     fastObjCallbacks cb = {io_open, io_close, io_read, io_size};
     fo = fast_obj_read_with_callbacks(rel, &cb, &io);
-    if (fs->refused_count) {
-        rc = mfs_errf(err, "refused to open '%s': outside the source root", fs->refused);
-        goto done;
-    }
-    if (fs->oom) {
-        rc = mfs_errf(err, "out of memory while reading inputs");
+    if (mfs_iofs_refusal(fs, err) < 0 || mfs_iofs_oom(fs, err) < 0) {
+        rc = -1;
         goto done;
     }
     if (!fo) {
