@@ -14,7 +14,7 @@
 #include "meshfs/import.h"
 
 #define MFS_PROTO_MAGIC 0x5746534du /* "MSFW" little-endian */
-#define MFS_PROTO_VERSION 4         /* 3: per-format note; 4: model_unopened */
+#define MFS_PROTO_VERSION 5         /* 3: per-format note; 4: model_unopened; 5: route */
 #define MFS_REPORT_FD 3             /* the worker writes its report here */
 #define MFS_LIFELINE_FD 4           /* EOF here: the parent died, so must the worker */
 #define MFS_PROTO_MAX (16u << 20)   /* no report is larger; bigger is hostile */
@@ -44,6 +44,9 @@ typedef struct mfs_fmt_result {
 typedef struct mfs_report {
     int ok;                  /* import succeeded (formats may still fail) */
     char error[MFS_ERR_MAX]; /* import failure reason */
+    char route[MFS_ERR_MAX]; /* which importer read the model, and why the native
+                                one declined (mfs_import_route()): the mount
+                                logs it at debug level */
     int transient;           /* the failure was not the model's (the worker was
                                 killed from outside): set by the parent, never
                                 read from the wire */

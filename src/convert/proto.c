@@ -48,6 +48,7 @@ int mfs_report_encode(const mfs_report *r, uint8_t **buf, size_t *len)
     /* status: bit 0 import ok, bit 1 the model's own path could not be opened */
     mfs_put_u8(&s, (uint8_t)((r->ok != 0) | (r->deps.model_unopened ? 2 : 0)));
     put_text(&s, r->error);
+    put_text(&s, r->route);
     mfs_put_u32(&s, r->deps.n);
     for (uint32_t i = 0; i < r->deps.n; i++) {
         const mfs_dep *d = &r->deps.v[i];
@@ -223,6 +224,7 @@ int mfs_report_decode(const uint8_t *buf, size_t len, mfs_report *out, mfs_err *
     if (total != len)
         return mfs_errf(err, "worker report: says %u bytes, got %zu", total, len);
     if (get_u8(&r, &ok, "status") < 0 || get_text(&r, out->error, sizeof out->error, "error") < 0 ||
+        get_text(&r, out->route, sizeof out->route, "importer route") < 0 ||
         get_deps(&r, &out->deps) < 0 || get_stats(&r, &out->stats) < 0 ||
         get_u32(&r, &mask, "format mask") < 0)
         goto fail;

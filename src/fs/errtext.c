@@ -8,7 +8,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <syslog.h>
 
 #include "fs.h"
 
@@ -79,7 +78,8 @@ void mfs_fs_errtext(const mfs_fs *fs, const char *in, char *out, size_t n)
                 put(&o, "(cache)", 7);
             p = path_end(p + k);
             in_cache_msg = 1;
-        } else if (in_cache_msg && (!strncmp(p, "tmp/", 4) || !strncmp(p, "v1/", 3))) {
+        } else if (in_cache_msg && (!strncmp(p, "tmp/", 4) || !strncmp(p, "v1/", 3) ||
+                                   !strncmp(p, "v2/", 3))) {
             put(&o, "(cache)", 7); /* an entry or temporary file's own name */
             p = path_end(p);
         } else if ((k = has_path(p, worker))) {
@@ -101,16 +101,28 @@ void mfs_fs_errtext(const mfs_fs *fs, const char *in, char *out, size_t n)
         memmove(dup, dup + 7, strlen(dup + 7) + 1);
 }
 
+static void fs_vlog(mfs_fs *fs, mfs_log_level level, const char *fmt, va_list ap)
+{
+    if (!mfs_log_enabled(level))
+        return; /* info and debug lines are the common case: not built */
+    char raw[1024], msg[1024];
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    mfs_fs_errtext(fs, raw, msg, sizeof msg); /* SRC-relative, no cache paths */
+    mfs_log(level, "%s", msg);
+}
+
 void mfs_fs_log(mfs_fs *fs, const char *fmt, ...)
 {
-    char raw[1024], msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
+    fs_vlog(fs, MFS_LOG_WARNING, fmt, ap);
     va_end(ap);
-    mfs_fs_errtext(fs, raw, msg, sizeof msg); /* SRC-relative, no cache paths */
-    if (fs->cfg.foreground)
-        fprintf(stderr, "meshfs: %s\n", msg);
-    else
-        syslog(LOG_WARNING, "%s", msg);
+}
+
+void mfs_fs_log_at(mfs_fs *fs, mfs_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fs_vlog(fs, level, fmt, ap);
+    va_end(ap);
 }

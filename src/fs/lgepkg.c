@@ -441,7 +441,7 @@ static int assemble(pkg *p, mfs_cache_hit *hit)
         if (rc < 0)
             mfs_cache_writer_abort(c.w);
         else if (mfs_cache_writer_commit(c.w, hit, &c.err) < 0) {
-            mfs_fs_log(p->fs, "cache: %s", c.err.msg);
+            mfs_fs_log_at(p->fs, MFS_LOG_ERROR, "cache: %s", c.err.msg);
             rc = -EIO;
         }
     }

@@ -12,6 +12,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "meshfs/log.h"
+
 /* mountinfo escapes space, tab, newline and backslash as \ooo */
 static void unescape(char *s)
 {
@@ -98,18 +100,18 @@ int mfs_unmount_guard_start(const char *mnt)
         snprintf(real, sizeof real, "%s%s%s", rparent, strcmp(rparent, "/") ? "/" : "", base);
     free(copy);
     if (!ok || mount_dev(real, dev, sizeof dev) < 0) {
-        fprintf(stderr, "meshfs: warning: %s: mount not found in /proc/self/mountinfo; "
-                        "no auto_unmount\n", mnt);
+        mfs_log(MFS_LOG_WARNING, "%s: mount not found in /proc/self/mountinfo; no auto_unmount",
+                mnt);
         return -1;
     }
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0) {
-        fprintf(stderr, "meshfs: warning: auto_unmount: pipe: %s\n", strerror(errno));
+        mfs_log(MFS_LOG_WARNING, "auto_unmount: pipe: %s", strerror(errno));
         return -1;
     }
     pid_t pid = fork();
     if (pid < 0) {
-        fprintf(stderr, "meshfs: warning: auto_unmount: fork: %s\n", strerror(errno));
+        mfs_log(MFS_LOG_WARNING, "auto_unmount: fork: %s", strerror(errno));
         close(p[0]);
         close(p[1]);
         return -1;

@@ -323,7 +323,7 @@ class MountTex(unittest.TestCase):
             for ext in ("vrt", "tri", "sph"):
                 self.assertGreater(len(read(os.path.join(self.mnt, "bare." + ext))), 0)
             self.assertTrue(m.alive())
-        self.assertIn("meshfs: bare.obj: tex: texture 'nothing/here.png' not found", m.output())
+        self.assertIn("meshfs: warning: bare.obj: tex: texture 'nothing/here.png' not found", m.output())
 
     def test_without_tex_the_texture_is_no_input(self):
         with Mount(self.src, self.mnt, self.cache, "formats=gmf") as m:

@@ -275,6 +275,7 @@ static void fill_report(mfs_report *r)
     r->fmt[MFS_FMT_FMD].size = 999;
     strcpy(r->fmt[MFS_FMT_FMD].note, "fallback written");
     strcpy(r->fmt[MFS_FMT_GMF].error, "gmf: too many bones");
+    strcpy(r->route, "assimp (native declined: cgltf: glTF 1.0)");
 }
 
 static void test_report_roundtrip(void **state)
@@ -298,6 +299,7 @@ static void test_report_roundtrip(void **state)
     assert_string_equal(back.fmt[MFS_FMT_GMF].error, "gmf: too many bones");
     assert_string_equal(back.fmt[MFS_FMT_FMD].note, "fallback written");
     assert_string_equal(back.fmt[MFS_FMT_GMF].note, "");
+    assert_string_equal(back.route, "assimp (native declined: cgltf: glTF 1.0)");
     mfs_report_free(&back);
     mfs_report_free(&r);
     free(b);
@@ -330,7 +332,7 @@ static void test_report_hostile(void **state)
         }
     /* a dependency count far beyond the bytes present */
     memcpy(c, b, n);
-    size_t off = 12 + 1 + 4 + strlen(r.error);
+    size_t off = 12 + 1 + 4 + strlen(r.error) + 4 + strlen(r.route);
     mfs_st_u32(c + off, 0xFFFFFFF0u);
     assert_int_equal(mfs_report_decode(c, n, &back, &err), -1);
     assert_non_null(strstr(err.msg, "dependencies"));
