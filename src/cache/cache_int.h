@@ -19,21 +19,25 @@
  *
  * Every path is relative to c->dirfd and used through the *at() calls, so
  * nothing depends on the process's working directory.  c->dirfd, tmp/ and
- * v1/ are checked to be real directories of ours when the cache opens
+ * v2/ are checked to be real directories of ours when the cache opens
  * (cache.c), and no final component is ever followed if it is a link
  * (O_NOFOLLOW, AT_SYMLINK_NOFOLLOW; unlinkat and renameat never follow). */
 #ifndef MESHFS_CACHE_INT_H
 #define MESHFS_CACHE_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
 #include "meshfs/cache.h"
 
 /* Entries live in ENTRY_DIR/<2 hex>/<30 hex><suffix>.  The directory carries
- * the container version, so a future layout can coexist with this one. */
-#define MFS_CACHE_ENTRY_DIR "v1"
+ * the container version, so a future layout can coexist with this one.
+ * OLD_ENTRY_DIR held version 1 (header first, payload at 40): never read,
+ * removed when the cache opens (docs/cache.md, "Version 1"). */
+#define MFS_CACHE_ENTRY_DIR "v2"
+#define MFS_CACHE_OLD_ENTRY_DIR "v1"
 #define MFS_CACHE_TMP_DIR "tmp"
 #define MFS_CACHE_INDEX_FILE "index.log"
 #define MFS_CACHE_LOCK_FILE "lock"
@@ -47,10 +51,16 @@
 enum { MFS_KIND_VIEW = 1, MFS_KIND_NEGATIVE = 2, MFS_KIND_MANIFEST = 3, MFS_KIND_FAILURE = 4 };
 #define MFS_CACHE_FAILCTX_LEN 40
 
-#define MFS_CACHE_HDR_LEN 40
-#define MFS_CACHE_TRAILER_LEN 16
+/* Container version 2 (store.c): the payload is the file from offset 0;
+ * a 56-byte record (40-byte descriptor, 16-byte checksum) says what it is,
+ * in the xattr MFS_CACHE_XATTR (file size = n) or, where the file system
+ * has no user xattrs, as a trailer at offset n (file size = n + 56). */
+#define MFS_CACHE_DESC_LEN 40
+#define MFS_CACHE_REC_LEN 56
+#define MFS_CACHE_XATTR "user.meshfs.entry"
 #define MFS_CACHE_MAGIC "mfscache"
-#define MFS_CACHE_VERSION 1
+#define MFS_CACHE_VERSION 2
+enum { MFS_CACHE_FORM_XATTR = 1, MFS_CACHE_FORM_TRAILER = 2 };
 
 typedef struct mfs_vset_slot {
     mfs_cache_key key;
@@ -81,8 +91,10 @@ struct mfs_cache {
 
     pthread_mutex_t evict_mu; /* one evicting thread per handle */
     mfs_index *idx;           /* has its own lock */
+    atomic_int no_xattr;      /* fsetxattr said ENOTSUP: records go in trailers */
     /* mfs_cache_revive, set at open: io.c calls it when tmp/ is gone */
     int (*revive)(mfs_cache *c, mfs_err *err);
+    struct mfs_cache_sfile *sf; /* stats file flushing (stats_file.c); NULL: none */
 };
 
 /* Statistics: one field bump under the lock. */
@@ -134,6 +146,28 @@ typedef enum mfs_cache_use { MFS_CACHE_LOOK, MFS_CACHE_USE } mfs_cache_use;
  * 1 with a malloc'd payload, 0 absent or discarded as corrupt, -1 error. */
 int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, mfs_cache_use use,
                          uint8_t **payload, uint64_t *len, mfs_err *err);
+
+/* stats_file.c: the stats file, set up at open and flushed at close. */
+void mfs_cache_sfile_open(mfs_cache *c);
+void mfs_cache_sfile_close(mfs_cache *c);
+
+/* One container file, checked whole without a cache handle (a verifier's
+ * entry point; lookups use the same checks): regular file, record found
+ * (xattr or trailer), magic, container version, key equal to *k (NULL:
+ * any key), kind allowed under the name's suffix ('e' or 'm'), length
+ * consistent with the file's size, checksum over payload and descriptor.
+ * Reads only: no LRU stamp, nothing unlinked.
+ * 1 valid; 0 invalid, *why the reason; -1 a read failed (errno, *why). */
+typedef struct mfs_cache_entry_info {
+    int kind;          /* MFS_KIND_* */
+    int form;          /* MFS_CACHE_FORM_XATTR or _TRAILER */
+    mfs_cache_key key; /* as recorded */
+    uint64_t length;   /* payload bytes, at offset 0 */
+    uint64_t size;     /* the file's size */
+    uint64_t dev, ino;
+} mfs_cache_entry_info;
+int mfs_cache_entry_check(int fd, const mfs_cache_key *k, char suffix, mfs_cache_entry_info *info,
+                          const char **why);
 
 /* Unlinks path if it still names the file open at fd (stat identity). */
 void mfs_cache_discard(mfs_cache *c, const char *path, int fd);

@@ -5,7 +5,7 @@
  * directory, which an in-memory LRU would not be.
  *
  * Each handle keeps an estimate of the size (last scan + its own commits).
- * When a commit pushes it over max_size, one scan of v1/ learns the true
+ * When a commit pushes it over max_size, one scan of v2/ learns the true
  * size and, if it is over, removes the oldest files until 90% of the cap is
  * left, so scans are paid once per 10% of the cap written, not per store.
  *
@@ -62,7 +62,7 @@ static int push(ev_list *l, const char *shard, const char *name, const struct st
     it->mtime_ns = mfs_cache_ts_ns(&st->st_mtim);
     it->size = (uint64_t)st->st_size;
     size_t a = strlen(shard);
-    memcpy(it->path, shard, a); /* "v1/ab" + '/' + 32 chars: fits */
+    memcpy(it->path, shard, a); /* "v2/ab" + '/' + 32 chars: fits */
     it->path[a] = '/';
     memcpy(it->path + a + 1, name, 33);
     l->total += it->size;

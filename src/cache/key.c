@@ -99,7 +99,7 @@ void mfs_cache_key_hex(const mfs_cache_key *k, char out[33])
 
 void mfs_cache_key_path(const mfs_cache_key *k, char suffix, char out[MFS_CACHE_PATH_MAX])
 {
-    /* v1/ab/<30 hex>.e : the first byte picks one of 256 shard directories,
+    /* v2/ab/<30 hex>.e : the first byte picks one of 256 shard directories,
      * enough to keep a 2 GiB cache of ~100 KiB views near 100 files each. */
     char hex[33];
     mfs_cache_key_hex(k, hex);

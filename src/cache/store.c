@@ -1,21 +1,34 @@
 /* Entries: the container format, writing by temp file + rename, and
  * lookup with checksum verification on first open (docs/cache.md).
  *
+ * Container version 2: the payload is the file, from offset 0, so the
+ * mount can hand an entry to the kernel as a view's backing file
+ * (passthrough) with no copy.  What says what the bytes are is a 56-byte
+ * record:
+ *
  *   0   8  magic "mfscache"
- *   8   4  u32 container version (1)
+ *   8   4  u32 container version (2)
  *  12   4  u32 kind (1 view, 2 negative, 3 manifest, 4 negative with context)
  *  16  16  key
  *  32   8  u64 payload length n
- *  40   n  payload
- *  40+n 16 XXH3-128 (canonical) of payload bytes then header bytes 0..39
+ *  40  16  XXH3-128 (canonical) of payload bytes 0..n-1 then record bytes 0..39
+ *
+ * kept in the extended attribute user.meshfs.entry (the xattr form: file
+ * size n), or, where the file system has no user xattrs, appended as a
+ * trailer at offset n (the trailer form: file size n + 56).  Only the
+ * xattr form can be passed through: the kernel reads a backing file to its
+ * own end, and would show a trailer as the view's last bytes.  Either way
+ * the record is written before the rename, so a final name always has it.
  *
  * The checksum takes the payload first so a streaming writer, which learns
  * n only at the end, needs a single pass. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -25,6 +38,8 @@
 #define VERIFY_CHUNK (256 * 1024)
 #define REASON_MAX (64 * 1024)
 #define SMALL_MAX (64u << 20) /* manifests: read whole, refuse absurd sizes */
+#define REC MFS_CACHE_REC_LEN
+#define DESC MFS_CACHE_DESC_LEN
 
 struct mfs_cache_writer {
     mfs_cache_wr w;
@@ -46,37 +61,94 @@ static char kind_suffix(int kind)
     return kind == MFS_KIND_MANIFEST ? 'm' : 'e';
 }
 
-static void build_header(uint8_t h[MFS_CACHE_HDR_LEN], int kind, const mfs_cache_key *k,
-                         uint64_t len)
+static void build_desc(uint8_t d[DESC], int kind, const mfs_cache_key *k, uint64_t len)
 {
-    memcpy(h, MFS_CACHE_MAGIC, 8);
-    mfs_st_u32(h + 8, MFS_CACHE_VERSION);
-    mfs_st_u32(h + 12, (uint32_t)kind);
-    memcpy(h + 16, k->b, 16);
-    st_u64(h + 32, len);
+    memcpy(d, MFS_CACHE_MAGIC, 8);
+    mfs_st_u32(d + 8, MFS_CACHE_VERSION);
+    mfs_st_u32(d + 12, (uint32_t)kind);
+    memcpy(d + 16, k->b, 16);
+    st_u64(d + 32, len);
+}
+
+/* The record of the file open at fd (size bytes): its xattr if it has one,
+ * else its last REC bytes.  1 found (*form set), 0 none, -1 read error. */
+static int read_record(int fd, uint64_t size, uint8_t rec[REC], int *form)
+{
+    ssize_t x = fgetxattr(fd, MFS_CACHE_XATTR, rec, REC);
+    if (x == REC) {
+        *form = MFS_CACHE_FORM_XATTR;
+        return 1;
+    }
+    if (x >= 0 || errno == ERANGE)
+        return 0; /* an attribute of another size: not one we wrote */
+    if (errno != ENODATA && errno != ENOTSUP)
+        return -1;
+    if (size < REC)
+        return 0;
+    int64_t got = mfs_cache_pread_full(fd, rec, REC, size - REC);
+    if (got < 0)
+        return -1;
+    *form = MFS_CACHE_FORM_TRAILER;
+    return got == REC;
 }
 
 /* Which kinds may live under a name: a manifest's, or an entry's. */
-typedef enum name_kind { NAME_ENTRY, NAME_MANIFEST } name_kind;
-
-/* Header consistent with the file it heads?  0 yes, -1 no. */
-static int parse_header(const uint8_t h[MFS_CACHE_HDR_LEN], const mfs_cache_key *k,
-                        uint64_t file_size, name_kind want, int *kind, uint64_t *len)
+static int kind_fits(uint32_t kd, char suffix)
 {
-    if (memcmp(h, MFS_CACHE_MAGIC, 8) != 0 || mfs_ld_u32(h + 8) != MFS_CACHE_VERSION ||
-        memcmp(h + 16, k->b, 16) != 0)
-        return -1;
-    uint32_t kd = mfs_ld_u32(h + 12);
-    int ok = want == NAME_MANIFEST ? kd == MFS_KIND_MANIFEST
-                           : (kd == MFS_KIND_VIEW || kd == MFS_KIND_NEGATIVE ||
-                              kd == MFS_KIND_FAILURE);
-    uint64_t n = ld_u64(h + 32);
-    if (!ok || file_size < MFS_CACHE_HDR_LEN + MFS_CACHE_TRAILER_LEN ||
-        n != file_size - MFS_CACHE_HDR_LEN - MFS_CACHE_TRAILER_LEN)
-        return -1;
-    *kind = (int)kd;
-    *len = n;
-    return 0;
+    if (suffix == 'm')
+        return kd == MFS_KIND_MANIFEST;
+    return kd == MFS_KIND_VIEW || kd == MFS_KIND_NEGATIVE || kd == MFS_KIND_FAILURE;
+}
+
+/* Record consistent with its file and name?  NULL yes, else why not. */
+static const char *parse_record(const uint8_t rec[REC], int form, const mfs_cache_key *k,
+                                uint64_t file_size, char suffix, mfs_cache_entry_info *info)
+{
+    if (memcmp(rec, MFS_CACHE_MAGIC, 8) != 0)
+        return "no entry record (bad magic)";
+    if (mfs_ld_u32(rec + 8) != MFS_CACHE_VERSION)
+        return "another container version";
+    if (k && memcmp(rec + 16, k->b, 16) != 0)
+        return "its key is not the one its name says";
+    uint32_t kd = mfs_ld_u32(rec + 12);
+    if (!kind_fits(kd, suffix))
+        return "a kind that does not belong under its name";
+    uint64_t n = ld_u64(rec + 32);
+    uint64_t extra = form == MFS_CACHE_FORM_TRAILER ? REC : 0;
+    if (file_size < extra || n != file_size - extra)
+        return "its length does not match the file's size";
+    info->kind = (int)kd;
+    memcpy(info->key.b, rec + 16, 16);
+    info->length = n;
+    info->size = file_size;
+    info->form = form;
+    return NULL;
+}
+
+/* The record at fd, read and parsed.  NULL valid, else why not; *ioerr
+ * set when the reason is a failed read. */
+static const char *check_record(int fd, const mfs_cache_key *k, char suffix, uint8_t rec[REC],
+                                mfs_cache_entry_info *info, int *ioerr)
+{
+    struct stat st;
+    *ioerr = 0;
+    if (fstat(fd, &st) < 0) {
+        *ioerr = errno;
+        return "cannot stat it";
+    }
+    if (!S_ISREG(st.st_mode))
+        return "not a regular file";
+    int form = 0;
+    int r = read_record(fd, (uint64_t)st.st_size, rec, &form);
+    if (r < 0) {
+        *ioerr = errno;
+        return "cannot read its record";
+    }
+    if (r == 0)
+        return "no entry record";
+    info->dev = (uint64_t)st.st_dev;
+    info->ino = (uint64_t)st.st_ino;
+    return parse_record(rec, form, k, (uint64_t)st.st_size, suffix, info);
 }
 
 /* ---- verified set ----------------------------------------------------- */
@@ -121,11 +193,20 @@ static int vset_grow(mfs_vset *v)
     return 0;
 }
 
+/* Bounded (docs/scale.md): at most VSET_MAX keys (3.5 MiB of table), then
+ * the set starts afresh.  Forgetting only costs a second verification (one
+ * read of the entry) on the next open, never a wrong answer. */
+#define VSET_MAX (1u << 15)
+
 /* Out of memory only costs a second verification later. */
 static void vset_put(mfs_cache *c, const mfs_cache_key *k, const struct stat *st)
 {
     pthread_mutex_lock(&c->mu);
     mfs_vset *v = &c->vset;
+    if (v->n >= VSET_MAX) {
+        memset(v->slots, 0, v->cap * sizeof *v->slots);
+        v->n = 0;
+    }
     if ((v->n + 1) * 2 > v->cap && vset_grow(v) < 0) {
         pthread_mutex_unlock(&c->mu);
         return;
@@ -162,7 +243,7 @@ int mfs_cache_wr_begin(mfs_cache_wr *w, mfs_cache *c, const mfs_cache_key *k, in
 int mfs_cache_wr_write(mfs_cache_wr *w, const void *p, size_t n, mfs_err *err)
 {
     if (!w->err)
-        w->err = mfs_cache_pwrite_full(w->fd, p, n, MFS_CACHE_HDR_LEN + w->len);
+        w->err = mfs_cache_pwrite_full(w->fd, p, n, w->len);
     if (w->err)
         return mfs_errf(err, "cache %s: writing %s: %s", w->c->dir, w->tmp, strerror(w->err));
     XXH3_128bits_update(w->hash, p, n);
@@ -186,25 +267,36 @@ void mfs_cache_wr_abort(mfs_cache_wr *w)
     wr_release(w);
 }
 
-/* Header, trailer, LRU stamp.  No fsync: a killed process cannot lose what
- * it wrote (the page cache keeps it), and after a power loss a torn entry
+/* Record, LRU stamp.  No fsync: a killed process cannot lose what it
+ * wrote (the page cache keeps it), and after a power loss a torn entry
  * fails its checksum on first open and is rebuilt.  An fsync would only add
- * the disk's latency to every first read of a view. */
+ * the disk's latency to every first read of a view.
+ *
+ * The record goes in the xattr unless this handle learnt that the file
+ * system has no user xattrs (or a test asked for trailers); any refusal
+ * of the attribute falls back to the trailer for this file. */
 static int wr_seal(mfs_cache_wr *w, mfs_err *err)
 {
-    uint8_t hdr[MFS_CACHE_HDR_LEN];
-    build_header(hdr, w->kind, &w->key, w->len);
-    XXH3_128bits_update(w->hash, hdr, sizeof hdr);
+    uint8_t rec[REC];
+    build_desc(rec, w->kind, &w->key, w->len);
+    XXH3_128bits_update(w->hash, rec, DESC);
     XXH128_canonical_t sum;
     XXH128_canonicalFromHash(&sum, XXH3_128bits_digest(w->hash));
-    int e = mfs_cache_pwrite_full(w->fd, sum.digest, 16, MFS_CACHE_HDR_LEN + w->len);
-    if (!e)
-        e = mfs_cache_pwrite_full(w->fd, hdr, sizeof hdr, 0);
+    memcpy(rec + DESC, sum.digest, 16);
+    mfs_cache *c = w->c;
+    int e = -1;
+    if (!(c->flags & MFS_CACHE_TRAILER_FORM) && !atomic_load(&c->no_xattr)) {
+        e = fsetxattr(w->fd, MFS_CACHE_XATTR, rec, REC, 0) == 0 ? 0 : errno;
+        if (e == ENOTSUP)
+            atomic_store(&c->no_xattr, 1);
+    }
+    if (e)
+        e = mfs_cache_pwrite_full(w->fd, rec, REC, w->len);
     int64_t now = mfs_cache_now_ns();
     struct timespec ts[2] = {{0, UTIME_OMIT}, {now / 1000000000, now % 1000000000}};
     futimens(w->fd, ts); /* best effort: only LRU order depends on it */
     if (e)
-        return mfs_errf(err, "cache %s: writing %s: %s", w->c->dir, w->tmp, strerror(e));
+        return mfs_errf(err, "cache %s: writing %s: %s", c->dir, w->tmp, strerror(e));
     return 0;
 }
 
@@ -241,7 +333,7 @@ int mfs_cache_wr_commit(mfs_cache_wr *w, mfs_cache_hit *hit, mfs_err *err)
     }
     vset_put(c, &w->key, &st);
     if (hit)
-        *hit = (mfs_cache_hit){.fd = ro, .offset = MFS_CACHE_HDR_LEN, .length = w->len};
+        *hit = (mfs_cache_hit){.fd = ro, .offset = 0, .length = w->len};
     wr_release(w);
     MFS_CACHE_STAT_ADD(c, stores, 1);
     mfs_cache_account(c, (uint64_t)st.st_size);
@@ -357,48 +449,76 @@ void mfs_cache_discard(mfs_cache *c, const char *path, int fd)
     MFS_CACHE_STAT_ADD(c, corrupt_discarded, 1);
 }
 
-/* 1 if the trailer matches payload + header, 0 if not or unreadable. */
-static int checksum_ok(int fd, const uint8_t hdr[MFS_CACHE_HDR_LEN], uint64_t len)
+/* 1 if the record's checksum matches payload + descriptor, 0 if not, -1
+ * if unreadable (errno). */
+static int checksum_ok(int fd, const uint8_t rec[REC], uint64_t len)
 {
     uint8_t *buf = malloc(VERIFY_CHUNK);
     XXH3_state_t *st = XXH3_createState();
-    int ok = 0;
-    if (!buf || !st)
+    int ok = -1;
+    if (!buf || !st) {
+        errno = ENOMEM;
         goto out;
+    }
     XXH3_128bits_reset(st);
     for (uint64_t off = 0; off < len;) {
         size_t want = len - off < VERIFY_CHUNK ? (size_t)(len - off) : VERIFY_CHUNK;
-        if (mfs_cache_pread_full(fd, buf, want, MFS_CACHE_HDR_LEN + off) != (int64_t)want)
+        int64_t got = mfs_cache_pread_full(fd, buf, want, off);
+        if (got != (int64_t)want) {
+            if (got >= 0) /* shorter than its record says: torn */
+                ok = 0;
+            else
+                errno = (int)-got;
             goto out;
+        }
         XXH3_128bits_update(st, buf, want);
         off += want;
     }
-    XXH3_128bits_update(st, hdr, MFS_CACHE_HDR_LEN);
+    XXH3_128bits_update(st, rec, DESC);
     XXH128_canonical_t sum;
     XXH128_canonicalFromHash(&sum, XXH3_128bits_digest(st));
-    uint8_t trailer[16];
-    ok = mfs_cache_pread_full(fd, trailer, 16, MFS_CACHE_HDR_LEN + len) == 16 &&
-         memcmp(trailer, sum.digest, 16) == 0;
+    ok = memcmp(rec + DESC, sum.digest, 16) == 0;
 out:
     XXH3_freeState(st);
     free(buf);
     return ok;
 }
 
-/* Validates the entry open at fd: header always, checksum once per inode
+int mfs_cache_entry_check(int fd, const mfs_cache_key *k, char suffix, mfs_cache_entry_info *info,
+                          const char **why)
+{
+    uint8_t rec[REC];
+    int ioerr;
+    *info = (mfs_cache_entry_info){0};
+    *why = check_record(fd, k, suffix, rec, info, &ioerr);
+    if (*why) {
+        errno = ioerr;
+        return ioerr ? -1 : 0;
+    }
+    int r = checksum_ok(fd, rec, info->length);
+    if (r < 0) {
+        *why = "cannot read its payload";
+        return -1;
+    }
+    if (r == 0)
+        *why = "checksum mismatch";
+    return r;
+}
+
+/* Validates the entry open at fd: record always, checksum once per inode
  * per handle.  1 valid, 0 discarded as corrupt. */
 static int validate(mfs_cache *c, const mfs_cache_key *k, int fd, const char *path,
-                    int *kind, uint64_t *len)
+                    mfs_cache_entry_info *info)
 {
-    struct stat st;
-    uint8_t hdr[MFS_CACHE_HDR_LEN];
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-        mfs_cache_pread_full(fd, hdr, sizeof hdr, 0) != (int64_t)sizeof hdr ||
-        parse_header(hdr, k, (uint64_t)st.st_size, NAME_ENTRY, kind, len) < 0)
+    uint8_t rec[REC];
+    int ioerr;
+    if (check_record(fd, k, 'e', rec, info, &ioerr))
         goto corrupt;
+    struct stat st = {.st_dev = (dev_t)info->dev, .st_ino = (ino_t)info->ino,
+                      .st_size = (off_t)info->size};
     if (vset_has(c, k, &st))
         return 1;
-    if (!checksum_ok(fd, hdr, *len))
+    if (checksum_ok(fd, rec, info->length) != 1)
         goto corrupt;
     vset_put(c, k, &st);
     MFS_CACHE_STAT_ADD(c, verified, 1);
@@ -425,7 +545,7 @@ static int read_reason(int fd, int kind, uint64_t len, mfs_cache_hit *hit)
     if (len > REASON_MAX || len < skip)
         return -1;
     char *r = malloc((size_t)len + 1);
-    if (!r || mfs_cache_pread_full(fd, r, (size_t)len, MFS_CACHE_HDR_LEN) != (int64_t)len) {
+    if (!r || mfs_cache_pread_full(fd, r, (size_t)len, 0) != (int64_t)len) {
         free(r);
         return -1;
     }
@@ -486,12 +606,13 @@ int mfs_cache_lookup(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit, m
     int o = open_entry(c, k, path, &fd, err);
     if (o <= 0)
         return lookup_miss(c, o);
-    int kind;
-    uint64_t len;
-    if (!validate(c, k, fd, path, &kind, &len)) {
+    mfs_cache_entry_info info;
+    if (!validate(c, k, fd, path, &info)) {
         close(fd);
         return lookup_miss(c, 0);
     }
+    int kind = info.kind;
+    uint64_t len = info.length;
     touch(fd);
     if (kind == MFS_KIND_NEGATIVE || kind == MFS_KIND_FAILURE) {
         int r = read_reason(fd, kind, len, hit);
@@ -506,7 +627,7 @@ int mfs_cache_lookup(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit, m
         pthread_mutex_unlock(&c->mu);
         return 1;
     }
-    *hit = (mfs_cache_hit){.fd = fd, .offset = MFS_CACHE_HDR_LEN, .length = len};
+    *hit = (mfs_cache_hit){.fd = fd, .offset = 0, .length = len};
     MFS_CACHE_STAT_ADD(c, hits, 1);
     return 1;
 }
@@ -519,17 +640,14 @@ int mfs_cache_peek(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit, mfs
     int o = open_entry(c, k, path, &fd, err);
     if (o <= 0)
         return o;
-    struct stat st;
-    uint8_t h[MFS_CACHE_HDR_LEN];
-    int kind, r = 0;
-    uint64_t len;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-        mfs_cache_pread_full(fd, h, sizeof h, 0) == (int64_t)sizeof h &&
-        parse_header(h, k, (uint64_t)st.st_size, NAME_ENTRY, &kind, &len) == 0) {
+    uint8_t rec[REC];
+    mfs_cache_entry_info info;
+    int ioerr, r = 0;
+    if (!check_record(fd, k, 'e', rec, &info, &ioerr)) {
         r = 1;
-        hit->length = len;
-        if ((kind == MFS_KIND_NEGATIVE || kind == MFS_KIND_FAILURE) &&
-            read_reason(fd, kind, len, hit) < 0)
+        hit->length = info.length;
+        if ((info.kind == MFS_KIND_NEGATIVE || info.kind == MFS_KIND_FAILURE) &&
+            read_reason(fd, info.kind, info.length, hit) < 0)
             r = 0;
     }
     close(fd);
@@ -557,21 +675,19 @@ int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, mfs_cac
         return mfs_errf(err, "cache %s: opening %s: %s", c->dir, path, strerror(errno));
     }
     /* Small and read whole anyway, so verified on every load: no set. */
-    struct stat st;
+    uint8_t rec[REC];
+    mfs_cache_entry_info info;
+    int ioerr;
     uint8_t *buf = NULL;
-    int got_kind;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > SMALL_MAX ||
-        st.st_size < MFS_CACHE_HDR_LEN + MFS_CACHE_TRAILER_LEN)
+    if (check_record(fd, k, kind_suffix(kind), rec, &info, &ioerr) || info.kind != kind ||
+        info.length > SMALL_MAX)
         goto corrupt;
-    size_t size = (size_t)st.st_size;
-    if (!(buf = malloc(size))) {
+    *len = info.length;
+    if (!(buf = malloc(info.length ? (size_t)info.length : 1))) {
         close(fd);
         return mfs_errf(err, "cache: out of memory");
     }
-    if (mfs_cache_pread_full(fd, buf, size, 0) != (int64_t)size ||
-        parse_header(buf, k, size, kind == MFS_KIND_MANIFEST ? NAME_MANIFEST : NAME_ENTRY,
-                     &got_kind, len) < 0 ||
-        got_kind != kind)
+    if (mfs_cache_pread_full(fd, buf, (size_t)*len, 0) != (int64_t)*len)
         goto corrupt;
     XXH3_state_t *hs = XXH3_createState();
     if (!hs) {
@@ -580,14 +696,13 @@ int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, mfs_cac
         return mfs_errf(err, "cache: out of memory");
     }
     XXH3_128bits_reset(hs);
-    XXH3_128bits_update(hs, buf + MFS_CACHE_HDR_LEN, (size_t)*len);
-    XXH3_128bits_update(hs, buf, MFS_CACHE_HDR_LEN);
+    XXH3_128bits_update(hs, buf, (size_t)*len);
+    XXH3_128bits_update(hs, rec, DESC);
     XXH128_canonical_t sum;
     XXH128_canonicalFromHash(&sum, XXH3_128bits_digest(hs));
     XXH3_freeState(hs);
-    if (memcmp(buf + MFS_CACHE_HDR_LEN + *len, sum.digest, 16) != 0)
+    if (memcmp(rec + DESC, sum.digest, 16) != 0)
         goto corrupt;
-    memmove(buf, buf + MFS_CACHE_HDR_LEN, (size_t)*len);
     if (use == MFS_CACHE_USE)
         touch(fd);
     close(fd);

@@ -18,10 +18,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "meshfs/cache.h"
+#include "../../src/cache/cache_int.h" /* mfs_cache_entry_check */
 
 typedef struct fx {
     char dir[300];   /* cache directory */
@@ -105,7 +107,7 @@ static void entry_path(const fx *f, const mfs_cache_key *k, char suffix, char *o
 {
     char hex[33];
     mfs_cache_key_hex(k, hex);
-    snprintf(out, n, "%s/v1/%.2s/%s.%c", f->dir, hex, hex + 2, suffix);
+    snprintf(out, n, "%s/v2/%.2s/%s.%c", f->dir, hex, hex + 2, suffix);
 }
 
 static int exists(const char *p)
@@ -325,8 +327,11 @@ static void test_store_lookup(void **state)
     assert_int_equal(mfs_cache_lookup(c, &k, &h, &err), 0);
     assert_int_equal(h.fd, -1);
     assert_int_equal(mfs_cache_store(c, &k, data, N, &h, &err), 0);
-    assert_int_equal(h.offset, 40);
+    assert_int_equal(h.offset, 0);
     assert_payload(&h, data, N);
+    struct stat fst;
+    assert_int_equal(fstat(h.fd, &fst), 0);
+    assert_int_equal(fst.st_size, N); /* the file is the payload: a backing file */
     mfs_cache_hit_release(&h);
     assert_int_equal(mfs_cache_lookup(c, &k, &h, &err), 1);
     assert_payload(&h, data, N);
@@ -336,12 +341,12 @@ static void test_store_lookup(void **state)
     assert_int_equal(s.hits, 1);
     assert_int_equal(s.misses, 1);
     assert_int_equal(s.verified, 0); /* written by us: trusted */
-    assert_int_equal(s.size, N + 56);
+    assert_int_equal(s.size, N);
     mfs_cache_close(c);
 
     /* A fresh handle (another mount) verifies once, then trusts. */
     c = open_cache(f, 0, 0);
-    assert_int_equal(stats(c).size, N + 56);
+    assert_int_equal(stats(c).size, N);
     for (int i = 0; i < 2; i++) {
         assert_int_equal(mfs_cache_lookup(c, &k, &h, &err), 1);
         assert_payload(&h, data, N);
@@ -383,6 +388,23 @@ static void test_store_lookup(void **state)
     free(data);
 }
 
+/* The 40-byte descriptor and 16-byte checksum of a view, as docs/cache.md
+ * lays them out. */
+static void expected_record(const mfs_cache_key *k, const char *payload, size_t n, uint8_t rec[56])
+{
+    static const uint8_t head[16] = {'m', 'f', 's', 'c', 'a', 'c', 'h', 'e', 2, 0, 0, 0, 1, 0, 0, 0};
+    memset(rec, 0, 56);
+    memcpy(rec, head, 16);
+    memcpy(rec + 16, k->b, 16);
+    for (int i = 0; i < 8; i++)
+        rec[32 + i] = (uint8_t)((uint64_t)n >> (8 * i));
+    uint8_t both[256];
+    assert_true(n + 40 <= sizeof both);
+    memcpy(both, payload, n);
+    memcpy(both + n, rec, 40);
+    canon128(both, n + 40, rec + 40);
+}
+
 static void test_entry_bytes(void **state)
 {
     fx *f = *state;
@@ -390,24 +412,49 @@ static void test_entry_bytes(void **state)
     mfs_cache *c = open_cache(f, 0, 0);
     assert_int_equal(mfs_cache_store(c, &k, "hello", 5, NULL, NULL), 0);
     mfs_cache_close(c);
+    uint8_t want[56];
+    expected_record(&k, "hello", 5, want);
 
+    /* The xattr form: the file is exactly the payload, the record is the
+     * attribute user.meshfs.entry. */
     char path[512];
     entry_path(f, &k, 'e', path, sizeof path);
     uint8_t b[128];
     int fd = open(path, O_RDONLY);
     assert_true(fd >= 0);
-    assert_int_equal(read(fd, b, sizeof b), 61);
+    assert_int_equal(read(fd, b, sizeof b), 5);
+    assert_memory_equal(b, "hello", 5);
+    assert_int_equal(fgetxattr(fd, "user.meshfs.entry", b, sizeof b), 56);
+    assert_memory_equal(b, want, 56);
     close(fd);
-    uint8_t hdr[40] = {'m', 'f', 's', 'c', 'a', 'c', 'h', 'e', 1, 0, 0, 0, 1, 0, 0, 0};
-    memcpy(hdr + 16, k.b, 16);
-    hdr[32] = 5;
-    assert_memory_equal(b, hdr, 40);
-    assert_memory_equal(b + 40, "hello", 5);
-    uint8_t both[45], sum[16];
-    memcpy(both, "hello", 5);
-    memcpy(both + 5, hdr, 40);
-    canon128(both, 45, sum);
-    assert_memory_equal(b + 45, sum, 16);
+
+    /* The trailer form (no user xattrs): payload at 0, the same 56 bytes
+     * after it; file size n + 56, and no attribute. */
+    mfs_cache_key kt = key_of("bytes-trailer");
+    c = open_cache(f, 0, MFS_CACHE_TRAILER_FORM);
+    assert_int_equal(mfs_cache_store(c, &kt, "hello", 5, NULL, NULL), 0);
+    mfs_cache_close(c);
+    expected_record(&kt, "hello", 5, want);
+    entry_path(f, &kt, 'e', path, sizeof path);
+    fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(read(fd, b, sizeof b), 61);
+    assert_memory_equal(b, "hello", 5);
+    assert_memory_equal(b + 5, want, 40);       /* magic 5, version 13, kind 17, key 21, n 37 */
+    assert_memory_equal(b + 45, want + 40, 16); /* checksum */
+    assert_int_equal(fgetxattr(fd, "user.meshfs.entry", b, sizeof b), -1);
+    assert_int_equal(errno, ENODATA);
+    close(fd);
+    /* and it is served, from offset 0 */
+    c = open_cache(f, 0, 0);
+    mfs_cache_hit h;
+    assert_int_equal(mfs_cache_lookup(c, &kt, &h, NULL), 1);
+    assert_int_equal(h.offset, 0);
+    assert_int_equal(h.length, 5);
+    assert_payload(&h, (const uint8_t *)"hello", 5);
+    mfs_cache_hit_release(&h);
+    assert_int_equal(stats(c).verified, 1);
+    mfs_cache_close(c);
 
     /* CACHEDIR.TAG carries the standard signature. */
     char tag[512], text[64];
@@ -452,71 +499,207 @@ static void test_peek(void **state)
     /* a payload byte flipped: peek cannot tell, the serving lookup can */
     char path[512];
     entry_path(f, &k, 'e', path, sizeof path);
-    flip_byte(path, 45);
+    flip_byte(path, 5);
     mfs_cache_close(c);
     c = open_cache(f, 0, 0);
     assert_int_equal(mfs_cache_peek(c, &k, &h, &err), 1);
     mfs_cache_hit_release(&h);
     assert_int_equal(mfs_cache_lookup(c, &k, &h, &err), 0);
     assert_int_equal(mfs_cache_peek(c, &k, &h, &err), 0); /* discarded */
-    /* a header that disagrees with the file's size is not an entry */
+    /* a record that disagrees with the file's size is not an entry */
     assert_int_equal(mfs_cache_store(c, &k, "abc", 3, NULL, &err), 0);
-    assert_int_equal(truncate(path, 50), 0);
+    assert_int_equal(truncate(path, 2), 0);
     assert_int_equal(mfs_cache_peek(c, &k, &h, &err), 0);
     mfs_cache_close(c);
+}
+
+/* Flips one bit of byte off of the record in the entry's xattr. */
+static void flip_xattr_byte(const char *path, size_t off)
+{
+    uint8_t rec[56];
+    assert_int_equal(getxattr(path, "user.meshfs.entry", rec, sizeof rec), 56);
+    rec[off] ^= 0x20;
+    assert_int_equal(setxattr(path, "user.meshfs.entry", rec, sizeof rec, XATTR_REPLACE), 0);
+}
+
+/* Stores N bytes under "corrupt" (trailer form or not), damages the file
+ * with damage(path, arg), and checks the next handle discards it. */
+static void corrupt_case(fx *f, int trailer, void (*damage)(const char *, long), long arg)
+{
+    enum { N = 1000 };
+    uint8_t data[N];
+    fill(data, N, 3);
+    mfs_cache_key k = key_of("corrupt");
+    mfs_cache *c = open_cache(f, 0, trailer ? MFS_CACHE_TRAILER_FORM : 0);
+    assert_int_equal(mfs_cache_store(c, &k, data, N, NULL, NULL), 0);
+    mfs_cache_close(c);
+    char path[512];
+    entry_path(f, &k, 'e', path, sizeof path);
+    damage(path, arg);
+
+    c = open_cache(f, 0, 0);
+    mfs_cache_hit h;
+    assert_int_equal(mfs_cache_lookup(c, &k, &h, NULL), 0);
+    assert_int_equal(h.fd, -1);
+    mfs_cache_stats s = stats(c);
+    assert_int_equal(s.corrupt_discarded, 1);
+    assert_int_equal(s.hits, 0);
+    assert_false(exists(path));
+    mfs_cache_close(c);
+}
+
+static void damage_file(const char *path, long off) { flip_byte(path, (off_t)off); }
+static void damage_xattr(const char *path, long off) { flip_xattr_byte(path, (size_t)off); }
+static void damage_truncate(const char *path, long len) { assert_int_equal(truncate(path, len), 0); }
+static void damage_strip(const char *path, long unused)
+{
+    (void)unused; /* as a copy that does not keep xattrs leaves it */
+    assert_int_equal(removexattr(path, "user.meshfs.entry"), 0);
+}
+static void damage_xattr_size(const char *path, long n)
+{
+    uint8_t rec[64] = {0};
+    assert_int_equal(getxattr(path, "user.meshfs.entry", rec, 56), 56);
+    assert_int_equal(setxattr(path, "user.meshfs.entry", rec, (size_t)n, XATTR_REPLACE), 0);
 }
 
 static void test_corrupt_entry(void **state)
 {
     fx *f = *state;
     enum { N = 1000 };
-    uint8_t data[N];
-    fill(data, N, 3);
-    /* magic, kind, key, length, first and last payload byte, trailer. */
-    const off_t where[] = {0, 12, 20, 33, 40, 40 + N - 1, 40 + N + 15};
-    for (size_t i = 0; i < sizeof where / sizeof *where; i++) {
-        mfs_cache_key k = key_of("corrupt");
-        mfs_cache *c = open_cache(f, 0, 0);
-        assert_int_equal(mfs_cache_store(c, &k, data, N, NULL, NULL), 0);
-        mfs_cache_close(c);
-        char path[512];
-        entry_path(f, &k, 'e', path, sizeof path);
-        flip_byte(path, where[i]);
-
-        c = open_cache(f, 0, 0);
-        mfs_cache_hit h;
-        assert_int_equal(mfs_cache_lookup(c, &k, &h, NULL), 0);
-        assert_int_equal(h.fd, -1);
-        mfs_cache_stats s = stats(c);
-        assert_int_equal(s.corrupt_discarded, 1);
-        assert_int_equal(s.misses, 1);
-        assert_int_equal(s.hits, 0);
-        assert_false(exists(path));
-        mfs_cache_close(c);
+    /* record fields: magic, version, kind, key, length, checksum first and
+     * last byte; then first and last payload byte */
+    const long rec[] = {0, 8, 12, 20, 33, 40, 55};
+    for (size_t i = 0; i < sizeof rec / sizeof *rec; i++) {
+        corrupt_case(f, 0, damage_xattr, rec[i]);
+        corrupt_case(f, 1, damage_file, N + rec[i]);
     }
+    const long payload[] = {0, N - 1};
+    for (size_t i = 0; i < 2; i++) {
+        corrupt_case(f, 0, damage_file, payload[i]);
+        corrupt_case(f, 1, damage_file, payload[i]);
+    }
+    corrupt_case(f, 0, damage_strip, 0);
+    corrupt_case(f, 0, damage_xattr_size, 55);
+    corrupt_case(f, 0, damage_xattr_size, 64);
 }
 
 static void test_truncated_entry(void **state)
 {
     fx *f = *state;
-    uint8_t data[1000];
-    fill(data, sizeof data, 4);
-    const off_t lens[] = {1055, 1000, 40, 10, 0};
-    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
-        mfs_cache_key k = key_of("trunc");
-        mfs_cache *c = open_cache(f, 0, 0);
-        assert_int_equal(mfs_cache_store(c, &k, data, sizeof data, NULL, NULL), 0);
-        mfs_cache_close(c);
-        char path[512];
-        entry_path(f, &k, 'e', path, sizeof path);
-        assert_int_equal(truncate(path, lens[i]), 0);
-        c = open_cache(f, 0, 0);
-        mfs_cache_hit h;
-        assert_int_equal(mfs_cache_lookup(c, &k, &h, NULL), 0);
-        assert_int_equal(stats(c).corrupt_discarded, 1);
-        assert_false(exists(path));
-        mfs_cache_close(c);
-    }
+    /* trailer form: n + 56 = 1056 bytes; xattr form: 1000 */
+    const long trailer_lens[] = {1055, 1000, 56, 40, 10, 0};
+    for (size_t i = 0; i < sizeof trailer_lens / sizeof *trailer_lens; i++)
+        corrupt_case(f, 1, damage_truncate, trailer_lens[i]);
+    const long xattr_lens[] = {999, 500, 0, 1001, 1056};
+    for (size_t i = 0; i < sizeof xattr_lens / sizeof *xattr_lens; i++)
+        corrupt_case(f, 0, damage_truncate, xattr_lens[i]);
+}
+
+/* A file in the version 1 layout: header, payload, checksum. */
+static void write_v1_entry(const char *path, const mfs_cache_key *k, const char *payload, size_t n)
+{
+    uint8_t file[256] = {'m', 'f', 's', 'c', 'a', 'c', 'h', 'e', 1, 0, 0, 0, 1, 0, 0, 0};
+    memcpy(file + 16, k->b, 16);
+    file[32] = (uint8_t)n;
+    memcpy(file + 40, payload, n);
+    uint8_t both[256];
+    memcpy(both, payload, n);
+    memcpy(both + n, file, 40);
+    canon128(both, n + 40, file + 40 + n);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, file, 56 + n), (ssize_t)(56 + n));
+    close(fd);
+}
+
+/* A cache from the previous layout is never served wrong: its v1/ is
+ * removed when the cache opens, and a version 1 file found where a version
+ * 2 entry belongs (copied by hand) is discarded. */
+static void test_old_layout_never_served(void **state)
+{
+    fx *f = *state;
+    mfs_cache_key k = key_of("old");
+    char hex[33], dir[512], path[600];
+    mfs_cache_key_hex(&k, hex);
+    mfs_cache *c = open_cache(f, 0, 0);
+    mfs_cache_close(c);
+    snprintf(dir, sizeof dir, "%s/v1", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    snprintf(dir, sizeof dir, "%s/v1/%.2s", f->dir, hex);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    snprintf(path, sizeof path, "%s/%s.e", dir, hex + 2);
+    write_v1_entry(path, &k, "old bytes", 9);
+
+    c = open_cache(f, 0, 0);
+    snprintf(dir, sizeof dir, "%s/v1", f->dir);
+    assert_false(exists(dir));
+    mfs_cache_hit h;
+    assert_int_equal(mfs_cache_lookup(c, &k, &h, NULL), 0);
+    assert_int_equal(mfs_cache_peek(c, &k, &h, NULL), 0);
+    assert_int_equal(stats(c).size, 0); /* nothing of it counted */
+
+    /* a version 1 file under the version 2 name */
+    snprintf(dir, sizeof dir, "%s/v2/%.2s", f->dir, hex);
+    mkdir(dir, 0700);
+    entry_path(f, &k, 'e', path, sizeof path);
+    write_v1_entry(path, &k, "old bytes", 9);
+    assert_int_equal(mfs_cache_peek(c, &k, &h, NULL), 0);
+    assert_int_equal(mfs_cache_lookup(c, &k, &h, NULL), 0);
+    assert_int_equal(stats(c).corrupt_discarded, 1);
+    assert_false(exists(path));
+    /* a v1 symbolic link is not followed: only the link goes */
+    char victim[512], link[512];
+    snprintf(victim, sizeof victim, "%s/victim", f->base);
+    assert_int_equal(mkdir(victim, 0700), 0);
+    snprintf(path, sizeof path, "%s/keep", victim);
+    write_v1_entry(path, &k, "x", 1);
+    mfs_cache_close(c);
+    snprintf(link, sizeof link, "%s/v1", f->dir);
+    assert_int_equal(symlink(victim, link), 0);
+    c = open_cache(f, 0, 0);
+    assert_true(exists(path));
+    mfs_cache_close(c);
+}
+
+/* The single-file check a verifier calls: each outcome and its reason. */
+static void test_entry_check(void **state)
+{
+    fx *f = *state;
+    mfs_cache_key k = key_of("check"), other = key_of("other");
+    mfs_cache *c = open_cache(f, 0, 0);
+    assert_int_equal(mfs_cache_store(c, &k, "0123456789", 10, NULL, NULL), 0);
+    mfs_cache_close(c);
+    char path[512];
+    entry_path(f, &k, 'e', path, sizeof path);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    mfs_cache_entry_info info;
+    const char *why = "unset";
+    assert_int_equal(mfs_cache_entry_check(fd, &k, 'e', &info, &why), 1);
+    assert_null(why);
+    assert_int_equal(info.kind, 1);
+    assert_int_equal(info.form, MFS_CACHE_FORM_XATTR);
+    assert_int_equal(info.length, 10);
+    assert_int_equal(info.size, 10);
+    assert_memory_equal(info.key.b, k.b, 16);
+    assert_int_equal(mfs_cache_entry_check(fd, NULL, 'e', &info, &why), 1);
+    assert_int_equal(mfs_cache_entry_check(fd, &other, 'e', &info, &why), 0);
+    assert_string_equal(why, "its key is not the one its name says");
+    assert_int_equal(mfs_cache_entry_check(fd, &k, 'm', &info, &why), 0);
+    assert_string_equal(why, "a kind that does not belong under its name");
+    close(fd);
+    flip_byte(path, 3);
+    fd = open(path, O_RDONLY);
+    assert_int_equal(mfs_cache_entry_check(fd, &k, 'e', &info, &why), 0);
+    assert_string_equal(why, "checksum mismatch");
+    close(fd);
+    assert_true(exists(path)); /* a check never removes */
+    assert_int_equal(truncate(path, 11), 0);
+    fd = open(path, O_RDONLY);
+    assert_int_equal(mfs_cache_entry_check(fd, &k, 'e', &info, &why), 0);
+    assert_string_equal(why, "its length does not match the file's size");
+    close(fd);
 }
 
 static void test_negative_entry(void **state)
@@ -811,7 +994,7 @@ static void test_manifest(void **state)
     mfs_cache_close(c);
     char path[512];
     entry_path(f, &mk, 'm', path, sizeof path);
-    flip_byte(path, 45);
+    flip_byte(path, 5);
     c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
     assert_int_equal(mfs_cache_manifest_load(c, &mk, &got, NULL), 0);
     assert_int_equal(stats(c).corrupt_discarded, 1);
@@ -853,7 +1036,7 @@ static void test_manifest_escape(void **state)
 static void test_evict_lru(void **state)
 {
     fx *f = *state;
-    enum { N = 1000 }; /* files of 1056 bytes */
+    enum { N = 1000 }; /* files of 1000 bytes (the record is an xattr) */
     uint8_t data[4][N];
     mfs_cache_key k[4];
     char path[4][512];
@@ -863,9 +1046,9 @@ static void test_evict_lru(void **state)
         k[i] = key_of(name);
         entry_path(f, &k[i], 'e', path[i], sizeof path[i]);
     }
-    /* Cap 4000: three entries (3168) fit, four (4224) do not, and trimming
-     * to 90% (3600) takes exactly one. */
-    mfs_cache *c = open_cache(f, 4000, 0);
+    /* Cap 3500: three entries (3000) fit, four (4000) do not, and trimming
+     * to 90% (3150) takes exactly one. */
+    mfs_cache *c = open_cache(f, 3500, 0);
     mfs_cache_hit h;
     for (int i = 0; i < 3; i++)
         assert_int_equal(mfs_cache_store(c, &k[i], data[i], N, NULL, NULL), 0);
@@ -874,7 +1057,7 @@ static void test_evict_lru(void **state)
     assert_int_equal(stats(c).evictions, 0);
     assert_int_equal(mfs_cache_store(c, &k[3], data[3], N, NULL, NULL), 0);
     assert_int_equal(stats(c).evictions, 1);
-    assert_int_equal(stats(c).size, 3 * (N + 56));
+    assert_int_equal(stats(c).size, 3 * N);
     assert_true(exists(path[0]));
     assert_false(exists(path[1]));
     assert_true(exists(path[2]));
@@ -1212,7 +1395,7 @@ static void test_two_handles_same_key(void **state)
     mfs_cache_close(c);
     char hex[33], dir[512], tmpdir[512];
     mfs_cache_key_hex(&k, hex);
-    snprintf(dir, sizeof dir, "%s/v1/%.2s", f->dir, hex);
+    snprintf(dir, sizeof dir, "%s/v2/%.2s", f->dir, hex);
     snprintf(tmpdir, sizeof tmpdir, "%s/tmp", f->dir);
     assert_int_equal(count_files(dir), 1);
     assert_int_equal(count_files(tmpdir), 0);
@@ -1321,6 +1504,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_peek, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_entry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_negative_entry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_old_layout_never_served, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_entry_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_racy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_log_damage, setup, teardown),
