@@ -1,26 +1,25 @@
 /* Passthrough: the kernel serves reads of an open view from a backing file.
  *
- * The kernel reads the backing file at the same offsets as the view, so it
- * must hold the payload at offset 0.  A cache entry starts with its 40-byte
- * header (docs/cache.md), so the payload is first copied into an anonymous
- * file (O_TMPFILE beside the entry, copy_file_range: in the kernel, a
- * reflink where the file system has them).  The copy lives as long as the
- * kernel holds its backing id: from the first open of the path to the last
- * release.  An entry whose payload already starts at 0 is used as is.
+ * The kernel reads the backing file at the view's offsets and up to the
+ * backing file's own end, so the file must be the payload and nothing
+ * else: a cache entry of container version 2 in its xattr form (payload at
+ * 0, its record in an extended attribute, docs/cache.md).  That file is
+ * handed over as it is: no copy, and its pages are the only cached copy of
+ * the view.  An entry in the trailer form (a cache on a file system
+ * without user xattrs) would show its trailer, so it is served by the
+ * daemon, said once.
  *
  * The high-level API has no passthrough call, so the daemon registers the
  * file itself with FUSE_DEV_IOC_BACKING_OPEN on the session's descriptor
  * (needs CAP_SYS_ADMIN).  The kernel binds one backing file to an inode
- * while any passthrough open of it lasts, and then refuses opens of the
- * inode with another file or none; so one backing id per path, counted.
- * The first failure that means "not here" (no privilege, an old kernel)
- * turns passthrough off for the mount, logged once. */
+ * while any passthrough open of it lasts, and fails opens of the inode
+ * with another file or none; so one backing id per path, counted.  The
+ * first refusal that means "not here" (no privilege, an old kernel) turns
+ * passthrough off for the mount, logged once. */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
-#include <fcntl.h>
 #include <fuse.h>
 #include <fuse_lowlevel.h>
-#include <libgen.h>
 #include <linux/capability.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -47,39 +47,79 @@ typedef struct pt_node {
     struct pt_node *next;
     char *path;
     uint8_t key[16];
+    uint8_t refused[16]; /* the newer entry last refused here (logged) */
     int id;
     unsigned refs;
 } pt_node;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pt_node *nodes;
+static atomic_int mode;      /* MFS_PT_*, as asked */
 static atomic_int enabled;   /* negotiated with the kernel and not yet refused */
 static atomic_int logged;    /* the read path in use was logged */
+static atomic_int trailer_logged;
 
-static void log_path(const char *how)
+/* The read path, once per mount.  A fallback is worth a warning only when
+ * passthrough was asked for by name (-o passthrough=on); under auto it is
+ * the expected state of an unprivileged mount. */
+static void log_path(int warn, const char *how)
 {
     if (atomic_exchange(&logged, 1) == 0)
-        fprintf(stderr, "meshfs: reads of views: %s\n", how);
+        mfs_log(warn ? MFS_LOG_WARNING : MFS_LOG_INFO, "reads of views: %s", how);
 }
 
-void mfs_pt_init(struct fuse_conn_info *conn, int wanted)
+int mfs_pt_parse(const char *name, const char *value, int *out, mfs_err *err)
 {
-#ifdef MESHFS_HAVE_FUSE_317
-    if (wanted && (conn->capable & FUSE_CAP_PASSTHROUGH)) {
-        fuse_set_feature_flag(conn, FUSE_CAP_PASSTHROUGH);
-        conn->max_backing_stack_depth = 1; /* the cache may sit on an overlay */
-        atomic_store(&enabled, 1);
+    static const char *const names[] = {"off", "auto", "on"};
+    if (!value) {
+        *out = MFS_PT_ON;
+        return 0;
+    }
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(value, names[i])) {
+            *out = i;
+            return 0;
+        }
+    return mfs_errf(err, "%s=%s: not auto, on or off", name, value);
+}
+
+static int have_sys_admin(void)
+{
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    if (syscall(SYS_capget, &hdr, d) != 0)
+        return 1; /* cannot tell: let the kernel decide */
+    return (d[CAP_SYS_ADMIN / 32].effective >> (CAP_SYS_ADMIN % 32)) & 1;
+}
+
+void mfs_pt_init(struct fuse_conn_info *conn, int m)
+{
+    atomic_store(&mode, m);
+    if (m == MFS_PT_OFF) {
+        log_path(0, "through the daemon (-o passthrough=off)");
         return;
     }
-    if (wanted)
-        log_path("through the daemon (the kernel offers no passthrough: Linux < 6.9?)");
+    int on = m == MFS_PT_ON;
+#ifdef MESHFS_HAVE_FUSE_317
+    if (!(conn->capable & FUSE_CAP_PASSTHROUGH)) {
+        log_path(on, "through the daemon (the kernel offers no passthrough: Linux < 6.9?)");
+        return;
+    }
+    /* auto does not ask for what the kernel would refuse; on asks anyway,
+     * so the kernel's own answer is what the warning reports */
+    if (!on && !have_sys_admin()) {
+        log_path(0, "through the daemon (passthrough needs CAP_SYS_ADMIN, which the "
+                    "daemon lacks)");
+        return;
+    }
+    fuse_set_feature_flag(conn, FUSE_CAP_PASSTHROUGH);
+    conn->max_backing_stack_depth = 1; /* the cache may sit on an overlay */
+    atomic_store(&enabled, 1);
 #else
     (void)conn;
-    if (wanted)
-        log_path("through the daemon (built against libfuse < 3.17: no passthrough)");
+    (void)have_sys_admin;
+    log_path(on, "through the daemon (built against libfuse < 3.17: no passthrough)");
 #endif
-    if (!wanted)
-        atomic_store(&logged, 1); /* the ordinary path, as asked: nothing to say */
 }
 
 static int session_fd(void)
@@ -88,27 +128,14 @@ static int session_fd(void)
     return cx && cx->fuse ? fuse_session_fd(fuse_get_session(cx->fuse)) : -1;
 }
 
-/* An anonymous file holding fd's len bytes at off, at offset 0; -1 on failure. */
-static int payload_copy(int fd, uint64_t off, uint64_t len)
+/* Whether fd is the payload and nothing else, so the kernel may read it to
+ * its end. */
+static int whole_payload(int fd, uint64_t off, uint64_t len)
 {
-    char link[64], path[4096];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(link, path, sizeof path - 1);
-    if (n <= 0 || n == (ssize_t)sizeof path - 1)
-        return -1;
-    path[n] = '\0';
-    int t = open(dirname(path), O_TMPFILE | O_RDWR | O_CLOEXEC, 0400);
-    if (t < 0)
-        return -1;
-    loff_t in = (loff_t)off, out = 0;
-    while ((uint64_t)out < len) {
-        ssize_t k = copy_file_range(fd, &in, t, &out, (size_t)(len - (uint64_t)out), 0);
-        if (k <= 0) {
-            close(t);
-            return -1;
-        }
-    }
-    return t;
+    struct stat st;
+    if (off != 0 || fstat(fd, &st) < 0 || (uint64_t)st.st_size != len)
+        return 0;
+    return 1;
 }
 
 int mfs_pt_open(const char *path, const uint8_t key[16], int fd, uint64_t off, uint64_t len)
@@ -120,18 +147,36 @@ int mfs_pt_open(const char *path, const uint8_t key[16], int fd, uint64_t off, u
     while (p && strcmp(p->path, path))
         p = p->next;
     if (p) {
-        int rc = memcmp(p->key, key, 16) ? -EBUSY : p->id;
-        if (rc > 0)
+        int rc = p->id;
+        if (memcmp(p->key, key, 16) == 0) {
             p->refs++;
+        } else {
+            rc = -EBUSY;
+            if (memcmp(p->refused, key, 16) != 0) {
+                memcpy(p->refused, key, 16);
+                mfs_log(MFS_LOG_WARNING,
+                        "%s: its model changed, but the new view cannot be opened while a "
+                        "handle on the old one is open (the kernel reads one backing file "
+                        "per file at a time): Device or resource busy until it is closed",
+                        path[0] == '/' && path[1] ? path + 1 : path);
+            }
+        }
         pthread_mutex_unlock(&lock);
         return rc;
     }
+    if (!whole_payload(fd, off, len)) {
+        pthread_mutex_unlock(&lock);
+        if (atomic_exchange(&trailer_logged, 1) == 0)
+            mfs_log(atomic_load(&mode) == MFS_PT_ON ? MFS_LOG_WARNING : MFS_LOG_INFO,
+                    "reads of views: through the daemon for cache entries in the trailer form "
+                    "(the cache's file system has no user xattrs; docs/cache.md)");
+        return 0;
+    }
     int rc = 0;
     int sfd = session_fd();
-    int bfd = off == 0 ? fd : payload_copy(fd, off, len);
     pt_node *nn = calloc(1, sizeof *nn);
-    if (sfd >= 0 && bfd >= 0 && nn && (nn->path = strdup(path))) {
-        struct pt_backing_map map = {.fd = bfd};
+    if (sfd >= 0 && nn && (nn->path = strdup(path))) {
+        struct pt_backing_map map = {.fd = fd};
         int id = ioctl(sfd, PT_IOC_BACKING_OPEN, &map);
         if (id > 0) {
             memcpy(nn->key, key, 16);
@@ -141,17 +186,16 @@ int mfs_pt_open(const char *path, const uint8_t key[16], int fd, uint64_t off, u
             nodes = nn;
             nn = NULL;
             rc = id;
-            log_path("passthrough (the kernel reads the cache, not the daemon)");
+            log_path(0, "passthrough (the kernel reads the cache entry, not the daemon)");
         } else if (errno == EPERM || errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP) {
+            int e = errno;
             atomic_store(&enabled, 0);
-            fprintf(stderr, "meshfs: passthrough refused by the kernel (%s%s): reads of views "
-                    "go through the daemon\n", strerror(errno),
-                    errno == EPERM ? ": the daemon lacks CAP_SYS_ADMIN" : "");
             atomic_store(&logged, 1);
+            mfs_log(atomic_load(&mode) == MFS_PT_ON ? MFS_LOG_WARNING : MFS_LOG_INFO,
+                    "reads of views: through the daemon (passthrough refused by the kernel: "
+                    "%s%s)", strerror(e), e == EPERM ? ": the daemon lacks CAP_SYS_ADMIN" : "");
         }
     }
-    if (bfd >= 0 && bfd != fd)
-        close(bfd); /* the kernel holds the file while the id lives */
     if (nn)
         free(nn->path);
     free(nn);

@@ -1,24 +1,37 @@
 /* Passthrough (libfuse >= 3.17, Linux >= 6.9, CAP_SYS_ADMIN): the kernel
- * reads an open view straight from a backing file, so its reads never
- * reach the daemon.  docs/architecture.md, "Passthrough", says why it is
- * opt-in (-o passthrough) and what it costs. */
+ * reads an open view straight from its cache entry file, so its reads never
+ * reach the daemon and its pages are cached once.  On by default where it
+ * works, the daemon's own read path otherwise (docs/passthrough.md). */
 #ifndef MESHFS_FS_PASSTHROUGH_H
 #define MESHFS_FS_PASSTHROUGH_H
 
 #include <stdint.h>
 
+#include "meshfs/err.h"
+
 struct fuse_conn_info;
 
-/* From init: asks the kernel for passthrough if `wanted` and it is offered;
- * logs which read path the mount uses when it is decided. */
-void mfs_pt_init(struct fuse_conn_info *conn, int wanted);
+/* -o passthrough=MODE.  auto (the default): used where the kernel and the
+ * daemon's privilege allow, else the daemon serves, said at info level;
+ * on: the same, but a mount that cannot pass through warns; off: never. */
+enum { MFS_PT_OFF = 0, MFS_PT_AUTO = 1, MFS_PT_ON = 2 };
+
+/* "auto", "on" or "off"; NULL (the bare option) is on.  Fails with a
+ * message naming the option (`name`, "-o passthrough") and the value. */
+int mfs_pt_parse(const char *name, const char *value, int *mode, mfs_err *err);
+
+/* From init: asks the kernel for passthrough if mode allows and it is
+ * offered; logs which read path the mount uses when it is decided. */
+void mfs_pt_init(struct fuse_conn_info *conn, int mode);
 
 /* An open of the view at `path` (the kernel's path: one kernel inode)
  * showing entry `key`, whose payload is `len` bytes at `off` in `fd`.
+ * Only a file that is the payload, offset 0 to its end, can back a view.
  * > 0: the backing id to give the kernel (a reference: mfs_pt_release);
  * 0: serve this open the ordinary way;
  * -EBUSY: the path is open with passthrough on another entry (the kernel
- * takes one backing file per inode at a time, and refuses other opens). */
+ * takes one backing file per inode at a time, and fails other opens of it
+ * while any passthrough handle lasts); logged once per entry pair. */
 int mfs_pt_open(const char *path, const uint8_t key[16], int fd, uint64_t off, uint64_t len);
 
 /* Drops a reference mfs_pt_open gave (0 is no reference). */

@@ -6,11 +6,14 @@ cache_readdir   a repeat listing of an unchanged folder sends no READDIR to
                 the daemon; a folder whose entries changed lists afresh
 parallel dirops cold lookups of four models in one folder convert at once
                 (the kernel no longer serialises lookups per folder)
-passthrough     with -o passthrough (as root, Linux >= 6.9) the kernel reads
-                open views itself: cat, read, mmap and cp give the bytes the
-                daemon serves and no READ reaches it; an open handle keeps
-                its bytes when the model changes; without CAP_SYS_ADMIN the
-                mount says so once and serves views the ordinary way
+passthrough     by default (-o passthrough=auto; as root, Linux >= 6.9) the
+                kernel reads open views from their cache entry files: cat,
+                mmap, cp and cp -a give meshfs-convert's bytes and no READ
+                reaches the daemon; an open handle keeps its bytes when the
+                model changes while a new open says EBUSY; without
+                CAP_SYS_ADMIN, with -o passthrough=off or for an entry in
+                the trailer form the daemon serves, and the log says which
+                path is in use, once; a bad value exits 2
 
 All need libfuse >= 3.17 in the daemon (3.14 drops the flags on the way
 to the kernel); against 3.14 they skip, saying so.
@@ -26,7 +29,7 @@ import threading
 import time
 import unittest
 
-from common import SOURCE, run_tests, tempdir, tool
+from common import SOURCE, convert, run_tests, tempdir, tool
 from mount import Mount
 
 EXAMPLES = os.path.join(SOURCE, "examples", "assets")
@@ -164,94 +167,211 @@ def kernel_at_least(major, minor):
     return bool(m) and (int(m.group(1)), int(m.group(2))) >= (major, minor)
 
 
+def entry_files(cache):
+    """{path: bytes} of every view entry (.e) in the cache's version 2 directory."""
+    out = {}
+    for d, _, files in os.walk(os.path.join(cache, "v2")):
+        for f in files:
+            if f.endswith(".e"):
+                out[os.path.join(d, f)] = read(os.path.join(d, f))
+    return out
+
+
+def to_trailer_form(path):
+    """Rewrites a version 2 entry from its xattr form to its trailer form,
+    as a cache on a file system without user xattrs holds it (docs/cache.md):
+    the same 56-byte record, appended instead of attached."""
+    rec = os.getxattr(path, "user.meshfs.entry")
+    assert len(rec) == 56
+    data = read(path)
+    assert int.from_bytes(rec[32:40], "little") == len(data)
+    os.removexattr(path, "user.meshfs.entry")
+    with open(path, "ab") as f:
+        f.write(rec)
+
+
 @NEED_317
 @unittest.skipUnless(os.geteuid() == 0, "passthrough needs CAP_SYS_ADMIN: run as root")
 @unittest.skipUnless(kernel_at_least(6, 9), "passthrough needs Linux >= 6.9")
 class Passthrough(Base):
+    """Passthrough is the default read path of warm views (-o passthrough=auto)."""
+
     def setUp(self):
         super().setUp()
         save(os.path.join(self.src, "props", "grid.obj"), grid_obj(60))
+        self.v = os.path.join(self.mnt, "props", "grid.gmf")
 
-    def expected(self, *names):
-        """The views' bytes as the daemon serves them (an ordinary mount)."""
-        with Mount(self.src, self.mnt, self.cache) as m:
-            out = {n: read(os.path.join(self.mnt, "props", n)) for n in names}
-            s = m.stats()
-            self.assertGreater(s["read_requests"], 0)
-            self.assertEqual(s["passthrough_opens"], 0)
-        return out
+    def converted(self, *names):
+        """The views' bytes as meshfs-convert writes them."""
+        out = os.path.join(self.tmp, "out")
+        p, _ = convert([self.src], out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return {n: read(os.path.join(out, "props", n)) for n in names}
 
-    def test_reads_never_reach_the_daemon(self):
-        exp = self.expected("grid.gmf", "grid.vrt", "tetra.fmd")
+    def test_default_mount_passes_reads_through(self):
+        exp = self.converted("grid.gmf", "grid.vrt", "tetra.fmd")
         self.assertGreater(len(exp["grid.gmf"]), 100000)
-        with Mount(self.src, self.mnt, self.cache, "passthrough") as m:
-            v = os.path.join(self.mnt, "props", "grid.gmf")
-            cat = subprocess.run(["cat", v], capture_output=True)
+        with Mount(self.src, self.mnt, self.cache, "log_level=info") as m:
+            cat = subprocess.run(["cat", self.v], capture_output=True)
             self.assertEqual(cat.returncode, 0)
-            self.assertEqual(cat.stdout, exp["grid.gmf"])
+            self.assertEqual(cat.stdout, exp["grid.gmf"])  # not one trailer byte more
             self.assertEqual(read(os.path.join(self.mnt, "props", "grid.vrt")), exp["grid.vrt"])
-            with open(v, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+            with open(self.v, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+                self.assertEqual(len(mm), len(exp["grid.gmf"]))
                 self.assertEqual(mm[:], exp["grid.gmf"])
             out = os.path.join(self.tmp, "copy.fmd")
             subprocess.run(["cp", os.path.join(self.mnt, "props", "tetra.fmd"), out], check=True)
             self.assertEqual(read(out), exp["tetra.fmd"])
+            outa = os.path.join(self.tmp, "copy-a.gmf")
+            subprocess.run(["cp", "-a", self.v, outa], check=True)
+            self.assertEqual(read(outa), exp["grid.gmf"])
             # two handles of one view at once share its backing file
-            with open(v, "rb") as a, open(v, "rb") as b:
+            with open(self.v, "rb") as a, open(self.v, "rb") as b:
                 self.assertEqual(a.read(), b.read())
             s = m.stats()
-            self.assertEqual(s["passthrough_opens"], 6)
+            self.assertEqual(s["passthrough_opens"], 7)
+            self.assertEqual(s["views_served"], 7)
             self.assertEqual(s["read_requests"], 0, "a read of a passthrough view reached the daemon")
-            self.assertEqual(s["views_served"], 6)
-            self.assertIn("reads of views: passthrough", m.output())
+            log = m.output()
+            self.assertEqual(log.count("reads of views:"), 1, log)
+            self.assertIn("reads of views: passthrough", log)
+            # the backing file is the cache entry itself: its whole content is the view
+            entries = entry_files(self.cache)
+            for name in ("grid.gmf", "grid.vrt", "tetra.fmd"):
+                self.assertIn(exp[name], entries.values(), name)
+
+    def test_bare_option_and_on_pass_through(self):
+        exp = self.converted("grid.gmf")["grid.gmf"]
+        for opt in ("passthrough", "passthrough=on", "passthrough=auto"):
+            with self.subTest(opt=opt), Mount(self.src, self.mnt, self.cache, opt) as m:
+                self.assertEqual(read(self.v), exp)
+                s = m.stats()
+                self.assertEqual((s["passthrough_opens"], s["read_requests"]), (1, 0))
+                self.assertNotIn("warning: reads of views", m.output())
+
+    def test_off_uses_the_daemon(self):
+        exp = self.converted("grid.gmf")["grid.gmf"]
+        with Mount(self.src, self.mnt, self.cache, "passthrough=off", "log_level=info") as m:
+            self.assertEqual(read(self.v), exp)
+            with open(self.v, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+                self.assertEqual(mm[:], exp)
+            s = m.stats()
+            self.assertEqual(s["passthrough_opens"], 0)
+            self.assertGreater(s["read_requests"], 0)
+            self.assertIn("reads of views: through the daemon (-o passthrough=off)", m.output())
+
+    def test_bad_value_exits_2(self):
+        for bad in ("passthrough=yes", "passthrough=", "passthrough=AUTO"):
+            with self.subTest(bad=bad):
+                p = subprocess.run([tool("meshfs"), "-f", "-o", "cache_dir=" + self.cache + "," + bad,
+                                    self.src, self.mnt], capture_output=True, text=True, timeout=30)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn("-o " + bad + ": not auto, on or off", p.stderr)
+                self.assertFalse(os.path.ismount(self.mnt))
 
     def test_open_handle_keeps_its_bytes_when_the_model_changes(self):
-        old = self.expected("grid.gmf")["grid.gmf"]
         model = os.path.join(self.src, "props", "grid.obj")
-        v = os.path.join(self.mnt, "props", "grid.gmf")
-        with Mount(self.src, self.mnt, self.cache, "passthrough") as m:
-            with open(v, "rb") as f:
+        with Mount(self.src, self.mnt, self.cache) as m:
+            old = read(self.v)
+            with open(self.v, "rb") as f:
                 head = f.read(4096)
                 save(model, grid_obj(20))
                 os.utime(model, ns=(os.stat(model).st_atime_ns, os.stat(model).st_mtime_ns + 10**9))
-                # the kernel binds one backing file to an inode while it is
-                # open, so the new bytes cannot be opened beside the old
+                # the kernel binds one backing file to an inode while a
+                # passthrough handle is open, and fails any other open of it
+                # (even one the daemon would serve), so the new bytes cannot be
+                # opened beside the old: the open says EBUSY, logged once
                 deadline = time.monotonic() + 5
                 with self.assertRaises(OSError) as cm:
                     while time.monotonic() < deadline:  # attributes may be cached a moment
-                        open(v, "rb").close()
+                        open(self.v, "rb").close()
                         time.sleep(0.1)
                 self.assertEqual(cm.exception.errno, errno.EBUSY)
-                self.assertEqual(head + f.read(), old)
-            new = read(v)  # the old handle closed: the new view opens
+                for _ in range(3):
+                    with self.assertRaises(OSError) as cm:
+                        open(self.v, "rb")
+                    self.assertEqual(cm.exception.errno, errno.EBUSY)
+                self.assertEqual(head + f.read(), old)  # the old handle keeps its bytes
+                f.seek(0)
+                with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+                    self.assertEqual(mm[:], old)
+            new = read(self.v)  # the old handle closed: the new view opens
             self.assertNotEqual(new, old)
-            self.assertEqual(len(new), os.stat(v).st_size)
-            self.assertEqual(m.stats()["read_requests"], 0)
-        with Mount(self.src, self.mnt, self.cache) as m:
-            self.assertEqual(read(v), new)
-
-    def test_without_cap_sys_admin_views_are_served_by_the_daemon(self):
-        exp = self.expected("grid.gmf")
-        env = dict(os.environ, MESHFS_TEST_NO_SYS_ADMIN="1")
-        with Mount(self.src, self.mnt, self.cache, "passthrough", env=env) as m:
-            v = os.path.join(self.mnt, "props", "grid.gmf")
-            for _ in range(2):
-                self.assertEqual(read(v), exp["grid.gmf"])
-            with open(v, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
-                self.assertEqual(mm[:], exp["grid.gmf"])
+            self.assertEqual(len(new), os.stat(self.v).st_size)
+            with open(self.v, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+                self.assertEqual(mm[:], new)
             s = m.stats()
-            self.assertEqual(s["passthrough_opens"], 0)
-            self.assertGreater(s["read_requests"], 0)
+            self.assertEqual(s["read_requests"], 0)
             log = m.output()
-            self.assertEqual(log.count("passthrough refused by the kernel"), 1, log)
-            self.assertIn("lacks CAP_SYS_ADMIN", log)
+            busy = [l for l in log.splitlines() if "cannot be opened while a handle" in l]
+            self.assertEqual(len(busy), 1, log)
+            self.assertIn("props/grid.gmf:", busy[0])
+            self.assertNotIn(self.src, busy[0])  # named relative to SRC
+        self.assertEqual(new, self.converted("grid.gmf")["grid.gmf"])
 
-    def test_without_the_option_the_daemon_serves(self):
+    def test_without_cap_sys_admin_the_daemon_serves(self):
+        # The daemon gives up CAP_SYS_ADMIN once mounted (a test hook: a root
+        # daemon without it cannot mount, because fusermount3 then lacks it
+        # too).  auto sees it at init and does not ask the kernel; on asks,
+        # and the kernel's refusal of the first backing file is what it logs.
+        exp = self.converted("grid.gmf")["grid.gmf"]
+        env = dict(os.environ, MESHFS_TEST_NO_SYS_ADMIN="1")
+        cases = (("log_level=info", "info: reads of views: through the daemon "
+                  "(passthrough needs CAP_SYS_ADMIN, which the daemon lacks)"),
+                 ("passthrough=on", "warning: reads of views: through the daemon "
+                  "(passthrough refused by the kernel: Operation not permitted: "
+                  "the daemon lacks CAP_SYS_ADMIN)"))
+        for opt, line in cases:
+            with self.subTest(opt=opt), Mount(self.src, self.mnt, self.cache, opt, env=env) as m:
+                for _ in range(2):
+                    self.assertEqual(read(self.v), exp)
+                with open(self.v, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+                    self.assertEqual(mm[:], exp)
+                subprocess.run(["cp", self.v, os.path.join(self.tmp, "c.gmf")], check=True)
+                self.assertEqual(read(os.path.join(self.tmp, "c.gmf")), exp)
+                s = m.stats()
+                self.assertEqual(s["passthrough_opens"], 0)
+                self.assertGreater(s["read_requests"], 0)
+                log = m.output()
+                self.assertEqual(log.count("reads of views:"), 1, log)
+                self.assertIn(line, log)
+
+    def test_trailer_form_entries_are_served_by_the_daemon(self):
+        # A cache on a file system without user xattrs keeps each record as
+        # a trailer; the kernel would read it as the view's last bytes, so
+        # such an entry is never passed through.
         with Mount(self.src, self.mnt, self.cache) as m:
-            read(os.path.join(self.mnt, "props", "tetra.gmf"))
+            exp = read(self.v)
+        entries = entry_files(self.cache)
+        path = next(p for p, b in entries.items() if b == exp)
+        to_trailer_form(path)
+        self.assertEqual(os.path.getsize(path), len(exp) + 56)
+        with Mount(self.src, self.mnt, self.cache, "log_level=info") as m:
+            cat = subprocess.run(["cat", self.v], capture_output=True)
+            self.assertEqual(cat.stdout, exp)
+            self.assertEqual(read(os.path.join(self.mnt, "props", "tetra.gmf")),
+                             read(os.path.join(self.mnt, "props", "tetra.gmf")))
             s = m.stats()
-            self.assertEqual(s["passthrough_opens"], 0)
             self.assertGreater(s["read_requests"], 0)
-            self.assertNotIn("passthrough", m.output())
+            self.assertEqual(s["passthrough_opens"], 2)  # tetra.gmf, twice
+            self.assertEqual(s["cache_corrupt_discarded"], 0)
+            self.assertIn("through the daemon for cache entries in the trailer form", m.output())
+
+    def test_cache_of_the_previous_layout_is_never_served(self):
+        with Mount(self.src, self.mnt, self.cache) as m:
+            exp = read(self.v)
+        # a version 1 tree, as an older meshfs left it, holding other bytes
+        # under the same names
+        for p, b in entry_files(self.cache).items():
+            old = p.replace(os.sep + "v2" + os.sep, os.sep + "v1" + os.sep)
+            os.makedirs(os.path.dirname(old), exist_ok=True)
+            with open(old, "wb") as f:
+                f.write(b"mfscache\x01\x00\x00\x00\x01\x00\x00\x00" + bytes(40) + b"stale")
+        shutil.rmtree(os.path.join(self.cache, "v2"))
+        with Mount(self.src, self.mnt, self.cache) as m:
+            self.assertFalse(os.path.exists(os.path.join(self.cache, "v1")))
+            self.assertEqual(read(self.v), exp)
+            self.assertEqual(m.stats()["conversions"], 1)
 
 
 if __name__ == "__main__":
