@@ -86,6 +86,12 @@ enum {
     /* Record stats in the index even when the file changed in the last 2 s
      * (the racy window, docs/cache.md).  Tests only. */
     MFS_CACHE_TRUST_FRESH_STAT = 1u << 0,
+    /* No size cap and none recorded in the stats file: a management tool's
+     * handle (meshfs-cache), which removes entries only when asked to. */
+    MFS_CACHE_NO_CAP = 1u << 1,
+    /* Write each entry's record as a trailer, as on a file system without
+     * user xattrs (docs/cache.md, "Entry format").  Tests only. */
+    MFS_CACHE_TRAILER_FORM = 1u << 2,
 };
 
 typedef struct mfs_cache_config {
@@ -120,9 +126,28 @@ typedef struct mfs_cache_stats {
     uint64_t index_hits;        /* content hashes answered by the stat index */
     uint64_t tmp_cleaned;       /* stale temporary files removed */
     uint64_t size;              /* estimated bytes of entries + manifests (evict.c) */
+    /* What a user asks about (docs/cache.md, "Statistics"), told by the
+     * resolver through mfs_cache_note: lookups above count files, these
+     * count views.  Persisted in the stats file (cache_admin.h). */
+    uint64_t view_hits;           /* views opened, served without converting */
+    uint64_t view_misses;         /* view requests that needed a conversion */
+    uint64_t conversions;         /* conversions run */
+    uint64_t conversion_failures; /* ... that failed */
 } mfs_cache_stats;
 
 void mfs_cache_get_stats(mfs_cache *c, mfs_cache_stats *out);
+
+typedef enum mfs_cache_event {
+    MFS_CACHE_VIEW_HIT,
+    MFS_CACHE_VIEW_MISS,
+    MFS_CACHE_CONVERSION,
+    MFS_CACHE_CONVERSION_FAILURE,
+} mfs_cache_event;
+
+/* Counts one event in the handle's statistics.  Every counter the stats
+ * file keeps is added to it within a few seconds, and at mfs_cache_close,
+ * so counts of every process sharing the directory add up (stats_file.c). */
+void mfs_cache_note(mfs_cache *c, mfs_cache_event ev);
 
 /* ---- entries ---------------------------------------------------------- */
 
@@ -140,10 +165,12 @@ typedef struct mfs_cache_failctx {
 } mfs_cache_failctx;
 
 /* A served entry.  fd is the caller's: pread(fd, buf, length, offset) reads
- * the payload, and stays valid even if the entry is evicted meanwhile. */
+ * the payload, and stays valid even if the entry is evicted meanwhile.
+ * The payload starts at offset 0; where the file ends at length too (its
+ * record in an xattr, docs/cache.md), fd can back a view in the kernel. */
 typedef struct mfs_cache_hit {
     int fd;          /* -1 for a negative entry */
-    uint64_t offset; /* payload position in fd */
+    uint64_t offset; /* payload position in fd: 0 (container version 2) */
     uint64_t length; /* payload bytes */
     char *reason;    /* negative entry: the failure text; else NULL */
     mfs_cache_failctx fail; /* negative entry: what it was recorded under

@@ -4,7 +4,7 @@
  *
  * The directory is trusted only once it is proven to be ours: a real
  * directory (not a symlink), owned by the user running meshfs, writable by
- * nobody else; the same for tmp/ and v1/.  Then every operation is relative
+ * nobody else; the same for tmp/ and v2/.  Then every operation is relative
  * to the descriptors opened here, without following links, so a root daemon
  * never writes or deletes anywhere another user chose (docs/security.md). */
 #include <dirent.h>
@@ -174,6 +174,8 @@ int mfs_cache_open(const mfs_cache_config *cfg, mfs_cache **out, mfs_err *err)
         return mfs_errf(err, "cache: out of memory");
     c->dirfd = c->lockfd = -1;
     c->max_size = cfg->max_size ? cfg->max_size : MFS_CACHE_DEFAULT_MAX_SIZE;
+    if (cfg->flags & MFS_CACHE_NO_CAP)
+        c->max_size = UINT64_MAX;
     c->tmp_max_age_s = cfg->tmp_max_age_s ? cfg->tmp_max_age_s : MFS_CACHE_DEFAULT_TMP_AGE;
     c->flags = cfg->flags;
     pthread_mutex_init(&c->mu, NULL);
@@ -194,9 +196,13 @@ int mfs_cache_open(const mfs_cache_config *cfg, mfs_cache **out, mfs_err *err)
     if (open_dirs(c, err) < 0 || mfs_index_open(c, err) < 0)
         goto fail;
     clean_tmp(c);
+    /* Version 1 entries (payload after a header) are never read; left, they
+     * would hold disk space outside the size cap (docs/cache.md). */
+    remove_tree(c->dirfd, MFS_CACHE_OLD_ENTRY_DIR, 2);
     /* The first scan both learns the size and applies a lowered cap. */
     if (mfs_cache_evict(c, err) < 0)
         goto fail;
+    mfs_cache_sfile_open(c);
     *out = c;
     return 0;
 fail:
@@ -208,6 +214,7 @@ void mfs_cache_close(mfs_cache *c)
 {
     if (!c)
         return;
+    mfs_cache_sfile_close(c); /* counters reach the stats file */
     mfs_index_close(c);
     if (c->lockfd >= 0)
         close(c->lockfd);

@@ -60,7 +60,8 @@ class Installed(unittest.TestCase):
     def test_files(self):
         for name, sub in [("meshfs", "bin"), ("meshfs-convert", "bin"), ("meshfs-inspect", "bin"),
                           ("meshfs-worker", "libexec"), ("meshfs.1", "share/man/man1"),
-                          ("meshfs-convert.1", "share/man/man1"), ("meshfs-inspect.1", "share/man/man1")]:
+                          ("meshfs-convert.1", "share/man/man1"), ("meshfs-inspect.1", "share/man/man1"),
+                          ("meshfs-cache", "bin"), ("meshfs-cache.1", "share/man/man1")]:
             path = os.path.join(self.prefix, sub, name)
             self.assertTrue(os.path.isfile(path), path)
             if sub != "share/man/man1":
@@ -70,7 +71,8 @@ class Installed(unittest.TestCase):
 
     def man_pages(self):
         d = os.path.join(self.prefix, "share", "man", "man1")
-        return [os.path.join(d, n) for n in ("meshfs.1", "meshfs-convert.1", "meshfs-inspect.1")]
+        return [os.path.join(d, n) for n in ("meshfs.1", "meshfs-convert.1", "meshfs-inspect.1",
+                                             "meshfs-cache.1")]
 
     def test_man_renders_without_warnings(self):
         for page in self.man_pages():
@@ -113,13 +115,23 @@ class Installed(unittest.TestCase):
             self.assertIn(default, re.sub(r"\s+", " ", man))
 
     def test_tool_man_pages_list_every_option(self):
-        for name in ("meshfs-convert", "meshfs-inspect"):
+        for name in ("meshfs-convert", "meshfs-inspect", "meshfs-cache"):
             help_text = sh([self.files[name], "--help"]).stdout
             opts = set(re.findall(r"(--[a-z][a-z-]+)", help_text))
             self.assertGreater(len(opts), 3, help_text)
             man = self.man_text(name + ".1")
             for o in opts:
                 self.assertIn(o, man, (name, o))
+
+    def test_cache_man_page_lists_every_command(self):
+        help_text = sh([self.files["meshfs-cache"], "--help"]).stdout
+        commands = re.findall(r"^  ([a-z]+)\b", help_text.split("Options:")[0], re.M)
+        self.assertGreaterEqual(len(commands), 4, help_text)
+        man = self.man_text("meshfs-cache.1")
+        readme = slurp(os.path.join(SOURCE, "README.md"))
+        for c in commands:
+            self.assertRegex(man, r"\n\s+" + c + r"\b", c)
+            self.assertIn(c, readme.split("meshfs-cache", 1)[1], c)
 
     def libdir(self):
         # the private libfuse an installed meshfs finds through its rpath
@@ -136,7 +148,7 @@ class Installed(unittest.TestCase):
         self.assertRegex(p.stdout, r"FUSE library version 3\.\d+")
         self.assertRegex(p.stdout, r"FUSE kernel interface version 7\.\d+")
         self.assertRegex(p.stdout, r"assimp version \d+\.\d+\.\d+")
-        self.assertIn("cache format version 1\n", p.stdout)
+        self.assertIn("cache format version 2\n", p.stdout)
 
     FSTAB_SCRIPT = r"""
 mount --bind "$PREFIX" /usr/local

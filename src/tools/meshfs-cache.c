@@ -1,0 +1,526 @@
+/* meshfs-cache: the view cache from the command line, as ccache -s/-M/-C
+ * are for ccache's (docs/cache.md, "Managing the cache"; meshfs-cache(1)).
+ *
+ * Each subcommand is one row of `commands` below: its name, its synopsis
+ * for --help, and a function given the arguments that follow it (global
+ * options already taken out).  Adding one is a row and a function.  The
+ * cache-layer work is in src/cache/ (cache_admin.h); this file parses,
+ * opens and prints. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "meshfs/batch.h"
+#include "meshfs/cache.h"
+#include "meshfs/cache_admin.h"
+#include "meshfs/json.h"
+#include "meshfs/optvalue.h"
+#include "meshfs/spawner.h"
+
+enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_CACHE = 3 };
+
+typedef struct tool {
+    const char *dir; /* --cache-dir; NULL: the mount's default */
+    int json;
+    char dirbuf[4096];
+} tool;
+
+typedef struct command {
+    const char *name;
+    const char *synopsis; /* --help's line, after the name */
+    const char *summary;
+    int (*run)(tool *t, int argc, char **argv); /* argv: what followed the name */
+} command;
+
+/* ---- shared by the subcommands ---------------------------------------- */
+
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("meshfs-cache: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(" (meshfs-cache --help)\n", stderr);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+/* Refuses to create or change anything in a folder meshfs did not make:
+ * a mistyped --cache-dir must not get tmp/, v1/ and a lock file, nor lose
+ * files to `clear`.  meshfs writes CACHEDIR.TAG naming itself (io.c). */
+static int is_meshfs_cache(const char *dir)
+{
+    char path[4200], buf[256];
+    snprintf(path, sizeof path, "%s/CACHEDIR.TAG", dir);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    return strncmp(buf, "Signature: 8a477f597d28d172789f06886806bc55", 43) == 0 &&
+           strstr(buf, "created by meshfs") != NULL;
+}
+
+static int open_cache(tool *t, mfs_cache **c)
+{
+    mfs_err err;
+    mfs_err_clear(&err);
+    if (!t->dir) {
+        if (mfs_cache_default_dir(t->dirbuf, sizeof t->dirbuf, &err) < 0) {
+            fprintf(stderr, "meshfs-cache: %s (give --cache-dir)\n", err.msg);
+            return EXIT_CACHE;
+        }
+        t->dir = t->dirbuf;
+    }
+    struct stat st;
+    if (stat(t->dir, &st) < 0) {
+        fprintf(stderr, "meshfs-cache: %s: no cache there (%s)\n", t->dir, strerror(errno));
+        return EXIT_CACHE;
+    }
+    if (!is_meshfs_cache(t->dir)) {
+        fprintf(stderr, "meshfs-cache: %s: not a meshfs cache (no CACHEDIR.TAG written by "
+                        "meshfs); not touching it\n", t->dir);
+        return EXIT_CACHE;
+    }
+    /* no cap: opening trims nothing, and the mounts' cap stays the one
+     * the stats file records */
+    mfs_cache_config cfg = {.dir = t->dir, .flags = MFS_CACHE_NO_CAP};
+    if (mfs_cache_open(&cfg, c, &err) < 0) {
+        fprintf(stderr, "meshfs-cache: %s\n", err.msg);
+        return EXIT_CACHE;
+    }
+    return 0;
+}
+
+static int cache_failed(mfs_cache *c, const mfs_err *err)
+{
+    fprintf(stderr, "meshfs-cache: %s\n", err->msg);
+    mfs_cache_close(c);
+    return EXIT_CACHE;
+}
+
+static int no_more_args(const char *cmd, int argc, char **argv)
+{
+    if (argc > 0)
+        return usage_error("%s: unexpected argument '%s'", cmd, argv[0]);
+    return 0;
+}
+
+static void size_text(uint64_t v, char *buf, unsigned n)
+{
+    mfs_optv_size_text(v, buf, n);
+}
+
+static int finish(void)
+{
+    return fflush(stdout) == 0 ? 0 : EXIT_CACHE;
+}
+
+/* ---- stats ------------------------------------------------------------- */
+
+static int cmd_stats(tool *t, int argc, char **argv)
+{
+    int rc = no_more_args("stats", argc, argv);
+    mfs_cache *c;
+    if (rc || (rc = open_cache(t, &c)))
+        return rc;
+    mfs_err err;
+    mfs_err_clear(&err);
+    mfs_cache_usage u;
+    mfs_cache_totals tot;
+    if (mfs_cache_usage_scan(c, &u, &err) < 0 || mfs_cache_totals_read(c, &tot, &err) < 0)
+        return cache_failed(c, &err);
+    if (t->json) {
+        fputs("{\"cache_dir\":", stdout);
+        mfs_json_str(stdout, t->dir);
+        printf(",\"entries\":%" PRIu64 ",\"manifests\":%" PRIu64 ",\"bytes\":%" PRIu64, u.entries,
+               u.manifests, u.bytes);
+        if (tot.cap)
+            printf(",\"cap\":%" PRIu64, tot.cap);
+        else
+            fputs(",\"cap\":null", stdout);
+        printf(",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"conversions\":%" PRIu64
+               ",\"failures\":%" PRIu64 ",\"evictions\":%" PRIu64
+               ",\"corrupt_discarded\":%" PRIu64,
+               tot.hits, tot.misses, tot.conversions, tot.failures, tot.evictions, tot.corrupt);
+        if (tot.updated)
+            printf(",\"updated\":%" PRId64 "}\n", tot.updated);
+        else
+            fputs(",\"updated\":null}\n", stdout);
+    } else {
+        char b[48] = "", cap[32], when[64] = "never";
+        if (u.bytes >= 1024) {
+            char h[32];
+            size_text(u.bytes, h, sizeof h);
+            snprintf(b, sizeof b, " (%s)", h);
+        }
+        if (tot.cap)
+            size_text(tot.cap, cap, sizeof cap);
+        else
+            snprintf(cap, sizeof cap, "none recorded");
+        if (tot.updated) {
+            time_t tt = (time_t)tot.updated;
+            struct tm tm;
+            strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime_r(&tt, &tm));
+        }
+        uint64_t asked = tot.hits + tot.misses;
+        printf("cache directory    %s\n"
+               "entries            %" PRIu64 "\n"
+               "manifests          %" PRIu64 "\n"
+               "bytes              %" PRIu64 "%s\n"
+               "cap                %s\n"
+               "hits               %" PRIu64 " (%.1f%%)\n"
+               "misses             %" PRIu64 "\n"
+               "conversions        %" PRIu64 "\n"
+               "failures           %" PRIu64 "\n"
+               "evictions          %" PRIu64 "\n"
+               "corrupt discarded  %" PRIu64 "\n"
+               "counters updated   %s\n",
+               t->dir, u.entries, u.manifests, u.bytes, b, cap, tot.hits,
+               asked ? 100.0 * (double)tot.hits / (double)asked : 0.0, tot.misses,
+               tot.conversions, tot.failures, tot.evictions, tot.corrupt, when);
+    }
+    mfs_cache_close(c);
+    return finish();
+}
+
+/* ---- trim SIZE --------------------------------------------------------- */
+
+static int cmd_trim(tool *t, int argc, char **argv)
+{
+    if (argc < 1)
+        return usage_error("trim: missing SIZE (e.g. meshfs-cache trim 500M)");
+    if (argc > 1)
+        return usage_error("%s: unexpected argument '%s'", "trim", argv[1]);
+    mfs_err err;
+    mfs_err_clear(&err);
+    uint64_t size;
+    if (mfs_optv_size("trim SIZE", argv[0], 0, UINT64_MAX, &size, &err) < 0) {
+        fprintf(stderr, "meshfs-cache: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    mfs_cache *c;
+    int rc = open_cache(t, &c);
+    if (rc)
+        return rc;
+    uint64_t removed;
+    mfs_cache_usage before, after;
+    if (mfs_cache_usage_scan(c, &before, &err) < 0 || mfs_cache_trim(c, size, &removed, &err) < 0 ||
+        mfs_cache_usage_scan(c, &after, &err) < 0)
+        return cache_failed(c, &err);
+    if (t->json) {
+        printf("{\"size\":%" PRIu64 ",\"removed\":%" PRIu64 ",\"bytes_before\":%" PRIu64
+               ",\"bytes\":%" PRIu64 ",\"entries\":%" PRIu64 ",\"manifests\":%" PRIu64 "}\n",
+               size, removed, before.bytes, after.bytes, after.entries, after.manifests);
+    } else {
+        char a[32], b[32];
+        size_text(before.bytes, a, sizeof a);
+        size_text(after.bytes, b, sizeof b);
+        printf("removed %" PRIu64 " files; %s before, %s now (%" PRIu64 " entries, %" PRIu64
+               " manifests)\n", removed, a, b, after.entries, after.manifests);
+    }
+    mfs_cache_close(c);
+    return finish();
+}
+
+/* ---- clear ------------------------------------------------------------- */
+
+static int cmd_clear(tool *t, int argc, char **argv)
+{
+    int rc = no_more_args("clear", argc, argv);
+    mfs_cache *c;
+    if (rc || (rc = open_cache(t, &c)))
+        return rc;
+    mfs_err err;
+    mfs_err_clear(&err);
+    uint64_t removed, freed;
+    if (mfs_cache_clear(c, &removed, &freed, &err) < 0)
+        return cache_failed(c, &err);
+    if (t->json) {
+        printf("{\"removed\":%" PRIu64 ",\"freed\":%" PRIu64 "}\n", removed, freed);
+    } else {
+        char f[32];
+        size_text(freed, f, sizeof f);
+        printf("removed %" PRIu64 " files (%s)\n", removed, f);
+    }
+    mfs_cache_close(c);
+    return finish();
+}
+
+/* ---- verify [--repair] ------------------------------------------------- */
+
+typedef struct bad_list {
+    tool *t;
+    int n;
+} bad_list;
+
+static void print_bad(void *ctx, const char *path, const char *why, int removed)
+{
+    bad_list *b = ctx;
+    char full[4200];
+    snprintf(full, sizeof full, "%s/%s", b->t->dir, path);
+    if (b->t->json) {
+        fputs(b->n++ ? "," : "", stdout);
+        fputs("{\"path\":", stdout);
+        mfs_json_str(stdout, full);
+        fputs(",\"error\":", stdout);
+        mfs_json_str(stdout, why);
+        printf(",\"removed\":%s}", removed ? "true" : "false");
+    } else {
+        printf("%s: %s%s\n", full, why, removed ? " (removed)" : "");
+    }
+}
+
+static int cmd_verify(tool *t, int argc, char **argv)
+{
+    int repair = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--repair"))
+            repair = 1;
+        else if (argv[i][0] == '-')
+            return usage_error("verify: unknown option '%s'", argv[i]);
+        else
+            return usage_error("verify: unexpected argument '%s'", argv[i]);
+    }
+    mfs_cache *c;
+    int rc = open_cache(t, &c);
+    if (rc)
+        return rc;
+    mfs_err err;
+    mfs_err_clear(&err);
+    mfs_cache_verify_result res;
+    bad_list b = {t, 0};
+    if (t->json)
+        fputs("{\"bad\":[", stdout);
+    if (mfs_cache_verify(c, repair, print_bad, &b, &res, &err) < 0) {
+        if (t->json)
+            fputs("]}\n", stdout);
+        return cache_failed(c, &err);
+    }
+    if (t->json)
+        printf("],\"checked\":%" PRIu64 ",\"bad_count\":%" PRIu64 ",\"removed\":%" PRIu64 "}\n",
+               res.checked, res.bad, res.removed);
+    else
+        printf("checked %" PRIu64 " files: %" PRIu64 " bad, %" PRIu64 " removed\n", res.checked,
+               res.bad, res.removed);
+    mfs_cache_close(c);
+    rc = finish();
+    return rc ? rc : res.bad ? EXIT_BAD : 0;
+}
+
+/* ---- the table ----------------------------------------------------------- */
+
+/* ---- warm (src/batch/warm.c) ------------------------------------------ */
+
+static int cmd_warm(tool *t, int argc, char **argv)
+{
+    mfs_batch_cfg cfg = {.cache_dir = t->dir, .no_cap = 1, .formats = MFS_FMT_DEFAULT};
+    mfs_options_default(&cfg.opts);
+    mfs_limits_default(&cfg.limits);
+    const char *src = NULL;
+    unsigned flags = 0;
+    unsigned jobs = 0;
+    int quiet = 0;
+    mfs_err err;
+    mfs_err_clear(&err);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = !strcmp(a, "--formats") || !strcmp(a, "-f") || !strcmp(a, "--jobs") ||
+                    !strcmp(a, "-j") || !strcmp(a, "--importer") || !strcmp(a, "--vrt-layout");
+        if (takes && !v)
+            return usage_error("warm: %s: missing value", a);
+        if (!strcmp(a, "--formats") || !strcmp(a, "-f")) {
+            if (mfs_format_parse_list(v, &cfg.formats, &err) < 0)
+                return usage_error("warm: --formats=%s: %s", v, err.msg);
+        } else if (!strcmp(a, "--jobs") || !strcmp(a, "-j")) {
+            if (mfs_optv_count("--jobs", v, 1, 64, &jobs, &err) < 0)
+                return usage_error("warm: %s", err.msg);
+        } else if (!strcmp(a, "--importer")) {
+            if (mfs_importer_parse(v, &cfg.opts.importer, &err) < 0)
+                return usage_error("warm: --importer: %s", err.msg);
+        } else if (!strcmp(a, "--vrt-layout")) {
+            if (mfs_options_set_vrt_layout(&cfg.opts, v, &err) < 0)
+                return usage_error("warm: --vrt-layout: %s", err.msg);
+        } else if (!strcmp(a, "--lowercase-names")) {
+            flags |= MFS_PLAN_LOWERCASE;
+        } else if (!strcmp(a, "--fmi-textures")) {
+            cfg.opts.fmi_textures = 1;
+        } else if (!strcmp(a, "--reverse-winding")) {
+            cfg.opts.reverse_winding = 1;
+        } else if (!strcmp(a, "--source-frame")) {
+            cfg.opts.source_frame = 1;
+        } else if (!strcmp(a, "--fmd-raw")) {
+            cfg.opts.fmd_raw = 1;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            quiet = 1;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("warm: unknown option '%s'", a);
+        } else if (src) {
+            return usage_error("warm: unexpected argument '%s' (one SRC folder)", a);
+        } else {
+            src = a;
+        }
+        i += takes;
+    }
+    if (!src)
+        return usage_error("warm: missing SRC (the folder a mount shows)");
+    /* the cache a mount would make if there is none (or an empty folder);
+     * never a folder meshfs did not make */
+    const char *dir = t->dir;
+    if (!dir && mfs_cache_default_dir(t->dirbuf, sizeof t->dirbuf, &err) == 0)
+        dir = t->dirbuf;
+    DIR *d = dir && !is_meshfs_cache(dir) ? opendir(dir) : NULL;
+    if (d) {
+        struct dirent *e;
+        int empty = 1;
+        while (empty && (e = readdir(d)))
+            empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+        closedir(d);
+        if (!empty) {
+            fprintf(stderr, "meshfs-cache: %s: not a meshfs cache (no CACHEDIR.TAG written by "
+                            "meshfs); not touching it\n", dir);
+            return EXIT_CACHE;
+        }
+    }
+    if (!mfs_model_extensions(&err)) {
+        fprintf(stderr, "meshfs-cache: %s\n", err.msg);
+        return EXIT_CACHE;
+    }
+    if (!jobs) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        jobs = n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
+    }
+    mfs_batch_run run;
+    FILE *progress = !quiet && !t->json && isatty(2) ? stderr : NULL;
+    if (mfs_batch_warm(&cfg, src, flags, (int)jobs, progress, quiet ? NULL : stderr, &run, &err) < 0) {
+        fprintf(stderr, "meshfs-cache: warm: %s\n", err.msg);
+        return EXIT_CACHE;
+    }
+    if (t->json) {
+        fputs("{\"src\":", stdout);
+        mfs_json_str(stdout, src);
+        printf(",\"converted\":%zu,\"up_to_date\":%zu,\"failed\":%zu}\n", run.converted,
+               run.up_to_date, run.failed);
+    } else {
+        printf("warm: %zu converted, %zu up to date, %zu failed\n", run.converted, run.up_to_date,
+               run.failed);
+    }
+    int rc = finish();
+    return rc ? rc : run.failed ? EXIT_BAD : 0;
+}
+
+static const command commands[] = {
+    {"stats", "", "entries, bytes, cap and the counters of every mount and run", cmd_stats},
+    {"trim", " SIZE", "remove least recently used entries until at most SIZE is held", cmd_trim},
+    {"clear", "", "remove every entry", cmd_clear},
+    {"verify", " [--repair]", "check every entry's checksum; --repair removes bad ones",
+     cmd_verify},
+    {"warm", " SRC [OPTS]",
+     "convert every model under SRC into the cache, so a mount of SRC is warm", cmd_warm},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+    fputs("usage: meshfs-cache [--cache-dir DIR] [--json] COMMAND [ARGS]\n"
+          "Manages the cache of converted views that meshfs mounts share.\n"
+          "Commands:\n",
+          f);
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "%s%s", commands[i].name, commands[i].synopsis);
+        fprintf(f, "  %-19s%s\n", head, commands[i].summary);
+    }
+    fputs("Options:\n"
+          "  --cache-dir DIR    the cache (default: as meshfs, ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs,\n"
+          "                     /var/cache/meshfs for root)\n"
+          "  --json             one JSON object on stdout (default: text)\n"
+          "  --help             this text\n"
+          "  --version          print the version\n"
+          "warm OPTS, as the mount's options of the same name (use the mount's, or the\n"
+          "views are keyed differently and the mount converts them again):\n"
+          "  -f, --formats LIST  views to make (default: all, as the mount)\n"
+          "  -j, --jobs N        parallel conversions, 1 to 64 (default: number of CPUs)\n"
+          "  --lowercase-names --fmi-textures --reverse-winding --source-frame --fmd-raw\n"
+          "  --vrt-layout LAYOUT --importer NAME\n"
+          "  -q, --quiet         no progress line, no naming warnings\n"
+          "SIZE: a number with an optional K, M, G or T suffix (powers of 1024), e.g. 500M.\n"
+          "Exit status: 0 done, 1 verify found bad entries (warm: a model failed), 2 usage,\n"
+          "3 the cache could not be used.\n",
+          f);
+}
+
+int main(int argc, char **argv)
+{
+    tool t = {0};
+    const command *cmd = NULL;
+    /* global options anywhere; the rest, in order, is the command's */
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0, options = 1;
+    if (!rest)
+        return EXIT_CACHE;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!options || a[0] != '-' || a[1] == '\0') {
+            if (!cmd) {
+                for (size_t k = 0; k < NCOMMANDS && !cmd; k++)
+                    if (!strcmp(a, commands[k].name))
+                        cmd = &commands[k];
+                if (!cmd) {
+                    fprintf(stderr, "meshfs-cache: unknown command '%s' (commands:", a);
+                    for (size_t k = 0; k < NCOMMANDS; k++)
+                        fprintf(stderr, " %s", commands[k].name);
+                    fputs(")\n", stderr);
+                    free(rest);
+                    return EXIT_USAGE;
+                }
+            } else {
+                rest[nrest++] = argv[i];
+            }
+        } else if (!strcmp(a, "--")) {
+            options = 0;
+        } else if (!strcmp(a, "--cache-dir") || !strncmp(a, "--cache-dir=", 12)) {
+            const char *v = a[11] == '=' ? a + 12 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || !v[0]) {
+                free(rest);
+                return usage_error("--cache-dir: missing DIR");
+            }
+            t.dir = v;
+        } else if (!strcmp(a, "--json")) {
+            t.json = 1;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            free(rest);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("meshfs-cache %s\n", MESHFS_VERSION);
+            free(rest);
+            return 0;
+        } else if (cmd) {
+            rest[nrest++] = argv[i]; /* the command's own option */
+        } else {
+            free(rest);
+            return usage_error("unknown option '%s'", a);
+        }
+    }
+    if (!cmd) {
+        usage(stderr);
+        free(rest);
+        return EXIT_USAGE;
+    }
+    int rc = cmd->run(&t, nrest, rest);
+    free(rest);
+    return rc;
+}
