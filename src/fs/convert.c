@@ -15,189 +15,106 @@
 
 #include "coherence.h"
 #include "fs.h"
+#include "prefetch.h"
+#include "meshfs/convstore.h"
+#include "meshfs/keyopts.h"
 
-/* Whether this mount's imports compute tangents: when it shows .gmf, the one
- * view that stores them, and then in every run (mfs_fs_convert).  Not only
- * the manifest's business: tangents keep apart vertices the import would
- * otherwise join (docs/import.md, "Tangents"), so every view's bytes depend
- * on it, and so every view's key. */
-static int computes_tangents(const mfs_fs *fs)
-{
-    return (fs->cfg.formats & (1u << MFS_FMT_GMF)) != 0;
-}
-
+/* The option text in keys: the recipe shared with meshfs-convert
+ * (include/meshfs/keyopts.h), over this mount's formats. */
 void mfs_fs_format_options(const mfs_fs *fs, int format, const char *fmi_model, char *buf, size_t n)
 {
-    mfs_options o = fs->cfg.opts;
-    o.model_path = fmi_model;
-    size_t len = mfs_options_key(&o, mfs_format_get((mfs_format)format)->options, buf, n);
-    /* which importer read the model decides every view's bytes */
-    if (o.importer != MFS_IMPORTER_AUTO && len < n)
-        len += (size_t)snprintf(buf + len, n - len, "importer=%s;", mfs_importer_name(o.importer));
-    if (computes_tangents(fs) && len < n)
-        snprintf(buf + len, n - len, "tangents;");
-}
-
-/* Whether this mount's conversions decode textures: for the .tex view, or
- * for the package that carries it (MFS_FMT_LGEPKG_BIT, the bit above the
- * writers' mask).  A mount decides it once, for every conversion (see
- * mfs_fs_convert), because the files a conversion reads are the manifest's
- * inputs: a manifest must not list the texture after one run and not after
- * the next. */
-static int reads_textures(const mfs_fs *fs)
-{
-    return (fs->cfg.formats & ((1u << MFS_FMT_TEX) | ~MFS_FMT_ALL)) != 0;
+    mfs_keyopts_format(&fs->cfg.opts, fs->cfg.formats, format, fmi_model, buf, n);
 }
 
 void mfs_fs_import_options(const mfs_fs *fs, char *buf, size_t n)
 {
-    size_t len = mfs_options_key(&fs->cfg.opts, MFS_OPT_SOURCE_FRAME, buf, n);
-    if (reads_textures(fs) && len < n)
-        len += (size_t)snprintf(buf + len, n - len, "textures;");
-    if (fs->cfg.opts.importer != MFS_IMPORTER_AUTO && len < n)
-        len += (size_t)snprintf(buf + len, n - len, "importer=%s;", mfs_importer_name(fs->cfg.opts.importer));
-    if (computes_tangents(fs) && len < n)
-        snprintf(buf + len, n - len, "tangents;");
+    mfs_keyopts_import(&fs->cfg.opts, fs->cfg.formats, buf, n);
 }
 
-static void job_slot_take(mfs_fs *fs)
+/* A slot of convert_jobs.  A prefetch (prefetch.h) lets requests someone
+ * waits for go first, but for 10 s at most: a reader may be waiting for the
+ * very model it holds (the single flight), unseen from here.  At unmount a
+ * prefetch not started gives up (-1). */
+static int job_slot_take(mfs_fs *fs)
 {
+    int bg = mfs_prefetch_on_this_thread();
+    struct timespec yield_until;
+    clock_gettime(CLOCK_REALTIME, &yield_until);
+    yield_until.tv_sec += 10;
+    int yielding = bg;
     pthread_mutex_lock(&fs->job_lock);
-    while (fs->jobs_running >= fs->cfg.convert_jobs)
-        pthread_cond_wait(&fs->job_cond, &fs->job_lock);
-    fs->jobs_running++;
+    fs->jobs_fg_waiting += !bg;
+    while (!(bg && mfs_prefetch_stopping(fs)) &&
+           (fs->jobs_running >= fs->cfg.convert_jobs || (yielding && fs->jobs_fg_waiting))) {
+        if (!yielding)
+            pthread_cond_wait(&fs->job_cond, &fs->job_lock);
+        else if (pthread_cond_timedwait(&fs->job_cond, &fs->job_lock, &yield_until) == ETIMEDOUT)
+            yielding = 0;
+    }
+    fs->jobs_fg_waiting -= !bg;
+    int rc = bg && mfs_prefetch_stopping(fs) ? -1 : 0;
+    fs->jobs_running += rc == 0;
     pthread_mutex_unlock(&fs->job_lock);
+    if (rc == 0 && bg)
+        atomic_fetch_add(&fs->stats.prefetched, 1);
+    return rc;
 }
 
 static void job_slot_give(mfs_fs *fs)
 {
     pthread_mutex_lock(&fs->job_lock);
     fs->jobs_running--;
-    pthread_cond_signal(&fs->job_cond);
+    pthread_cond_broadcast(&fs->job_cond); /* prefetches and requests wait alike */
     pthread_mutex_unlock(&fs->job_lock);
 }
 
-/* Streams one output file into a cache entry. */
-static int file_output(mfs_fs *fs, const char *path, const mfs_cache_key *k, uint64_t size,
-                       mfs_cache_hit *hit, mfs_err *err)
+#ifdef MESHFS_TEST_HOOKS
+/* Test builds only (tests/integration/test_listing.py): with
+ * MESHFS_TEST_CONVERT_HOLD=SUBSTR:FILE, a conversion of a model whose path
+ * contains SUBSTR holds its slot, counted as running, until FILE exists (at
+ * most 120 s): a conversion that lasts exactly as long as a test needs, so
+ * tests assert the order of events, not their durations. */
+static void test_hold(const char *relpath)
 {
-    /* named by its format: the path is the cache's business */
-    const char *fmt = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return mfs_errf(err, "worker output .%s: %s", fmt, strerror(errno));
-    mfs_cache_writer *w;
-    if (mfs_cache_writer_begin(fs->cache, k, &w, err) < 0) {
-        close(fd);
-        return -1;
-    }
-    static const size_t chunk = 1 << 20;
-    char *buf = malloc(chunk);
-    uint64_t total = 0;
-    int rc = buf ? 0 : mfs_errf(err, "out of memory");
-    while (rc == 0) {
-        ssize_t r = read(fd, buf, chunk);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            rc = mfs_errf(err, "worker output .%s: %s", fmt, strerror(errno));
-            break;
-        }
-        if (r == 0)
-            break;
-        total += (uint64_t)r;
-        rc = mfs_cache_writer_write(w, buf, (size_t)r, err);
-    }
-    free(buf);
-    close(fd);
-    if (rc == 0 && total != size)
-        rc = mfs_errf(err, "worker output .%s: %llu bytes, report says %llu", fmt,
-                      (unsigned long long)total, (unsigned long long)size);
-    if (rc < 0) {
-        mfs_cache_writer_abort(w);
-        return -1;
-    }
-    /* the hit: served from a pin if the cache evicts it at once (pins.c) */
-    return mfs_cache_writer_commit(w, hit, err);
+    const char *v = getenv("MESHFS_TEST_CONVERT_HOLD");
+    const char *colon = v ? strchr(v, ':') : NULL;
+    char sub[256];
+    if (!colon || colon == v || (size_t)(colon - v) >= sizeof sub)
+        return;
+    snprintf(sub, sizeof sub, "%.*s", (int)(colon - v), v);
+    if (!strstr(relpath, sub))
+        return;
+    for (int i = 0; i < 6000 && access(colon + 1, F_OK) != 0; i++)
+        usleep(20000);
+}
+#endif
+
+/* The mount's side of filing a run (include/meshfs/convstore.h). */
+static int cs_hash(void *ctx, const char *relpath, struct stat *st, uint8_t hash[16], mfs_err *err)
+{
+    return mfs_beneath_hash(ctx, relpath, st, hash, err) < 0 ? -1 : 0;
 }
 
-static int file_results(mfs_fs *fs, const char *relpath, const char *tmp, const char *fmi_model,
-                        unsigned formats, const mfs_report *rep, const mfs_dep *deps,
-                        uint32_t ndeps, mfs_cache_manifest *man, mfs_cache_hit *hits,
-                        int *machine, mfs_err *err)
+static void cs_failctx(void *ctx, const mfs_dep *deps, uint32_t ndeps, mfs_cache_failctx *out)
 {
-    man->views = calloc(MFS_FMT_COUNT, sizeof *man->views);
-    if (!man->views)
-        return mfs_errf(err, "out of memory");
-    for (int f = 0; f < MFS_FMT_COUNT; f++) {
-        if (!(formats & (1u << f)))
-            continue;
-        const char *name = mfs_format_get((mfs_format)f)->name;
-        mfs_cache_view *v = &man->views[man->nviews];
-        if (mfs_views_key(fs->views, deps, ndeps, f, fmi_model, &v->key, err) < 0)
-            return -1;
-        v->format = strdup(name);
-        if (!v->format)
-            return mfs_errf(err, "out of memory");
-        man->nviews++;
-        char out[4200];
-        snprintf(out, sizeof out, "%s/%s", tmp, name);
-        const char *reason = !rep->ok ? rep->error : !rep->fmt[f].ok ? rep->fmt[f].error : NULL;
-        int transient = !rep->ok ? rep->transient : rep->fmt[f].transient;
-        if (!reason && rep->fmt[f].note[0])
-            mfs_fs_log(fs, "%s: %s", relpath, rep->fmt[f].note);
-        if (!reason) {
-            mfs_err ferr;
-            mfs_err_clear(&ferr);
-            if (file_output(fs, out, &v->key, rep->fmt[f].size, &hits[man->nviews - 1], &ferr) < 0) {
-                /* e.g. ENOSPC: this access fails with the reason and no
-                 * partial entry; nothing negative is stored, because the
-                 * cache's trouble says nothing about the model and the next
-                 * access should try again. */
-                mfs_fs_log(fs, "cache: %s", ferr.msg);
-                if (!*machine)
-                    mfs_errf(err, "cache: %s", ferr.msg);
-                *machine = 1;
-            }
-        } else if (transient) {
-            /* the worker could not write its output (disk full...): the
-             * model is not at fault, so this access fails and the next one
-             * tries again */
-            mfs_fs_log(fs, "%s: %s", relpath, reason);
-            if (!*machine)
-                mfs_errf(err, "%s", reason);
-            *machine = 1;
-        } else {
-            /* kept as users will read it: the cache may be shared by
-             * mounts of other folders */
-            char shown[MFS_ERR_MAX];
-            mfs_fs_errtext(fs, reason[0] ? reason : "conversion failed", shown, sizeof shown);
-            /* with the limits it ran under and its inputs' mtime (failure.c) */
-            mfs_cache_failctx ctx;
-            mfs_failure_ctx(fs, deps, ndeps, &ctx);
-            if (mfs_cache_store_failure(fs->cache, &v->key, shown, &ctx, err) < 0) {
-                mfs_fs_log(fs, "cache: %s", err->msg);
-                *machine = 1;
-            }
-        }
-        unlink(out);
-    }
-    return 0;
+    mfs_failure_ctx(ctx, deps, ndeps, out); /* failure.c */
 }
 
-static int copy_deps(mfs_cache_manifest *man, const mfs_dep *d, uint32_t n)
+static void cs_errtext(void *ctx, const char *in, char *out, size_t n)
 {
-    man->deps = calloc(n ? n : 1, sizeof *man->deps);
-    if (!man->deps)
-        return -1;
-    for (uint32_t i = 0; i < n; i++) {
-        man->deps[i] = d[i];
-        man->deps[i].path = strdup(d[i].path);
-        if (!man->deps[i].path)
-            return -1;
-        man->ndeps++;
-    }
-    return 0;
+    mfs_fs_errtext(ctx, in, out, n);
+}
+
+static void cs_log(void *ctx, const char *msg)
+{
+    /* the cache failing is meshfs's trouble, not the model's; a model
+     * without a texture is no trouble at all (a white .tex is its view) */
+    mfs_log_level level = MFS_LOG_WARNING;
+    if (!strncmp(msg, "cache: ", 7))
+        level = MFS_LOG_ERROR;
+    else if (strstr(msg, ": the model names no diffuse texture"))
+        level = MFS_LOG_INFO;
+    mfs_fs_log_at(ctx, level, "%s", msg);
 }
 
 int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsigned formats,
@@ -216,24 +133,27 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     if (!made)
         return mfs_errf(err, "cannot make a worker directory in the cache: %s", strerror(errno));
     /* With textures on, every run makes .tex too (cheap next to the import),
-     * so every run reads the same files: see reads_textures. */
-    if (reads_textures(fs))
-        formats |= 1u << MFS_FMT_TEX;
-    /* Likewise .gmf, so every run computes tangents (job.c), and a run for
-     * one missing view cuts it from the same import as the others. */
-    if (computes_tangents(fs))
-        formats |= 1u << MFS_FMT_GMF;
+     * so every run reads the same files; likewise .gmf, so every run
+     * computes tangents (job.c), and a run for one missing view cuts it
+     * from the same import as the others (meshfs/keyopts.h). */
+    formats = mfs_keyopts_run_formats(fs->cfg.formats, formats);
     mfs_job job = {.root = fs->cfg.src, .model = relpath, .formats = formats,
                    .opts = fs->cfg.opts, .outdir = tmp, .limits = fs->cfg.limits};
     job.opts.model_path = fmi_model;
     mfs_report rep;
-    job_slot_take(fs);
+    if (job_slot_take(fs) < 0) {
+        rmdir(tmp);
+        return mfs_errf(err, "not converted: the mount is going away");
+    }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     uint_least64_t running = atomic_fetch_add(&fs->stats.conversions_running, 1) + 1;
     uint_least64_t peak = atomic_load(&fs->stats.conversions_peak);
     while (running > peak && !atomic_compare_exchange_weak(&fs->stats.conversions_peak, &peak, running))
         ;
+#ifdef MESHFS_TEST_HOOKS
+    test_hold(relpath);
+#endif
     int rc = mfs_spawner_convert(fs->spawner, &job, &rep, err);
     atomic_fetch_sub(&fs->stats.conversions_running, 1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -248,51 +168,21 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
         atomic_fetch_add(&fs->stats.conversion_failures, 1);
         mfs_fs_log(fs, "%s: conversion failed: %s", relpath, rep.error);
     } else {
-        mfs_fs_log(fs, "%s: converted in %.2f s", relpath, secs);
+        mfs_fs_log_at(fs, MFS_LOG_INFO, "%s: converted in %.2f s", relpath, secs);
     }
-    /* The worker could not open the model's own path (before reading
-     * anything, or on one of assimp's later opens of it): it was renamed or
-     * removed, or a folder on it was swapped for a link, since the daemon
-     * hashed it.  Nothing about the model's bytes, so not remembered
-     * against them: the next access tries again.  (A worker that died
-     * never names the model.) */
-    if (!rep.ok && rep.deps.model_unopened)
-        rep.transient = 1;
-    /* Inputs for the keys: what the worker read; if it died before saying,
-     * the model file alone (hashed here), so a crash is keyed to its bytes. */
-    mfs_dep self = {0};
-    const mfs_dep *deps = rep.deps.v;
-    uint32_t ndeps = rep.deps.n;
-    if (ndeps && strcmp(deps[0].path, relpath) != 0)
-        ndeps = 0; /* the model must come first: not trusting an odd report */
-    if (ndeps == 0) {
-        struct stat st;
-        self.path = (char *)relpath;
-        if (mfs_beneath_hash(fs, relpath, &st, self.hash, err) < 0) {
-            mfs_report_free(&rep);
-            rmdir(tmp);
-            return -1;
-        }
-        self.size = (uint64_t)st.st_size;
-        deps = &self;
-        ndeps = 1;
-    }
+    if (rep.route[0])
+        mfs_fs_log_at(fs, MFS_LOG_DEBUG, "%s: importer: %s", relpath, rep.route);
+    mfs_convstore cs = {.ctx = fs, .cache = fs->cache, .views = fs->views, .hash_model = cs_hash,
+                        .failctx = cs_failctx, .errtext = cs_errtext, .log = cs_log};
     mfs_cache_hit hits[MFS_FMT_COUNT];
-    for (int f = 0; f < MFS_FMT_COUNT; f++)
-        hits[f] = (mfs_cache_hit){.fd = -1};
-    int machine = 0; /* a view failed for the machine's sake: err says the first */
-    rc = file_results(fs, relpath, tmp, fmi_model, formats, &rep, deps, ndeps, man, hits,
-                      &machine, err);
-    if (rc == 0 && copy_deps(man, deps, ndeps) < 0)
-        rc = mfs_errf(err, "out of memory");
-    if (rc == 0) {
-        mfs_cache_key mk;
-        if (mfs_views_manifest_key(fs->views, relpath, deps[0].size, deps[0].hash, &mk, err) < 0 ||
-            mfs_cache_manifest_store(fs->cache, &mk, man, err) < 0)
-            machine = 1;
+    rc = mfs_convstore_file(&cs, relpath, tmp, fmi_model, formats, &rep, man, hits, err);
+    if (rc < 0) {
+        mfs_report_free(&rep);
+        rmdir(tmp);
+        return -1;
     }
     mfs_pins_keep(fs, relpath, man, hits); /* what the cache could not hold */
     mfs_report_free(&rep);
     rmdir(tmp);
-    return rc < 0 ? -1 : machine;
+    return rc;
 }

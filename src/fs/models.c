@@ -153,6 +153,7 @@ int mfs_fs_views_open(mfs_fs *fs)
         .import_options = host_import_options,
         .convert = host_convert,
         .log = host_log,
+        .memo_size = fs->cfg.memo_size,
     };
     fs->views = mfs_views_new(&h);
     return fs->views ? 0 : -ENOMEM;
