@@ -14,6 +14,9 @@ typedef struct mfs_job {
     unsigned formats;        /* mask of mfs_format bits */
     mfs_options opts;
     const char *outdir;      /* existing private directory; outputs go to outdir/<fmt> */
+    const int *out_fd;       /* NULL, or (a fork server's child, whose sandbox
+                                can create no file) out_fd[f] is the open, empty
+                                file format f is written to instead */
     mfs_limits limits;
 } mfs_job;
 

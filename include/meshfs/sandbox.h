@@ -61,7 +61,10 @@ void mfs_nofile_raise(void);
 
 typedef struct mfs_sandbox_cfg {
     const char *root;   /* SRC: the only tree it may read */
-    const char *outdir; /* the parent's private output directory */
+    const char *outdir; /* the parent's private output directory; NULL: none
+                           (a fork server's child writes only to files it is
+                           handed open, so Landlock lets it create nothing
+                           and the working directory is root) */
     int drop;           /* switch to uid/gid (required when running as root) */
     uid_t uid;
     gid_t gid;

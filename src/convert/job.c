@@ -59,7 +59,8 @@ static void write_one(const mfs_job *job, const mfs_scene *s, mfs_prepared *prep
     mfs_err err;
     mfs_err_clear(&err);
     snprintf(path, sizeof path, "%s/%s", job->outdir, fi->name);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = job->out_fd ? fcntl(job->out_fd[fi->id], F_DUPFD_CLOEXEC, 0)
+                         : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         snprintf(res->error, sizeof res->error, "%s: cannot create output: %s", fi->name, strerror(errno));
         res->transient = 1;
@@ -97,8 +98,8 @@ static void write_one(const mfs_job *job, const mfs_scene *s, mfs_prepared *prep
         res->ok = 1;
         res->size = total;
     }
-    if (!res->ok)
-        unlink(path);
+    if (!res->ok && !job->out_fd)
+        unlink(path); /* an out_fd's file is the parent's to remove */
 }
 
 /* Writers are pure functions of a const scene, so they run side by side:
@@ -162,7 +163,9 @@ int mfs_job_run(const mfs_job *job, mfs_report *rep)
     mfs_scene *s = NULL;
     mfs_err err;
     mfs_err_clear(&err);
-    if (mfs_import(job->root, job->model, &io, &s, &rep->deps, &err) < 0) {
+    int imported = mfs_import(job->root, job->model, &io, &s, &rep->deps, &err);
+    snprintf(rep->route, sizeof rep->route, "%s", mfs_import_route());
+    if (imported < 0) {
         /* assimp turns an allocation refused by RLIMIT_AS into a plain
          * std::bad_alloc; say what it means */
         if (strstr(err.msg, "bad_alloc") || strstr(err.msg, "out of memory"))

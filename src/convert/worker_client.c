@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <dirent.h>
 #include <sys/pidfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -235,6 +236,25 @@ static int read_report(int fd, double deadline, uint8_t **buf, size_t *len)
     }
 }
 
+/* The report a server's child wrote into fd (a memfd), the child being
+ * gone.  1, or -1 if it outgrew its cap. */
+static int read_memfd_report(int fd, uint8_t **buf, size_t *len)
+{
+    struct stat st;
+    *buf = NULL;
+    *len = 0;
+    if (fstat(fd, &st) < 0 || st.st_size < 0)
+        return 1; /* as if empty: the death explains it */
+    if ((uint64_t)st.st_size > MFS_PROTO_MAX)
+        return -1;
+    *buf = malloc((size_t)st.st_size + 1);
+    if (!*buf)
+        return -1;
+    ssize_t n = pread(fd, *buf, (size_t)st.st_size, 0);
+    *len = n > 0 ? (size_t)n : 0;
+    return 1;
+}
+
 /* Waits for pid until the deadline, then kills it.  Returns the wait
  * status; *timed_out tells whether we killed it, *cpu_s the CPU time it used. */
 static int reap(pid_t pid, double deadline, int *timed_out, double *cpu_s)
@@ -402,17 +422,26 @@ static int srv_start_locked(mfs_spawner *sp)
 
 
 /* Sends one request; 0 or -1 (the server is gone). */
-static int srv_send_locked(mfs_spawner *sp, char **argv, int report_w, int reply)
+static int srv_send_locked(mfs_spawner *sp, char **argv, int report_w, int reply,
+                           const int *out, int nout)
 {
     static const size_t max = MFS_FS_MSG_MAX;
-    char *buf = malloc(max);
+    /* sized to the request (a few hundred bytes), not to max: a 64 KiB
+     * block per conversion grew and trimmed the heap each time */
+    size_t need = sizeof(mfs_fs_request);
+    for (int i = 0; argv[i]; i++)
+        need += strlen(argv[i]) + 1;
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "MESHFS_", 7) == 0)
+            need += strlen(*e) + 1;
+    char *buf = malloc(need < max ? need : max);
     if (!buf)
         return -1;
     mfs_fs_request rq = {MFS_FS_MAGIC, 0};
     size_t n = sizeof rq;
     for (int i = 0; argv[i]; i++, rq.argc++) {
         size_t l = strlen(argv[i]) + 1;
-        if (n + l > max) {
+        if (n + l > max || n + l > need) {
             free(buf);
             return -1;
         }
@@ -423,13 +452,19 @@ static int srv_send_locked(mfs_spawner *sp, char **argv, int report_w, int reply
      * environment as it is now */
     for (char **e = environ; *e; e++) {
         size_t l = strlen(*e) + 1;
-        if (strncmp(*e, "MESHFS_", 7) != 0 || n + l > max)
+        if (strncmp(*e, "MESHFS_", 7) != 0 || n + l > max || n + l > need)
             continue;
         memcpy(buf + n, *e, l);
         n += l;
     }
     memcpy(buf, &rq, sizeof rq);
-    int fds[2] = {report_w, reply};
+    int fds[MFS_FS_MAX_FDS] = {report_w, reply};
+    if (nout > MFS_FS_MAX_FDS - 2) {
+        free(buf);
+        return -1;
+    }
+    memcpy(fds + 2, out, nout * sizeof(int));
+    size_t fdlen = (2 + (size_t)nout) * sizeof(int);
     union {
         char b[CMSG_SPACE(sizeof fds)];
         struct cmsghdr align;
@@ -437,12 +472,12 @@ static int srv_send_locked(mfs_spawner *sp, char **argv, int report_w, int reply
     memset(&u, 0, sizeof u);
     struct iovec iov = {buf, n};
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
-                        .msg_controllen = sizeof u.b};
+                        .msg_controllen = CMSG_SPACE(fdlen)};
     struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof fds);
-    memcpy(CMSG_DATA(c), fds, sizeof fds);
+    c->cmsg_len = CMSG_LEN(fdlen);
+    memcpy(CMSG_DATA(c), fds, fdlen);
     ssize_t w;
     while ((w = sendmsg(sp->srv_sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
         ;
@@ -501,7 +536,8 @@ typedef struct srv_child {
 
 /* Starts job's worker in the server.  0, or -1 when there is no server to
  * ask (the caller spawns directly). */
-static int srv_spawn(mfs_spawner *sp, char **argv, int report_w, srv_child *ch)
+static int srv_spawn(mfs_spawner *sp, char **argv, int report_w, const int *out, int nout,
+                     srv_child *ch)
 {
     int s[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s) < 0)
@@ -513,7 +549,7 @@ static int srv_spawn(mfs_spawner *sp, char **argv, int report_w, srv_child *ch)
     for (int attempt = 0; attempt < 2 && sent < 0; attempt++) {
         if (srv_start_locked(sp) < 0)
             break;
-        sent = srv_send_locked(sp, argv, report_w, s[1]);
+        sent = srv_send_locked(sp, argv, report_w, s[1], out, nout);
         if (sent < 0)
             srv_stop_locked(sp);
     }
@@ -657,6 +693,77 @@ static void claim_outputs(const mfs_job *job, mfs_report *rep, int drop, uid_t u
     close(dfd);
 }
 
+/* Whether a conversion should try the fork server (a hint: srv_spawn
+ * decides). */
+static int srv_wanted(mfs_spawner *sp)
+{
+    const char *off = getenv("MESHFS_FORK_SERVER");
+    if (off && !strcmp(off, "0"))
+        return 0;
+    pthread_mutex_lock(&sp->srv_mu);
+    int ok = sp->srv_failures < 3;
+    pthread_mutex_unlock(&sp->srv_mu);
+    return ok;
+}
+
+/* The fork server's child creates no file (its Landlock ruleset grants
+ * none): its outputs are made here, empty, at outdir/<fmt>, and handed to
+ * it open, in format order.  0, or -1 with nothing left behind. */
+static int create_outputs(const mfs_job *job, int *dfd, int *out, int *nout)
+{
+    *nout = 0;
+    *dfd = open(job->outdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (*dfd < 0)
+        return -1;
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        if (!(job->formats & (1u << f)))
+            continue;
+        const char *name = mfs_format_get((mfs_format)f)->name;
+        int fd = openat(*dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            for (int g = f - 1, k = *nout - 1; g >= 0; g--)
+                if (job->formats & (1u << g)) {
+                    unlinkat(*dfd, mfs_format_get((mfs_format)g)->name, 0);
+                    close(out[k--]);
+                }
+            close(*dfd);
+            *dfd = -1;
+            *nout = 0;
+            return -1;
+        }
+        out[(*nout)++] = fd;
+    }
+    return 0;
+}
+
+/* claim_outputs for files made by create_outputs: a format the report
+ * vouches for keeps its file if it is still the one made here (a regular
+ * file with one link); every other file goes. */
+static void claim_fd_outputs(const mfs_job *job, mfs_report *rep, int dfd, const int *out)
+{
+    for (int f = 0, k = 0; f < MFS_FMT_COUNT; f++) {
+        if (!(job->formats & (1u << f)))
+            continue;
+        const char *name = mfs_format_get((mfs_format)f)->name;
+        int fd = out[k++];
+        int vouched = rep->ok && rep->fmt[f].ok;
+        struct stat a, b;
+        int good = vouched && fstat(fd, &a) == 0 &&
+                   fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
+                   a.st_ino == b.st_ino && S_ISREG(b.st_mode) && b.st_nlink == 1;
+        close(fd);
+        if (good)
+            continue;
+        unlinkat(dfd, name, 0);
+        if (vouched) {
+            rep->fmt[f].ok = 0;
+            snprintf(rep->fmt[f].error, sizeof rep->fmt[f].error,
+                     "%s: the worker's output is not the file it was given", name);
+        }
+    }
+    close(dfd);
+}
+
 int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mfs_err *err)
 {
     memset(rep, 0, sizeof *rep);
@@ -666,14 +773,30 @@ int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mf
     gid_t gid = 0;
     int drop = mfs_worker_user_get(&uid, &gid);
     build_argv(&a, sp->path, job, formats, sizeof formats, drop, uid, gid);
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return mfs_errf(err, "pipe: %s", strerror(errno));
     pid_t pid = 0;
     srv_child ch;
-    int via_srv = srv_spawn(sp, a.argv, p[1], &ch) == 0;
+    int out[MFS_FMT_COUNT], nout = 0, dfd = -1;
+    int via_srv = 0;
+    /* A server's child reports into a memfd, read once the server says it
+     * has exited: the parent then wakes once per conversion ("ended"), not
+     * for the report's bytes and again for its EOF. */
+    int rfd = -1;
+    if (srv_wanted(sp) && create_outputs(job, &dfd, out, &nout) == 0) {
+        rfd = memfd_create("meshfs-report", MFD_CLOEXEC);
+        via_srv = rfd >= 0 && srv_spawn(sp, a.argv, rfd, out, nout, &ch) == 0;
+        if (!via_srv) {
+            rep->ok = 0; /* removes them all */
+            claim_fd_outputs(job, rep, dfd, out);
+            if (rfd >= 0)
+                close(rfd);
+        }
+    }
+    int p[2] = {-1, -1};
+    if (!via_srv && pipe2(p, O_CLOEXEC) < 0)
+        return mfs_errf(err, "pipe: %s", strerror(errno));
     int rc = via_srv ? 0 : spawn(sp, a.argv, p[1], -1, &pid, err);
-    close(p[1]);
+    if (p[1] >= 0)
+        close(p[1]);
     if (rc < 0) {
         close(p[0]);
         return -1;
@@ -682,13 +805,20 @@ int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mf
     double deadline = job->limits.timeout_s > 0 ? t0 + job->limits.timeout_s : 1e300;
     uint8_t *buf = NULL;
     size_t len = 0;
-    int got = read_report(p[0], deadline, &buf, &len);
-    close(p[0]);
+    int got;
     int timed_out;
     double cpu_s = 0;
     int lost = 0;
-    int status = via_srv ? srv_reap(&ch, got == 1 ? deadline : now_s(), &timed_out, &cpu_s, &lost)
-                         : reap(pid, got == 1 ? deadline : now_s(), &timed_out, &cpu_s);
+    int status;
+    if (via_srv) {
+        status = srv_reap(&ch, deadline, &timed_out, &cpu_s, &lost);
+        got = timed_out ? 0 : read_memfd_report(rfd, &buf, &len);
+        close(rfd);
+    } else {
+        got = read_report(p[0], deadline, &buf, &len);
+        close(p[0]);
+        status = reap(pid, got == 1 ? deadline : now_s(), &timed_out, &cpu_s);
+    }
     if (got == 0 || timed_out) {
         snprintf(rep->error, sizeof rep->error, "import timed out after %g s", job->limits.timeout_s);
     } else if (got < 0) {
@@ -720,7 +850,10 @@ int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mf
         }
     }
     free(buf);
-    claim_outputs(job, rep, drop, uid);
+    if (via_srv)
+        claim_fd_outputs(job, rep, dfd, out);
+    else
+        claim_outputs(job, rep, drop, uid);
     return 0;
 }
 

@@ -20,6 +20,8 @@
 
 #include <assimp/cimport.h>
 
+#include "meshfs/import.h"
+
 #include "meshfs/fork_server.h"
 #include "meshfs/sandbox.h"
 #include "meshfs/worker.h"
@@ -190,7 +192,8 @@ static int sandbox_failed(const mfs_err *err)
     return MFS_SANDBOX_EXIT;
 }
 
-static int enter_sandbox(mfs_job *job, mfs_sandbox_cfg *sb)
+/* Every layer of the sandbox; -1 with err if one that must hold failed. */
+static int sandbox_up(mfs_job *job, mfs_sandbox_cfg *sb, mfs_err *err)
 {
 #ifdef MESHFS_TEST_HOOKS
     /* The benchmark's baseline (docs/benchmarks.md): test builds only. */
@@ -199,26 +202,57 @@ static int enter_sandbox(mfs_job *job, mfs_sandbox_cfg *sb)
 #endif
     default_user(sb);
     mfs_sandbox_state st;
-    mfs_err err;
-    mfs_err_clear(&err);
+    mfs_err_clear(err);
     /* the sandbox changes the working directory: a relative root (as
      * meshfs-convert passes) must be made absolute first */
     static char root[PATH_MAX];
     if (job->root[0] != '/') {
-        if (!realpath(job->root, root)) {
-            mfs_errf(&err, "%s: cannot open source root: %s", job->root, strerror(errno));
-            return sandbox_failed(&err);
-        }
+        if (!realpath(job->root, root))
+            return mfs_errf(err, "%s: cannot open source root: %s", job->root, strerror(errno));
         job->root = sb->root = root;
     }
-    if (mfs_sandbox_enter(sb, &st, &err) < 0)
-        return sandbox_failed(&err);
-    job->outdir = "."; /* the sandbox left us in the output directory */
+    if (mfs_sandbox_enter(sb, &st, err) < 0)
+        return -1;
+    if (sb->outdir)
+        job->outdir = "."; /* the sandbox left us in the output directory */
     return 0;
 }
 
-/* One conversion: the whole life of a spawned worker, and of each child
- * of the fork server (include/meshfs/fork_server.h). */
+static int enter_sandbox(mfs_job *job, mfs_sandbox_cfg *sb)
+{
+    mfs_err err;
+    return sandbox_up(job, sb, &err) < 0 ? sandbox_failed(&err) : 0;
+}
+
+/* The job once the sandbox is up: limits, test hooks, conversion, report. */
+static int run_job(mfs_job *job)
+{
+#ifdef MESHFS_TEST_HOOKS
+    const char *probe = getenv("MESHFS_TEST_SANDBOX_PROBE");
+    if (probe) {
+        mfs_sandbox_probe(probe);
+        return 0;
+    }
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+    /* ASan reserves terabytes of address space for its shadow memory; an
+     * address-space cap would kill every sanitized worker at start. */
+#else
+    limit(RLIMIT_AS, job->limits.memory);
+#endif
+    limit(RLIMIT_CPU, job->limits.cpu_s);
+    /* Test hook (docs/reliability.md): simulate a hanging importer. */
+    const char *hang = getenv("MESHFS_TEST_WORKER_SLEEP");
+    if (hang)
+        sleep((unsigned)atoi(hang));
+    mfs_report rep;
+    mfs_job_run(job, &rep);
+    int rc = send_report(&rep) < 0 ? 1 : 0;
+    mfs_report_free(&rep);
+    return rc;
+}
+
+/* One conversion: the whole life of a spawned worker. */
 static int convert_main(int argc, char **argv)
 {
     mfs_job job;
@@ -232,29 +266,115 @@ static int convert_main(int argc, char **argv)
     if (sbrc)
         return sbrc;
     watch_lifeline();
-#ifdef MESHFS_TEST_HOOKS
-    const char *probe = getenv("MESHFS_TEST_SANDBOX_PROBE");
-    if (probe) {
-        mfs_sandbox_probe(probe);
-        return 0;
+    return run_job(&job);
+}
+
+/* ---- a child of the fork server (include/meshfs/fork_server.h) ---- */
+
+static const char *spare_root; /* as the request gave it */
+static const char *spare_abs;  /* made absolute: the sandbox left us in it */
+static int spare_failed;       /* the sandbox did not hold: err says why */
+static mfs_err spare_err;
+
+static void *warm_thread(void *arg)
+{
+    void *volatile p = malloc(64); /* makes the thread's malloc arena */
+    free(p);
+    return arg;
+}
+
+/* A built-in one-triangle model through assimp's whole pipeline, in the
+ * spare while it waits for its job: a fresh process's first import faults
+ * in code and heap pages that every conversion touches, and here that is
+ * off the conversion's path.  Likewise one thread started and joined: the
+ * job's writer thread then reuses its stack and malloc arena instead of
+ * mapping new ones.  No file is read; nothing comes out. */
+static void warm_up(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, warm_thread, NULL) == 0)
+        pthread_join(t, NULL);
+    static const char stl[] = "solid w\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\n"
+                              "vertex 1 0 0\nvertex 0 1 0\nendloop\nendfacet\nendsolid w\n";
+    const struct aiScene *s =
+        aiImportFileFromMemory(stl, sizeof stl - 1, mfs_import_ai_flags(NULL), "stl");
+    if (s)
+        aiReleaseImport(s);
+}
+
+/* Before the job: argv is "meshfs-worker --root R [--uid U --gid G]". */
+static void spare_prepare(int argc, char **argv)
+{
+    mfs_job job;
+    mfs_sandbox_cfg sb;
+    memset(&job, 0, sizeof job);
+    memset(&sb, 0, sizeof sb);
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--root"))
+            job.root = argv[i + 1];
+        else if (!strcmp(argv[i], "--uid"))
+            sb.uid = (uid_t)strtoul(argv[i + 1], NULL, 10), sb.drop = 1;
+        else if (!strcmp(argv[i], "--gid"))
+            sb.gid = (gid_t)strtoul(argv[i + 1], NULL, 10);
     }
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-    /* ASan reserves terabytes of address space for its shadow memory; an
-     * address-space cap would kill every sanitized worker at start. */
-#else
-    limit(RLIMIT_AS, job.limits.memory);
-#endif
-    limit(RLIMIT_CPU, job.limits.cpu_s);
-    /* Test hook (docs/reliability.md): simulate a hanging importer. */
-    const char *hang = getenv("MESHFS_TEST_WORKER_SLEEP");
-    if (hang)
-        sleep((unsigned)atoi(hang));
-    mfs_report rep;
-    mfs_job_run(&job, &rep);
-    int rc = send_report(&rep) < 0 ? 1 : 0;
-    mfs_report_free(&rep);
-    return rc;
+    spare_root = job.root;
+    confine();
+    /* for tests/integration/test_fork_server.py: which child was made
+     * for which root, and which model it then converted */
+    if (getenv("MESHFS_WORKER_STDERR"))
+        fprintf(stderr, "meshfs-worker: child %d prepared for %s\n", (int)getpid(),
+                job.root ? job.root : "?");
+    if (!job.root) {
+        spare_failed = 1;
+        mfs_errf(&spare_err, "fork server: request without a source root");
+        return;
+    }
+    sb.root = job.root;
+    sb.outdir = NULL; /* it writes only to the files the parent hands it */
+    if (sandbox_up(&job, &sb, &spare_err) < 0) {
+        spare_failed = 1;
+        return;
+    }
+    spare_abs = job.root;
+    /* no watch_lifeline: the server's child dies with the server instead
+     * (fork_server.c) */
+    warm_up();
+}
+
+/* The job: the request's argv and one open output file per format. */
+static int spare_run(int argc, char **argv, const int *out, int nout)
+{
+    mfs_job job;
+    mfs_sandbox_cfg sb;
+    if (parse_args(argc, argv, &job, &sb) < 0) {
+        usage();
+        return 2;
+    }
+    if (getenv("MESHFS_WORKER_STDERR"))
+        fprintf(stderr, "meshfs-worker: child %d converts %s/%s\n", (int)getpid(), job.root,
+                job.model);
+    if (spare_failed)
+        return sandbox_failed(&spare_err);
+    /* the server prepared this child for the request's root; a mismatch
+     * would be the server's bug, and no model is opened under it */
+    if (!spare_root || strcmp(spare_root, job.root) != 0) {
+        mfs_err err;
+        mfs_errf(&err, "fork server: child prepared for another source root");
+        return sandbox_failed(&err);
+    }
+    job.root = spare_abs;
+    int fd[MFS_FMT_COUNT];
+    int k = 0;
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        fd[f] = (job.formats & (1u << f)) && k < nout ? out[k++] : -1;
+    if (k != nout || __builtin_popcount(job.formats) != nout) {
+        mfs_err err;
+        mfs_errf(&err, "fork server: %d output files for %d formats", nout,
+                 __builtin_popcount(job.formats));
+        return sandbox_failed(&err);
+    }
+    job.out_fd = fd;
+    return run_job(&job);
 }
 
 int main(int argc, char **argv)
@@ -274,7 +394,8 @@ int main(int argc, char **argv)
          * failing here, each child fails its own sandbox with the reason */
         mfs_err err;
         mfs_sandbox_prepare(&err);
-        return mfs_fork_server_run(convert_main);
+        static const mfs_fs_worker w = {spare_prepare, spare_run};
+        return mfs_fork_server_run(&w);
     }
     return convert_main(argc, argv);
 }

@@ -1,9 +1,13 @@
 """The fork server (include/meshfs/fork_server.h, docs/architecture.md §3):
-one pre-initialised meshfs-worker per parent forks a child per conversion.
-These tests check that it is really one process for many conversions, that
-a dead server is replaced on the next conversion, that its children still
-obey the timeout with the same error text, and that it converts exactly
-what a directly spawned worker converts."""
+one pre-initialised meshfs-worker per parent forks a child per conversion,
+ahead of time (the spare: forked and sandboxed for a source root before its
+job is known).  These tests check that it is really one process for many
+conversions, that every child converts exactly one model and was prepared
+for that model's root, that a dead server or a dead spare is replaced on the
+next conversion, that its children still obey the timeout and report a
+crash with the same error texts as a directly spawned worker, and that the
+outputs it hands back through open files are byte for byte what a directly
+spawned worker writes."""
 import os
 import re
 import signal
@@ -17,16 +21,35 @@ from mount import Mount
 N = 12
 
 
-def make_models(src, n=N):
+def make_models(src, n=N, prefix="m"):
     os.makedirs(src, exist_ok=True)
     for i in range(n):
-        with open(os.path.join(src, f"m{i}.stl"), "w") as f:
+        with open(os.path.join(src, f"{prefix}{i}.stl"), "w") as f:
             f.write("solid t\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\n"
                     f"vertex 1 0 {i}\nvertex 0 1 0\nendloop\nendfacet\nendsolid t\n")
 
 
 def server_lines(stderr):
     return re.findall(r"meshfs-worker: fork server (\d+) started", stderr)
+
+
+def child_lines(stderr):
+    """({pid: root prepared for}, [(pid, model converted)]) from the
+    children's MESHFS_WORKER_STDERR lines."""
+    prepared = {int(p): r for p, r in
+                re.findall(r"meshfs-worker: child (\d+) prepared for (\S+)", stderr)}
+    converts = [(int(p), m) for p, m in
+                re.findall(r"meshfs-worker: child (\d+) converts (\S+)", stderr)]
+    return prepared, converts
+
+
+def proc_status(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return dict(l.rstrip("\n").split(":\t", 1) for l in f if ":\t" in l)
+
+
+def convert_cmd(*args):
+    return [tool("meshfs-convert"), "--no-cache", "-q"] + list(args)
 
 
 def workers_of(pid):
@@ -52,7 +75,7 @@ class ConvertTest(unittest.TestCase):
             src = os.path.join(tmp, "src")
             make_models(src)
             env = dict(os.environ, MESHFS_WORKER_STDERR="1")
-            p = subprocess.run([tool("meshfs-convert"), "-q", "-j1", "-f", "vrt", "-o",
+            p = subprocess.run([tool("meshfs-convert"), "--no-cache", "-q", "-j1", "-f", "vrt", "-o",
                                 os.path.join(tmp, "out"), src],
                                capture_output=True, text=True, env=env, timeout=300)
             self.assertEqual(p.returncode, 0, p.stderr)
@@ -67,7 +90,7 @@ class ConvertTest(unittest.TestCase):
             for mode in ("1", "0"):
                 env = dict(os.environ, MESHFS_FORK_SERVER=mode, MESHFS_WORKER_STDERR="1")
                 out = os.path.join(tmp, "out" + mode)
-                p = subprocess.run([tool("meshfs-convert"), "-q", "-j2", "-o", out, src],
+                p = subprocess.run([tool("meshfs-convert"), "--no-cache", "-q", "-j2", "-o", out, src],
                                    capture_output=True, text=True, env=env, timeout=300)
                 self.assertEqual(p.returncode, 0, p.stderr)
                 self.assertEqual(len(server_lines(p.stderr)), 1 if mode == "1" else 0, p.stderr)
@@ -81,7 +104,7 @@ class ConvertTest(unittest.TestCase):
             make_models(src, 1)
             env = dict(os.environ, MESHFS_TEST_WORKER_SLEEP="30", MESHFS_WORKER_STDERR="1")
             t = time.monotonic()
-            p = subprocess.run([tool("meshfs-convert"), "-j1", "-f", "vrt", "--timeout", "1",
+            p = subprocess.run([tool("meshfs-convert"), "--no-cache", "-j1", "-f", "vrt", "--timeout", "1",
                                 "-o", os.path.join(tmp, "out"), src],
                                capture_output=True, text=True, env=env, timeout=60)
             secs = time.monotonic() - t
@@ -90,12 +113,140 @@ class ConvertTest(unittest.TestCase):
             self.assertEqual(len(server_lines(p.stderr)), 1, p.stderr)
             self.assertLess(secs, 10)
 
+    def test_each_child_is_prepared_for_its_root_and_used_once(self):
+        with tempdir() as tmp:
+            a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+            make_models(a, 4)
+            make_models(b, 4, prefix="n")
+            env = dict(os.environ, MESHFS_WORKER_STDERR="1")
+            p = subprocess.run(convert_cmd("-j1", "-f", "vrt", "-o", os.path.join(tmp, "out"),
+                                           a, b),
+                               capture_output=True, text=True, env=env, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(len(server_lines(p.stderr)), 1, p.stderr)
+            prepared, converts = child_lines(p.stderr)
+            self.assertEqual(len(converts), 8, p.stderr)
+            pids = [pid for pid, _ in converts]
+            self.assertEqual(len(set(pids)), 8, converts)  # never a second model
+            for pid, model in converts:
+                # the root it was sandboxed for (Landlock's read rule) is the model's
+                root = prepared[pid]
+                self.assertTrue(model.startswith(root + "/"), (pid, root, model))
+                self.assertEqual(os.path.dirname(model), root)
+            used_a = [pid for pid, m in converts if os.path.dirname(m) == a]
+            self.assertEqual(len(used_a), 4)
+            # spares made for a and never used are not handed b's models
+            self.assertTrue(all(prepared[pid] == b for pid, m in converts
+                                if os.path.dirname(m) == b))
+            self.assertGreater(len(prepared), len(converts))  # the next one is always ready
+
+    def test_timeout_and_crash_texts_in_every_child(self):
+        """The first child is forked on demand, the later ones are spares made
+        ahead: all report alike, and alike with direct spawning."""
+        with tempdir() as tmp:
+            src = os.path.join(tmp, "src")
+            make_models(src, 3)
+            texts = {}
+            for mode in ("1", "0"):
+                env = dict(os.environ, MESHFS_TEST_WORKER_SLEEP="30", MESHFS_WORKER_STDERR="1",
+                           MESHFS_FORK_SERVER=mode)
+                p = subprocess.run(convert_cmd("-j1", "-f", "vrt", "--timeout", "1", "-o",
+                                               os.path.join(tmp, "t" + mode), src),
+                                   capture_output=True, text=True, env=env, timeout=120)
+                self.assertNotEqual(p.returncode, 0)
+                texts[("sleep", mode)] = p.stdout + p.stderr
+                self.assertEqual(
+                    len(re.findall(r"m\d\.stl: import timed out after 1 s", p.stdout + p.stderr)),
+                    3, p.stdout + p.stderr)
+                if mode == "1":
+                    self.assertEqual(len(child_lines(p.stderr)[1]), 3, p.stderr)
+                env = dict(os.environ, MESHFS_TEST_SANDBOX_PROBE="socket", MESHFS_FORK_SERVER=mode)
+                out = os.path.join(tmp, "c" + mode)
+                p = subprocess.run(convert_cmd("-j1", "-f", "vrt,fmd", "-o", out, src),
+                                   capture_output=True, text=True, env=env, timeout=120)
+                self.assertEqual(p.returncode, 1)
+                self.assertEqual(
+                    len(re.findall(r"m\d\.stl: importer killed by the sandbox \(SIGSYS\): it "
+                                   r"attempted a forbidden system call", p.stderr)), 3, p.stderr)
+                # the files handed to the child are gone with its failure
+                self.assertEqual(os.listdir(out) if os.path.isdir(out) else [], [])
+
+    def test_spare_is_sandboxed_before_its_job(self):
+        if os.geteuid() != 0:
+            self.skipTest("the user switch needs root")
+        with tempdir() as tmp:
+            src = os.path.join(tmp, "src")
+            make_models(src, 2)
+            env = dict(os.environ, MESHFS_WORKER_STDERR="1", MESHFS_TEST_WORKER_SLEEP="30")
+            p = subprocess.Popen(convert_cmd("-j1", "-f", "vrt", "--timeout", "20", "-o",
+                                             os.path.join(tmp, "out"), src),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 env=env)
+            try:
+                # while the first child sleeps in its job, the spare waits for one
+                deadline = time.monotonic() + 20
+                servers = []
+                while time.monotonic() < deadline:
+                    servers = workers_of(p.pid)
+                    kids = [k for s in servers for k in workers_of(s)]
+                    if len(kids) == 2 and all(proc_status(k)["Uid"].split()[0] != "0"
+                                              for k in kids):
+                        break
+                    time.sleep(0.05)
+                self.assertEqual(len(servers), 1)
+                self.assertEqual(len(kids), 2, kids)
+                for k in kids:
+                    st = proc_status(k)
+                    self.assertEqual(st["Uid"].split(), ["65534"] * 4)
+                    self.assertEqual(st["NoNewPrivs"], "1")
+                    self.assertEqual(st["Seccomp"], "2")
+                    self.assertEqual(int(st["CapEff"], 16) & ~(1 << 2), 0)  # DAC_READ_SEARCH at most
+            finally:
+                p.kill()
+                p.wait()
+
+    def test_children_die_with_the_parent(self):
+        """No lifeline thread in a child: it dies with the server
+        (PR_SET_PDEATHSIG), which dies with the parent (the lifeline); the
+        running child and the waiting spare alike."""
+        with tempdir() as tmp:
+            src = os.path.join(tmp, "src")
+            make_models(src, 1)
+            env = dict(os.environ, MESHFS_WORKER_STDERR="1", MESHFS_TEST_WORKER_SLEEP="60")
+            p = subprocess.Popen(convert_cmd("-j1", "-f", "vrt", "--timeout", "100", "-o",
+                                             os.path.join(tmp, "out"), src),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+            try:
+                deadline = time.monotonic() + 20
+                servers, kids = [], []
+                while time.monotonic() < deadline:
+                    servers = workers_of(p.pid)
+                    kids = [k for s in servers for k in workers_of(s)]
+                    if len(kids) == 2:
+                        break
+                    time.sleep(0.05)
+                self.assertEqual(len(kids), 2, kids)  # the sleeping child and the spare
+            finally:
+                p.kill()  # nobody closes anything: only the kernel's notices remain
+                p.wait()
+
+            def alive(pid):
+                try:
+                    return proc_status(pid).get("State", "").split()[0] != "Z"
+                except OSError:
+                    return False
+
+            deadline = time.monotonic() + 20  # well before the 60 s sleep ends
+            while time.monotonic() < deadline and any(alive(x) for x in servers + kids):
+                time.sleep(0.05)
+            self.assertEqual([x for x in servers + kids if alive(x)], [])
+
 
 class MountTest(unittest.TestCase):
     def test_server_reused_and_respawned_after_kill(self):
         with tempdir() as tmp:
             src, mnt = os.path.join(tmp, "src"), os.path.join(tmp, "mnt")
-            make_models(src)
+            make_models(src, N + 1)
             ref = os.path.join(tmp, "ref")
             p, _ = convert([src], ref, "-f", "vrt", report=False)
             self.assertEqual(p.returncode, 0, p.stderr)
@@ -106,7 +257,7 @@ class MountTest(unittest.TestCase):
                         return f.read()
 
                 def key(i):
-                    return next(k for k in want if k.endswith(f"m{i}.vrt"))
+                    return next(k for k in want if k.endswith(f"/m{i}.vrt") or k == f"m{i}.vrt")
 
                 servers = set()
                 for i in range(N // 2):
@@ -122,6 +273,16 @@ class MountTest(unittest.TestCase):
                 self.assertEqual(len(now), 1, now)
                 self.assertNotEqual(now[0], old)
                 self.assertTrue(m.alive())
+                # a spare that dies before its job (here: killed) costs nothing
+                spares = workers_of(now[0])
+                self.assertEqual(len(spares), 1, spares)
+                os.kill(spares[0], signal.SIGKILL)
+                time.sleep(0.1)
+                self.assertEqual(view(N), want[key(N)])  # a model not converted yet
+                self.assertEqual(workers_of(m.proc.pid), now)
+                again = workers_of(now[0])
+                self.assertEqual(len(again), 1, again)
+                self.assertNotEqual(again[0], spares[0])
 
 
 if __name__ == "__main__":

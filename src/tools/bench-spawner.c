@@ -1,0 +1,69 @@
+/* bench-spawner: the conversions bench-inproc runs, each through the
+ * spawner (the fork server, or one exec'd worker per model with
+ * MESHFS_FORK_SERVER=0) exactly as meshfs-convert and the mount run them:
+ * a private job directory, mfs_worker_convert, the output renamed into
+ * place.  Nothing else a tool does per model (the cache, reporting), so
+ * scripts/bench-fork-server can tell the isolation's cost from the tool's
+ * (docs/benchmarks.md, "Fork server"). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "meshfs/worker.h"
+
+int main(int argc, char **argv)
+{
+    if (argc < 5) {
+        fprintf(stderr, "usage: bench-spawner FORMATS ROOT OUTDIR MODEL...\n");
+        return 2;
+    }
+    mfs_job job;
+    memset(&job, 0, sizeof job);
+    mfs_options_default(&job.opts);
+    mfs_limits_default(&job.limits);
+    mfs_err err;
+    if (mfs_format_parse_list(argv[1], &job.formats, &err) < 0) {
+        fprintf(stderr, "bench-spawner: %s\n", err.msg);
+        return 2;
+    }
+    job.root = argv[2];
+    mkdir(argv[3], 0755);
+    int bad = 0;
+    for (int i = 4; i < argc; i++) {
+        char tmp[PATH_MAX];
+        snprintf(tmp, sizeof tmp, "%s/.bench-XXXXXX", argv[3]);
+        if (!mkdtemp(tmp)) {
+            fprintf(stderr, "bench-spawner: %s: %s\n", argv[3], strerror(errno));
+            return 1;
+        }
+        job.model = argv[i];
+        job.outdir = tmp;
+        mfs_report rep;
+        mfs_err_clear(&err);
+        if (mfs_worker_convert(&job, &rep, &err) < 0) {
+            fprintf(stderr, "bench-spawner: %s: %s\n", argv[i], err.msg);
+            return 1;
+        }
+        if (!rep.ok) {
+            fprintf(stderr, "bench-spawner: %s: %s\n", argv[i], rep.error);
+            bad++;
+        }
+        for (int f = 0; f < MFS_FMT_COUNT; f++) {
+            if (!(job.formats & (1u << f)))
+                continue;
+            const char *name = mfs_format_get((mfs_format)f)->name;
+            char src[PATH_MAX + 8], dst[PATH_MAX + 64];
+            snprintf(src, sizeof src, "%s/%s", tmp, name);
+            snprintf(dst, sizeof dst, "%s/%s.%s", argv[3], argv[i], name);
+            if (rep.ok && rep.fmt[f].ok ? rename(src, dst) < 0 : unlink(src) < 0 && errno != ENOENT)
+                bad++;
+        }
+        rmdir(tmp);
+        mfs_report_free(&rep);
+    }
+    return bad ? 1 : 0;
+}
