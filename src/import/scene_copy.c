@@ -9,6 +9,7 @@
 #include <assimp/material.h>
 
 #include "convert_scene.h"
+#include "weld.h"
 
 typedef struct walk {
     const struct aiScene *ai;
@@ -197,10 +198,6 @@ static int copy_mesh(mfs_scene *s, mfs_mesh *m, const struct aiMesh *am, mfs_err
         free(m->bitangents);
         m->tangents = m->bitangents = NULL;
     }
-    if (m->normals)
-        fix_normals(m->normals, n);
-    if (m->tangents)
-        fix_tangents(m->tangents, m->bitangents, n);
     for (int k = 0; k < MFS_MAX_UV; k++) {
         const struct aiVector3D *t = am->mTextureCoords[k];
         if (!t || !n || (k == 1 && !m->uv[0]))
@@ -213,8 +210,16 @@ static int copy_mesh(mfs_scene *s, mfs_mesh *m, const struct aiMesh *am, mfs_err
             m->uv[k][v][1] = t[v].y;
         }
     }
-    if (copy_faces(m, am, err) < 0 || copy_bones(s, m, am, err) < 0)
+    /* Welded here, not by assimp's JoinIdenticalVertices (docs/import.md,
+     * "Welding"): after GenSmoothNormals and CalcTangentSpace, as assimp
+     * orders its steps, and on the attributes as assimp left them, before
+     * the clean-up below, as the native path does. */
+    if (copy_faces(m, am, err) < 0 || copy_bones(s, m, am, err) < 0 || mfs_weld_mesh(m, err) < 0)
         return -1;
+    if (m->normals)
+        fix_normals(m->normals, m->n_vertices);
+    if (m->tangents)
+        fix_tangents(m->tangents, m->bitangents, m->n_vertices);
     return mfs_mesh_normalise_weights(m, err);
 }
 

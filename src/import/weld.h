@@ -5,9 +5,12 @@
 
 #include "meshfs/scene.h"
 
-/* Merges vertices whose every attribute is bitwise equal and drops
- * vertices no face uses; indices and bone weights follow.  Returns -1 with
- * err only when out of memory. */
+/* Merges vertices whose every attribute (position, normal, tangent frame,
+ * UV sets, colour, bone influences) is bitwise equal once -0.0 is read as
+ * +0.0, and drops vertices no face uses; survivors keep their first
+ * occurrence's order, indices and bone weights follow.  Deterministic.
+ * Run after normals and tangents are computed.  Returns -1 with err when
+ * out of memory or when a face names a vertex the mesh does not have. */
 int mfs_weld_mesh(mfs_mesh *m, mfs_err *err);
 
 #endif

@@ -15,6 +15,7 @@
 #include <assimp/postprocess.h>
 
 #include "../../src/import/iofs.h"
+#include "../../src/import/weld.h"
 #include "meshfs/import.h"
 #include "meshfs/worker.h"
 
@@ -215,6 +216,214 @@ static void test_tangents_on_request(void **state)
     mfs_scene_free(s);
 }
 
+/* ---- welding: meshoptimizer on every path, not JoinIdenticalVertices ---- */
+
+static mfs_scene *import_rel(const char *rel, mfs_importer importer)
+{
+    mfs_import_opts o = {.importer = importer};
+    mfs_scene *s = NULL;
+    mfs_deps deps = {0};
+    mfs_err err;
+    mfs_err_clear(&err);
+    assert_int_equal(mfs_import(root, rel, &o, &s, &deps, &err), 0);
+    mfs_deps_free(&deps);
+    return s;
+}
+
+static void assert_indices(const mfs_mesh *m, const uint32_t *want, size_t n)
+{
+    assert_int_equal((size_t)m->n_faces * m->prim, n);
+    for (size_t i = 0; i < n; i++)
+        if (m->indices[i] != want[i])
+            fail_msg("index %zu is %u, expected %u", i, m->indices[i], want[i]);
+}
+
+static void test_flags_no_join(void **state)
+{
+    mfs_import_opts t = {.tangents = 1};
+    assert_int_equal(mfs_import_ai_flags(NULL) & aiProcess_JoinIdenticalVertices, 0);
+    assert_int_equal(mfs_import_ai_flags(&t) & aiProcess_JoinIdenticalVertices, 0);
+}
+
+/* OBJ through assimp (one vertex per face corner as assimp reads it): a
+ * quad of two triangles whose shared corners are the same v/vt/vn welds to
+ * 4 vertices; a third triangle that reuses a position with another UV keeps
+ * that corner apart.  Vertices in first-occurrence order, so the indices
+ * are known exactly. */
+static const char weld_obj[] = "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\n"
+                               "vt 0 0\nvt 1 0\nvt 1 1\nvt 0 1\nvt 0.5 0.5\n"
+                               "vn 0 0 1\n"
+                               "f 1/1/1 2/2/1 3/3/1\nf 1/1/1 3/3/1 4/4/1\nf 4/4/1 3/5/1 1/1/1\n";
+
+static void test_weld_obj_assimp(void **state)
+{
+    put("sub/weld.obj", weld_obj);
+    mfs_scene *s = import_rel("sub/weld.obj", MFS_IMPORTER_ASSIMP);
+    assert_int_equal(s->n_meshes, 1);
+    const mfs_mesh *m = &s->meshes[0];
+    assert_int_equal(m->n_faces, 3);
+    assert_int_equal(m->n_vertices, 5);
+    static const uint32_t want[] = {0, 1, 2, 0, 2, 3, 3, 4, 0};
+    assert_indices(m, want, 9);
+    /* vertex 4 is corner 3 again, with the odd UV */
+    assert_memory_equal(m->positions[4], m->positions[2], sizeof m->positions[2]);
+    assert_true(fabsf(m->uv[0][4][0] - 0.5f) < 1e-6f && fabsf(m->uv[0][2][0] - 1.0f) < 1e-6f);
+    mfs_scene *n = import_rel("sub/weld.obj", MFS_IMPORTER_AUTO);
+    /* the native path welds the same way (when built with fast_obj) */
+    assert_int_equal(n->meshes[0].n_vertices, 5);
+    assert_indices(&n->meshes[0], want, 9);
+    mfs_scene_free(n);
+    mfs_scene_free(s);
+}
+
+/* ASCII STL: every facet has its own three corners.  Two facets with the
+ * same normal share an edge (4 vertices); a third, folded up, shares the
+ * positions of that edge but not the normal (3 more vertices); a facet whose
+ * normal differs from the first only in the sign of a zero is the same. */
+static const char weld_stl[] =
+    "solid w\n"
+    "facet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nvertex 1 1 0\nendloop\nendfacet\n"
+    "facet normal -0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 1 0\nvertex 0 1 0\nendloop\nendfacet\n"
+    "facet normal 0 -1 0\nouter loop\nvertex 0 0 0\nvertex 0 0 1\nvertex 1 0 0\nendloop\nendfacet\n"
+    "endsolid w\n";
+
+static void test_weld_stl(void **state)
+{
+    put("sub/weld.stl", weld_stl);
+    mfs_scene *s = import_rel("sub/weld.stl", MFS_IMPORTER_AUTO);
+    assert_int_equal(s->n_meshes, 1);
+    const mfs_mesh *m = &s->meshes[0];
+    assert_int_equal(m->n_faces, 3);
+    assert_int_equal(m->n_vertices, 7);
+    static const uint32_t want[] = {0, 1, 2, 0, 2, 3, 4, 5, 6};
+    assert_indices(m, want, 9);
+    assert_memory_equal(m->positions[4], m->positions[0], sizeof m->positions[0]);
+    assert_true(m->normals[4][1] < -0.99f && m->normals[0][2] > 0.99f);
+    mfs_scene_free(s);
+}
+
+/* PLY with per-vertex colours and the same corner written twice: identical
+ * copies weld, a copy that differs only in colour stays apart (assimp
+ * 5.2.5's JoinIdenticalVertices would merge it), and the unused vertex 5 is
+ * dropped. */
+static const char weld_ply[] = "ply\nformat ascii 1.0\nelement vertex 6\n"
+                               "property float x\nproperty float y\nproperty float z\n"
+                               "property uchar red\nproperty uchar green\nproperty uchar blue\n"
+                               "element face 2\nproperty list uchar int vertex_indices\nend_header\n"
+                               "0 0 0 255 0 0\n1 0 0 255 0 0\n0 1 0 255 0 0\n"
+                               "1 0 0 255 0 0\n0 1 0 0 255 0\n9 9 9 0 0 0\n"
+                               "3 0 1 2\n3 3 1 4\n";
+
+static void test_weld_ply_colours(void **state)
+{
+    put("sub/weld.ply", weld_ply);
+    for (int run = 0; run < 2; run++) {
+        mfs_scene *s = import_rel("sub/weld.ply", MFS_IMPORTER_AUTO);
+        assert_int_equal(s->n_meshes, 1);
+        const mfs_mesh *m = &s->meshes[0];
+        assert_non_null(m->colors);
+        assert_int_equal(m->n_faces, 2);
+        assert_int_equal(m->n_vertices, 4);
+        static const uint32_t want[] = {0, 1, 2, 1, 1, 3};
+        assert_indices(m, want, 6);
+        assert_true(m->colors[3][1] > 0.99f && m->colors[3][0] < 0.01f);
+        mfs_scene_free(s);
+    }
+}
+
+/* Two imports of one file give the same scene, bit for bit. */
+static void test_weld_deterministic(void **state)
+{
+    put("sub/weld.obj", weld_obj);
+    mfs_scene *a = import_rel("sub/weld.obj", MFS_IMPORTER_ASSIMP);
+    mfs_scene *b = import_rel("sub/weld.obj", MFS_IMPORTER_ASSIMP);
+    const mfs_mesh *x = &a->meshes[0], *y = &b->meshes[0];
+    assert_int_equal(x->n_vertices, y->n_vertices);
+    assert_memory_equal(x->positions, y->positions, sizeof *x->positions * x->n_vertices);
+    assert_memory_equal(x->normals, y->normals, sizeof *x->normals * x->n_vertices);
+    assert_memory_equal(x->uv[0], y->uv[0], sizeof *x->uv[0] * x->n_vertices);
+    assert_memory_equal(x->indices, y->indices, sizeof *x->indices * 3 * x->n_faces);
+    mfs_scene_free(a);
+    mfs_scene_free(b);
+}
+
+/* mfs_weld_mesh on a hand-built skinned mesh: vertices 0 and 3 are equal
+ * (3 has -0.0 where 0 has 0.0) with equal weights and weld; vertex 2 has a
+ * -0.0 of its own, which it keeps; vertex 4 equals
+ * vertex 1 in every attribute but its bone weights and stays apart; vertex
+ * 5 is unused and dropped.  Bone 0's duplicate weight for the welded vertex
+ * is kept once. */
+static void test_weld_bone_weights(void **state)
+{
+    mfs_mesh m = {0};
+    m.prim = MFS_PRIM_TRIANGLES;
+    m.n_vertices = 6;
+    m.positions = calloc(6, sizeof *m.positions);
+    m.normals = calloc(6, sizeof *m.normals);
+    float p[6][3] = {{0, 0, 0}, {1, 0, 0}, {-0.0f, 1, 0}, {-0.0f, 0, 0}, {1, 0, 0}, {5, 5, 5}};
+    memcpy(m.positions, p, sizeof p);
+    for (int i = 0; i < 6; i++)
+        m.normals[i][2] = 1;
+    m.n_faces = 2;
+    m.indices = malloc(6 * sizeof *m.indices);
+    uint32_t ix[6] = {0, 1, 2, 3, 4, 2};
+    memcpy(m.indices, ix, sizeof ix);
+    m.n_bones = 2;
+    m.bones = calloc(2, sizeof *m.bones);
+    m.bones[0].weights = calloc(4, sizeof(mfs_weight));
+    m.bones[0].n_weights = 4;
+    m.bones[0].weights[0] = (mfs_weight){0, 1.0f};
+    m.bones[0].weights[1] = (mfs_weight){1, 1.0f};
+    m.bones[0].weights[2] = (mfs_weight){2, 1.0f};
+    m.bones[0].weights[3] = (mfs_weight){3, 1.0f};
+    m.bones[1].weights = calloc(1, sizeof(mfs_weight));
+    m.bones[1].n_weights = 1;
+    m.bones[1].weights[0] = (mfs_weight){4, 1.0f};
+    mfs_err err;
+    mfs_err_clear(&err);
+    assert_int_equal(mfs_weld_mesh(&m, &err), 0);
+    assert_int_equal(m.n_vertices, 4);
+    static const uint32_t want[] = {0, 1, 2, 0, 3, 2};
+    assert_indices(&m, want, 6);
+    /* the survivor keeps its own bits: +0 where the first copy had +0, and
+     * a vertex that merged with nothing keeps its -0 */
+    assert_false(signbit(m.positions[0][0]));
+    assert_true(signbit(m.positions[2][0]));
+    assert_int_equal(m.bones[0].n_weights, 3);
+    assert_int_equal(m.bones[0].weights[0].vertex, 0);
+    assert_int_equal(m.bones[0].weights[1].vertex, 1);
+    assert_int_equal(m.bones[0].weights[2].vertex, 2);
+    assert_int_equal(m.bones[1].n_weights, 1);
+    assert_int_equal(m.bones[1].weights[0].vertex, 3);
+    free(m.positions);
+    free(m.normals);
+    free(m.indices);
+    free(m.bones[0].weights);
+    free(m.bones[1].weights);
+    free(m.bones);
+}
+
+/* A face naming a vertex the mesh does not have is refused by name, not
+ * followed into memory. */
+static void test_weld_index_out_of_range(void **state)
+{
+    float p[3][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}};
+    uint32_t ix[3] = {0, 1, 5};
+    char name[] = "bad";
+    mfs_mesh m = {.name = name, .prim = MFS_PRIM_TRIANGLES, .n_vertices = 3, .n_faces = 1};
+    m.positions = malloc(sizeof p);
+    m.indices = malloc(sizeof ix);
+    memcpy(m.positions, p, sizeof p);
+    memcpy(m.indices, ix, sizeof ix);
+    mfs_err err;
+    mfs_err_clear(&err);
+    assert_int_equal(mfs_weld_mesh(&m, &err), -1);
+    assert_string_equal(err.msg, "mesh 'bad': vertex index 5 out of range (3 vertices)");
+    assert_int_equal(m.n_vertices, 3);
+    free(m.positions);
+    free(m.indices);
+}
+
 static uint8_t *slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
@@ -283,6 +492,13 @@ int main(void)
         cmocka_unit_test(test_model_unopened),
         cmocka_unit_test(test_tangents_on_request),
         cmocka_unit_test(test_job_tangents_only_with_gmf),
+        cmocka_unit_test(test_flags_no_join),
+        cmocka_unit_test(test_weld_obj_assimp),
+        cmocka_unit_test(test_weld_stl),
+        cmocka_unit_test(test_weld_ply_colours),
+        cmocka_unit_test(test_weld_deterministic),
+        cmocka_unit_test(test_weld_bone_weights),
+        cmocka_unit_test(test_weld_index_out_of_range),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
