@@ -31,6 +31,9 @@ def run(args, timeout=900, check=False):
 def convert(inputs, outdir, *opts, report=True, timeout=900):
     """Runs meshfs-convert; returns (process, [report rows])."""
     args = [tool("meshfs-convert"), "-q", "-o", outdir]
+    # converted afresh, not served from a cache an earlier run (or build) filled
+    if "--cache-dir" not in opts and "--no-cache" not in opts:
+        args.append("--no-cache")
     rpath = os.path.join(outdir, ".report.json") if report else None
     if rpath:
         os.makedirs(outdir, exist_ok=True)

@@ -229,7 +229,7 @@ def run(args):
 
 
 def convert(model, outdir, extra=()):
-    r = run([tool("meshfs-convert"), *extra, "-o", outdir, os.path.join(DATA, model)])
+    r = run([tool("meshfs-convert"), "--no-cache", *extra, "-o", outdir, os.path.join(DATA, model)])
     if r.returncode != 0:
         raise AssertionError("meshfs-convert %s %s exits %d:\n%s"
                              % (" ".join(extra), model, r.returncode, r.stderr))

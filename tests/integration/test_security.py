@@ -201,7 +201,7 @@ class ProbeTest(unittest.TestCase):
     def test_parent_reports_the_kill(self):
         out = os.path.join(self.tmp, "conv-out")
         env = dict(os.environ, MESHFS_TEST_SANDBOX_PROBE="socket")
-        p = subprocess.run([tool("meshfs-convert"), "-o", out, "-f", "fmd",
+        p = subprocess.run([tool("meshfs-convert"), "--no-cache", "-o", out, "-f", "fmd",
                             os.path.join(self.src, "crate")], capture_output=True, text=True,
                            env=env, timeout=120)
         self.assertEqual(p.returncode, 1)
@@ -252,7 +252,7 @@ class RootConversionTest(unittest.TestCase):
             # the sandbox changes who writes, never what
             base = os.path.join(self.tmp, "base")
             env = dict(os.environ, MESHFS_TEST_NO_SANDBOX="1")
-            subprocess.run([tool("meshfs-convert"), "-q", "-o", base, "-f", "fmd,gmf,vrt", self.src],
+            subprocess.run([tool("meshfs-convert"), "--no-cache", "-q", "-o", base, "-f", "fmd,gmf,vrt", self.src],
                            env=env, check=True, capture_output=True)
             for d, _, files in os.walk(out):
                 for f in files:
@@ -289,7 +289,7 @@ class RootConversionTest(unittest.TestCase):
                     parent = m.proc.pid
                 else:
                     ctx = None
-                    reader = subprocess.Popen([tool("meshfs-convert"), "-q", "--worker-user", user,
+                    reader = subprocess.Popen([tool("meshfs-convert"), "--no-cache", "-q", "--worker-user", user,
                                                "-f", "fmd", "-o", os.path.join(self.tmp, "o"),
                                                os.path.join(self.src, "crate")], env=env,
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

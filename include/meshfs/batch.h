@@ -1,0 +1,193 @@
+/* Batch conversion through the cache: what meshfs-convert and
+ * `meshfs-cache warm` run (docs/cache.md, "meshfs-convert and the cache").
+ *
+ * Three parts, each with one job:
+ *
+ *   plan    (plan.c)    which models a set of inputs holds, under which view
+ *                       names (include/meshfs/naming.h, the mount's rule),
+ *                       and, for --copy-other, which other entries the mount
+ *                       would show beside them;
+ *   engine  (engine.c)  each model's views through the mount's resolver
+ *                       (mfs_views: memo, local cache, converter) with the
+ *                       mount's keys (keyopts.h), so a model converted by a
+ *                       mount, by a warm or by an earlier batch is not
+ *                       converted again; the converter is a worker run filed
+ *                       in the cache as the mount files it (convstore.h);
+ *   output  (output.c)  a view's bytes, or another file or link, written to
+ *                       the output tree, left alone when already identical
+ *                       (so its mtime stays, and rsync sends nothing).
+ *
+ * Messages name files as the user gave them; mfs_batch_quote makes a name
+ * with a control character (a newline) safe to print on one line. */
+#ifndef MESHFS_BATCH_H
+#define MESHFS_BATCH_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "meshfs/cache.h"
+#include "meshfs/err.h"
+#include "meshfs/formats.h"
+#include "meshfs/limits.h"
+#include "meshfs/options.h"
+#include "meshfs/proto.h"
+
+/* ---- plan.c ---------------------------------------------------------- */
+
+typedef struct mfs_plan_item {
+    char *root;      /* confinement root: the input folder, or a file's folder */
+    char *model;     /* relative to root */
+    char *shown;     /* for messages: the input as given, joined with model */
+    char *outdir;    /* output folder relative to the output root ("" = it) */
+    char *base;      /* view base within outdir */
+    char *fmi_model; /* outdir/base: the .fmi model= path, and in its key */
+    char **warnings; /* naming notes about this model (docs/naming.md) */
+    size_t nwarnings;
+    char *refused;   /* not converted, and why (naming rule, missing input); else NULL */
+} mfs_plan_item;
+
+typedef struct mfs_plan_note {
+    char *path;      /* as given */
+    char *text;
+} mfs_plan_note;
+
+typedef enum mfs_plan_other_kind {
+    MFS_PLAN_DIR,    /* a folder the mount shows (created, even empty) */
+    MFS_PLAN_FILE,   /* a regular file that is not a model */
+    MFS_PLAN_LINK,   /* a symbolic link, copied as a link */
+} mfs_plan_other_kind;
+
+typedef struct mfs_plan_other {
+    char *src;       /* as given */
+    char *dst;       /* relative to the output root */
+    char *target;    /* MFS_PLAN_LINK: the target as the mount shows it */
+    mfs_plan_other_kind kind;
+} mfs_plan_other;
+
+enum {
+    MFS_PLAN_LOWERCASE = 1u << 0,  /* --lowercase-names */
+    /* --copy-other: the mount's policy for everything else.  Hidden names
+     * are shown (and their models converted), links are copied as links
+     * and never followed, other files are listed in `other`. */
+    MFS_PLAN_MOUNT_VIEW = 1u << 1,
+};
+
+typedef struct mfs_plan {
+    unsigned flags;
+    FILE *warn;      /* naming warnings ("meshfs-convert: warning: ..."), NULL: none */
+    const char *prog;
+    mfs_plan_item *v;
+    size_t n, cap;
+    mfs_plan_note *notes;
+    size_t nnotes;
+    mfs_plan_other *other;
+    size_t nother, other_cap;
+} mfs_plan;
+
+void mfs_plan_init(mfs_plan *p, unsigned flags, const char *prog, FILE *warn);
+/* A file or folder as given on the command line (a missing one becomes a
+ * refused item, so it counts as failed).  Dies only on out of memory. */
+void mfs_plan_add_input(mfs_plan *p, const char *in);
+void mfs_plan_free(mfs_plan *p);
+
+/* ---- engine.c -------------------------------------------------------- */
+
+typedef struct mfs_batch_cfg {
+    const char *cache_dir; /* NULL: the mount's default (mfs_cache_default_dir) */
+    int no_cache;          /* a private cache, removed at close: nothing stored */
+    int no_cap;            /* open it as meshfs-cache does (MFS_CACHE_NO_CAP): no
+                              trim to the default cap, none recorded */
+    unsigned formats;      /* as asked: mfs_format bits and MFS_FMT_LGEPKG_BIT */
+    mfs_options opts;
+    mfs_limits limits;
+} mfs_batch_cfg;
+
+typedef struct mfs_batch mfs_batch;
+
+int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err);
+/* Removes a --no-cache cache. */
+void mfs_batch_close(mfs_batch *b);
+const char *mfs_batch_cache_dir(const mfs_batch *b);
+/* The views a model is resolved for: those asked, and with the package the
+ * four it is made from. */
+unsigned mfs_batch_views(const mfs_batch *b);
+
+typedef struct mfs_batch_view {
+    int ok;            /* bytes in hit */
+    int machine;       /* failed for the machine's sake (not remembered) */
+    uint64_t size;
+    char error[MFS_ERR_MAX];
+    mfs_cache_hit hit; /* ok: an open entry (mfs_batch_result_free releases it) */
+} mfs_batch_view;
+
+typedef struct mfs_batch_result {
+    int converted;   /* a worker ran for this model in this call */
+    int remembered;  /* a failure served from the cache, not tried again */
+    int have_report; /* rep is the conversion's (this run's, or kept in the cache) */
+    mfs_report rep;  /* stats, inputs, per-view notes */
+    mfs_batch_view view[MFS_FMT_COUNT];
+} mfs_batch_result;
+
+/* Every view in mfs_batch_views() of model (relative to root, a folder).
+ * Safe from several threads.  -1 only if the model could not be tried at
+ * all (err); failed views are in r. */
+int mfs_batch_resolve(mfs_batch *b, const char *root, const char *model, const char *fmi_model,
+                      mfs_batch_result *r, mfs_err *err);
+void mfs_batch_result_free(mfs_batch_result *r);
+
+/* ---- run.c: every item of a plan, -j at a time ---- */
+
+typedef enum mfs_batch_state {
+    MFS_BATCH_CONVERTED, /* a worker ran for it, and every view is there */
+    MFS_BATCH_UP_TO_DATE,/* every view served from the cache */
+    MFS_BATCH_FAILED,    /* a view failed (now, or remembered), or it was refused */
+} mfs_batch_state;
+
+/* The state a resolved model is in (before anything is written). */
+mfs_batch_state mfs_batch_state_of(const mfs_batch_result *r);
+
+typedef struct mfs_batch_run {
+    mfs_batch *b;
+    const mfs_plan *plan;
+    int jobs;
+    /* After item i is resolved (r NULL: it was refused, nothing resolved),
+     * in one of the run's threads, several at once: what became of it.
+     * r is freed by the run afterwards. */
+    mfs_batch_state (*each)(void *ctx, size_t i, mfs_batch_result *r);
+    void *ctx;
+    /* the progress line (done/total, models/s, ETA, current file), redrawn
+     * in place on this terminal; NULL: none */
+    FILE *progress;
+    /* counts, when mfs_batch_run_all returns */
+    size_t converted, up_to_date, failed;
+} mfs_batch_run;
+
+void mfs_batch_run_all(mfs_batch_run *run);
+
+/* ---- warm.c: `meshfs-cache warm` ---- */
+
+/* Every view of every model under the folder src, resolved into the cache
+ * and nothing written, so a later mount of src with the same options
+ * finds every view there (plan_flags: MFS_PLAN_LOWERCASE as the mount's
+ * lowercase_names).  Counts in *counts.  -1 if the cache cannot be opened
+ * or src is no folder (err). */
+int mfs_batch_warm(const mfs_batch_cfg *cfg, const char *src, unsigned plan_flags, int jobs,
+                   FILE *progress, FILE *warn, mfs_batch_run *counts, mfs_err *err);
+
+/* ---- output.c -------------------------------------------------------- */
+
+/* Writes the entry's bytes to dst (temporary file, rename), unless dst
+ * already holds exactly these bytes (*unchanged = 1, dst untouched). */
+int mfs_batch_write_hit(const mfs_cache_hit *hit, const char *dst, int *unchanged, mfs_err *err);
+/* The same for a copy of the regular file src. */
+int mfs_batch_copy_file(const char *src, const char *dst, int *unchanged, mfs_err *err);
+/* A symbolic link dst -> target, unless dst already is one. */
+int mfs_batch_make_link(const char *target, const char *dst, int *unchanged, mfs_err *err);
+/* mkdir -p (0755, less the umask). */
+int mfs_batch_mkdirs(const char *path);
+
+/* s for a message: itself if it has no control character, else in double
+ * quotes with C escapes ("a\nb").  Returns buf. */
+const char *mfs_batch_quote(const char *s, char *buf, size_t n);
+
+#endif

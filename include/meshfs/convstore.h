@@ -1,0 +1,63 @@
+/* Filing a conversion in the cache: what the mount (src/fs/convert.c) and
+ * meshfs-convert (src/batch/) do with a worker run's outputs, in one place.
+ *
+ * The worker writes into a private directory; each output it vouches for is
+ * copied into a cache entry under the key built from the inputs the worker
+ * actually read (mfs_views_key: the one recipe), each failure becomes a
+ * negative entry under the same key (so it is not retried until an input
+ * changes or is touched, or the limits grow), and the model's manifest
+ * records the inputs for the next lookup. */
+#ifndef MESHFS_CONVSTORE_H
+#define MESHFS_CONVSTORE_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "meshfs/cache.h"
+#include "meshfs/err.h"
+#include "meshfs/formats.h"
+#include "meshfs/limits.h"
+#include "meshfs/proto.h"
+#include "meshfs/views.h"
+
+typedef struct mfs_convstore {
+    void *ctx;
+    mfs_cache *cache;
+    const mfs_views *views; /* the key recipe */
+    /* the model's content hash, as the host reads it (used when the worker
+     * died before naming its inputs): 0, or -1 with err */
+    int (*hash_model)(void *ctx, const char *relpath, struct stat *st, uint8_t hash[16],
+                      mfs_err *err);
+    /* what a failure is recorded under (the limits, the inputs' newest mtime) */
+    void (*failctx)(void *ctx, const mfs_dep *deps, uint32_t ndeps, mfs_cache_failctx *out);
+    /* a failure's text as users will read it (NULL: as the worker said it) */
+    void (*errtext)(void *ctx, const char *in, char *out, size_t n);
+    /* a line for the log */
+    void (*log)(void *ctx, const char *msg);
+} mfs_convstore;
+
+/* After a worker run of relpath into tmp (report rep, which it may mark
+ * transient): stores each view of `formats` or its failure, fills *man (the
+ * inputs and the views' keys; caller frees) and stores it as the model's
+ * manifest.  hits[f'] receives the commit's descriptor of man->views[f']
+ * (fd -1 if none): still readable if the cache evicts the entry at once.
+ * Returns 0, 1 (done, but a view failed for the machine's sake: err says
+ * the first), or -1 (err). */
+int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *tmp,
+                       const char *fmi_model, unsigned formats, mfs_report *rep,
+                       mfs_cache_manifest *man, mfs_cache_hit hits[MFS_FMT_COUNT], mfs_err *err);
+
+/* Streams the file at path into a cache entry under k: it must be `size`
+ * bytes.  hit (may be NULL) as mfs_cache_writer_commit. */
+int mfs_convstore_output(mfs_cache *c, const char *path, const mfs_cache_key *k, uint64_t size,
+                         mfs_cache_hit *hit, mfs_err *err);
+
+/* The failure rule shared by every host (docs/cache.md, "Negative
+ * entries"): a remembered failure stands unless the run's limits are
+ * larger than those it was recorded under, or an input was touched since
+ * (newest: the inputs' newest mtime now). */
+int mfs_convstore_failure_stands(const mfs_limits *l, const mfs_cache_failctx *f,
+                                 struct timespec newest);
+
+#endif

@@ -1,0 +1,537 @@
+/* The batch's views, through the mount's resolver (include/meshfs/batch.h).
+ *
+ * One mfs_views per input root, with a host that is the mount's less what
+ * only a mount needs (FUSE, SRC's confinement by openat2, read bits for
+ * other users): paths are stat'ed under the root, models hashed through the
+ * cache's stat index, keys made by the shared recipe (keyopts.h), and the
+ * converter is a worker run filed in the cache by convstore.c, the mount's
+ * own filing.  So a batch finds what a mount or an earlier batch made, and
+ * a mount finds what a batch made.
+ *
+ * Besides the views, each run files its report (the importer's statistics
+ * and inputs, the views' notes: what --report prints) as one more entry,
+ * keyed like a view named "report" with the import's option text, so a
+ * model served from the cache reports the same numbers as a converted one. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "meshfs/batch.h"
+#include "meshfs/convstore.h"
+#include "meshfs/job.h"
+#include "meshfs/keyopts.h"
+#include "meshfs/lgepkg.h"
+#include "meshfs/sandbox.h"
+#include "meshfs/spawner.h"
+#include "meshfs/views.h"
+
+/* A worker output directory under the cache's tmp/, kept between runs
+ * (jobdir_take): making and removing one per model cost an inode
+ * allocation and a free each, and on ext4 without a journal every
+ * allocation scans past the inodes freed in the last minute or more, so a
+ * batch of small models slowed itself down. */
+typedef struct jobdir {
+    char path[PATH_MAX + 32];
+    struct jobdir *next;
+} jobdir;
+
+typedef struct root {
+    mfs_batch *b;
+    char *path;
+    int fd;
+    mfs_views *views;
+    struct root *next;
+} root;
+
+struct mfs_batch {
+    mfs_batch_cfg cfg;
+    unsigned key_formats; /* as the mount holds them: with the package's needs */
+    mfs_cache *cache;
+    char dir[PATH_MAX];
+    char tmpdir[PATH_MAX + 8];
+    int private_dir;
+    pthread_mutex_t lock;
+    root *roots;
+    jobdir *idle; /* job directories not in use (under lock) */
+};
+
+/* The model this thread is resolving: the converter reports into it, and
+ * the views its run stored stay readable here even if the cache evicted
+ * them at once (the mount's pins.c, per thread). */
+static _Thread_local struct {
+    mfs_batch_result *res;
+    mfs_cache_key key[MFS_FMT_COUNT];
+    mfs_cache_hit pin[MFS_FMT_COUNT];
+    int npins;
+} tl;
+
+static void pins_release(void)
+{
+    for (int i = 0; i < tl.npins; i++)
+        mfs_cache_hit_release(&tl.pin[i]);
+    tl.npins = 0;
+}
+
+static const mfs_cache_hit *pinned(const mfs_cache_key *k)
+{
+    for (int i = 0; i < tl.npins; i++)
+        if (!memcmp(tl.key[i].b, k->b, sizeof k->b))
+            return &tl.pin[i];
+    return NULL;
+}
+
+/* ---- the resolver's host ---- */
+
+static int host_stat(void *ctx, const char *path, mfs_view_path kind, struct stat *st)
+{
+    root *r = ctx;
+    return fstatat(r->fd, path, st, 0) < 0 ? -errno : 0;
+}
+
+static int host_hash(void *ctx, const char *path, struct stat *st, uint8_t hash[16], mfs_err *err)
+{
+    root *r = ctx;
+    if (mfs_cache_file_hash_at(r->b->cache, r->fd, path, st, hash, err) < 0)
+        return -(errno ? errno : EIO);
+    return 0;
+}
+
+static int host_peek(void *ctx, const mfs_cache_key *k, struct timespec newest, mfs_cache_hit *hit,
+                     mfs_err *err)
+{
+    root *r = ctx;
+    int rc = mfs_cache_peek(r->b->cache, k, hit, err);
+    /* the mount's rule: a failure stands until touched or given more room */
+    if (rc == 1 && hit->reason && !mfs_convstore_failure_stands(&r->b->cfg.limits, &hit->fail, newest)) {
+        mfs_cache_hit_release(hit);
+        return 0;
+    }
+    const mfs_cache_hit *p;
+    if (rc != 1 && (p = pinned(k))) {
+        mfs_cache_hit_release(hit);
+        *hit = (mfs_cache_hit){.fd = -1, .length = p->length};
+        return 1;
+    }
+    return rc;
+}
+
+static int host_open(void *ctx, const mfs_cache_key *k, mfs_cache_hit *hit, mfs_err *err)
+{
+    root *r = ctx;
+    int rc = mfs_cache_lookup(r->b->cache, k, hit, err);
+    if (rc == 1)
+        return 1;
+    mfs_cache_hit_release(hit);
+    const mfs_cache_hit *p = pinned(k);
+    if (!p)
+        return rc;
+    *hit = *p;
+    hit->reason = NULL;
+    hit->fd = fcntl(p->fd, F_DUPFD_CLOEXEC, 0);
+    return hit->fd >= 0 ? 1 : rc;
+}
+
+static void host_format_options(void *ctx, int format, const char *fmi_model, char *buf, size_t n)
+{
+    root *r = ctx;
+    mfs_keyopts_format(&r->b->cfg.opts, r->b->key_formats, format, fmi_model, buf, n);
+}
+
+static void host_import_options(void *ctx, char *buf, size_t n)
+{
+    root *r = ctx;
+    mfs_keyopts_import(&r->b->cfg.opts, r->b->key_formats, buf, n);
+}
+
+/* ---- filing a run (convstore.h) ---- */
+
+static int cs_hash(void *ctx, const char *relpath, struct stat *st, uint8_t hash[16], mfs_err *err)
+{
+    root *r = ctx;
+    return mfs_cache_file_hash_at(r->b->cache, r->fd, relpath, st, hash, err) < 0 ? -1 : 0;
+}
+
+static void cs_failctx(void *ctx, const mfs_dep *deps, uint32_t ndeps, mfs_cache_failctx *out)
+{
+    root *r = ctx;
+    const mfs_limits *l = &r->b->cfg.limits;
+    *out = (mfs_cache_failctx){.timeout_s = l->timeout_s, .memory = l->memory,
+                               .cpu_s = l->cpu_s, .output = l->output};
+    /* the newest mtime as the memo takes it (host_stat) */
+    for (uint32_t i = 0; i < ndeps; i++) {
+        struct stat st;
+        if (fstatat(r->fd, deps[i].path, &st, 0) < 0)
+            continue;
+        int64_t t = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        if (t > out->inputs_mtime_ns)
+            out->inputs_mtime_ns = t;
+    }
+}
+
+static int report_key(const root *r, const mfs_dep *deps, uint32_t ndeps, mfs_cache_key *k,
+                      mfs_err *err)
+{
+    char iopts[64];
+    mfs_keyopts_import(&r->b->cfg.opts, r->b->key_formats, iopts, sizeof iopts);
+    return mfs_cache_view_key(deps, ndeps, "report", iopts, MESHFS_OUTPUT_VERSION, k, err);
+}
+
+static void store_report(const root *r, const mfs_cache_manifest *man, const mfs_report *rep)
+{
+    mfs_cache_key k;
+    mfs_err err;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (man->ndeps && report_key(r, man->deps, man->ndeps, &k, &err) == 0 &&
+        mfs_report_encode(rep, &buf, &len) == 0)
+        mfs_cache_store(r->b->cache, &k, buf, len, NULL, &err); /* a convenience: failing is fine */
+    free(buf);
+}
+
+/* Empties and removes a job directory (what a worker left in it: its
+ * outputs are files named after formats, a dropped-privilege worker's a
+ * subdirectory of them). */
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path), 0;
+}
+
+static void jobdir_remove(jobdir *d)
+{
+    if (rmdir(d->path) < 0 && errno != ENOENT)
+        nftw(d->path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(d);
+}
+
+/* An empty job directory for one run: one kept from an earlier run, or a
+ * new one.  A kept one is used only while it is younger than half the age
+ * at which a cache open reaps tmp/ (docs/cache.md), so another process's
+ * clean_tmp never takes it from under a run. */
+static jobdir *jobdir_take(mfs_batch *b, mfs_err *err)
+{
+    pthread_mutex_lock(&b->lock);
+    jobdir *d = b->idle;
+    if (d)
+        b->idle = d->next;
+    pthread_mutex_unlock(&b->lock);
+    if (d) {
+        struct stat st;
+        if (stat(d->path, &st) == 0 && S_ISDIR(st.st_mode) &&
+            (int64_t)time(NULL) - (int64_t)st.st_mtim.tv_sec < MFS_CACHE_DEFAULT_TMP_AGE / 2)
+            return d;
+        jobdir_remove(d);
+    }
+    d = malloc(sizeof *d);
+    if (!d) {
+        mfs_errf(err, "out of memory");
+        return NULL;
+    }
+    snprintf(d->path, sizeof d->path, "%s/job-XXXXXX", b->tmpdir);
+    int made = mkdtemp(d->path) != NULL;
+    if (!made && errno == ENOENT) {
+        /* the cache directory (or its tmp/) was removed meanwhile */
+        mfs_cache_revive(b->cache, NULL);
+        mkdir(b->tmpdir, 0700);
+        snprintf(d->path, sizeof d->path, "%s/job-XXXXXX", b->tmpdir);
+        made = mkdtemp(d->path) != NULL;
+    }
+    if (!made) {
+        mfs_errf(err, "cannot make a worker directory in the cache: %s", strerror(errno));
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* Is name absent from the job directory? */
+static int absent(const jobdir *d, const char *name)
+{
+    char p[PATH_MAX + 64];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", d->path, name);
+    return lstat(p, &st) < 0 && errno == ENOENT;
+}
+
+/* Back to the pool if the run left nothing the next run would trip on
+ * (the outputs of `formats`, which the next run creates O_EXCL, and a
+ * dropped-privilege worker's subdirectory), else removed with whatever is
+ * in it. */
+static void jobdir_give(mfs_batch *b, jobdir *d, unsigned formats, int clean)
+{
+    for (int f = 0; clean && f < MFS_FMT_COUNT; f++)
+        if ((formats & (1u << f)) && !absent(d, mfs_format_get((mfs_format)f)->name))
+            clean = 0;
+    if (clean && !absent(d, MFS_SANDBOX_OUT_SUBDIR))
+        clean = 0;
+    if (!clean) {
+        jobdir_remove(d);
+        return;
+    }
+    pthread_mutex_lock(&b->lock);
+    d->next = b->idle;
+    b->idle = d;
+    pthread_mutex_unlock(&b->lock);
+}
+
+static int host_convert(void *ctx, const char *model, const char *fmi_model, unsigned formats,
+                        mfs_cache_manifest *man, mfs_err *err)
+{
+    root *r = ctx;
+    mfs_batch *b = r->b;
+    memset(man, 0, sizeof *man);
+    jobdir *d = jobdir_take(b, err);
+    if (!d)
+        return -1;
+    const char *tmp = d->path;
+    unsigned run = mfs_keyopts_run_formats(b->key_formats, formats);
+    mfs_job job = {.root = r->path, .model = model, .formats = run, .opts = b->cfg.opts,
+                   .outdir = tmp, .limits = b->cfg.limits};
+    job.opts.model_path = fmi_model;
+    mfs_report rep;
+    if (mfs_worker_convert(&job, &rep, err) < 0) {
+        jobdir_give(b, d, run, 0);
+        return -1;
+    }
+    mfs_convstore cs = {.ctx = r, .cache = b->cache, .views = r->views, .hash_model = cs_hash,
+                        .failctx = cs_failctx};
+    mfs_cache_hit hits[MFS_FMT_COUNT];
+    int rc = mfs_convstore_file(&cs, model, tmp, fmi_model, run, &rep, man, hits, err);
+    if (rc >= 0) {
+        pins_release();
+        for (uint32_t i = 0; i < man->nviews && i < MFS_FMT_COUNT; i++) {
+            if (hits[i].fd < 0)
+                continue;
+            tl.key[tl.npins] = man->views[i].key;
+            tl.pin[tl.npins++] = hits[i];
+        }
+        store_report(r, man, &rep);
+    }
+    if (tl.res) {
+        tl.res->converted = 1;
+        mfs_report_free(&tl.res->rep);
+        tl.res->rep = rep;
+        tl.res->have_report = 1;
+    } else {
+        mfs_report_free(&rep);
+    }
+    /* convstore_file removed every output it filed; on -1 it may not have */
+    jobdir_give(b, d, run, rc >= 0);
+    return rc;
+}
+
+/* ---- roots ---- */
+
+static root *get_root(mfs_batch *b, const char *path, mfs_err *err)
+{
+    pthread_mutex_lock(&b->lock);
+    root *r = b->roots;
+    while (r && strcmp(r->path, path))
+        r = r->next;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r || !(r->path = strdup(path))) {
+            free(r);
+            pthread_mutex_unlock(&b->lock);
+            mfs_errf(err, "out of memory");
+            return NULL;
+        }
+        r->b = b;
+        r->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (r->fd < 0) {
+            mfs_errf(err, "%s", strerror(errno));
+            free(r->path);
+            free(r);
+            pthread_mutex_unlock(&b->lock);
+            return NULL;
+        }
+        mfs_views_host h = {
+            .ctx = r,
+            .cache = b->cache,
+            .rootfd = r->fd,
+            .formats = b->key_formats,
+            .version = MESHFS_OUTPUT_VERSION,
+            .stat_path = host_stat,
+            .hash_model = host_hash,
+            .entry_peek = host_peek,
+            .entry_open = host_open,
+            .format_options = host_format_options,
+            .import_options = host_import_options,
+            .convert = host_convert,
+        };
+        r->views = mfs_views_new(&h);
+        if (!r->views) {
+            close(r->fd);
+            free(r->path);
+            free(r);
+            pthread_mutex_unlock(&b->lock);
+            mfs_errf(err, "out of memory");
+            return NULL;
+        }
+        r->next = b->roots;
+        b->roots = r;
+    }
+    pthread_mutex_unlock(&b->lock);
+    return r;
+}
+
+/* ---- the batch ---- */
+
+int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
+{
+    mfs_batch *b = calloc(1, sizeof *b);
+    if (!b)
+        return mfs_errf(err, "out of memory");
+    b->cfg = *cfg;
+    b->key_formats = cfg->formats | (cfg->formats & MFS_FMT_LGEPKG_BIT ? MFS_LGEPKG_NEEDS : 0);
+    pthread_mutex_init(&b->lock, NULL);
+    mfs_cache_config cc = {.dir = cfg->cache_dir, .flags = cfg->no_cap ? MFS_CACHE_NO_CAP : 0};
+    if (cfg->no_cache) {
+        const char *t = getenv("TMPDIR");
+        snprintf(b->dir, sizeof b->dir, "%s/meshfs-convert-XXXXXX", t && t[0] ? t : "/tmp");
+        if (!mkdtemp(b->dir)) {
+            mfs_errf(err, "--no-cache: cannot make a private cache in %s: %s", t && t[0] ? t : "/tmp",
+                     strerror(errno));
+            free(b);
+            return -1;
+        }
+        b->private_dir = 1;
+        cc.dir = b->dir;
+        cc.max_size = UINT64_MAX / 4; /* nothing is kept, so nothing is evicted */
+    }
+    if (mfs_cache_open(&cc, &b->cache, err) < 0) {
+        if (b->private_dir)
+            rmdir(b->dir);
+        free(b);
+        return -1;
+    }
+    snprintf(b->dir, sizeof b->dir, "%s", mfs_cache_dir(b->cache));
+    snprintf(b->tmpdir, sizeof b->tmpdir, "%s/tmp", b->dir);
+    if (mkdir(b->tmpdir, 0700) < 0 && errno != EEXIST) {
+        mfs_errf(err, "cache %s: %s", b->tmpdir, strerror(errno));
+        mfs_batch_close(b);
+        return -1;
+    }
+    *out = b;
+    return 0;
+}
+
+void mfs_batch_close(mfs_batch *b)
+{
+    if (!b)
+        return;
+    while (b->roots) {
+        root *r = b->roots;
+        b->roots = r->next;
+        mfs_views_free(r->views);
+        close(r->fd);
+        free(r->path);
+        free(r);
+    }
+    pins_release();
+    while (b->idle) {
+        jobdir *d = b->idle;
+        b->idle = d->next;
+        jobdir_remove(d);
+    }
+    mfs_cache_close(b->cache);
+    if (b->private_dir)
+        nftw(b->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+}
+
+const char *mfs_batch_cache_dir(const mfs_batch *b)
+{
+    return b->private_dir ? NULL : b->dir;
+}
+
+unsigned mfs_batch_views(const mfs_batch *b)
+{
+    return b->key_formats & MFS_FMT_ALL;
+}
+
+/* The report a run filed (store_report), for a model served from the cache. */
+static void load_report(const root *r, const char *model, mfs_batch_result *res)
+{
+    mfs_err err;
+    struct stat st;
+    uint8_t hash[16];
+    mfs_cache_key mk, rk;
+    mfs_cache_manifest man;
+    memset(&man, 0, sizeof man);
+    if (mfs_cache_file_hash_at(r->b->cache, r->fd, model, &st, hash, &err) < 0 ||
+        mfs_views_manifest_key(r->views, model, (uint64_t)st.st_size, hash, &mk, &err) < 0 ||
+        mfs_cache_manifest_peek(r->b->cache, &mk, &man, &err) != 1)
+        return;
+    mfs_cache_hit hit = {.fd = -1};
+    if (report_key(r, man.deps, man.ndeps, &rk, &err) == 0 &&
+        mfs_cache_lookup(r->b->cache, &rk, &hit, &err) == 1 && !hit.reason && hit.length < (1u << 26)) {
+        uint8_t *buf = malloc(hit.length ? hit.length : 1);
+        if (buf && pread(hit.fd, buf, hit.length, (off_t)hit.offset) == (ssize_t)hit.length &&
+            mfs_report_decode(buf, hit.length, &res->rep, &err) == 0)
+            res->have_report = 1;
+        free(buf);
+    }
+    mfs_cache_hit_release(&hit);
+    mfs_cache_manifest_free(&man);
+}
+
+int mfs_batch_resolve(mfs_batch *b, const char *rootpath, const char *model, const char *fmi_model,
+                      mfs_batch_result *res, mfs_err *err)
+{
+    memset(res, 0, sizeof *res);
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        res->view[f].hit.fd = -1;
+    root *r = get_root(b, rootpath, err);
+    if (!r)
+        return -1;
+    tl.res = res;
+    int failed_model = 0;
+    unsigned views = mfs_batch_views(b);
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        if (!(views & (1u << f)))
+            continue;
+        mfs_batch_view *v = &res->view[f];
+        mfs_view_info info;
+        mfs_err e;
+        mfs_err_clear(&e);
+        mfs_view_outcome o = mfs_views_resolve(r->views, model, fmi_model, f, MFS_VIEW_OPEN, &info, &e);
+        if (o == MFS_VIEW_HIT) {
+            v->ok = 1;
+            v->size = info.size;
+            v->hit = info.hit;
+        } else if (o == MFS_VIEW_FAILED_MODEL) {
+            snprintf(v->error, sizeof v->error, "%s", e.msg[0] ? e.msg : "conversion failed");
+            failed_model = 1;
+        } else {
+            v->machine = 1;
+            snprintf(v->error, sizeof v->error, "%s",
+                     e.msg[0] ? e.msg : strerror(info.errnum ? info.errnum : EIO));
+        }
+    }
+    tl.res = NULL;
+    pins_release();
+    res->remembered = failed_model && !res->converted;
+    if (!res->have_report)
+        load_report(r, model, res);
+    return 0;
+}
+
+void mfs_batch_result_free(mfs_batch_result *r)
+{
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        mfs_cache_hit_release(&r->view[f].hit);
+    if (r->have_report)
+        mfs_report_free(&r->rep);
+    memset(r, 0, sizeof *r);
+}

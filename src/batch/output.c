@@ -1,0 +1,214 @@
+/* Writing the output tree (include/meshfs/batch.h).
+ *
+ * A file already holding exactly the bytes to write is left alone: its
+ * mtime stays, so `rsync -a` (which compares size and mtime) sends nothing
+ * for an unchanged view, and make-style rules downstream do not rebuild.
+ * Comparing costs a read of the old file, which is far cheaper than the
+ * network copy or rebuild it saves.  Everything else is written to a
+ * temporary name beside dst and renamed over it, so a reader never sees a
+ * half-written file and an interrupted run leaves the old one. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "meshfs/batch.h"
+
+#define CHUNK (1u << 20)
+
+/* The umask can only be read by setting it, and the tool never changes
+ * it: read once, not twice a file (and never set while another thread
+ * creates a file). */
+static mode_t umask_mode;
+static pthread_once_t umask_once = PTHREAD_ONCE_INIT;
+
+static void read_umask(void)
+{
+    mode_t u = umask(0);
+    umask(u);
+    umask_mode = 0666 & ~u;
+}
+
+static mode_t file_mode(void)
+{
+    pthread_once(&umask_once, read_umask);
+    return umask_mode;
+}
+
+/* 1 if the file at dst holds exactly `len` bytes equal to src's from off. */
+static int same_bytes(int src, uint64_t off, uint64_t len, const char *dst)
+{
+    int fd = open(dst, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    int same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == len;
+    char *a = same ? malloc(CHUNK) : NULL, *b = same ? malloc(CHUNK) : NULL;
+    if (same && (!a || !b))
+        same = 0;
+    for (uint64_t done = 0; same && done < len;) {
+        size_t want = len - done < CHUNK ? (size_t)(len - done) : CHUNK;
+        ssize_t ra = pread(src, a, want, (off_t)(off + done));
+        ssize_t rb = pread(fd, b, want, (off_t)done);
+        if (ra <= 0 || ra != rb || memcmp(a, b, (size_t)ra) != 0)
+            same = 0;
+        else
+            done += (uint64_t)ra;
+    }
+    free(a);
+    free(b);
+    close(fd);
+    return same;
+}
+
+/* Writes len bytes of src from off to dst through a temporary name. */
+static int write_bytes(int src, uint64_t off, uint64_t len, const char *dst, mfs_err *err)
+{
+    char tmp[PATH_MAX];
+    const char *slash = strrchr(dst, '/');
+    if (snprintf(tmp, sizeof tmp, "%.*s.meshfs-tmp-XXXXXX", slash ? (int)(slash - dst + 1) : 0,
+                 dst) >= (int)sizeof tmp)
+        return mfs_errf(err, "%s", strerror(ENAMETOOLONG));
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return mfs_errf(err, "%s", strerror(errno));
+    char *buf = malloc(CHUNK);
+    int rc = buf ? 0 : mfs_errf(err, "out of memory");
+    for (uint64_t done = 0; rc == 0 && done < len;) {
+        size_t want = len - done < CHUNK ? (size_t)(len - done) : CHUNK;
+        ssize_t r = pread(src, buf, want, (off_t)(off + done));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            rc = mfs_errf(err, "reading: %s", r < 0 ? strerror(errno) : "unexpected end of file");
+            break;
+        }
+        for (ssize_t w = 0; rc == 0 && w < r;) {
+            ssize_t k = write(fd, buf + w, (size_t)(r - w));
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0)
+                rc = mfs_errf(err, "%s", strerror(errno));
+            else
+                w += k;
+        }
+        done += (uint64_t)r;
+    }
+    free(buf);
+    if (rc == 0 && fchmod(fd, file_mode()) < 0)
+        rc = mfs_errf(err, "%s", strerror(errno));
+    if (close(fd) < 0 && rc == 0)
+        rc = mfs_errf(err, "%s", strerror(errno));
+    if (rc == 0 && rename(tmp, dst) < 0)
+        rc = mfs_errf(err, "%s", strerror(errno));
+    if (rc < 0)
+        unlink(tmp);
+    return rc;
+}
+
+int mfs_batch_write_hit(const mfs_cache_hit *hit, const char *dst, int *unchanged, mfs_err *err)
+{
+    *unchanged = same_bytes(hit->fd, hit->offset, hit->length, dst);
+    return *unchanged ? 0 : write_bytes(hit->fd, hit->offset, hit->length, dst, err);
+}
+
+int mfs_batch_copy_file(const char *src, const char *dst, int *unchanged, mfs_err *err)
+{
+    int fd = open(src, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return mfs_errf(err, "%s", strerror(e));
+    }
+    *unchanged = same_bytes(fd, 0, (uint64_t)st.st_size, dst);
+    int rc = *unchanged ? 0 : write_bytes(fd, 0, (uint64_t)st.st_size, dst, err);
+    close(fd);
+    return rc;
+}
+
+int mfs_batch_make_link(const char *target, const char *dst, int *unchanged, mfs_err *err)
+{
+    char now[PATH_MAX];
+    ssize_t n = readlink(dst, now, sizeof now - 1);
+    if (n >= 0) {
+        now[n] = '\0';
+        if (!strcmp(now, target)) {
+            *unchanged = 1;
+            return 0;
+        }
+    }
+    *unchanged = 0;
+    char tmp[PATH_MAX];
+    for (int attempt = 0; attempt < 100; attempt++) {
+        snprintf(tmp, sizeof tmp, "%s.meshfs-tmp-%d-%d", dst, (int)getpid(), attempt);
+        if (symlink(target, tmp) == 0)
+            break;
+        if (errno != EEXIST)
+            return mfs_errf(err, "%s", strerror(errno));
+    }
+    if (rename(tmp, dst) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return mfs_errf(err, "%s", strerror(e));
+    }
+    return 0;
+}
+
+int mfs_batch_mkdirs(const char *path)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0777) < 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(tmp, 0777) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+const char *mfs_batch_quote(const char *s, char *buf, size_t n)
+{
+    int plain = 1;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            plain = 0;
+    if (plain) {
+        snprintf(buf, n, "%s", s);
+        return buf;
+    }
+    size_t o = 0;
+#define PUT(c) do { if (o + 1 < n) buf[o++] = (c); } while (0)
+    PUT('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\n') {
+            PUT('\\'); PUT('n');
+        } else if (*p == '\t') {
+            PUT('\\'); PUT('t');
+        } else if (*p == '\r') {
+            PUT('\\'); PUT('r');
+        } else if (*p == '"' || *p == '\\') {
+            PUT('\\'); PUT((char)*p);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            static const char hex[] = "0123456789abcdef";
+            PUT('\\'); PUT('x'); PUT(hex[*p >> 4]); PUT(hex[*p & 15]);
+        } else {
+            PUT((char)*p);
+        }
+    }
+    PUT('"');
+#undef PUT
+    buf[o < n ? o : n - 1] = '\0';
+    return buf;
+}

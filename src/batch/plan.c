@@ -1,0 +1,410 @@
+/* Which models a batch converts, under which names (include/meshfs/batch.h).
+ *
+ * Each folder's names go through the mount's rule (mfs_names_plan), so the
+ * view names, the .fmi model= paths and with them the keys are the mount's.
+ * Folders are walked in byte order of their names: the batch's order and
+ * its output never depend on readdir order. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "meshfs/batch.h"
+#include "meshfs/naming.h"
+#include "meshfs/spawner.h"
+
+static void oom(void)
+{
+    fputs("out of memory\n", stderr);
+    exit(2);
+}
+
+static char *xstrdup(const char *s)
+{
+    char *d = strdup(s);
+    if (!d)
+        oom();
+    return d;
+}
+
+static char *join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *d = malloc(n);
+    if (!d)
+        oom();
+    if (!a[0])
+        snprintf(d, n, "%s", b);
+    else if (!b[0])
+        snprintf(d, n, "%s", a);
+    else
+        snprintf(d, n, "%s%s%s", a, a[strlen(a) - 1] == '/' ? "" : "/", b);
+    return d;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char **list_dir(const char *path, size_t *n)
+{
+    DIR *d = opendir(path);
+    *n = 0;
+    if (!d)
+        return NULL;
+    size_t cap = 16;
+    char **v = malloc(cap * sizeof *v);
+    struct dirent *e;
+    while (v && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (*n == cap) {
+            cap *= 2;
+            char **nv = realloc(v, cap * sizeof *v);
+            if (!nv)
+                oom();
+            v = nv;
+        }
+        v[(*n)++] = xstrdup(e->d_name);
+    }
+    closedir(d);
+    if (!v)
+        oom();
+    qsort(v, *n, sizeof *v, cmp_str);
+    return v;
+}
+
+static void free_list(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+void mfs_plan_init(mfs_plan *p, unsigned flags, const char *prog, FILE *warn)
+{
+    memset(p, 0, sizeof *p);
+    p->flags = flags;
+    p->prog = prog;
+    p->warn = warn;
+}
+
+static void warn(const mfs_plan *p, const char *path, const char *text)
+{
+    if (!p->warn)
+        return;
+    char q[8192];
+    fprintf(p->warn, "%s: warning: %s: %s\n", p->prog, mfs_batch_quote(path, q, sizeof q), text);
+}
+
+static mfs_plan_item *new_item(mfs_plan *p, const char *root, const char *model, const char *shown)
+{
+    if (p->n == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 64;
+        p->v = realloc(p->v, p->cap * sizeof *p->v);
+        if (!p->v)
+            oom();
+    }
+    mfs_plan_item *it = &p->v[p->n++];
+    memset(it, 0, sizeof *it);
+    it->root = xstrdup(root);
+    it->model = xstrdup(model);
+    it->shown = xstrdup(shown);
+    return it;
+}
+
+static void add_warning(mfs_plan_item *it, const char *text)
+{
+    char **v = realloc(it->warnings, (it->nwarnings + 1) * sizeof *v);
+    if (!v)
+        oom();
+    it->warnings = v;
+    v[it->nwarnings++] = xstrdup(text);
+}
+
+static void add_note(mfs_plan *p, const char *path, const char *text)
+{
+    mfs_plan_note *v = realloc(p->notes, (p->nnotes + 1) * sizeof *v);
+    if (!v)
+        oom();
+    p->notes = v;
+    v[p->nnotes++] = (mfs_plan_note){xstrdup(path), xstrdup(text)};
+}
+
+static void add_other(mfs_plan *p, mfs_plan_other_kind kind, const char *src, const char *dst,
+                      const char *target)
+{
+    if (p->nother == p->other_cap) {
+        p->other_cap = p->other_cap ? p->other_cap * 2 : 64;
+        p->other = realloc(p->other, p->other_cap * sizeof *p->other);
+        if (!p->other)
+            oom();
+    }
+    p->other[p->nother++] = (mfs_plan_other){xstrdup(src), xstrdup(dst),
+                                             target ? xstrdup(target) : NULL, kind};
+}
+
+/* A folder's names under the naming rule, the same the mount shows:
+ * models are regular files, not links, as the mount sees them.  force: an
+ * entry that counts as a model whatever it is (a file named on the command
+ * line; then only its notes are printed, else every note is). */
+static mfs_name_entry *plan_folder(const mfs_plan *p, const char *path, char **names, size_t n,
+                                   const char *force, mfs_names *np)
+{
+    mfs_name_entry *e = malloc((n ? n : 1) * sizeof *e);
+    if (!e)
+        oom();
+    for (size_t i = 0; i < n; i++) {
+        char *full = join(path, names[i]);
+        struct stat st;
+        int reg = lstat(full, &st) == 0 && S_ISREG(st.st_mode);
+        e[i] = (mfs_name_entry){names[i], (reg && mfs_is_model_name(names[i])) ||
+                                              (force && !strcmp(force, names[i]))};
+        free(full);
+    }
+    if (mfs_names_plan(e, n, p->flags & MFS_PLAN_LOWERCASE ? MFS_NAMES_LOWERCASE : 0, np) < 0)
+        oom();
+    for (size_t i = 0; i < np->nnotes; i++)
+        if (!force || !strcmp(names[np->notes[i].entry], force))
+            warn(p, path, np->notes[i].text);
+    return e;
+}
+
+static const char *note_of(const mfs_names *np, size_t i, mfs_name_note_kind kind)
+{
+    for (size_t k = 0; k < np->nnotes; k++)
+        if (np->notes[k].entry == i && np->notes[k].kind == kind)
+            return np->notes[k].text;
+    return NULL;
+}
+
+static const mfs_name_model *model_of(const mfs_names *np, size_t i)
+{
+    for (size_t k = 0; k < np->nmodels; k++)
+        if (np->models[k].entry == i)
+            return &np->models[k];
+    return NULL;
+}
+
+static void refuse(mfs_plan_item *it, const char *why)
+{
+    char buf[MFS_ERR_MAX];
+    snprintf(buf, sizeof buf, "not converted: %s", why ? why : "name clash");
+    it->refused = xstrdup(buf);
+}
+
+/* Entry i of a planned folder, a model: an item with its view names, or a
+ * refused one.  rel_dir is the model's folder under root, out_dir the same
+ * folder as the output shows it, shown_dir as the user gave it. */
+static void add_model(mfs_plan *p, const mfs_names *np, size_t i, const char *root,
+                      const char *rel_dir, const char *out_dir, const char *shown,
+                      const char *name)
+{
+    char *model = join(rel_dir, name);
+    mfs_plan_item *it = new_item(p, root, model, shown);
+    free(model);
+    it->outdir = xstrdup(out_dir);
+    const mfs_name_model *m = model_of(np, i);
+    if (!m) {
+        const char *why = note_of(np, i, MFS_NOTE_CASE);
+        refuse(it, why ? why : note_of(np, i, MFS_NOTE_NO_VIEWS));
+        it->base = xstrdup(np->shown[i] ? np->shown[i] : name);
+        it->fmi_model = join(out_dir, it->base);
+        return;
+    }
+    it->base = xstrdup(m->base);
+    it->fmi_model = join(out_dir, m->base);
+    for (size_t k = 0; k < np->nnotes; k++)
+        if (np->notes[k].entry == i)
+            add_warning(it, np->notes[k].text);
+}
+
+/* Why a symbolic link to a folder is not followed, or NULL to follow it.
+ * The mount shows every link as a link and never follows one itself;
+ * through it, a link to a folder inside SRC leads to that folder's views,
+ * one out of SRC leads out of the mount, where there are none
+ * (docs/security.md, S2).  The walk does the same: it follows a link only
+ * to a folder inside the input folder, and not to one it is already in. */
+static const char *link_refusal(const char *root, const char *dir, const char *full)
+{
+    char rroot[PATH_MAX], rdir[PATH_MAX], rtarget[PATH_MAX];
+    if (!realpath(root, rroot) || !realpath(dir, rdir) || !realpath(full, rtarget))
+        return "symbolic link not followed: cannot resolve it";
+    size_t n = strcmp(rroot, "/") ? strlen(rroot) : 0;
+    if (strncmp(rtarget, rroot, n) != 0 || (rtarget[n] && rtarget[n] != '/'))
+        return "symbolic link not followed: it leads out of the input folder";
+    size_t t = strlen(rtarget);
+    if (!strncmp(rdir, rtarget, t) && (rdir[t] == '\0' || rdir[t] == '/'))
+        return "symbolic link not followed: it leads to a folder that contains it";
+    return NULL;
+}
+
+/* A link as the mount shows it (src/fs/ops.c, op_readlink): a relative
+ * target lowercased under lowercase_names, since it is followed inside
+ * the mount, where only lowercase names exist. */
+static void copy_link(mfs_plan *p, const char *full, const char *dst)
+{
+    char target[PATH_MAX];
+    ssize_t n = readlink(full, target, sizeof target - 1);
+    if (n < 0) {
+        warn(p, full, strerror(errno));
+        return;
+    }
+    target[n] = '\0';
+    if ((p->flags & MFS_PLAN_LOWERCASE) && target[0] != '/')
+        mfs_name_lower(target);
+    add_other(p, MFS_PLAN_LINK, full, dst, target);
+}
+
+static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char *out_dir, int depth)
+{
+    int mount_view = (p->flags & MFS_PLAN_MOUNT_VIEW) != 0;
+    char *path = join(root, rel_dir);
+    size_t n;
+    char **names = list_dir(path, &n);
+    if (!names) {
+        warn(p, path, strerror(errno));
+        add_note(p, path, strerror(errno));
+        free(path);
+        return;
+    }
+    if (mount_view)
+        add_other(p, MFS_PLAN_DIR, path, out_dir, NULL);
+    mfs_names np;
+    mfs_name_entry *e = plan_folder(p, path, names, n, NULL, &np);
+    for (size_t i = 0; i < n; i++) {
+        /* hidden names: the mount shows them; without --copy-other the
+         * walk leaves them out (and its own temporary folders with them) */
+        if (names[i][0] == '.' && !mount_view)
+            continue;
+        char *full = join(path, names[i]);
+        const char *hidden = np.shown[i] ? NULL : note_of(&np, i, MFS_NOTE_CASE);
+        char *odst = np.shown[i] ? join(out_dir, np.shown[i]) : NULL;
+        struct stat lst, st;
+        int have = lstat(full, &lst) == 0;
+        int link = have && S_ISLNK(lst.st_mode);
+        if (link && mount_view) {
+            if (hidden)
+                add_note(p, full, hidden);
+            else
+                copy_link(p, full, odst); /* shown as a link, never followed */
+        } else if (have && stat(full, &st) == 0) {
+            const char *refused = link && S_ISDIR(st.st_mode) ? link_refusal(root, path, full) : NULL;
+            if (refused) {
+                warn(p, full, refused);
+                add_note(p, full, refused);
+            } else if (S_ISDIR(st.st_mode) && depth < 64) {
+                if (hidden) {
+                    add_note(p, full, hidden);
+                } else {
+                    char *sub = join(rel_dir, names[i]);
+                    walk(p, root, sub, odst, depth + 1);
+                    free(sub);
+                }
+            } else if (e[i].is_model) {
+                add_model(p, &np, i, root, rel_dir, out_dir, full, names[i]);
+            } else if (hidden) {
+                add_note(p, full, hidden);
+            } else if (mount_view && S_ISREG(st.st_mode)) {
+                add_other(p, MFS_PLAN_FILE, full, odst, NULL);
+            }
+        }
+        free(odst);
+        free(full);
+    }
+    mfs_names_free(&np);
+    free(e);
+    free_list(names, n);
+    free(path);
+}
+
+void mfs_plan_add_input(mfs_plan *p, const char *in)
+{
+    struct stat st;
+    if (stat(in, &st) < 0) {
+        char q[8192];
+        int e = errno;
+        if (p->warn)
+            fprintf(p->warn, "%s: %s: %s\n", p->prog, mfs_batch_quote(in, q, sizeof q), strerror(e));
+        /* still listed, so the summary and exit status count it */
+        mfs_plan_item *it = new_item(p, ".", in, in);
+        it->outdir = xstrdup("");
+        it->base = xstrdup(in);
+        it->fmi_model = xstrdup(in);
+        it->refused = xstrdup(strerror(e));
+        return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        walk(p, in, "", "", 0);
+        return;
+    }
+    char *copy = xstrdup(in);
+    char *slash = strrchr(copy, '/');
+    const char *dir = ".", *name = copy;
+    if (slash) {
+        *slash = '\0';
+        dir = copy[0] ? copy : "/";
+        name = slash + 1;
+    }
+    size_t n;
+    char **sib = list_dir(dir, &n);
+    mfs_names np;
+    memset(&np, 0, sizeof np);
+    if (sib)
+        free(plan_folder(p, dir, sib, n, name, &np));
+    size_t i = 0;
+    while (sib && i < n && strcmp(sib[i], name))
+        i++;
+    if (sib && i < n) {
+        add_model(p, &np, i, dir, "", "", in, name);
+    } else { /* the folder cannot be listed: named alone */
+        mfs_plan_item *it = new_item(p, dir, name, in);
+        it->outdir = xstrdup("");
+        char base[NAME_MAX + 1];
+        if (mfs_view_base(name, NULL, 0, mfs_is_model_name, base, sizeof base) < 0)
+            snprintf(base, sizeof base, "%.*s", NAME_MAX, name);
+        if (p->flags & MFS_PLAN_LOWERCASE)
+            mfs_name_lower(base);
+        it->base = xstrdup(base);
+        it->fmi_model = xstrdup(base);
+    }
+    if (sib)
+        mfs_names_free(&np);
+    free_list(sib, n);
+    free(copy);
+}
+
+void mfs_plan_free(mfs_plan *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        mfs_plan_item *it = &p->v[i];
+        free(it->root);
+        free(it->model);
+        free(it->shown);
+        free(it->outdir);
+        free(it->base);
+        free(it->fmi_model);
+        free(it->refused);
+        for (size_t w = 0; w < it->nwarnings; w++)
+            free(it->warnings[w]);
+        free(it->warnings);
+    }
+    free(p->v);
+    for (size_t i = 0; i < p->nnotes; i++) {
+        free(p->notes[i].path);
+        free(p->notes[i].text);
+    }
+    free(p->notes);
+    for (size_t i = 0; i < p->nother; i++) {
+        free(p->other[i].src);
+        free(p->other[i].dst);
+        free(p->other[i].target);
+    }
+    free(p->other);
+    memset(p, 0, sizeof *p);
+}
