@@ -127,9 +127,23 @@ typedef struct mfs_views_host {
     mfs_view_converter convert;
     /* a failure worth the log (may be NULL) */
     void (*log)(void *ctx, const char *model, const char *msg);
+    /* the most model records the memo keeps (0: MFS_VIEWS_MEMO_DEFAULT);
+     * least recently used out first, never one in use (docs/scale.md) */
+    size_t memo_size;
 } mfs_views_host;
 
+/* About 1 KiB a record with its paths: 4 MiB for the memo by default. */
+#define MFS_VIEWS_MEMO_DEFAULT 4096
+
 typedef struct mfs_views mfs_views;
+
+typedef struct mfs_views_stats {
+    uint64_t entries;   /* model records held now (may pass cap while in use) */
+    uint64_t cap;
+    uint64_t evictions; /* records dropped for the cap */
+} mfs_views_stats;
+
+void mfs_views_get_stats(mfs_views *v, mfs_views_stats *out);
 
 /* The host is copied.  NULL on out of memory. */
 mfs_views *mfs_views_new(const mfs_views_host *host);

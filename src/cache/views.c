@@ -41,6 +41,9 @@ typedef struct model {
     char *path;               /* relative to the root */
     pthread_mutex_t lock;
     struct model *next;
+    /* the memo's bound (below): under mfs_views.lock */
+    unsigned refs;            /* callers between get_model and put_model */
+    struct model *newer, *older; /* the LRU list */
     /* memo, valid while every input's sig is unchanged */
     int valid;
     char *fmi_model;          /* the fmi model= path the memo was made for */
@@ -55,14 +58,31 @@ typedef struct model {
      * kernel may keep its page cache only while the bytes are the same */
     int served[MFS_FMT_COUNT];
     mfs_cache_key served_key[MFS_FMT_COUNT];
+    /* converted for a request not yet served: its open is that miss, not a
+     * hit (statistics: a stat converts, the open that follows reads it) */
+    int fresh[MFS_FMT_COUNT];
 } model;
 
 #define NBUCKET 8192
 
+/* The memo's bound (docs/scale.md).  At most memo_size model records are
+ * kept, least recently used out first.  A record is only a shortcut: the
+ * stat index and the cache entries are the truth, so a model whose record
+ * went costs a re-stat and a peek of its manifest and entries on its next
+ * query, never another answer.  A record in use (refs: a caller between
+ * get_model and put_model, which covers whoever holds or waits for its
+ * lock, so a conversion's single flight) is never evicted; the table may
+ * then hold more than the cap until those calls end.  What eviction
+ * forgets beyond the memo is served_key, so the next open of such a view
+ * says same_as_last = 0: the conservative answer; and fresh, so an open
+ * long after its conversion may count as a hit (statistics only). */
 struct mfs_views {
     mfs_views_host h;
-    pthread_mutex_t lock;     /* the table; a leaf */
+    pthread_mutex_t lock;     /* the table and the LRU list; a leaf */
     model *bucket[NBUCKET];
+    model *newest, *oldest;   /* LRU list, most recently used first */
+    size_t cap, count;
+    uint64_t evictions;
 };
 
 mfs_views *mfs_views_new(const mfs_views_host *host)
@@ -71,6 +91,7 @@ mfs_views *mfs_views_new(const mfs_views_host *host)
     if (!v)
         return NULL;
     v->h = *host;
+    v->cap = host->memo_size ? host->memo_size : MFS_VIEWS_MEMO_DEFAULT;
     pthread_mutex_init(&v->lock, NULL);
     return v;
 }
@@ -116,14 +137,70 @@ void mfs_views_free(mfs_views *v)
     free(v);
 }
 
+static unsigned bucket_of(const char *path)
+{
+    return (unsigned)(XXH3_64bits(path, strlen(path)) % NBUCKET);
+}
+
+static void lru_unlink(mfs_views *v, model *m)
+{
+    if (m->newer)
+        m->newer->older = m->older;
+    else
+        v->newest = m->older;
+    if (m->older)
+        m->older->newer = m->newer;
+    else
+        v->oldest = m->newer;
+    m->newer = m->older = NULL;
+}
+
+static void lru_front(mfs_views *v, model *m)
+{
+    m->older = v->newest;
+    m->newer = NULL;
+    if (v->newest)
+        v->newest->newer = m;
+    v->newest = m;
+    if (!v->oldest)
+        v->oldest = m;
+}
+
+/* Drops least recently used records no caller holds until the table is
+ * within its cap.  Called with v->lock held. */
+static void evict_locked(mfs_views *v)
+{
+    model *m = v->oldest;
+    while (v->count > v->cap && m) {
+        model *newer = m->newer;
+        if (m->refs == 0) {
+            model **pp = &v->bucket[bucket_of(m->path)];
+            while (*pp != m)
+                pp = &(*pp)->next;
+            *pp = m->next;
+            lru_unlink(v, m);
+            memo_clear(m);
+            pthread_mutex_destroy(&m->lock);
+            free(m->path);
+            free(m);
+            v->count--;
+            v->evictions++;
+        }
+        m = newer;
+    }
+}
+
+/* The model's record, held (refs) until put_model. */
 static model *get_model(mfs_views *v, const char *path)
 {
-    unsigned b = (unsigned)(XXH3_64bits(path, strlen(path)) % NBUCKET);
+    unsigned b = bucket_of(path);
     pthread_mutex_lock(&v->lock);
     model *m = v->bucket[b];
     while (m && strcmp(m->path, path))
         m = m->next;
-    if (!m) {
+    if (m) {
+        lru_unlink(v, m);
+    } else {
         m = calloc(1, sizeof *m);
         if (m && !(m->path = strdup(path))) {
             free(m);
@@ -133,10 +210,34 @@ static model *get_model(mfs_views *v, const char *path)
             pthread_mutex_init(&m->lock, NULL);
             m->next = v->bucket[b];
             v->bucket[b] = m;
+            v->count++;
         }
+    }
+    if (m) {
+        lru_front(v, m);
+        m->refs++;
+        evict_locked(v);
     }
     pthread_mutex_unlock(&v->lock);
     return m;
+}
+
+static void put_model(mfs_views *v, model *m)
+{
+    pthread_mutex_lock(&v->lock);
+    m->refs--;
+    if (v->count > v->cap)
+        evict_locked(v);
+    pthread_mutex_unlock(&v->lock);
+}
+
+void mfs_views_get_stats(mfs_views *v, mfs_views_stats *out)
+{
+    pthread_mutex_lock(&v->lock);
+    out->entries = v->count;
+    out->cap = v->cap;
+    out->evictions = v->evictions;
+    pthread_mutex_unlock(&v->lock);
 }
 
 /* ---- keys: the one recipe ---- */
@@ -323,6 +424,16 @@ static unsigned missing_formats(const mfs_views *v, const model *m)
     return miss;
 }
 
+/* Statistics: whether the conversion just made left a failure among the
+ * views it was asked for. */
+static int made_failure(const mfs_views *v, const model *m, unsigned need)
+{
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        if ((need & (1u << f)) && m->fmt[f].known && !m->fmt[f].ok)
+            return 1;
+    return 0;
+}
+
 /* ---- tier 2: the local cache, from the stat index alone ---- */
 
 /* 0: the memo now answers for `format`; 1: not without work; -errno. */
@@ -370,6 +481,7 @@ static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, in
  * with m->lock held.  0 or -errno (err says why, if it can). */
 static int refresh(const mfs_views *v, model *m, const char *fmi_model, int format, mfs_err *err)
 {
+    int converted = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
         struct stat st;
         uint8_t hash[16];
@@ -401,8 +513,14 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
                 return 0;
         }
         memset(&man, 0, sizeof man);
+        if (!converted++) { /* one miss per request, however many tries */
+            mfs_cache_note(v->h.cache, MFS_CACHE_VIEW_MISS);
+            m->fresh[format] = 1;
+        }
+        mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION);
         int conv = v->h.convert(v->h.ctx, m->path, fmi_model, need, &man, err);
         if (conv < 0) {
+            mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION_FAILURE);
             mfs_cache_manifest_free(&man);
             return -EIO;
         }
@@ -416,6 +534,8 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
             cur = 0;
         int rc = cur == 1 ? memo_fill(v, m, &man, fmi_model) : -EAGAIN;
         mfs_cache_manifest_free(&man);
+        if (rc == 0 && (conv == 1 || made_failure(v, m, need)))
+            mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION_FAILURE);
         if (rc == 0 && !(missing_formats(v, m) & (1u << format)))
             return 0;
         if (rc == 0 && conv == 1)
@@ -488,6 +608,10 @@ mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *path, const char *f
                                  !memcmp(&m->served_key[format], &fm->key, sizeof fm->key);
             m->served[format] = 1;
             m->served_key[format] = fm->key;
+            if (m->fresh[format])
+                m->fresh[format] = 0; /* the request that missed */
+            else
+                mfs_cache_note(v->h.cache, MFS_CACHE_VIEW_HIT);
             break;
         }
         /* evicted or damaged since the memo was made: convert again */
@@ -504,6 +628,7 @@ mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *path, const char *f
             v->h.log(v->h.ctx, path, err->msg);
     }
     pthread_mutex_unlock(&m->lock);
+    put_model(v, m);
     return out;
 }
 
@@ -513,13 +638,18 @@ mfs_view_outcome mfs_views_known(mfs_views *v, const char *path, const char *fmi
 {
     memset(info, 0, sizeof *info);
     info->hit.fd = -1;
+    /* the model first: a model that is not there costs no record */
+    if (inputs == MFS_VIEW_INPUTS_STAT &&
+        v->h.stat_path(v->h.ctx, path, MFS_VIEW_PATH_MODEL, model_st) < 0)
+        return MFS_VIEW_MISS;
     model *m = get_model(v, path);
-    if (!m || (inputs == MFS_VIEW_INPUTS_STAT &&
-               v->h.stat_path(v->h.ctx, path, MFS_VIEW_PATH_MODEL, model_st) < 0))
+    if (!m)
         return MFS_VIEW_MISS;
     /* never wait: a held model is converting, and a listing must not */
-    if (pthread_mutex_trylock(&m->lock) != 0)
+    if (pthread_mutex_trylock(&m->lock) != 0) {
+        put_model(v, m);
         return MFS_VIEW_MISS;
+    }
     mfs_view_outcome out = MFS_VIEW_MISS;
     int current = inputs == MFS_VIEW_INPUTS_CHECKED
                       ? m->valid && !strcmp(m->fmi_model, fmi_model)
@@ -536,5 +666,6 @@ mfs_view_outcome mfs_views_known(mfs_views *v, const char *path, const char *fmi
         out = fm->ok ? MFS_VIEW_HIT : failed_model(fm, err);
     }
     pthread_mutex_unlock(&m->lock);
+    put_model(v, m);
     return out;
 }

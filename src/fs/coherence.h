@@ -1,6 +1,6 @@
 /* Internal to the mount daemon: keeping what readers see consistent when
  * sources change, limits change, or the cache cannot hold what it should
- * (docs/architecture.md, "Coherence").  One mount per process, so the
+ * (docs/coherence.md).  One mount per process, so the
  * state behind these functions is the process's. */
 #ifndef MESHFS_FS_COHERENCE_H
 #define MESHFS_FS_COHERENCE_H
@@ -39,6 +39,13 @@ void mfs_kview_release(void *token, int direct_io);
  * a listing's readdirplus): while cached handles are open, the kernel must
  * keep their entry's size, so st becomes theirs.  Records what is told. */
 void mfs_kview_attr(const char *path, struct stat *st);
+
+/* The most records kept (0: the default), least recently used out first;
+ * never one with cached handles open (kview.c).  And how many are held
+ * now, and have been evicted, for the stats xattr. */
+#define MFS_KVIEW_DEFAULT_CAP (8 * (size_t)MFS_VIEWS_MEMO_DEFAULT)
+void mfs_kview_set_cap(size_t n);
+void mfs_kview_stats(uint64_t *entries, uint64_t *evicted);
 
 /* ---- pins.c: entries evicted as soon as they were stored ----
  *

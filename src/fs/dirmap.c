@@ -6,7 +6,18 @@
  * Naming follows include/meshfs/naming.h, the same rule meshfs-convert uses;
  * the table is also where -o lowercase_names finds a shown name's real
  * entry (casemap.c), and where the rule's notes are logged, once per
- * rebuild. */
+ * rebuild.
+ *
+ * Bounded (docs/scale.md): the tables together hold at most
+ * 8 x memo_size names (views plus lowercase_names' shown names) besides
+ * the two most recently used; past it the least recently used folders'
+ * tables go.  So a folder larger than the cap is still served whole, and
+ * lookups alternating between it and another folder (a game loading a
+ * model and then its textures) do not rebuild it (a readdir of all its
+ * entries) each time.  A table is only a shortcut over the folder
+ * itself: one that went is rebuilt from a readdir when next asked for.
+ * Every caller copies what it needs out under the lock, so nothing outside
+ * holds a table. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +33,7 @@
 
 typedef struct vname {
     char *name;   /* "car.fmd" */
-    char *model;  /* "car.fbx" */
+    char *model;  /* "car.fbx": the table's models[] copy, shared by its views */
     int format;
 } vname;
 
@@ -41,6 +52,7 @@ typedef struct dirmap {
     mfs_dir_model *models; /* by view base */
     size_t nmodels;
     struct dirmap *next; /* hash chain */
+    uint64_t used;       /* LRU stamp */
 } dirmap;
 
 #define NBUCKET 4096
@@ -48,6 +60,9 @@ typedef struct dirmap {
 struct mfs_dirmaps {
     pthread_mutex_t lock;
     dirmap *bucket[NBUCKET];
+    uint64_t clock;
+    size_t tables, names;  /* held now */
+    uint64_t evictions;    /* tables dropped for the cap */
 };
 
 mfs_dirmaps *mfs_dirmaps_new(void)
@@ -60,10 +75,8 @@ mfs_dirmaps *mfs_dirmaps_new(void)
 
 static void map_clear(dirmap *m)
 {
-    for (size_t i = 0; i < m->n; i++) {
+    for (size_t i = 0; i < m->n; i++)
         free(m->v[i].name);
-        free(m->v[i].model);
-    }
     free(m->v);
     for (size_t i = 0; i < m->nc; i++) {
         free(m->c[i].shown);
@@ -257,7 +270,7 @@ static int build_views(mfs_fs *fs, const char *dir, entry *e, size_t n, dirmap *
                 continue;
             vname *v = &m->v[m->n++];
             v->format = f;
-            v->model = strdup(pm->model);
+            v->model = dm->model;
             if (asprintf(&v->name, "%s.%s", pm->base, mfs_format_get((mfs_format)f)->name) < 0)
                 v->name = NULL;
             if (!v->name || !v->model)
@@ -282,6 +295,53 @@ static int build_views(mfs_fs *fs, const char *dir, entry *e, size_t n, dirmap *
     if (m->c)
         qsort(m->c, m->nc, sizeof *m->c, cmp_cname);
     return 0;
+}
+
+static size_t names_of(const dirmap *m)
+{
+    return m->n + m->nc;
+}
+
+/* Drops least recently used tables other than keep (the one just asked
+ * for) and the one used before it, until the others hold at most
+ * 8 x memo_size names.  A scan of the buckets per eviction: tables are few
+ * (folders), and this runs only past the cap.  Called locked. */
+static void evict_tables(mfs_fs *fs, const dirmap *keep)
+{
+    mfs_dirmaps *d = fs->dirs;
+    size_t cap = 8 * (fs->cfg.memo_size ? fs->cfg.memo_size : MFS_VIEWS_MEMO_DEFAULT);
+    while (d->names > cap) {
+        const dirmap *prev = NULL;
+        for (int b = 0; b < NBUCKET; b++)
+            for (dirmap *m = d->bucket[b]; m; m = m->next)
+                if (m != keep && (!prev || m->used > prev->used))
+                    prev = m;
+        size_t held = (keep ? names_of(keep) : 0) + (prev ? names_of(prev) : 0);
+        if (d->names - held <= cap)
+            return;
+        dirmap **victim = NULL;
+        for (int b = 0; b < NBUCKET; b++)
+            for (dirmap **pp = &d->bucket[b]; *pp; pp = &(*pp)->next)
+                if (*pp != keep && *pp != prev && (!victim || (*pp)->used < (*victim)->used))
+                    victim = pp;
+        if (!victim)
+            return;
+        dirmap *m = *victim;
+        *victim = m->next;
+        d->names -= names_of(m);
+        d->tables--;
+        d->evictions++;
+        map_free(m);
+    }
+}
+
+void mfs_dirmaps_stats(mfs_dirmaps *d, uint64_t *tables, uint64_t *names, uint64_t *evictions)
+{
+    pthread_mutex_lock(&d->lock);
+    *tables = d->tables;
+    *names = d->names;
+    *evictions = d->evictions;
+    pthread_mutex_unlock(&d->lock);
 }
 
 static unsigned bucket_of(const char *dir)
@@ -313,8 +373,10 @@ static dirmap *current_map(mfs_fs *fs, const char *dir, int *err)
         if (!strcmp((*pp)->path, dir))
             break;
     dirmap *m = *pp;
-    if (m && same_time(m->mtime, st.st_mtim) && same_time(m->ctime, st.st_ctim))
+    if (m && same_time(m->mtime, st.st_mtim) && same_time(m->ctime, st.st_ctim)) {
+        m->used = ++d->clock;
         return m;
+    }
     entry *e;
     size_t n;
     int rc = read_entries(fs, dir, &e, &n);
@@ -332,11 +394,16 @@ static dirmap *current_map(mfs_fs *fs, const char *dir, int *err)
         }
         m->next = d->bucket[b];
         d->bucket[b] = m;
+        d->tables++;
     } else {
+        d->names -= names_of(m);
         map_clear(m);
     }
     rc = build_views(fs, dir, e, n, m);
     free_entries(e, n);
+    d->names += names_of(m);
+    m->used = ++d->clock;
+    evict_tables(fs, m);
     if (rc < 0) {
         /* an empty table that a later call rebuilds */
         m->mtime = m->ctime = (struct timespec){0, 0};

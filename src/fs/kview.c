@@ -24,7 +24,17 @@
  * takes the inode lock only for O_TRUNC, which a read-only mount refuses
  * first), and sending it after the reply would leave a window in which the
  * opener's fstat reads the stale size.  An attribute reply racing with the
- * invalidation is dropped by the kernel, which compares attr_version. */
+ * invalidation is dropped by the kernel, which compares attr_version.
+ *
+ * Bounded (docs/scale.md): at most a cap of records (8 per memo_size
+ * model), least recently used out first.  A record with cached handles
+ * open (nopen) is never evicted: those handles hold it as their token and
+ * their attributes are what the kernel must keep hearing.  Any other may
+ * go, and what it knew is then unknown: a later record for a path whose
+ * record was evicted (a bit per path hash remembers it; a collision only
+ * costs an invalidation) starts as "the kernel may hold anything", so its
+ * first open invalidates instead of trusting the kernel's size and pages.
+ * Evicting thus costs at most one invalidation, never a stale read. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +45,7 @@
 typedef struct kslot {
     char *path;
     struct kslot *next;
+    struct kslot *newer, *older; /* LRU list */
     int opened;          /* id is the entry last opened with cached I/O */
     uint8_t id[16];
     struct stat served;  /* its attributes */
@@ -45,25 +56,107 @@ typedef struct kslot {
 } kslot;
 
 #define NBUCKET 4096
+#define GONE_BITS (1u << 16)
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static kslot *bucket[NBUCKET];
+static kslot *newest, *oldest;
+static size_t cap = MFS_KVIEW_DEFAULT_CAP, count;
+static uint64_t evictions;
+static uint8_t gone[GONE_BITS / 8]; /* paths whose record held state and went */
+
+static void lru_unlink(kslot *s)
+{
+    if (s->newer)
+        s->newer->older = s->older;
+    else
+        newest = s->older;
+    if (s->older)
+        s->older->newer = s->newer;
+    else
+        oldest = s->newer;
+    s->newer = s->older = NULL;
+}
+
+static void lru_front(kslot *s)
+{
+    s->older = newest;
+    s->newer = NULL;
+    if (newest)
+        newest->newer = s;
+    newest = s;
+    if (!oldest)
+        oldest = s;
+}
+
+static void evict_locked(const kslot *keep)
+{
+    kslot *s = oldest;
+    while (count > cap && s) {
+        kslot *nx = s->newer;
+        if (s->nopen == 0 && s != keep) {
+            uint64_t h = XXH3_64bits(s->path, strlen(s->path));
+            if (s->told || s->opened)
+                gone[(h % GONE_BITS) / 8] |= (uint8_t)(1u << (h % 8));
+            kslot **pp = &bucket[h % NBUCKET];
+            while (*pp != s)
+                pp = &(*pp)->next;
+            *pp = s->next;
+            lru_unlink(s);
+            free(s->path);
+            free(s);
+            count--;
+            evictions++;
+        }
+        s = nx;
+    }
+}
 
 static kslot *slot_of(const char *path)
 {
-    unsigned b = (unsigned)(XXH3_64bits(path, strlen(path)) % NBUCKET);
+    uint64_t h = XXH3_64bits(path, strlen(path));
+    unsigned b = (unsigned)(h % NBUCKET);
     kslot *s = bucket[b];
     while (s && strcmp(s->path, path))
         s = s->next;
-    if (!s && (s = calloc(1, sizeof *s)) != NULL) {
+    if (s) {
+        lru_unlink(s);
+    } else if ((s = calloc(1, sizeof *s)) != NULL) {
         if (!(s->path = strdup(path))) {
             free(s);
             return NULL;
         }
         s->next = bucket[b];
         bucket[b] = s;
+        count++;
+        if (gone[(h % GONE_BITS) / 8] & (1u << (h % 8))) {
+            /* what the kernel holds is not known: as if told a size that
+             * matches no entry, so the first open invalidates */
+            s->told = 1;
+            s->told_size = -1;
+        }
+    }
+    if (s) {
+        lru_front(s);
+        evict_locked(s);
     }
     return s;
+}
+
+void mfs_kview_set_cap(size_t n)
+{
+    pthread_mutex_lock(&mu);
+    cap = n ? n : MFS_KVIEW_DEFAULT_CAP;
+    evict_locked(NULL);
+    pthread_mutex_unlock(&mu);
+}
+
+void mfs_kview_stats(uint64_t *entries, uint64_t *evicted)
+{
+    pthread_mutex_lock(&mu);
+    *entries = count;
+    *evicted = evictions;
+    pthread_mutex_unlock(&mu);
 }
 
 static int same_time(struct timespec a, struct timespec b)
@@ -105,6 +198,8 @@ void mfs_kview_release(void *token, int direct_io)
     pthread_mutex_lock(&mu);
     if (s->nopen)
         s->nopen--;
+    if (count > cap)
+        evict_locked(NULL);
     pthread_mutex_unlock(&mu);
 }
 

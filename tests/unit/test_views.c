@@ -39,6 +39,7 @@ typedef struct fx {
     unsigned last_formats;   /* formats the last call was asked for */
     int slow_ms;             /* the converter takes this long */
     int forbid;              /* a call fails the test (listing queries) */
+    size_t memo_size;        /* the resolver's cap (0: its default) */
 } fx;
 
 /* ---- host ---- */
@@ -131,6 +132,7 @@ static mfs_views *new_views(fx *f)
         .format_options = fake_format_options,
         .import_options = fake_import_options,
         .convert = fake_convert,
+        .memo_size = f->memo_size,
     };
     return mfs_views_new(&h);
 }
@@ -393,6 +395,138 @@ static void test_one_key_recipe(void **state)
     assert_memory_equal(a.b, want.b, sizeof a.b);
 }
 
+/* ---- the memo's bound (docs/scale.md) ---- */
+
+static void write_named(fx *f, const char *rel, const char *text)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", f->root, rel);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static void capped(fx *f, size_t cap)
+{
+    mfs_views_free(f->views);
+    f->memo_size = cap;
+    f->views = new_views(f);
+    assert_non_null(f->views);
+}
+
+static void test_memo_cap_evicts_and_answers_stay_right(void **state)
+{
+    fx *f = *state;
+    capped(f, 4);
+    enum { N = 20 };
+    char rel[N][64], body[N][96];
+    for (int i = 0; i < N; i++) {
+        snprintf(rel[i], sizeof rel[i], "sub/m%02d.obj", i);
+        /* sizes differ, so a record answering for another model would show */
+        snprintf(body[i], sizeof body[i], "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n#%.*s\n", i,
+                 "xxxxxxxxxxxxxxxxxxxxxxxxx");
+        write_named(f, rel[i], body[i]);
+    }
+    mfs_views_stats st;
+    mfs_view_info info;
+    mfs_err err;
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(mfs_views_resolve(f->views, rel[i], rel[i], FMT_A, MFS_VIEW_ATTR, &info,
+                                           &err),
+                         MFS_VIEW_HIT);
+        mfs_views_get_stats(f->views, &st);
+        assert_true(st.entries <= 4);
+    }
+    assert_int_equal(st.cap, 4);
+    assert_int_equal(st.evictions, N - 4);
+    assert_int_equal(atomic_load(&f->converts), N);
+    /* again, every record but the last four gone: answered from the cache
+     * (manifest and entries), not converted, and each its own size */
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < N; i++) {
+            assert_int_equal(mfs_views_resolve(f->views, rel[i], rel[i], FMT_B, MFS_VIEW_ATTR,
+                                               &info, &err),
+                             MFS_VIEW_HIT);
+            char want[64];
+            int n = snprintf(want, sizeof want, "%s:%zu", mfs_format_get(FMT_B)->name,
+                             strlen(body[i]));
+            assert_int_equal(info.size, (uint64_t)n);
+        }
+    assert_int_equal(atomic_load(&f->converts), N);
+    /* the listing query under the cap: known from the cache, never more
+     * records than the cap */
+    f->forbid = 1;
+    for (int i = 0; i < N; i++) {
+        struct stat mst;
+        assert_int_equal(mfs_views_known(f->views, rel[i], rel[i], FMT_A, MFS_VIEW_INPUTS_STAT,
+                                         &mst, &info, NULL),
+                         MFS_VIEW_HIT);
+        assert_int_equal((size_t)mst.st_size, strlen(body[i]));
+        mfs_views_get_stats(f->views, &st);
+        assert_true(st.entries <= 4);
+    }
+    assert_true(st.evictions > (uint64_t)N);
+}
+
+typedef struct other_reader {
+    fx *f;
+    int ok;
+} other_reader;
+
+/* Resolves models the cap has no room for while the slow one converts. */
+static void *read_others(void *arg)
+{
+    other_reader *r = arg;
+    r->ok = 1;
+    for (int i = 0; i < 4; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "sub/o%d.obj", i);
+        mfs_view_info info;
+        mfs_err err;
+        r->ok &= mfs_views_resolve(r->f->views, rel, rel, FMT_A, MFS_VIEW_ATTR, &info, &err) ==
+                 MFS_VIEW_HIT;
+    }
+    return NULL;
+}
+
+static void test_memo_never_evicts_a_record_in_use(void **state)
+{
+    fx *f = *state;
+    capped(f, 1);
+    for (int i = 0; i < 4; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "sub/o%d.obj", i);
+        write_named(f, rel, "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n");
+    }
+    f->slow_ms = 150;
+    enum { N = 4 };
+    pthread_t t[N], o;
+    reader r[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = (reader){f, MFS_VIEW_MISS, 0};
+        assert_int_equal(pthread_create(&t[i], NULL, read_view, &r[i]), 0);
+    }
+    usleep(30 * 1000);
+    other_reader orr = {f, 0};
+    assert_int_equal(pthread_create(&o, NULL, read_others, &orr), 0);
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i], NULL);
+    pthread_join(o, NULL);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(r[i].out, MFS_VIEW_HIT);
+        assert_int_equal(r[i].size, strlen("fmd:32"));
+    }
+    assert_true(orr.ok);
+    /* one conversion of the shared model (its record, lock included, held
+     * by its waiting readers past the cap of 1), one of each other */
+    assert_int_equal(atomic_load(&f->converts), 1 + 4);
+    mfs_views_stats st;
+    mfs_views_get_stats(f->views, &st);
+    assert_int_equal(st.entries, 1);
+    assert_true(st.evictions >= 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,6 +538,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_listing_never_converts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listing_knows_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_key_recipe, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memo_cap_evicts_and_answers_stay_right, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_memo_never_evicts_a_record_in_use, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,199 @@
+"""Bounded memory (issue 17; docs/scale.md): with a small -o memo_size the
+daemon's per-model and per-view records stay within their caps while many
+models are listed and read, counted from the stats xattr, and every answer
+stays right (sizes and bytes equal to meshfs-convert's, a second listing
+too).  Bad values of memo_size exit 2 naming the option.  Mechanisms only,
+never timings."""
+import os
+import shutil
+import subprocess
+import time
+import unittest
+
+from common import FORMATS, convert, run_tests, tempdir, tool, tree_bytes
+from mount import Mount
+
+FOLDERS = 40
+PER_FOLDER = 50          # 2,000 models
+MEMO = 64                # -o memo_size
+NAMES_CAP = 8 * MEMO     # dirmap.c and kview.c: 8 records per model
+READ_FOLDERS = 4         # 200 models read through the mount
+
+
+def tetra(i):
+    """A 4-triangle OBJ, its fourth vertex moved so every model is its own."""
+    return (f"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 {1 + i / 1000:.3f}\n"
+            "f 1 3 2\nf 1 2 4\nf 2 3 4\nf 3 1 4\n")
+
+
+class ScaleTest(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempdir()
+        self.tmp = self._tmp.name
+        self.src = os.path.join(self.tmp, "src")
+        self.mnt = os.path.join(self.tmp, "mnt")
+        self.cache = os.path.join(self.tmp, "cache")
+        n = 0
+        for d in range(FOLDERS):
+            folder = os.path.join(self.src, f"d{d:02d}")
+            os.makedirs(folder)
+            for i in range(PER_FOLDER):
+                with open(os.path.join(folder, f"m{i:02d}.obj"), "w") as f:
+                    f.write(tetra(n))
+                n += 1
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    @staticmethod
+    def settled(m):
+        """The stats once the kernel has released every listing handle
+        (RELEASEDIR follows closedir asynchronously)."""
+        for _ in range(250):
+            st = m.stats()
+            if st["listing_handles"] == 0:
+                break
+            time.sleep(0.02)
+        return st
+
+    def within_caps(self, st, where):
+        self.assertEqual(st["memo_size"], MEMO)
+        self.assertLessEqual(st["memo_entries"], MEMO, where)
+        self.assertLessEqual(st["kview_entries"], NAMES_CAP, where)
+        # the cap, besides the two most recently used folders' tables
+        self.assertLessEqual(st["dirmap_names"], NAMES_CAP + 2 * PER_FOLDER * len(FORMATS), where)
+        self.assertEqual(st["listing_handles"], 0, where)
+        self.assertEqual(st["listing_names"], 0, where)
+
+    def test_small_memo_size_is_respected_and_answers_stay_right(self):
+        # meshfs-convert over a copy of the folders read: the same layout
+        # (the .fmi names the model by its path from the root)
+        ref, out = os.path.join(self.tmp, "ref"), os.path.join(self.tmp, "out")
+        for d in range(READ_FOLDERS):
+            shutil.copytree(os.path.join(self.src, f"d{d:02d}"), os.path.join(ref, f"d{d:02d}"))
+        p, _ = convert([ref], out, "--no-cache")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        expected = {k: v for k, v in tree_bytes(out).items()
+                    if os.path.splitext(k)[1][1:] in FORMATS}
+        self.assertEqual(len(expected), READ_FOLDERS * PER_FOLDER * len(FORMATS))
+        # prefetch=0: conversions counted are the reads' own, so a record
+        # evicted and made again without its cache entry would show
+        with Mount(self.src, self.mnt, self.cache, f"memo_size={MEMO}", "prefetch=0") as m:
+            # every folder listed, names only (cold: nothing converts)
+            for d in range(FOLDERS):
+                names = os.listdir(os.path.join(self.mnt, f"d{d:02d}"))
+                self.assertEqual(len(names), PER_FOLDER * (1 + len(FORMATS)) + 1)
+                self.within_caps(self.settled(m), f"listing d{d:02d}")
+            st = m.stats()
+            self.assertEqual(st["conversions"], 0)
+            # 2,000 models went through the memo: all but MEMO evicted
+            self.assertGreaterEqual(st["memo_evictions"], FOLDERS * PER_FOLDER - MEMO)
+            self.assertGreater(st["dirmap_evictions"], 0)
+            # every view of 200 models read: 1,600 view paths through kview
+            got = {}
+            for rel in sorted(expected):
+                path = os.path.join(self.mnt, rel)
+                with open(path, "rb") as f:
+                    data = f.read()
+                got[rel] = data
+                self.assertEqual(os.stat(path).st_size, len(data), rel)
+            self.within_caps(self.settled(m), "after reading")
+            for rel in expected:
+                self.assertEqual(got[rel], expected[rel], rel)
+            st = m.stats()
+            self.assertEqual(st["conversions"], READ_FOLDERS * PER_FOLDER)
+            self.assertGreater(st["kview_evictions"], 0)
+            # a second pass: every folder listed again, and the folders read
+            # stat'ed whole (as ls -l and find -ls do: a stat of a view not
+            # converted yet would convert it, so only those), then bytes
+            # again.  Records evicted long ago come back from the stat index
+            # and the cache: no conversion, the same sizes and bytes.
+            for d in range(FOLDERS):
+                folder = os.path.join(self.mnt, f"d{d:02d}")
+                if d >= READ_FOLDERS:
+                    self.assertEqual(len(os.listdir(folder)), PER_FOLDER * (1 + len(FORMATS)) + 1)
+                    continue
+                seen = 0
+                for e in os.scandir(folder):
+                    rel = os.path.relpath(e.path, self.mnt)
+                    size = e.stat(follow_symlinks=False).st_size
+                    if rel in expected:
+                        self.assertEqual(size, len(expected[rel]), rel)
+                        seen += 1
+                self.assertEqual(seen, PER_FOLDER * len(FORMATS))
+                self.within_caps(self.settled(m), f"relisting d{d:02d}")
+            for rel in expected:
+                with open(os.path.join(self.mnt, rel), "rb") as f:
+                    self.assertEqual(f.read(), expected[rel], rel)
+            st = self.settled(m)
+            self.within_caps(st, "end")
+            self.assertEqual(st["conversions"], READ_FOLDERS * PER_FOLDER)
+            self.assertTrue(m.alive())
+
+    def test_evicted_view_record_never_serves_a_stale_size(self):
+        """kview.c: the kernel keeps a view's size and pages for a while
+        after it was told them.  A record evicted from the bounded table
+        must not make a later open trust what the kernel holds: the view
+        of a changed model is read whole, at its new size."""
+        model = os.path.join(self.src, "d00", "m00.obj")
+        view = os.path.join(self.mnt, "d00", "m00.gmf")
+        others = [os.path.join(self.mnt, "d01", f"m{i:02d}.{f}") for i in range(3)
+                  for f in FORMATS]
+        bigger = "".join(f"v {i} {i % 3} {i % 5}\n" for i in range(60)) + \
+            "".join(f"f {i + 1} {i + 2} {i + 3}\n" for i in range(58))
+        with Mount(self.src, self.mnt, self.cache, "memo_size=1", "prefetch=0") as m:
+            for p in others:  # converted now, so that reading them later is quick
+                with open(p, "rb") as f:
+                    f.read()
+            with open(view, "rb") as f:
+                old = f.read()
+            self.assertEqual(os.stat(view).st_size, len(old))  # the kernel holds it now
+            with open(model, "w") as f:
+                f.write(bigger)
+            for p in others:  # 24 view paths through a table of 8: the view's record goes
+                os.stat(p)
+                with open(p, "rb") as f:
+                    f.read()
+            self.assertGreater(self.settled(m)["kview_evictions"], 0)
+            with open(view, "rb") as f:
+                new = f.read()
+                size = os.fstat(f.fileno()).st_size
+            self.assertGreater(len(new), len(old))
+            self.assertEqual(size, len(new))
+        out = os.path.join(self.tmp, "out")
+        ref = os.path.join(self.tmp, "ref", "d00")
+        os.makedirs(ref)
+        shutil.copy(model, ref)
+        p, _ = convert([os.path.join(self.tmp, "ref")], out, "--no-cache", "-f", "gmf")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "d00", "m00.gmf"), "rb") as f:
+            self.assertEqual(new, f.read())
+
+    def test_default_memo_size_is_reported(self):
+        with Mount(self.src, self.mnt, self.cache) as m:
+            os.listdir(os.path.join(self.mnt, "d00"))
+            st = m.stats()
+            self.assertEqual(st["memo_size"], 4096)
+            self.assertEqual(st["memo_evictions"], 0)
+            self.assertEqual(st["memo_entries"], PER_FOLDER)
+
+    def test_bad_memo_size_exits_2(self):
+        os.makedirs(self.mnt)
+        for value, why in [("0", "must be at least 1"), ("-5", "not a whole number"),
+                           ("12abc", "not a whole number"), ("", "not a whole number"),
+                           ("1e6", "not a whole number"), ("999999999999", "at most")]:
+            with self.subTest(value=value):
+                o = f"cache_dir={self.cache},memo_size={value}"
+                try:
+                    p = subprocess.run([tool("meshfs"), "-f", "-o", o, self.src, self.mnt],
+                                       capture_output=True, text=True, timeout=30)
+                finally:
+                    if os.path.ismount(self.mnt):
+                        subprocess.run(["fusermount3", "-u", self.mnt])
+                self.assertEqual(p.returncode, 2, f"{value}: {p.stderr}")
+                self.assertIn(f"-o memo_size={value}", p.stderr)
+                self.assertIn(why, p.stderr)
+
+
+if __name__ == "__main__":
+    run_tests()

@@ -1,0 +1,114 @@
+/* kview.c's bound (docs/scale.md): at most a cap of records, least
+ * recently used out first, never one with cached handles open; and a path
+ * whose record went is treated as "the kernel may hold anything", so its
+ * next open invalidates instead of trusting a stale size. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "coherence.h"
+
+static struct stat sized(off_t size)
+{
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    st.st_size = size;
+    st.st_mtim.tv_sec = 1000 + size;
+    return st;
+}
+
+static void told(const char *path, off_t size)
+{
+    struct stat st = sized(size);
+    mfs_kview_attr(path, &st);
+}
+
+static void fill_others(int from, int n)
+{
+    for (int i = from; i < from + n; i++) {
+        char p[32];
+        snprintf(p, sizeof p, "/other%d.gmf", i);
+        told(p, 10);
+    }
+}
+
+static void test_cap_holds_and_evicts_lru(void **state)
+{
+    (void)state;
+    mfs_kview_set_cap(4);
+    uint64_t n, ev0, ev;
+    mfs_kview_stats(&n, &ev0);
+    fill_others(0, 20);
+    mfs_kview_stats(&n, &ev);
+    assert_int_equal(n, 4);
+    assert_true(ev - ev0 >= 16);
+}
+
+static void test_open_record_is_never_evicted(void **state)
+{
+    (void)state;
+    mfs_kview_set_cap(4);
+    uint8_t a[16] = {1}, b[16] = {2};
+    struct stat sa = sized(100), sb = sized(200);
+    mfs_kview_open res;
+    void *tok = mfs_kview_opened("/held.gmf", a, &sa, &res);
+    assert_non_null(tok);
+    assert_int_equal(res.direct_io, 0);
+    fill_others(100, 20); /* far past the cap: /held.gmf is the oldest */
+    /* still there: while A is open the kernel keeps hearing A's size... */
+    struct stat st = sized(999);
+    mfs_kview_attr("/held.gmf", &st);
+    assert_int_equal(st.st_size, 100);
+    /* ...and an open of another entry reads around A's pages */
+    void *tok2 = mfs_kview_opened("/held.gmf", b, &sb, &res);
+    assert_int_equal(res.direct_io, 1);
+    mfs_kview_release(tok2, 1);
+    mfs_kview_release(tok, 0);
+    uint64_t n, ev;
+    fill_others(200, 8);
+    mfs_kview_stats(&n, &ev);
+    assert_int_equal(n, 4); /* released: evictable again */
+}
+
+static void test_evicted_path_reopens_with_invalidation(void **state)
+{
+    (void)state;
+    mfs_kview_set_cap(4);
+    uint8_t a[16] = {7}, b[16] = {8};
+    struct stat sa = sized(300), sb = sized(400);
+    mfs_kview_open res;
+    void *tok = mfs_kview_opened("/v.gmf", a, &sa, &res);
+    mfs_kview_release(tok, res.direct_io);
+    told("/v.gmf", 300); /* the kernel holds size 300 and A's pages */
+    /* kept: the same entry keeps the kernel's pages */
+    tok = mfs_kview_opened("/v.gmf", a, &sa, &res);
+    assert_int_equal(res.keep_cache, 1);
+    assert_int_equal(res.invalidate, 0);
+    mfs_kview_release(tok, res.direct_io);
+    fill_others(300, 20); /* /v.gmf's record goes */
+    /* entry B now: what the kernel holds is unknown, so invalidate */
+    tok = mfs_kview_opened("/v.gmf", b, &sb, &res);
+    assert_int_equal(res.keep_cache, 0);
+    assert_int_equal(res.invalidate, 1);
+    assert_int_equal(res.direct_io, 0);
+    mfs_kview_release(tok, res.direct_io);
+    /* a path never seen before: the kernel holds nothing of it */
+    tok = mfs_kview_opened("/never-seen.gmf", b, &sb, &res);
+    assert_int_equal(res.invalidate, 0);
+    mfs_kview_release(tok, res.direct_io);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cap_holds_and_evicts_lru),
+        cmocka_unit_test(test_open_record_is_never_evicted),
+        cmocka_unit_test(test_evicted_path_reopens_with_invalidation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
