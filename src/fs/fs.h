@@ -12,6 +12,7 @@
 #include "meshfs/cache.h"
 #include "meshfs/formats.h"
 #include "meshfs/limits.h"
+#include "meshfs/log.h"
 #include "meshfs/spawner.h"
 #include "meshfs/views.h"
 
@@ -25,13 +26,16 @@ typedef struct mfs_fs_config {
     unsigned shown;         /* views listed (per-model bits of -o formats) */
     int hide_sources;
     int hide_failed;        /* a view known to have failed is not shown */
-    int passthrough;        /* -o passthrough: the kernel reads views itself (passthrough.c) */
+    int passthrough;        /* -o passthrough=: MFS_PT_* (passthrough.h) */
     mfs_options opts;       /* what the writers read (options.h) */
     int lowercase_names;    /* every name shown in lowercase (FGE lowercases before opening) */
     const char *lgepkg_name;    /* game_resources.lgepkg PackageHeader name (<= 19 bytes) */
     const char *lgepkg_version; /* and version string (<= 19 bytes) */
     mfs_limits limits;
     unsigned convert_jobs;  /* concurrent workers */
+    unsigned prefetch;      /* -o prefetch: models queued at most (prefetch.h); 0 off */
+    size_t memo_size;       /* -o memo_size: models whose records are kept
+                               (0: MFS_VIEWS_MEMO_DEFAULT; docs/scale.md) */
     int foreground;
 } mfs_fs_config;
 
@@ -48,9 +52,11 @@ typedef struct mfs_fs_stats {
                                                 (0 for a listing the kernel kept) */
     atomic_uint_least64_t conversions_running;  /* workers running now */
     atomic_uint_least64_t conversions_peak;     /* most ever running at once */
+    atomic_uint_least64_t prefetched;           /* conversions the prefetcher ran */
 } mfs_fs_stats;
 
 typedef struct mfs_dirmaps mfs_dirmaps;
+typedef struct mfs_prefetch mfs_prefetch;
 
 /* One mount's state, owned here and passed to every function that needs
  * it: nothing below keeps a process-wide copy (kview.c and pins.c are
@@ -69,8 +75,11 @@ typedef struct mfs_dirmaps mfs_dirmaps;
  *   3. the cache's own locks (cache.h: its stats, the stat index, eviction,
  *      revival), each held only inside one cache call.
  *
- * kview.c's, pins.c's and the dirmap/models tables' locks are leaves: held
- * for a lookup, with no other lock taken inside them. */
+ * kview.c's, pins.c's, prefetch.c's and the dirmap/models tables' locks are
+ * leaves: held for a lookup, with no other lock taken inside them.
+ *
+ * So a listing (readdir, and the attributes it sends) never waits for a
+ * conversion: it takes only leaves and trylocks model locks. */
 typedef struct mfs_fs {
     mfs_fs_config cfg;
     int rootfd;             /* SRC, O_PATH|O_DIRECTORY */
@@ -83,6 +92,8 @@ typedef struct mfs_fs {
     pthread_mutex_t job_lock;
     pthread_cond_t job_cond;
     unsigned jobs_running;
+    unsigned jobs_fg_waiting; /* requests (not prefetches) waiting for a slot */
+    mfs_prefetch *prefetch;   /* prefetch.h; NULL with -o prefetch=0 */
 } mfs_fs;
 
 /* ---- dirmap.c: which names in a folder are views of which model ---- */
@@ -95,6 +106,9 @@ typedef struct mfs_view_ref {
 
 mfs_dirmaps *mfs_dirmaps_new(void);
 void mfs_dirmaps_free(mfs_dirmaps *d);
+/* Tables and names held now, and tables evicted for the cap
+ * (8 x memo_size names, least recently used folder out first). */
+void mfs_dirmaps_stats(mfs_dirmaps *d, uint64_t *tables, uint64_t *names, uint64_t *evictions);
 
 /* If `name` in folder `dir` (relative, "" for the root) is a view, fills ref
  * (model is a malloc'd copy) and returns 1; 0 if not; -errno on error. */
@@ -227,8 +241,11 @@ void mfs_fs_format_options(const mfs_fs *fs, int format, const char *fmi_model, 
                            size_t n);
 void mfs_fs_import_options(const mfs_fs *fs, char *buf, size_t n);
 
-/* errtext.c: a line for the log (stderr in the foreground, else syslog),
- * its text as mfs_fs_errtext shows it. */
+/* errtext.c: a line for the log (meshfs/log.h: stderr in the foreground,
+ * else syslog), its text as mfs_fs_errtext shows it.  mfs_fs_log writes at
+ * warning level: a model or view failed, or something to fix. */
 void mfs_fs_log(mfs_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mfs_fs_log_at(mfs_fs *fs, mfs_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

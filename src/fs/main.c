@@ -10,6 +10,7 @@
 #include <fuse.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -23,9 +24,11 @@
 #include "fs.h"
 #include "meshfs/optvalue.h"
 #include "meshfs/lgepkg.h"
+#include "meshfs/log.h"
 #include "meshfs/sandbox.h"
 #include "ops.h"
 #include "passthrough.h"
+#include "prefetch.h"
 #include "unmount_guard.h"
 
 typedef struct cli {
@@ -38,10 +41,14 @@ typedef struct cli {
     char *importer;
     char *lgepkg_name, *lgepkg_version;
     char *worker_user;
+    char *log_level;
     char *convert_timeout, *convert_jobs; /* checked whole (optvalue.h) */
+    char *prefetch;         /* likewise */
+    char *memo_size;
     char *mnt;              /* the second non-option argument */
     int hide_failed;
-    int passthrough;
+    int passthrough;        /* the bare option: on */
+    char *passthrough_mode; /* -o passthrough=auto|on|off */
     int hide_sources, pretrans, fmi_textures, reverse_winding, source_frame;
     int fmd_raw, lowercase_names;
     int no_auto_unmount;
@@ -58,9 +65,12 @@ static const struct fuse_opt cli_spec[] = {
     OPT("convert_timeout=%s", convert_timeout),
     OPT("convert_memory=%s", convert_memory),
     OPT("convert_jobs=%s", convert_jobs),
+    OPT("prefetch=%s", prefetch),
+    OPT("memo_size=%s", memo_size),
     OPT("hide_sources", hide_sources),
     OPT("hide_failed", hide_failed),
     OPT("passthrough", passthrough),
+    OPT("passthrough=%s", passthrough_mode),
     OPT("pretrans", pretrans),
     OPT("fmi_textures", fmi_textures),
     OPT("reverse_winding", reverse_winding),
@@ -72,6 +82,7 @@ static const struct fuse_opt cli_spec[] = {
     OPT("lgepkg_name=%s", lgepkg_name),
     OPT("lgepkg_version=%s", lgepkg_version),
     OPT("worker_user=%s", worker_user),
+    OPT("log_level=%s", log_level),
     OPT("no_auto_unmount", no_auto_unmount),
     /* the default, done by meshfs (unmount_guard.h), not by libfuse */
     FUSE_OPT_KEY("auto_unmount", FUSE_OPT_KEY_DISCARD),
@@ -108,8 +119,11 @@ static void usage(const char *prog)
            "    -o hide_sources          show only views and non-model files\n"
            "    -o hide_failed           a view known to have failed is not shown (its\n"
            "                             reason: user.meshfs.error of the model file)\n"
-           "    -o passthrough           the kernel reads open views from the cache itself\n"
-           "                             (libfuse 3.17, Linux 6.9, CAP_SYS_ADMIN; else off)\n"
+           "    -o passthrough=MODE      auto (default): the kernel reads open views from\n"
+           "                             the cache itself where it can (libfuse 3.17,\n"
+           "                             Linux 6.9, CAP_SYS_ADMIN), else the daemon does;\n"
+           "                             on (or bare -o passthrough): the same, warning\n"
+           "                             when it cannot; off: always the daemon\n"
            "    -o fmd_raw               fmd: FMC's raw layout, node matrices not applied\n"
            "                             (default: placed geometry, as FGE draws it;\n"
            "                             -o pretrans is accepted and changes nothing)\n"
@@ -129,8 +143,20 @@ static void usage(const char *prog)
            "    -o convert_memory=SIZE   address-space cap per conversion (default 4G)\n"
            "    -o convert_jobs=N        conversions at once, 1 to 64 (default: number\n"
            "                             of CPUs, at most 64)\n"
+           "    -o prefetch=N            a stat of a cold view right after its folder was\n"
+           "                             listed (ls -l, find -ls) also converts the\n"
+           "                             folder's other cold models in the background,\n"
+           "                             convert_jobs at a time; at most N wait (default\n"
+           "                             256, 0 = off, at most 65536)\n"
+           "    -o memo_size=N           models whose records the daemon keeps in memory,\n"
+           "                             least recently used out first (default 4096:\n"
+           "                             about 20 MiB; docs/scale.md)\n"
            "    -o worker_user=USER      when run as root, the user conversions run as\n"
            "                             (default nobody; docs/security.md)\n"
+           "    -o log_level=LEVEL       error, warning (default), info (also each\n"
+           "                             conversion) or debug (also the importer's\n"
+           "                             choices; the default with -d); to stderr with\n"
+           "                             -f or -d, else to syslog (the journal)\n"
            "    -o no_auto_unmount       leave the mount behind if the daemon is killed\n"
            "                             (default: a meshfs-umount process unmounts MNT\n"
            "                             when the daemon is gone, even after kill -9)\n"
@@ -160,24 +186,32 @@ static void warn_nonempty(const char *mnt)
     struct dirent *e;
     while ((e = readdir(d)))
         if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-            fprintf(stderr, "meshfs: warning: mount point %s is not empty; its files are "
-                            "hidden while meshfs is mounted there\n", mnt);
+            mfs_log(MFS_LOG_WARNING, "mount point %s is not empty; its files are "
+                                     "hidden while meshfs is mounted there", mnt);
             break;
         }
     closedir(d);
 }
 
+/* -d asks for debug output: meshfs's too, unless -o log_level says otherwise */
+static int log_level_given;
+
 static int configure(mfs_fs *fs, cli *c)
 {
     mfs_fs_config *cfg = &fs->cfg;
     char real[PATH_MAX];
+    mfs_err err;
+    mfs_log_level level = MFS_LOG_DEFAULT;
+    if (c->log_level && mfs_log_level_parse("-o log_level", c->log_level, &level, &err) < 0)
+        return bad_option(&err);
+    log_level_given = c->log_level != NULL;
+    mfs_log_setup("meshfs", level);
     if (!c->src || !realpath(c->src, real)) {
         fprintf(stderr, "meshfs: source folder %s: %s\n", c->src ? c->src : "(missing)",
                 c->src ? strerror(errno) : "give SRC and MNT");
         return -1;
     }
     cfg->src = strdup(real);
-    mfs_err err;
     if (mfs_mount_point_check(real, c->mnt, &err) < 0)
         return bad_option(&err);
     warn_nonempty(c->mnt);
@@ -221,9 +255,22 @@ static int configure(mfs_fs *fs, cli *c)
     if (c->convert_jobs &&
         mfs_optv_count("-o convert_jobs", c->convert_jobs, 1, MAX_JOBS, &cfg->convert_jobs, &err) < 0)
         return bad_option(&err);
+    cfg->prefetch = MFS_PREFETCH_DEFAULT;
+    if (c->prefetch &&
+        mfs_optv_count("-o prefetch", c->prefetch, 0, MFS_PREFETCH_MAX, &cfg->prefetch, &err) < 0)
+        return bad_option(&err);
+    unsigned memo = MFS_VIEWS_MEMO_DEFAULT;
+    if (c->memo_size &&
+        mfs_optv_count("-o memo_size", c->memo_size, 1, 1u << 28, &memo, &err) < 0)
+        return bad_option(&err);
+    cfg->memo_size = memo;
+    mfs_kview_set_cap(8 * (size_t)memo);
     cfg->hide_sources = c->hide_sources;
     cfg->hide_failed = c->hide_failed;
-    cfg->passthrough = c->passthrough;
+    cfg->passthrough = c->passthrough ? MFS_PT_ON : MFS_PT_AUTO;
+    if (c->passthrough_mode &&
+        mfs_pt_parse("-o passthrough", c->passthrough_mode, &cfg->passthrough, &err) < 0)
+        return bad_option(&err);
     mfs_options_default(&cfg->opts);
     cfg->opts.pretrans = c->pretrans;
     cfg->opts.fmi_textures = c->fmi_textures;
@@ -264,35 +311,35 @@ static int open_state(mfs_fs *fs)
     mfs_err_clear(&err);
     fs->rootfd = open(fs->cfg.src, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fs->rootfd < 0) {
-        fprintf(stderr, "meshfs: %s: %s\n", fs->cfg.src, strerror(errno));
+        mfs_log(MFS_LOG_ERROR, "%s: %s", fs->cfg.src, strerror(errno));
         return -1;
     }
     if (mfs_spawner_open(&fs->spawner, &err) < 0 || !mfs_spawner_extensions(fs->spawner, &err)) {
-        fprintf(stderr, "meshfs: %s\n", err.msg);
+        mfs_log(MFS_LOG_ERROR, "%s", err.msg);
         return -1;
     }
     const char *sandbox = mfs_spawner_sandbox_warning(fs->spawner);
     if (sandbox)
-        fprintf(stderr, "meshfs: %s\n", sandbox);
+        mfs_log(MFS_LOG_WARNING, "%s", sandbox);
     mfs_cache_config cc = {.dir = fs->cfg.cache_dir, .max_size = fs->cfg.cache_size};
     if (mfs_cache_open(&cc, &fs->cache, &err) < 0) {
-        fprintf(stderr, "meshfs: cache: %s\n", err.msg);
+        mfs_log(MFS_LOG_ERROR, "cache: %s", err.msg);
         return -1;
     }
     /* worker output goes beside the cache, so filing it is a local copy */
     snprintf(fs->tmpdir, sizeof fs->tmpdir, "%s/tmp", mfs_cache_dir(fs->cache));
     if (mkdir(fs->tmpdir, 0700) < 0 && errno != EEXIST) {
-        fprintf(stderr, "meshfs: %s: %s\n", fs->tmpdir, strerror(errno));
+        mfs_log(MFS_LOG_ERROR, "%s: %s", fs->tmpdir, strerror(errno));
         return -1;
     }
     fs->dirs = mfs_dirmaps_new();
     pthread_mutex_init(&fs->job_lock, NULL);
     pthread_cond_init(&fs->job_cond, NULL);
-    return mfs_fs_views_open(fs) == 0 && fs->dirs ? 0 : -1;
+    return mfs_fs_views_open(fs) == 0 && fs->dirs && mfs_prefetch_open(fs) == 0 ? 0 : -1;
 }
 
 /* FUSE threads that can be waiting for conversions at once, beyond which
- * an ls would have to queue behind them (docs/architecture.md). */
+ * an ls would have to queue behind them (docs/listing.md). */
 #define DEFAULT_MAX_THREADS 64
 
 /* libfuse names an unknown -o option ("fuse: unknown option(s): ...")
@@ -300,12 +347,17 @@ static int open_state(mfs_fs *fs)
  * options instead of 1 like a failed mount. */
 static int unknown_option_seen;
 
+/* libfuse's own messages go where meshfs's go (stderr, or syslog once
+ * detached), at the matching level. */
 static void fuse_log_stderr(enum fuse_log_level level, const char *fmt, va_list ap)
 {
-    (void)level;
     if (strstr(fmt, "unknown option"))
         unknown_option_seen = 1;
-    vfprintf(stderr, fmt, ap);
+    mfs_vlog_foreign(level <= FUSE_LOG_ERR       ? MFS_LOG_ERROR
+                     : level == FUSE_LOG_WARNING ? MFS_LOG_WARNING
+                     : level == FUSE_LOG_DEBUG   ? MFS_LOG_DEBUG
+                                                 : MFS_LOG_INFO,
+                     fmt, ap);
 }
 
 /* fuse_main() with the thread limit applied: libfuse 3.14.0's fuse_main
@@ -327,6 +379,8 @@ static int run(struct fuse_args *args, mfs_fs *fs, int auto_unmount)
         return 2;
     }
     fs->cfg.foreground = opts.foreground;
+    if (opts.debug && !log_level_given)
+        mfs_log_setup("meshfs", MFS_LOG_DEBUG);
     fuse_set_log_func(fuse_log_stderr);
     struct fuse *f = fuse_new(args, &mfs_fuse_ops, sizeof mfs_fuse_ops, fs);
     if (!f) {
@@ -341,6 +395,8 @@ static int run(struct fuse_args *args, mfs_fs *fs, int auto_unmount)
         mfs_unmount_guard_start(opts.mountpoint);
     if (fuse_daemonize(opts.foreground) != 0 || fuse_set_signal_handlers(fuse_get_session(f)) != 0)
         goto unmount;
+    if (!opts.foreground)
+        mfs_log_to_syslog(); /* stderr is /dev/null from here on */
     mfs_pt_test_drop_sys_admin();
     if (opts.singlethread) {
         rc = fuse_loop(f) ? 1 : 0;
@@ -397,6 +453,12 @@ int main(int argc, char **argv)
     static mfs_fs fs;
     int rc = 0;
     mfs_nofile_raise(); /* each open file through the mount holds one here */
+    /* One malloc arena, not one per FUSE thread: each thread's arena keeps
+     * the high-water mark of the listings it served (a big folder's
+     * snapshot is many small blocks), so RSS grew with the threads and the
+     * largest folder.  FUSE threads allocate little besides, so sharing
+     * the arena costs no measurable time (docs/scale.md). */
+    mallopt(M_ARENA_MAX, 1);
     if (fuse_opt_parse(&args, &c, cli_spec, cli_proc) < 0) {
         rc = 2;
     } else if (c.show_version) {
@@ -426,6 +488,7 @@ int main(int argc, char **argv)
             rc = run(&args, &fs, !c.no_auto_unmount);
         free(mo);
     }
+    mfs_prefetch_close(&fs); /* before what its threads use */
     if (fs.cache)
         mfs_cache_close(fs.cache);
     mfs_views_free(fs.views);
@@ -445,8 +508,12 @@ int main(int argc, char **argv)
     free(c.lgepkg_name);
     free(c.lgepkg_version);
     free(c.worker_user);
+    free(c.log_level);
     free(c.convert_timeout);
     free(c.convert_jobs);
+    free(c.passthrough_mode);
+    free(c.prefetch);
+    free(c.memo_size);
     free(c.mnt);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "meshfs/naming.h"
 #include "ops.h"
 #include "passthrough.h"
+#include "prefetch.h"
 
 #define XATTR_ERROR "user.meshfs.error"
 #define XATTR_WARNING "user.meshfs.warning"
@@ -127,6 +129,8 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
         return -errno;
     mfs_view_info vi;
     mfs_err err;
+    /* cold right after a listing (ls -l): its neighbours convert meanwhile */
+    mfs_prefetch_attr(fs, dir, ref);
     mfs_view_outcome o = mfs_view_get(fs, dir, ref->model, ref->base, ref->format,
                                       MFS_VIEW_ATTR, &vi, &err);
     if (o == MFS_VIEW_FAILED_MACHINE) {
@@ -177,10 +181,11 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 
 /* One name of a listing, as mfs_dir_list gave it. */
 typedef struct dent {
-    char *name;
-    struct stat partial;    /* st_ino and type bits */
+    char *name;             /* one block: name, then model and base */
+    ino_t ino;              /* and the type bits: what a listing without */
+    mode_t mode;            /* attributes sends */
     int is_view;
-    mfs_view_ref view;      /* is_view: model and base owned here */
+    mfs_view_ref view;      /* is_view: model and base point into name's block */
 } dent;
 
 /* An open directory: its listing, taken when reading starts at offset 0 and
@@ -196,13 +201,18 @@ typedef struct dirh {
     int err;                /* collect ran out of memory */
 } dirh;
 
+/* Listing handles open now, and the names they hold (stats xattr).  A
+ * handle's snapshot lives from opendir to releasedir: the kernel holds it
+ * for the length of one listing, so their number is bounded by the
+ * listings running, and each is freed (and its memory given back, see
+ * op_releasedir) when that listing ends (docs/scale.md). */
+static atomic_uint_least64_t listing_handles, listing_names;
+
 static void dirh_clear(dirh *h)
 {
-    for (size_t i = 0; i < h->n; i++) {
+    atomic_fetch_sub(&listing_names, h->n);
+    for (size_t i = 0; i < h->n; i++)
         free(h->e[i].name);
-        if (h->e[i].is_view)
-            ref_free(&h->e[i].view);
-    }
     free(h->e);
     h->e = NULL;
     h->n = h->cap = 0;
@@ -224,17 +234,24 @@ static int collect(void *ctx, const char *name, const struct stat *partial,
     }
     dent *d = &h->e[h->n];
     memset(d, 0, sizeof *d);
-    d->name = strdup(name);
-    d->partial = *partial;
+    /* one allocation per name, no struct stat: a 20,000-model folder
+     * lists 180,000 names, and each handle holds them all (docs/scale.md) */
+    size_t nl = strlen(name) + 1;
+    size_t ml = view ? strlen(view->model) + 1 : 0, bl = view ? strlen(view->base) + 1 : 0;
+    d->name = malloc(nl + ml + bl);
+    if (!d->name)
+        return h->err = -ENOMEM;
+    memcpy(d->name, name, nl);
+    d->ino = partial->st_ino;
+    d->mode = partial->st_mode;
     if (view) {
         d->is_view = 1;
-        d->view.model = strdup(view->model);
-        d->view.base = strdup(view->base);
+        d->view.model = memcpy(d->name + nl, view->model, ml);
+        d->view.base = memcpy(d->name + nl + ml, view->base, bl);
         d->view.format = view->format;
     }
     h->n++;
-    if (!d->name || (view && (!d->view.model || !d->view.base)))
-        return h->err = -ENOMEM;
+    atomic_fetch_add(&listing_names, 1);
     return 0;
 }
 
@@ -295,6 +312,10 @@ static int op_opendir(const char *path, struct fuse_file_info *fi)
         return -ENOMEM;
     }
     fi->fh = (uintptr_t)h;
+    atomic_fetch_add(&listing_handles, 1);
+    /* stats of its cold views may follow (ls -l): here, not in readdir,
+     * because a listing the kernel kept sends no READDIR */
+    mfs_prefetch_listed(FS(), h->dir);
 #ifdef MESHFS_HAVE_FUSE_317
     /* libfuse before 3.16.1 drops both flags on the way to the kernel */
     uint64_t sig;
@@ -310,9 +331,16 @@ static int op_releasedir(const char *path, struct fuse_file_info *fi)
 {
     dirh *h = (dirh *)(uintptr_t)fi->fh;
     if (h) {
+        size_t n = h->n;
         dirh_clear(h);
         free(h->dir);
         free(h);
+        atomic_fetch_sub(&listing_handles, 1);
+        /* a big folder's snapshot is many small blocks that malloc keeps
+         * for reuse: give the pages back, or RSS stays at its largest
+         * listing's high-water mark */
+        if (n >= 4096)
+            malloc_trim(0);
     }
     return 0;
 }
@@ -378,7 +406,12 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
                 mfs_kview_attr(vpath, &st);
             }
         }
-        if (filler(buf, d->name, have ? &st : &d->partial, (off_t)(i + 3),
+        if (!have) {
+            memset(&st, 0, sizeof st);
+            st.st_ino = d->ino;
+            st.st_mode = d->mode;
+        }
+        if (filler(buf, d->name, &st, (off_t)(i + 3),
                    have ? FUSE_FILL_DIR_PLUS : 0))
             break;
     }
@@ -387,7 +420,11 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
 
 /* How the kernel is to treat this open of a view (kview.c), and whether it
  * reads the bytes itself (passthrough.c): never with direct I/O or
- * keep_cache, which the kernel refuses with passthrough.  0 or -errno. */
+ * keep_cache, which the kernel refuses with passthrough.  0 or -errno.
+ * -EBUSY: a passthrough handle on an older entry of this path is open, and
+ * the kernel fails any other open of the inode meanwhile (even a direct
+ * I/O one served here: EIO, tried on Linux 6.18), so it is refused with an
+ * errno that says so. */
 static int kview_open(const char *path, struct fuse_file_info *fi, handle *h, const uint8_t id[16])
 {
     int b = mfs_pt_open(path, id, h->fd, h->offset, h->length);
@@ -574,7 +611,44 @@ static int op_statfs(const char *path, struct statvfs *sv)
     return fstatvfs(FS()->rootfd, sv) < 0 ? -errno : 0;
 }
 
+/* The bounded structures' sizes (docs/scale.md): entries held now and
+ * evictions for their caps, so tests can see that the caps hold. */
+static int bounds_text(mfs_fs *fs, char *buf, size_t n)
+{
+    mfs_views_stats vs;
+    mfs_views_get_stats(fs->views, &vs);
+    uint64_t kv, kv_ev, dt, dn, d_ev;
+    mfs_kview_stats(&kv, &kv_ev);
+    mfs_dirmaps_stats(fs->dirs, &dt, &dn, &d_ev);
+    return snprintf(buf, n,
+                    " memo_size=%llu memo_entries=%llu memo_evictions=%llu kview_entries=%llu "
+                    "kview_evictions=%llu dirmap_tables=%llu dirmap_names=%llu "
+                    "dirmap_evictions=%llu listing_handles=%llu listing_names=%llu",
+                    (unsigned long long)vs.cap, (unsigned long long)vs.entries,
+                    (unsigned long long)vs.evictions, (unsigned long long)kv,
+                    (unsigned long long)kv_ev, (unsigned long long)dt, (unsigned long long)dn,
+                    (unsigned long long)d_ev, (unsigned long long)atomic_load(&listing_handles),
+                    (unsigned long long)atomic_load(&listing_names));
+}
+
+static int stats_text_base(mfs_fs *fs, char *buf, size_t n);
+
 static int stats_text(mfs_fs *fs, char *buf, size_t n)
+{
+    int len = stats_text_base(fs, buf, n);
+    char more[512];
+    int m = bounds_text(fs, more, sizeof more);
+    /* the base ends in a newline: the bounds go before it, if they fit */
+    if (len <= 0 || m <= 0 || (size_t)m >= sizeof more || (size_t)len + (size_t)m >= n)
+        return len;
+    memcpy(buf + len - 1, more, (size_t)m);
+    len += m;
+    buf[len - 1] = '\n';
+    buf[len] = '\0';
+    return len;
+}
+
+static int stats_text_base(mfs_fs *fs, char *buf, size_t n)
 {
     mfs_cache_stats cs;
     mfs_cache_get_stats(fs->cache, &cs);
@@ -584,12 +658,12 @@ static int stats_text(mfs_fs *fs, char *buf, size_t n)
                     "cache_misses=%llu cache_negative_hits=%llu cache_stores=%llu "
                     "cache_corrupt_discarded=%llu cache_evictions=%llu files_hashed=%llu "
                     "readdir_requests=%llu conversions_running=%llu conversions_peak=%llu "
-                    "read_requests=%llu passthrough_opens=%llu\n",
+                    "read_requests=%llu passthrough_opens=%llu prefetched=%llu prefetch_queued=%u\n",
                     (unsigned long long)atomic_load(&fs->stats.conversions),
                     (unsigned long long)atomic_load(&fs->stats.conversion_failures),
                     (unsigned long long)atomic_load(&fs->stats.views_served),
                     (unsigned long long)atomic_load(&fs->stats.attr_requests),
-                    (unsigned long long)cs.hits, (unsigned long long)cs.misses,
+                    (unsigned long long)cs.view_hits, (unsigned long long)cs.view_misses,
                     (unsigned long long)cs.negative_hits, (unsigned long long)cs.stores,
                     (unsigned long long)cs.corrupt_discarded, (unsigned long long)cs.evictions,
                     (unsigned long long)cs.files_hashed,
@@ -597,7 +671,8 @@ static int stats_text(mfs_fs *fs, char *buf, size_t n)
                     (unsigned long long)atomic_load(&fs->stats.conversions_running),
                     (unsigned long long)atomic_load(&fs->stats.conversions_peak),
                     (unsigned long long)atomic_load(&fs->stats.read_requests),
-                    (unsigned long long)atomic_load(&fs->stats.passthrough_opens));
+                    (unsigned long long)atomic_load(&fs->stats.passthrough_opens),
+                    (unsigned long long)atomic_load(&fs->stats.prefetched), mfs_prefetch_waiting(fs));
 }
 
 /* The view's failure reason (for user.meshfs.error); 0 if it has none. */
@@ -698,30 +773,18 @@ static int op_getxattr(const char *path, const char *name, char *value, size_t s
     return reply_xattr(shown, (int)strlen(shown), value, size);
 }
 
+/* Every user.meshfs.* attribute is read by name (getfattr -n) and none is
+ * listed: cp -a, rsync -X, tar --xattrs and getfattr -d see only what
+ * listxattr names, and these attributes describe the mount (its counters;
+ * a conversion's failure under its limits, options and cache), not bytes a
+ * copy keeps.  A readable package's "left out" reasons or a root's counters
+ * copied onto a game folder would be stale the moment they landed
+ * (meshfs.1, EXTENDED ATTRIBUTES). */
 static int op_listxattr(const char *path, char *list, size_t size)
 {
-    mfs_fs *fs = FS();
-    const char *r = rel(path);
-    if (!r)
-        return -errno;
-    char text[MFS_ERR_MAX];
-    char names[sizeof XATTR_STATS + sizeof XATTR_ERROR + sizeof XATTR_WARNING];
-    int len = 0;
-    struct stat st;
-    if (!strcmp(r, ".")) {
-        memcpy(names, XATTR_STATS, sizeof XATTR_STATS);
-        len = sizeof XATTR_STATS;
-    } else if (mfs_beneath_stat(fs, r, &st) < 0) {
-        if (view_error(fs, r, text, sizeof text) > 0) {
-            memcpy(names + len, XATTR_ERROR, sizeof XATTR_ERROR);
-            len += sizeof XATTR_ERROR;
-        }
-        if (view_warning(fs, r, text, sizeof text) > 0) {
-            memcpy(names + len, XATTR_WARNING, sizeof XATTR_WARNING);
-            len += sizeof XATTR_WARNING;
-        }
-    }
-    return len ? reply_xattr(names, len, list, size) : 0;
+    (void)list;
+    (void)size;
+    return rel(path) ? 0 : -errno;
 }
 
 /* Everything that would change something. */
