@@ -264,6 +264,7 @@ static int collect(void *ctx, const char *name, const struct stat *partial,
  * drops them and lists afresh.  A modified file changes no name, so its
  * folder's kept listing stays right; attributes are asked for separately.
  * One slot per hash of the path: a collision only costs a fresh listing. */
+#ifdef MESHFS_HAVE_FUSE_317 /* 3.14's fuse_lib_opendir drops keep_cache */
 #define DIRSIG_SLOTS 256
 static struct {
     char *dir;
@@ -300,6 +301,7 @@ static int dirsig_same(const char *dir, uint64_t sig)
     pthread_mutex_unlock(&dirsig_lock);
     return same;
 }
+#endif
 
 static int op_opendir(const char *path, struct fuse_file_info *fi)
 {
