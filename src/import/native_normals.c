@@ -7,107 +7,14 @@
  *
  * Both steps find "vertices at the same position" as assimp's SpatialSort
  * does: every vertex closer than epsilon = 1e-4 x the diagonal of the mesh's
- * box (strictly closer, so a mesh of one point has no neighbours at all). */
+ * box (strictly closer, so a mesh of one point has no neighbours at all),
+ * in SpatialSort's order (near.c finds them through a hash grid). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "native.h"
-
-typedef struct finder {
-    const float (*pos)[3];
-    uint32_t n;
-    uint32_t *order;  /* vertex indices sorted by their projection */
-    float *proj;      /* projection of order[i] */
-    float normal[3], centroid[3];
-} finder;
-
-/* assimp's SpatialSort: distances along a fixed, normalised direction from
- * the centroid, in float, sorted.  The final test is the true distance, so
- * any direction would find the same vertices; this one (and ties kept in
- * index order, as std::sort leaves small arrays) also finds them in
- * assimp's order, which decides the last bits of a sum that cancels, and
- * with them which vertices weld. */
-static void plane_normal(float n[3])
-{
-    n[0] = 0.8523f, n[1] = 0.34321f, n[2] = 0.5736f;
-    float l = sqrtf(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]), inv = 1.0f / l;
-    n[0] *= inv, n[1] *= inv, n[2] *= inv;
-}
-
-static float project(const finder *f, const float p[3])
-{
-    return (p[0] - f->centroid[0]) * f->normal[0] + (p[1] - f->centroid[1]) * f->normal[1] +
-           (p[2] - f->centroid[2]) * f->normal[2];
-}
-
-static int cmp_proj(const void *a, const void *b, void *by_vertex)
-{
-    const float *proj = by_vertex;
-    float x = proj[*(const uint32_t *)a], y = proj[*(const uint32_t *)b];
-    if (x != y)
-        return x < y ? -1 : 1;
-    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-    return (i > j) - (i < j);
-}
-
-static int finder_init(finder *f, const float (*pos)[3], uint32_t n)
-{
-    f->pos = pos;
-    f->n = n;
-    plane_normal(f->normal);
-    float scale = 1.0f / (float)(n ? n : 1);
-    f->centroid[0] = f->centroid[1] = f->centroid[2] = 0;
-    for (uint32_t i = 0; i < n; i++)
-        for (int k = 0; k < 3; k++)
-            f->centroid[k] += scale * pos[i][k];
-    f->order = malloc(sizeof *f->order * (n ? n : 1));
-    f->proj = malloc(sizeof *f->proj * (n ? n : 1));
-    float *by_vertex = malloc(sizeof *by_vertex * (n ? n : 1));
-    if (!f->order || !f->proj || !by_vertex) {
-        free(f->order);
-        free(f->proj);
-        free(by_vertex);
-        return -1;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        f->order[i] = i;
-        by_vertex[i] = project(f, pos[i]);
-    }
-    qsort_r(f->order, n, sizeof *f->order, cmp_proj, by_vertex);
-    for (uint32_t i = 0; i < n; i++)
-        f->proj[i] = by_vertex[f->order[i]];
-    free(by_vertex);
-    return 0;
-}
-
-static void finder_free(finder *f)
-{
-    free(f->order);
-    free(f->proj);
-}
-
-/* Vertices strictly closer than r to p, into out (capacity n); the count. */
-static uint32_t finder_find(const finder *f, const float p[3], float r, uint32_t *out)
-{
-    float d = project(f, p), lo = d - r, hi = d + r, r2 = r * r;
-    uint32_t a = 0, b = f->n;
-    while (a < b) {
-        uint32_t mid = a + (b - a) / 2;
-        if (f->proj[mid] < lo)
-            a = mid + 1;
-        else
-            b = mid;
-    }
-    uint32_t k = 0;
-    for (uint32_t i = a; i < f->n && f->proj[i] < hi; i++) {
-        const float *q = f->pos[f->order[i]];
-        float dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
-        if (dx * dx + dy * dy + dz * dz < r2)
-            out[k++] = f->order[i];
-    }
-    return k;
-}
+#include "near.h"
 
 static float position_epsilon(const mfs_mesh *m)
 {
@@ -168,8 +75,9 @@ int mfs_gen_smooth_normals(mfs_mesh *m, mfs_err *err)
     float (*out)[3] = calloc(n, sizeof *out);
     uint32_t *found = malloc(sizeof *found * n);
     unsigned char *had = calloc(n, 1);
-    finder f = {0};
-    if (!face_n || !out || !found || !had || finder_init(&f, (const float (*)[3])m->positions, n) < 0) {
+    mfs_near f;
+    if (!face_n || !out || !found || !had ||
+        mfs_near_init(&f, (const float (*)[3])m->positions, n, position_epsilon(m)) < 0) {
         free(face_n);
         free(out);
         free(found);
@@ -187,11 +95,10 @@ int mfs_gen_smooth_normals(mfs_mesh *m, mfs_err *err)
         for (int k = 0; k < 3; k++)
             memcpy(face_n[ix[k]], nr, sizeof nr);
     }
-    float eps = position_epsilon(m);
     for (uint32_t i = 0; i < n; i++) {
         if (had[i])
             continue;
-        uint32_t k = finder_find(&f, m->positions[i], eps, found);
+        uint32_t k = mfs_near_find(&f, m->positions[i], found);
         float sum[3] = {0, 0, 0};
         for (uint32_t j = 0; j < k; j++)
             if (!isnan(face_n[found[j]][0]))
@@ -203,7 +110,7 @@ int mfs_gen_smooth_normals(mfs_mesh *m, mfs_err *err)
             had[found[j]] = 1;
         }
     }
-    finder_free(&f);
+    mfs_near_free(&f);
     free(face_n);
     free(found);
     free(had);
@@ -221,9 +128,9 @@ int mfs_calc_tangents(mfs_mesh *m, mfs_err *err)
     uint32_t *found = malloc(sizeof *found * n);
     uint32_t *close = malloc(sizeof *close * (n + 1));
     unsigned char *done = calloc(n, 1);
-    finder f = {0};
+    mfs_near f;
     if (!tg || !bt || !found || !close || !done ||
-        finder_init(&f, (const float (*)[3])m->positions, n) < 0) {
+        mfs_near_init(&f, (const float (*)[3])m->positions, n, position_epsilon(m)) < 0) {
         free(tg);
         free(bt);
         free(found);
@@ -279,11 +186,10 @@ int mfs_calc_tangents(mfs_mesh *m, mfs_err *err)
         }
     }
     const float limit = cosf(45.0f * (float)M_PI / 180.0f), same_normal = 0.9999f;
-    float eps = position_epsilon(m);
     for (uint32_t a = 0; a < n; a++) {
         if (done[a])
             continue;
-        uint32_t k = finder_find(&f, pos[a], eps, found), nc = 0;
+        uint32_t k = mfs_near_find(&f, pos[a], found), nc = 0;
         float on[3], ot[3], ob[3];
         memcpy(on, nor[a], sizeof on);
         memcpy(ot, tg[a], sizeof ot);
@@ -310,7 +216,7 @@ int mfs_calc_tangents(mfs_mesh *m, mfs_err *err)
             memcpy(bt[close[j]], sb, sizeof sb);
         }
     }
-    finder_free(&f);
+    mfs_near_free(&f);
     free(found);
     free(close);
     free(done);
