@@ -1043,9 +1043,19 @@ void mfs_spawner_close(mfs_spawner *sp)
 static mfs_spawner *tool_spawner;
 static pthread_once_t tool_once = PTHREAD_ONCE_INIT;
 
+/* At exit the fork server is stopped and reaped, so the tool's own
+ * children's resource usage (getrusage, wait4 of the tool: bench-convert)
+ * includes every conversion it ran, as it did with one exec per worker. */
+static void close_tool_spawner(void)
+{
+    mfs_spawner_close(tool_spawner);
+    tool_spawner = NULL;
+}
+
 static void open_tool_spawner(void)
 {
-    mfs_spawner_open(&tool_spawner, NULL);
+    if (mfs_spawner_open(&tool_spawner, NULL) == 0 && tool_spawner)
+        atexit(close_tool_spawner);
 }
 
 static mfs_spawner *tool(void)
