@@ -14,7 +14,9 @@
  * model served from the cache reports the same numbers as a converted one. */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
+#include <signal.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -386,6 +388,32 @@ static root *get_root(mfs_batch *b, const char *path, mfs_err *err)
 
 /* ---- the batch ---- */
 
+/* --no-cache's private caches are named meshfs-convert-<pid>-XXXXXX, so one
+ * left by a run that was killed (^C, SIGKILL: no exit code runs) is found
+ * and removed by the next --no-cache run: ours, and its process gone. */
+static void remove_orphan_private_caches(const char *tmp)
+{
+    DIR *d = opendir(tmp);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        long pid;
+        char rest[16];
+        if (sscanf(de->d_name, "meshfs-convert-%ld-%15s", &pid, rest) != 2 || pid <= 0 ||
+            strlen(rest) != 6)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[PATH_MAX];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", tmp, de->d_name);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+            nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    closedir(d);
+}
+
 int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
 {
     mfs_batch *b = calloc(1, sizeof *b);
@@ -397,7 +425,9 @@ int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
     mfs_cache_config cc = {.dir = cfg->cache_dir, .flags = cfg->no_cap ? MFS_CACHE_NO_CAP : 0};
     if (cfg->no_cache) {
         const char *t = getenv("TMPDIR");
-        snprintf(b->dir, sizeof b->dir, "%s/meshfs-convert-XXXXXX", t && t[0] ? t : "/tmp");
+        remove_orphan_private_caches(t && t[0] ? t : "/tmp");
+        snprintf(b->dir, sizeof b->dir, "%s/meshfs-convert-%ld-XXXXXX", t && t[0] ? t : "/tmp",
+                 (long)getpid());
         if (!mkdtemp(b->dir)) {
             mfs_errf(err, "--no-cache: cannot make a private cache in %s: %s", t && t[0] ? t : "/tmp",
                      strerror(errno));

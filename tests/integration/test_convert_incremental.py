@@ -192,6 +192,25 @@ class Incremental(Base):
         self.assertEqual(os.listdir(tmpdir), [])
         self.assertFalse(os.path.exists(self.cache))
 
+    def test_no_cache_removes_what_a_killed_run_left(self):
+        tmpdir = os.path.join(self.tmp, "tmpdir")
+        os.mkdir(tmpdir)
+        env = dict(os.environ, TMPDIR=tmpdir)
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        # a killed run's private cache (its process is gone), a live
+        # process's, and names that are not meshfs-convert's
+        orphan = os.path.join(tmpdir, f"meshfs-convert-{gone.pid}-a1B2c3")
+        live = os.path.join(tmpdir, f"meshfs-convert-{os.getpid()}-x9Y8z7")
+        others = [os.path.join(tmpdir, n) for n in ("meshfs-convert-XXXXXX", "mine")]
+        for d in [orphan, live] + others:
+            os.makedirs(os.path.join(d, "v2", "ab"))
+            with open(os.path.join(d, "v2", "ab", "entry"), "w") as f:
+                f.write("x")
+        p = self.convert("--no-cache", cache=False, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(sorted(os.listdir(tmpdir)), sorted(os.path.basename(d) for d in [live] + others))
+
 
 class SharedWithTheMount(Base):
     def read_mount(self, cache, *opts):
