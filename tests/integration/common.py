@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import tempfile
+import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
@@ -80,6 +81,20 @@ def tree_bytes(root):
 
 def tempdir():
     return tempfile.TemporaryDirectory(prefix="meshfs-test-")
+
+
+class TreeCase(unittest.TestCase):
+    """A test with a private temporary folder: self.tmp, and the paths of a
+    source tree, a mount point and a cache in it (self.src, self.mnt,
+    self.cache; none created), removed after the test."""
+
+    def setUp(self):
+        self._tmp = tempdir()
+        self.addCleanup(self._tmp.cleanup)
+        self.tmp = self._tmp.name
+        self.src = os.path.join(self.tmp, "src")
+        self.mnt = os.path.join(self.tmp, "mnt")
+        self.cache = os.path.join(self.tmp, "cache")
 
 
 def run_tests():

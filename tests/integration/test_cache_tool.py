@@ -13,7 +13,7 @@ import threading
 import time
 import unittest
 
-from common import run, run_tests, tempdir, tool
+from common import TreeCase, run, run_tests, tool
 from mount import Mount
 
 N = 6
@@ -33,13 +33,9 @@ def read(path):
         return f.read()
 
 
-class CacheTool(unittest.TestCase):
+class CacheTool(TreeCase):
     def setUp(self):
-        self._tmp = tempdir()
-        self.tmp = self._tmp.name
-        self.src = os.path.join(self.tmp, "src")
-        self.mnt = os.path.join(self.tmp, "mnt")
-        self.cache = os.path.join(self.tmp, "cache")
+        super().setUp()
         os.makedirs(os.path.join(self.src, "sub"))
         self.models = []
         for i in range(N):
@@ -49,8 +45,6 @@ class CacheTool(unittest.TestCase):
             self.models.append(rel)
         self.views = sorted(m[:-4] + ".fmd" for m in self.models)
 
-    def tearDown(self):
-        self._tmp.cleanup()
 
     # ---- helpers ----
 

@@ -28,7 +28,7 @@ import threading
 import time
 import unittest
 
-from common import FORMATS, SOURCE, convert, run_tests, tempdir, tool
+from common import FORMATS, SOURCE, TreeCase, convert, run_tests, tool
 from mount import Mount
 
 EXAMPLES = os.path.join(SOURCE, "examples", "assets")
@@ -107,17 +107,10 @@ def alive(pid):
     return st[st.rindex(")") + 2] != "Z"
 
 
-class Base(unittest.TestCase):
+class Base(TreeCase):
     def setUp(self):
-        self._tmp = tempdir()
-        self.tmp = self._tmp.name
-        self.src = os.path.join(self.tmp, "src")
-        self.mnt = os.path.join(self.tmp, "mnt")
-        self.cache = os.path.join(self.tmp, "cache")
+        super().setUp()
         os.makedirs(self.src)
-
-    def tearDown(self):
-        self._tmp.cleanup()
 
     def folder(self, name, models, broken=()):
         d = os.path.join(self.src, name)

@@ -6,7 +6,7 @@ import errno
 import os
 import unittest
 
-from common import FORMATS, convert, inspect, run, run_tests, tempdir
+from common import FORMATS, TreeCase, convert, inspect, run, run_tests
 from mount import Mount
 
 
@@ -60,17 +60,11 @@ def is_view(name):
     return name.rsplit(".", 1)[-1] in FORMATS
 
 
-class NamingTest(unittest.TestCase):
+class NamingTest(TreeCase):
     def setUp(self):
-        self._tmp = tempdir()
-        self.tmp = self._tmp.name
-        self.src = os.path.join(self.tmp, "src")
-        self.mnt = os.path.join(self.tmp, "mnt")
-        self.cache = os.path.join(self.tmp, "cache")
+        super().setUp()
         self.out = os.path.join(self.tmp, "out")
 
-    def tearDown(self):
-        self._tmp.cleanup()
 
     # The per-model views only: the per-folder package (lgepkg) is another
     # test's business.

@@ -10,7 +10,7 @@ import subprocess
 import time
 import unittest
 
-from common import FORMATS, convert, run_tests, tempdir, tool, tree_bytes
+from common import FORMATS, TreeCase, convert, run_tests, tool, tree_bytes
 from mount import Mount
 
 FOLDERS = 40
@@ -26,13 +26,9 @@ def tetra(i):
             "f 1 3 2\nf 1 2 4\nf 2 3 4\nf 3 1 4\n")
 
 
-class ScaleTest(unittest.TestCase):
+class ScaleTest(TreeCase):
     def setUp(self):
-        self._tmp = tempdir()
-        self.tmp = self._tmp.name
-        self.src = os.path.join(self.tmp, "src")
-        self.mnt = os.path.join(self.tmp, "mnt")
-        self.cache = os.path.join(self.tmp, "cache")
+        super().setUp()
         n = 0
         for d in range(FOLDERS):
             folder = os.path.join(self.src, f"d{d:02d}")
@@ -42,8 +38,6 @@ class ScaleTest(unittest.TestCase):
                     f.write(tetra(n))
                 n += 1
 
-    def tearDown(self):
-        self._tmp.cleanup()
 
     @staticmethod
     def settled(m):

@@ -14,7 +14,7 @@ import time
 import unittest
 import zlib
 
-from common import convert, inspect, run, tempdir, tool
+from common import TreeCase, convert, inspect, tempdir
 from mount import Mount
 
 FALLBACK = struct.pack("<iiiHH", 1, 1, 4, 3, 3) + b"\xff\xff\xff\xff"
@@ -285,20 +285,13 @@ class ConvertTex(unittest.TestCase):
         self.assertEqual(rows[0]["deps"], ["m.obj", "m.mtl"])
 
 
-class MountTex(unittest.TestCase):
+class MountTex(TreeCase):
     def setUp(self):
-        self._tmp = tempdir()
-        self.tmp = self._tmp.name
-        self.src = os.path.join(self.tmp, "src")
-        self.mnt = os.path.join(self.tmp, "mnt")
-        self.cache = os.path.join(self.tmp, "cache")
+        super().setUp()
         self.rows = pixels(3, 2, 3, 5)
         write(os.path.join(self.src, "textures", "wood.png"), png(3, 2, self.rows, 3))
         obj_model(self.src, "m", "textures/wood.png")
         obj_model(self.src, "bare", "nothing/here.png")
-
-    def tearDown(self):
-        self._tmp.cleanup()
 
     def edit_texture(self, rows, channels):
         path = os.path.join(self.src, "textures", "wood.png")
