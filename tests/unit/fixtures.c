@@ -1,3 +1,6 @@
+#define _XOPEN_SOURCE 700
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,4 +177,24 @@ mfs_scene *fixture_skinned_strip(void)
     c->pos = xcalloc(1, sizeof(mfs_vec_key));
     c->pos[0] = (mfs_vec_key){0.0, {0, 1, 0}};
     return s;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st;
+    (void)flag;
+    (void)f;
+    return remove(p);
+}
+
+int fixture_tempdir(char *buf, size_t n, const char *name)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(buf, n, "%s/%s.XXXXXX", t && *t ? t : "/tmp", name);
+    return mkdtemp(buf) ? 0 : -1;
+}
+
+void fixture_rmtree(const char *path)
+{
+    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }

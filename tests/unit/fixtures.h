@@ -3,6 +3,8 @@
 #ifndef MESHFS_TEST_FIXTURES_H
 #define MESHFS_TEST_FIXTURES_H
 
+#include <stddef.h>
+
 #include "meshfs/scene.h"
 
 /* A unit cube centred on the origin, side 1 (coordinates +-0.5), 24 vertices
@@ -29,5 +31,11 @@ mfs_scene *fixture_cube(void);
  *   position keys t=0 (0,1,0) (one key); no scale keys.
  * Material "strip_mat" without textures. */
 mfs_scene *fixture_skinned_strip(void);
+
+/* A new private folder $TMPDIR/<name>.XXXXXX (TMPDIR unset or empty: /tmp),
+ * its path in buf; 0, or -1.  fixture_rmtree removes a tree without
+ * following links. */
+int fixture_tempdir(char *buf, size_t n, const char *name);
+void fixture_rmtree(const char *path);
 
 #endif

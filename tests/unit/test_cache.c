@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "fixtures.h"
 #include "meshfs/cache.h"
 #include "../../src/cache/cache_int.h" /* mfs_cache_entry_check */
 
@@ -34,18 +35,10 @@ typedef struct fx {
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st; (void)flag; (void)f;
-    return remove(p);
-}
-
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
-    const char *t = getenv("TMPDIR");
-    snprintf(f->base, sizeof f->base, "%s/test_cache.XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(f->base))
+    if (fixture_tempdir(f->base, sizeof f->base, "test_cache") < 0)
         return -1;
     snprintf(f->dir, sizeof f->dir, "%s/cache", f->base);
     snprintf(f->root, sizeof f->root, "%s/src", f->base);
@@ -59,7 +52,7 @@ static int teardown(void **state)
 {
     fx *f = *state;
     close(f->rootfd);
-    nftw(f->base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    fixture_rmtree(f->base);
     free(f);
     return 0;
 }

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fixtures.h"
 #include "meshfs/cache.h"
 #include "meshfs/cache_admin.h"
 
@@ -25,18 +26,10 @@ typedef struct fx {
     char dir[300];
 } fx;
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st; (void)flag; (void)f;
-    return remove(p);
-}
-
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
-    const char *t = getenv("TMPDIR");
-    snprintf(f->base, sizeof f->base, "%s/test_cache_admin.XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(f->base))
+    if (fixture_tempdir(f->base, sizeof f->base, "test_cache_admin") < 0)
         return -1;
     snprintf(f->dir, sizeof f->dir, "%s/cache", f->base);
     *state = f;
@@ -46,7 +39,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    nftw(f->base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    fixture_rmtree(f->base);
     free(f);
     return 0;
 }

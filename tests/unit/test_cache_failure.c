@@ -16,23 +16,17 @@
 #include <cmocka.h>
 #include <xxhash.h>
 
+#include "fixtures.h"
 #include "meshfs/cache.h"
 
 typedef struct fx {
     char base[256], dir[300];
 } fx;
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(p);
-}
-
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
-    const char *t = getenv("TMPDIR");
-    snprintf(f->base, sizeof f->base, "%s/test_cache_failure.XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(f->base))
+    if (fixture_tempdir(f->base, sizeof f->base, "test_cache_failure") < 0)
         return -1;
     snprintf(f->dir, sizeof f->dir, "%s/cache", f->base);
     *state = f;
@@ -42,7 +36,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    nftw(f->base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    fixture_rmtree(f->base);
     free(f);
     return 0;
 }
