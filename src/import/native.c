@@ -124,16 +124,26 @@ static void fix_tangents(float (*t)[3], float (*b)[3], uint32_t n)
         }
 }
 
-int mfs_native_finish_mesh(mfs_mesh *m, int tangents, mfs_err *err)
+static int finish_mesh(mfs_mesh *m, int tangents, int weld, mfs_err *err)
 {
     if (mfs_gen_smooth_normals(m, err) < 0 || (tangents && mfs_calc_tangents(m, err) < 0) ||
-        mfs_weld_mesh(m, err) < 0)
+        (weld ? mfs_weld_mesh(m, err) : mfs_drop_unused_vertices(m, err)) < 0)
         return -1;
     if (m->normals)
         fix_normals(m->normals, m->n_vertices);
     if (m->tangents)
         fix_tangents(m->tangents, m->bitangents, m->n_vertices);
     return mfs_mesh_normalise_weights(m, err);
+}
+
+int mfs_native_finish_mesh(mfs_mesh *m, int tangents, mfs_err *err)
+{
+    return finish_mesh(m, tangents, 1, err);
+}
+
+int mfs_native_finish_indexed_mesh(mfs_mesh *m, int tangents, mfs_err *err)
+{
+    return finish_mesh(m, tangents, 0, err);
 }
 
 int mfs_native_finish_scene(mfs_scene *s, mfs_err *err)

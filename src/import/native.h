@@ -49,6 +49,10 @@ void mfs_native_close(mfs_iofs *fs, mfs_native_file *f);
  * zero normals and tangents replaced, bones without a node dropped,
  * weights normalised.  Triangle meshes only get normals and tangents. */
 int mfs_native_finish_mesh(mfs_mesh *m, int tangents, mfs_err *err);
+/* The same, for a mesh the file gives indexed (a glTF primitive with
+ * `indices`): its vertices are kept as the file has them, duplicates
+ * included, only those no face uses dropped (docs/import.md, "Welding"). */
+int mfs_native_finish_indexed_mesh(mfs_mesh *m, int tangents, mfs_err *err);
 
 /* assimp's GenVertexNormalsProcess (no angle limit) and
  * CalcTangentsProcess (45 degrees), reproduced so that the views do not

@@ -1063,9 +1063,17 @@ static int build_scene(build *b, const cgltf_scene *sc)
             return -1;
     if (fill_animations(b) < 0)
         return -1;
-    for (uint32_t i = 0; i < s->n_meshes; i++)
-        if (mfs_native_finish_mesh(&s->meshes[i], b->tangents, b->err) < 0)
-            return -1;
+    /* An indexed primitive's vertices are the author's: welding would only
+     * merge deliberate duplicates (and costs a third of the import), so it
+     * is skipped; an unindexed one is one vertex per corner and is welded. */
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < o->n_meshes; i++) {
+        const cgltf_mesh *gm = &d->meshes[o->meshes[i]];
+        for (size_t p = 0; p < gm->primitives_count; p++, k++)
+            if ((gm->primitives[p].indices ? mfs_native_finish_indexed_mesh : mfs_native_finish_mesh)(
+                    &s->meshes[k], b->tangents, b->err) < 0)
+                return -1;
+    }
     return 0;
 }
 

@@ -170,7 +170,75 @@ static void negative_zeros(void *a, int comps, int first_bit, const uint32_t *ne
     X(m->uv[1], 2, 14)                                                                             \
     X(m->colors, 4, 16)
 
-int mfs_weld_mesh(mfs_mesh *m, mfs_err *err)
+/* Step 2 of welding: remap takes each used vertex to its merged one,
+ * *unique is how many remain; the attribute arrays are rewritten.  -1: out
+ * of memory. */
+static int merge_vertices(mfs_mesh *m, const uint32_t *map, uint32_t n, uint32_t used, uint32_t *remap,
+                          uint32_t *unique)
+{
+    uint32_t *neg = NULL;
+    int nomem = 0;
+#define POSITIVE(p, comps, bit) nomem |= positive_zeros(p, used, comps, bit, &neg) < 0;
+    NEG_STREAMS(POSITIVE)
+#undef POSITIVE
+    if (nomem) {
+        free(neg);
+        return -1;
+    }
+
+    /* 2. one vertex per distinct attribute set, first occurrence first */
+    uint32_t *wid = NULL;
+    if (m->n_bones && !(wid = weight_ids(m, map, n, used))) {
+        free(neg);
+        return -1;
+    }
+    struct meshopt_Stream st[8];
+    size_t ns = 0;
+#define STREAM(p)                                                                                  \
+    if (p)                                                                                         \
+        st[ns++] = (struct meshopt_Stream){p, sizeof *(p), sizeof *(p)};
+    STREAM(m->positions)
+    STREAM(m->normals)
+    STREAM(m->tangents)
+    STREAM(m->bitangents)
+    STREAM(m->uv[0])
+    STREAM(m->uv[1])
+    STREAM(m->colors)
+    STREAM(wid)
+#undef STREAM
+    /* An identity index list (meshoptimizer 0.18 wants whole triangles, so
+     * the last vertex repeats): first occurrence is vertex order. */
+    size_t nid = ((size_t)used + 2) / 3 * 3;
+    uint32_t *ident = malloc(sizeof *ident * (nid ? nid : 1));
+    if (!ident) {
+        free(wid);
+        free(neg);
+        return -1;
+    }
+    for (size_t i = 0; i < nid; i++)
+        ident[i] = (uint32_t)(i < used ? i : used - 1);
+    *unique = used ? (uint32_t)meshopt_generateVertexRemapMulti(remap, ident, nid, used, st, ns) : 0;
+    free(ident);
+    free(wid);
+    int bad = remap_array((void **)&m->positions, sizeof *m->positions, used, *unique, remap) < 0 ||
+              remap_array((void **)&m->normals, sizeof *m->normals, used, *unique, remap) < 0 ||
+              remap_array((void **)&m->tangents, sizeof *m->tangents, used, *unique, remap) < 0 ||
+              remap_array((void **)&m->bitangents, sizeof *m->bitangents, used, *unique, remap) < 0 ||
+              remap_array((void **)&m->uv[0], sizeof *m->uv[0], used, *unique, remap) < 0 ||
+              remap_array((void **)&m->uv[1], sizeof *m->uv[1], used, *unique, remap) < 0 ||
+              remap_array((void **)&m->colors, sizeof *m->colors, used, *unique, remap) < 0;
+    if (neg && !bad) {
+#define NEGATIVE(p, comps, bit) negative_zeros(p, comps, bit, neg, remap, used);
+        NEG_STREAMS(NEGATIVE)
+#undef NEGATIVE
+    }
+    free(neg);
+    if (bad)
+        return -1;
+    return 0;
+}
+
+static int weld(mfs_mesh *m, int merge, mfs_err *err)
 {
     uint32_t n = m->n_vertices;
     size_t ni = (size_t)m->n_faces * m->prim;
@@ -208,71 +276,12 @@ int mfs_weld_mesh(mfs_mesh *m, mfs_err *err)
     for (int k = 0; k < MFS_MAX_UV; k++)
         compact_array(m->uv[k], sizeof *m->uv[k], map, n);
     compact_array(m->colors, sizeof *m->colors, map, n);
-
-    uint32_t *neg = NULL;
-    int nomem = 0;
-#define POSITIVE(p, comps, bit) nomem |= positive_zeros(p, used, comps, bit, &neg) < 0;
-    NEG_STREAMS(POSITIVE)
-#undef POSITIVE
-    if (nomem) {
-        free(neg);
-        free(map);
-        free(remap);
-        return mfs_errf(err, "out of memory");
-    }
-
-    /* 2. one vertex per distinct attribute set, first occurrence first */
-    uint32_t *wid = NULL;
-    if (m->n_bones && !(wid = weight_ids(m, map, n, used))) {
-        free(neg);
-        free(map);
-        free(remap);
-        return mfs_errf(err, "out of memory");
-    }
-    struct meshopt_Stream st[8];
-    size_t ns = 0;
-#define STREAM(p)                                                                                  \
-    if (p)                                                                                         \
-        st[ns++] = (struct meshopt_Stream){p, sizeof *(p), sizeof *(p)};
-    STREAM(m->positions)
-    STREAM(m->normals)
-    STREAM(m->tangents)
-    STREAM(m->bitangents)
-    STREAM(m->uv[0])
-    STREAM(m->uv[1])
-    STREAM(m->colors)
-    STREAM(wid)
-#undef STREAM
-    /* An identity index list (meshoptimizer 0.18 wants whole triangles, so
-     * the last vertex repeats): first occurrence is vertex order. */
-    size_t nid = ((size_t)used + 2) / 3 * 3;
-    uint32_t *ident = malloc(sizeof *ident * (nid ? nid : 1));
-    if (!ident) {
-        free(wid);
-        free(neg);
-        free(map);
-        free(remap);
-        return mfs_errf(err, "out of memory");
-    }
-    for (size_t i = 0; i < nid; i++)
-        ident[i] = (uint32_t)(i < used ? i : used - 1);
-    uint32_t unique = used ? (uint32_t)meshopt_generateVertexRemapMulti(remap, ident, nid, used, st, ns) : 0;
-    free(ident);
-    free(wid);
-    int bad = remap_array((void **)&m->positions, sizeof *m->positions, used, unique, remap) < 0 ||
-              remap_array((void **)&m->normals, sizeof *m->normals, used, unique, remap) < 0 ||
-              remap_array((void **)&m->tangents, sizeof *m->tangents, used, unique, remap) < 0 ||
-              remap_array((void **)&m->bitangents, sizeof *m->bitangents, used, unique, remap) < 0 ||
-              remap_array((void **)&m->uv[0], sizeof *m->uv[0], used, unique, remap) < 0 ||
-              remap_array((void **)&m->uv[1], sizeof *m->uv[1], used, unique, remap) < 0 ||
-              remap_array((void **)&m->colors, sizeof *m->colors, used, unique, remap) < 0;
-    if (neg && !bad) {
-#define NEGATIVE(p, comps, bit) negative_zeros(p, comps, bit, neg, remap, used);
-        NEG_STREAMS(NEGATIVE)
-#undef NEGATIVE
-    }
-    free(neg);
-    if (bad) {
+    uint32_t unique = used;
+    if (!merge) {
+        /* the kept vertices stay apart, in vertex order */
+        for (uint32_t i = 0; i < used; i++)
+            remap[i] = i;
+    } else if (merge_vertices(m, map, n, used, remap, &unique) < 0) {
         free(map);
         free(remap);
         return mfs_errf(err, "out of memory");
@@ -311,4 +320,14 @@ int mfs_weld_mesh(mfs_mesh *m, mfs_err *err)
     free(remap);
     m->n_vertices = unique;
     return 0;
+}
+
+int mfs_weld_mesh(mfs_mesh *m, mfs_err *err)
+{
+    return weld(m, 1, err);
+}
+
+int mfs_drop_unused_vertices(mfs_mesh *m, mfs_err *err)
+{
+    return weld(m, 0, err);
 }

@@ -13,4 +13,10 @@
  * out of memory or when a face names a vertex the mesh does not have. */
 int mfs_weld_mesh(mfs_mesh *m, mfs_err *err);
 
+/* Only the first half of mfs_weld_mesh: drops the vertices no face uses,
+ * keeps every other one (duplicates too) in its order.  For meshes the file
+ * gives indexed, whose vertices are as the author wanted them; a shared
+ * vertex buffer still loses the other meshes' vertices.  Same errors. */
+int mfs_drop_unused_vertices(mfs_mesh *m, mfs_err *err);
+
 #endif

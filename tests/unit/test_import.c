@@ -424,6 +424,55 @@ static void test_weld_index_out_of_range(void **state)
     free(m.indices);
 }
 
+/* glTF (issue 18): an indexed primitive keeps its vertices as the file
+ * gives them, so a deliberately duplicated vertex (3 is 1 again, same
+ * generated normal) stays, indices as written; only the unused vertex 5
+ * goes.  An unindexed primitive (one vertex per corner) is welded.  The
+ * assimp path, which cannot tell the two apart, welds both. */
+static const char weld_gltf[] =
+    "{\"asset\":{\"version\":\"2.0\"},\"scene\":0,\"scenes\":[{\"nodes\":[0]}],"
+    "\"nodes\":[{\"mesh\":0}],\"meshes\":[{\"name\":\"w\",\"primitives\":["
+    "{\"attributes\":{\"POSITION\":0},\"indices\":1},{\"attributes\":{\"POSITION\":2}}]}],"
+    "\"accessors\":[{\"bufferView\":0,\"componentType\":5126,\"count\":6,\"type\":\"VEC3\","
+    "\"min\":[0,0,0],\"max\":[5,5,5]},"
+    "{\"bufferView\":1,\"componentType\":5123,\"count\":6,\"type\":\"SCALAR\"},"
+    "{\"bufferView\":2,\"componentType\":5126,\"count\":6,\"type\":\"VEC3\",\"min\":[0,0,0],\"max\":[1,1,0]}],"
+    "\"bufferViews\":[{\"buffer\":0,\"byteOffset\":0,\"byteLength\":72},"
+    "{\"buffer\":0,\"byteOffset\":72,\"byteLength\":12},{\"buffer\":0,\"byteOffset\":84,\"byteLength\":72}],"
+    "\"buffers\":[{\"byteLength\":156,\"uri\":\"data:application/octet-stream;base64,"
+    "AAAAAAAAAAAAAAAAAACAPwAAAAAAAAAAAAAAAAAAgD8AAAAAAACAPwAAAAAAAAAAAACAPwAAgD8AAAAAAACgQAAAoEAAAKBA"
+    "AAABAAIAAwAEAAIAAAAAAAAAAAAAAAAAAACAPwAAAAAAAAAAAAAAAAAAgD8AAAAAAACAPwAAAAAAAAAAAACAPwAAgD8AAAAA"
+    "AAAAAAAAgD8AAAAA\"}]}";
+
+static void test_weld_gltf_indexed_kept(void **state)
+{
+    put("sub/weld.gltf", weld_gltf);
+    static const uint32_t kept[] = {0, 1, 2, 3, 4, 2}, welded[] = {0, 1, 2, 1, 3, 2};
+    mfs_scene *s = import_rel("sub/weld.gltf", MFS_IMPORTER_AUTO);
+    assert_string_equal(mfs_import_route(), "native gltf");
+    assert_int_equal(s->n_meshes, 2);
+    const mfs_mesh *m = &s->meshes[0];
+    assert_string_equal(m->name, "w-0");
+    assert_int_equal(m->n_vertices, 5);
+    assert_indices(m, kept, 6);
+    assert_memory_equal(m->positions[3], m->positions[1], sizeof m->positions[1]);
+    assert_memory_equal(m->normals[3], m->normals[1], sizeof m->normals[1]);
+    assert_true(m->positions[4][0] == 1 && m->positions[4][1] == 1); /* not the unused (5,5,5) */
+    m = &s->meshes[1];
+    assert_string_equal(m->name, "w-1");
+    assert_int_equal(m->n_vertices, 4);
+    assert_indices(m, welded, 6);
+    mfs_scene_free(s);
+    s = import_rel("sub/weld.gltf", MFS_IMPORTER_ASSIMP);
+    assert_string_equal(mfs_import_route(), "assimp");
+    assert_int_equal(s->n_meshes, 2);
+    for (uint32_t i = 0; i < 2; i++) {
+        assert_int_equal(s->meshes[i].n_vertices, 4);
+        assert_indices(&s->meshes[i], welded, 6);
+    }
+    mfs_scene_free(s);
+}
+
 static uint8_t *slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
@@ -499,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_weld_deterministic),
         cmocka_unit_test(test_weld_bone_weights),
         cmocka_unit_test(test_weld_index_out_of_range),
+        cmocka_unit_test(test_weld_gltf_indexed_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
