@@ -514,6 +514,8 @@ static int srv_recv(int sock, void *out, size_t n, int *fd, double deadline)
     ssize_t r;
     while ((r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
         ;
+    if (r < 0)
+        return 0; /* as EOF; the control buffer was not written: no descriptor came */
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
             c->cmsg_len == CMSG_LEN(sizeof(int))) {
@@ -738,7 +740,12 @@ static int create_outputs(const mfs_job *job, int *dfd, int *out, int *nout)
 
 /* claim_outputs for files made by create_outputs: a format the report
  * vouches for keeps its file if it is still the one made here (a regular
- * file with one link); every other file goes. */
+ * file with one link); every other file goes.  The child can neither
+ * create, link nor remove a file (its sandbox; it holds only the open
+ * files), so a file that is no longer the one made here was removed or
+ * replaced from outside (the job folder deleted under the run): the
+ * machine's failure, not the model's, so transient and never remembered
+ * against the model. */
 static void claim_fd_outputs(const mfs_job *job, mfs_report *rep, int dfd, const int *out)
 {
     for (int f = 0, k = 0; f < MFS_FMT_COUNT; f++) {
@@ -748,17 +755,23 @@ static void claim_fd_outputs(const mfs_job *job, mfs_report *rep, int dfd, const
         int fd = out[k++];
         int vouched = rep->ok && rep->fmt[f].ok;
         struct stat a, b;
-        int good = vouched && fstat(fd, &a) == 0 &&
-                   fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
-                   a.st_ino == b.st_ino && S_ISREG(b.st_mode) && b.st_nlink == 1;
+        const char *why = NULL;
+        if (vouched && (fstat(fd, &a) < 0 || fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) < 0))
+            why = errno == ENOENT ? "it was removed during the run" : strerror(errno);
+        else if (vouched && (a.st_dev != b.st_dev || a.st_ino != b.st_ino || !S_ISREG(b.st_mode)))
+            why = "it was replaced during the run";
+        else if (vouched && b.st_nlink != 1)
+            why = "it was linked elsewhere during the run";
+        int good = vouched && !why;
         close(fd);
         if (good)
             continue;
         unlinkat(dfd, name, 0);
         if (vouched) {
             rep->fmt[f].ok = 0;
+            rep->fmt[f].transient = 1;
             snprintf(rep->fmt[f].error, sizeof rep->fmt[f].error,
-                     "%s: the worker's output is not the file it was given", name);
+                     "%s: the worker's output is not the file it was given (%s)", name, why);
         }
     }
     close(dfd);

@@ -10,6 +10,7 @@ outputs it hands back through open files are byte for byte what a directly
 spawned worker writes."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -112,6 +113,39 @@ class ConvertTest(unittest.TestCase):
             self.assertIn("import timed out after 1 s", p.stdout + p.stderr)
             self.assertEqual(len(server_lines(p.stderr)), 1, p.stderr)
             self.assertLess(secs, 10)
+
+    def test_output_removed_under_the_run_is_not_remembered(self):
+        # The job folder deleted while the child runs (what a stale-tmp
+        # cleanup or an rm of the cache does): the format fails for this
+        # run, saying why, but the model is not blamed, so the next run
+        # converts it instead of repeating a remembered failure.
+        with tempdir() as tmp:
+            src, cache, out = (os.path.join(tmp, d) for d in ("src", "cache", "out"))
+            make_models(src, 1)
+            env = {k: v for k, v in os.environ.items() if k != "MESHFS_FORK_SERVER"}
+            args = [tool("meshfs-convert"), "--cache-dir", cache, "-j1", "-f", "vrt", "-o", out, src]
+            p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=dict(env, MESHFS_TEST_WORKER_SLEEP="3"))
+            removed = None
+            deadline = time.monotonic() + 20
+            while removed is None and time.monotonic() < deadline and p.poll() is None:
+                tmpdir = os.path.join(cache, "tmp")
+                for d in os.listdir(tmpdir) if os.path.isdir(tmpdir) else []:
+                    if d.startswith("job-") and os.path.exists(os.path.join(tmpdir, d, "vrt")):
+                        removed = os.path.join(tmpdir, d)
+                        shutil.rmtree(removed)
+                        break
+                time.sleep(0.01)
+            stdout, stderr = p.communicate(timeout=60)
+            self.assertIsNotNone(removed, "no job folder with the parent's vrt appeared")
+            self.assertEqual(p.returncode, 1, stderr)
+            self.assertIn("m0.stl: vrt: the worker's output is not the file it was given "
+                          "(it was removed during the run)", stdout + stderr)
+            again = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+            self.assertEqual(again.returncode, 0, again.stdout + again.stderr)
+            self.assertNotIn("remembered", again.stdout + again.stderr)
+            self.assertIn("1 converted, 0 up to date, 0 failed", again.stderr)
+            self.assertGreater(os.path.getsize(os.path.join(out, "m0.vrt")), 0)
 
     def test_each_child_is_prepared_for_its_root_and_used_once(self):
         with tempdir() as tmp:
