@@ -31,6 +31,7 @@
 #include "meshfs/limits.h"
 #include "meshfs/options.h"
 #include "meshfs/proto.h"
+#include "meshfs/remote.h"
 
 /* ---- plan.c ---------------------------------------------------------- */
 
@@ -100,6 +101,8 @@ typedef struct mfs_batch_cfg {
     unsigned formats;      /* as asked: mfs_format bits and MFS_FMT_LGEPKG_BIT */
     mfs_options opts;
     mfs_limits limits;
+    const mfs_remote_cfg *remote; /* the remote tier (NULL: none); uploads
+                                     are drained at close */
 } mfs_batch_cfg;
 
 typedef struct mfs_batch mfs_batch;

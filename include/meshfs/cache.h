@@ -133,6 +133,8 @@ typedef struct mfs_cache_stats {
     uint64_t view_misses;         /* view requests that needed a conversion */
     uint64_t conversions;         /* conversions run */
     uint64_t conversion_failures; /* ... that failed */
+    /* the remote tier (remote.h), persisted the same way */
+    uint64_t remote_hits, remote_misses, remote_errors, remote_bytes_down, remote_bytes_up;
 } mfs_cache_stats;
 
 void mfs_cache_get_stats(mfs_cache *c, mfs_cache_stats *out);

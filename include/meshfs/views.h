@@ -7,6 +7,9 @@
  *      the view's key, size and mtime are known.  Costs one stat per input.
  *   2. local cache (cache.h): the model's content hash from the stat index,
  *      its manifest, each dependency checked, the view's key, its entry.
+ *   2b. remote (remote.h, when the host gives one): a local miss asks the
+ *      shared server for the manifest by its key, then for the view by its
+ *      key; what it brings is a local entry, checked like one.
  *   3. conversion: the host's converter (a worker run, src/fs/convert.c),
  *      which stores every view it makes and the manifest; then tier 2 again.
  *
@@ -37,6 +40,7 @@
 
 #include "meshfs/cache.h"
 #include "meshfs/err.h"
+#include "meshfs/remote.h"
 
 typedef enum mfs_view_outcome {
     MFS_VIEW_HIT,
@@ -130,6 +134,9 @@ typedef struct mfs_views_host {
     /* the most model records the memo keeps (0: MFS_VIEWS_MEMO_DEFAULT);
      * least recently used out first, never one in use (docs/scale.md) */
     size_t memo_size;
+    /* the remote tier (NULL: none): fetched on a local miss, and each view
+     * and manifest a conversion stored is queued for upload */
+    mfs_remote *remote;
 } mfs_views_host;
 
 /* About 1 KiB a record with its paths: 4 MiB for the memo by default. */

@@ -63,6 +63,7 @@ struct mfs_batch {
     pthread_mutex_t lock;
     root *roots;
     jobdir *idle; /* job directories not in use (under lock) */
+    mfs_remote *remote; /* cfg.remote's client, or NULL */
 };
 
 /* The model this thread is resolving: the converter reports into it, and
@@ -369,6 +370,7 @@ static root *get_root(mfs_batch *b, const char *path, mfs_err *err)
             .format_options = host_format_options,
             .import_options = host_import_options,
             .convert = host_convert,
+            .remote = b->remote,
         };
         r->views = mfs_views_new(&h);
         if (!r->views) {
@@ -451,14 +453,25 @@ int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
         mfs_batch_close(b);
         return -1;
     }
+    if (cfg->remote && !(b->remote = mfs_remote_new(cfg->remote, b->cache, err))) {
+        mfs_batch_close(b);
+        return -1;
+    }
     *out = b;
     return 0;
 }
+
+/* A batch run ends only when what it converted is on the server: the
+ * upload queue is drained (for at most 10 min) before the client goes. */
+#define REMOTE_DRAIN_MAX_S 600
 
 void mfs_batch_close(mfs_batch *b)
 {
     if (!b)
         return;
+    mfs_remote_drain(b->remote, REMOTE_DRAIN_MAX_S);
+    mfs_remote_free(b->remote);
+    b->remote = NULL;
     while (b->roots) {
         root *r = b->roots;
         b->roots = r->next;

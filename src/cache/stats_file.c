@@ -52,6 +52,10 @@ static const struct {
     {"evictions", offsetof(mfs_cache_stats, evictions), offsetof(mfs_cache_totals, evictions)},
     {"corrupt", offsetof(mfs_cache_stats, corrupt_discarded),
      offsetof(mfs_cache_totals, corrupt)},
+#define REMOTE(n) {#n, offsetof(mfs_cache_stats, n), offsetof(mfs_cache_totals, n)}
+    REMOTE(remote_hits), REMOTE(remote_misses), REMOTE(remote_errors),
+    REMOTE(remote_bytes_down), REMOTE(remote_bytes_up),
+#undef REMOTE
 };
 #define NCOUNTERS (sizeof counters / sizeof counters[0])
 

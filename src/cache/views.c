@@ -472,6 +472,31 @@ static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, in
     return 1;
 }
 
+/* ---- tier 2b: the remote ---- */
+
+/* One view fetched from the remote into the local cache: 1 it is there. */
+static int remote_view(const mfs_views *v, const mfs_cache_manifest *man, const char *fmi_model,
+                       int format)
+{
+    mfs_cache_key k;
+    mfs_err e;
+    mfs_err_clear(&e);
+    if (mfs_views_key(v, man->deps, man->ndeps, format, fmi_model, &k, &e) < 0)
+        return 0;
+    return mfs_remote_fetch(v->h.remote, &k, 0) == 1;
+}
+
+/* After a conversion: the views it made (never failures) and the manifest
+ * are queued for upload; the queue never waits. */
+static void remote_upload(const mfs_views *v, const model *m, unsigned need,
+                          const mfs_cache_key *mk)
+{
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        if ((need & (1u << f)) && m->fmt[f].known && m->fmt[f].ok)
+            mfs_remote_enqueue(v->h.remote, &m->fmt[f].key, 0);
+    mfs_remote_enqueue(v->h.remote, mk, 1);
+}
+
 /* ---- tiers 2 and 3: the local cache, then a conversion ---- */
 
 /* Brings the memo up to date, converting if `format` has no entry for the
@@ -494,6 +519,10 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         mfs_cache_manifest man;
         memset(&man, 0, sizeof man);
         int have = mfs_cache_manifest_load(v->h.cache, &mk, &man, err);
+        /* another machine's manifest: its key is the model's content hash
+         * and options, never its path on that machine */
+        if (have == 0 && v->h.remote && mfs_remote_fetch(v->h.remote, &mk, 1) == 1)
+            have = mfs_cache_manifest_load(v->h.cache, &mk, &man, err);
         if (have == 1 && mfs_cache_manifest_current(v->h.cache, v->h.rootfd, &man, err) != 1) {
             mfs_cache_manifest_free(&man);
             have = 0;
@@ -503,6 +532,9 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
             /* the manifest's keys were made with the options of its time:
              * recompute them for ours, then see which entries exist */
             int rc = memo_fill(v, m, &man, fmi_model);
+            if (rc == 0 && v->h.remote && (missing_formats(v, m) & (1u << format)) &&
+                remote_view(v, &man, fmi_model, format))
+                rc = memo_fill(v, m, &man, fmi_model);
             mfs_cache_manifest_free(&man);
             if (rc == -EAGAIN)
                 continue;
@@ -534,6 +566,8 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
             cur = 0;
         int rc = cur == 1 ? memo_fill(v, m, &man, fmi_model) : -EAGAIN;
         mfs_cache_manifest_free(&man);
+        if (rc == 0 && v->h.remote)
+            remote_upload(v, m, need, &mk);
         if (rc == 0 && (conv == 1 || made_failure(v, m, need)))
             mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION_FAILURE);
         if (rc == 0 && !(missing_formats(v, m) & (1u << format)))

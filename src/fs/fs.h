@@ -37,6 +37,11 @@ typedef struct mfs_fs_config {
     size_t memo_size;       /* -o memo_size: models whose records are kept
                                (0: MFS_VIEWS_MEMO_DEFAULT; docs/scale.md) */
     int foreground;
+    /* -o remote=... (NULL: no remote tier; docs/cache.md, "Remote tier") */
+    const char *remote;
+    unsigned remote_timeout_ms, remote_data_timeout_s;
+    int remote_read_only;
+    char *remote_token;     /* from remote_token_file: never logged or shown */
 } mfs_fs_config;
 
 typedef struct mfs_fs_stats {
@@ -86,6 +91,7 @@ typedef struct mfs_fs {
     mfs_spawner *spawner;   /* the workers: path, lifeline, model extensions */
     mfs_cache *cache;
     mfs_views *views;       /* the resolver over the cache (models.c) */
+    mfs_remote *remote;     /* the remote tier, or NULL (remote.h) */
     mfs_dirmaps *dirs;
     mfs_fs_stats stats;
     char tmpdir[4096];      /* worker output dirs live here (same fs as the cache) */

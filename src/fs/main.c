@@ -23,6 +23,7 @@
 #include "coherence.h"
 #include "fs.h"
 #include "meshfs/optvalue.h"
+#include "meshfs/remote.h"
 #include "meshfs/lgepkg.h"
 #include "meshfs/log.h"
 #include "meshfs/sandbox.h"
@@ -45,6 +46,8 @@ typedef struct cli {
     char *convert_timeout, *convert_jobs; /* checked whole (optvalue.h) */
     char *prefetch;         /* likewise */
     char *memo_size;
+    char *remote, *remote_timeout_ms, *remote_data_timeout_s, *remote_token_file;
+    int remote_read_only;
     char *mnt;              /* the second non-option argument */
     int hide_failed;
     int passthrough;        /* the bare option: on */
@@ -67,6 +70,11 @@ static const struct fuse_opt cli_spec[] = {
     OPT("convert_jobs=%s", convert_jobs),
     OPT("prefetch=%s", prefetch),
     OPT("memo_size=%s", memo_size),
+    OPT("remote=%s", remote),
+    OPT("remote_timeout_ms=%s", remote_timeout_ms),
+    OPT("remote_data_timeout_s=%s", remote_data_timeout_s),
+    OPT("remote_read_only", remote_read_only),
+    OPT("remote_token_file=%s", remote_token_file),
     OPT("hide_sources", hide_sources),
     OPT("hide_failed", hide_failed),
     OPT("passthrough", passthrough),
@@ -151,6 +159,12 @@ static void usage(const char *prog)
            "    -o memo_size=N           models whose records the daemon keeps in memory,\n"
            "                             least recently used out first (default 4096:\n"
            "                             about 20 MiB; docs/scale.md)\n"
+           "    -o remote=URL            a shared cache over HTTP (WebDAV: GET, HEAD, PUT),\n"
+           "                             e.g. http://cache:8080/meshfs (docs/cache.md)\n"
+           "    -o remote_timeout_ms=MS  connect timeout (default 150)\n"
+           "    -o remote_data_timeout_s=S  a remote read's whole transfer (default 5)\n"
+           "    -o remote_read_only      never upload\n"
+           "    -o remote_token_file=F   bearer token, a file only its owner may read\n"
            "    -o worker_user=USER      when run as root, the user conversions run as\n"
            "                             (default nobody; docs/security.md)\n"
            "    -o log_level=LEVEL       error, warning (default), info (also each\n"
@@ -265,6 +279,28 @@ static int configure(mfs_fs *fs, cli *c)
         return bad_option(&err);
     cfg->memo_size = memo;
     mfs_kview_set_cap(8 * (size_t)memo);
+    /* the remote tier: every value checked here, so a typo exits 2 */
+    if (c->remote && mfs_remote_check_url("-o remote", c->remote, &err) < 0)
+        return bad_option(&err);
+    cfg->remote = c->remote;
+    cfg->remote_timeout_ms = MFS_REMOTE_TIMEOUT_MS_DEFAULT;
+    if (c->remote_timeout_ms && mfs_optv_count("-o remote_timeout_ms", c->remote_timeout_ms, 1,
+                                               600000, &cfg->remote_timeout_ms, &err) < 0)
+        return bad_option(&err);
+    cfg->remote_data_timeout_s = MFS_REMOTE_DATA_TIMEOUT_S_DEFAULT;
+    if (c->remote_data_timeout_s &&
+        mfs_optv_count("-o remote_data_timeout_s", c->remote_data_timeout_s, 1, 3600,
+                       &cfg->remote_data_timeout_s, &err) < 0)
+        return bad_option(&err);
+    cfg->remote_read_only = c->remote_read_only;
+    if (c->remote_token_file &&
+        mfs_remote_read_token(c->remote_token_file, &cfg->remote_token, &err) < 0)
+        return bad_option(&err);
+    if (!c->remote && (c->remote_timeout_ms || c->remote_data_timeout_s || c->remote_read_only ||
+                       c->remote_token_file)) {
+        mfs_errf(&err, "-o remote_*: given without -o remote=URL");
+        return bad_option(&err);
+    }
     cfg->hide_sources = c->hide_sources;
     cfg->hide_failed = c->hide_failed;
     cfg->passthrough = c->passthrough ? MFS_PT_ON : MFS_PT_AUTO;
@@ -305,6 +341,11 @@ static int configure(mfs_fs *fs, cli *c)
     return 0;
 }
 
+static void remote_log(void *ctx, const char *msg)
+{
+    mfs_fs_log(ctx, "%s", msg);
+}
+
 static int open_state(mfs_fs *fs)
 {
     mfs_err err;
@@ -331,6 +372,19 @@ static int open_state(mfs_fs *fs)
     if (mkdir(fs->tmpdir, 0700) < 0 && errno != EEXIST) {
         mfs_log(MFS_LOG_ERROR, "%s: %s", fs->tmpdir, strerror(errno));
         return -1;
+    }
+    if (fs->cfg.remote) {
+        mfs_remote_cfg rc = {.url = fs->cfg.remote,
+                             .timeout_ms = fs->cfg.remote_timeout_ms,
+                             .data_timeout_s = fs->cfg.remote_data_timeout_s,
+                             .read_only = fs->cfg.remote_read_only,
+                             .token = fs->cfg.remote_token,
+                             .log = remote_log,
+                             .log_ctx = fs};
+        if (!(fs->remote = mfs_remote_new(&rc, fs->cache, &err))) {
+            mfs_log(MFS_LOG_ERROR, "%s", err.msg);
+            return -1;
+        }
     }
     fs->dirs = mfs_dirmaps_new();
     pthread_mutex_init(&fs->job_lock, NULL);
@@ -489,9 +543,14 @@ int main(int argc, char **argv)
         free(mo);
     }
     mfs_prefetch_close(&fs); /* before what its threads use */
+    mfs_remote_free(fs.remote); /* its upload thread uses the cache */
     if (fs.cache)
         mfs_cache_close(fs.cache);
     mfs_views_free(fs.views);
+    if (fs.cfg.remote_token) {
+        memset(fs.cfg.remote_token, 0, strlen(fs.cfg.remote_token));
+        free(fs.cfg.remote_token);
+    }
     mfs_dirmaps_free(fs.dirs);
     mfs_spawner_close(fs.spawner);
     fuse_opt_free_args(&args);
@@ -514,6 +573,10 @@ int main(int argc, char **argv)
     free(c.passthrough_mode);
     free(c.prefetch);
     free(c.memo_size);
+    free(c.remote);
+    free(c.remote_timeout_ms);
+    free(c.remote_data_timeout_s);
+    free(c.remote_token_file);
     free(c.mnt);
     return rc;
 }

@@ -154,6 +154,7 @@ int mfs_fs_views_open(mfs_fs *fs)
         .convert = host_convert,
         .log = host_log,
         .memo_size = fs->cfg.memo_size,
+        .remote = fs->remote,
     };
     fs->views = mfs_views_new(&h);
     return fs->views ? 0 : -ENOMEM;

@@ -635,11 +635,30 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
 
 static int stats_text_base(mfs_fs *fs, char *buf, size_t n);
 
+/* The remote tier's counters (zeros without one); remote_queue is the
+ * uploads waiting or in flight, so a test can wait for it to drain. */
+static int remote_text(mfs_fs *fs, char *buf, size_t n)
+{
+    mfs_remote_stats rs = {0};
+    if (fs->remote)
+        mfs_remote_get_stats(fs->remote, &rs);
+    return snprintf(buf, n,
+                    " remote_hits=%llu remote_misses=%llu remote_errors=%llu "
+                    "remote_bytes_down=%llu remote_bytes_up=%llu remote_uploads=%llu "
+                    "remote_queue=%llu remote_dropped=%llu",
+                    (unsigned long long)rs.hits, (unsigned long long)rs.misses,
+                    (unsigned long long)rs.errors, (unsigned long long)rs.bytes_down,
+                    (unsigned long long)rs.bytes_up, (unsigned long long)rs.uploads,
+                    (unsigned long long)rs.queue, (unsigned long long)rs.dropped);
+}
+
 static int stats_text(mfs_fs *fs, char *buf, size_t n)
 {
     int len = stats_text_base(fs, buf, n);
-    char more[512];
+    char more[1024];
     int m = bounds_text(fs, more, sizeof more);
+    if (m > 0 && (size_t)m < sizeof more)
+        m += remote_text(fs, more + m, sizeof more - (size_t)m);
     /* the base ends in a newline: the bounds go before it, if they fit */
     if (len <= 0 || m <= 0 || (size_t)m >= sizeof more || (size_t)len + (size_t)m >= n)
         return len;

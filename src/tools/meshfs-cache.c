@@ -154,6 +154,10 @@ static int cmd_stats(tool *t, int argc, char **argv)
                ",\"failures\":%" PRIu64 ",\"evictions\":%" PRIu64
                ",\"corrupt_discarded\":%" PRIu64,
                tot.hits, tot.misses, tot.conversions, tot.failures, tot.evictions, tot.corrupt);
+        printf(",\"remote_hits\":%" PRIu64 ",\"remote_misses\":%" PRIu64 ",\"remote_errors\":%" PRIu64
+               ",\"remote_bytes_down\":%" PRIu64 ",\"remote_bytes_up\":%" PRIu64,
+               tot.remote_hits, tot.remote_misses, tot.remote_errors, tot.remote_bytes_down,
+               tot.remote_bytes_up);
         if (tot.updated)
             printf(",\"updated\":%" PRId64 "}\n", tot.updated);
         else
@@ -185,11 +189,20 @@ static int cmd_stats(tool *t, int argc, char **argv)
                "conversions        %" PRIu64 "\n"
                "failures           %" PRIu64 "\n"
                "evictions          %" PRIu64 "\n"
-               "corrupt discarded  %" PRIu64 "\n"
-               "counters updated   %s\n",
+               "corrupt discarded  %" PRIu64 "\n",
                t->dir, u.entries, u.manifests, u.bytes, b, cap, tot.hits,
                asked ? 100.0 * (double)tot.hits / (double)asked : 0.0, tot.misses,
-               tot.conversions, tot.failures, tot.evictions, tot.corrupt, when);
+               tot.conversions, tot.failures, tot.evictions, tot.corrupt);
+        /* the remote tier's lines only where one was used */
+        if (tot.remote_hits || tot.remote_misses || tot.remote_errors || tot.remote_bytes_up)
+            printf("remote hits        %" PRIu64 "\n"
+                   "remote misses      %" PRIu64 "\n"
+                   "remote errors      %" PRIu64 "\n"
+                   "remote bytes down  %" PRIu64 "\n"
+                   "remote bytes up    %" PRIu64 "\n",
+                   tot.remote_hits, tot.remote_misses, tot.remote_errors, tot.remote_bytes_down,
+                   tot.remote_bytes_up);
+        printf("counters updated   %s\n", when);
     }
     mfs_cache_close(c);
     return finish();
@@ -323,9 +336,18 @@ static int cmd_verify(tool *t, int argc, char **argv)
 
 /* ---- warm (src/batch/warm.c) ------------------------------------------ */
 
+static void remote_log(void *ctx, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "meshfs-cache: warm: %s\n", msg);
+}
+
 static int cmd_warm(tool *t, int argc, char **argv)
 {
     mfs_batch_cfg cfg = {.cache_dir = t->dir, .no_cap = 1, .formats = MFS_FMT_DEFAULT};
+    /* --remote (docs/cache.md, "Remote tier"); the token lives to the exit */
+    static mfs_remote_cfg rcfg;
+    static char *token;
     mfs_options_default(&cfg.opts);
     mfs_limits_default(&cfg.limits);
     const char *src = NULL;
@@ -338,7 +360,9 @@ static int cmd_warm(tool *t, int argc, char **argv)
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = !strcmp(a, "--formats") || !strcmp(a, "-f") || !strcmp(a, "--jobs") ||
-                    !strcmp(a, "-j") || !strcmp(a, "--importer") || !strcmp(a, "--vrt-layout");
+                    !strcmp(a, "-j") || !strcmp(a, "--importer") || !strcmp(a, "--vrt-layout") ||
+                    !strcmp(a, "--remote") || !strcmp(a, "--remote-timeout-ms") ||
+                    !strcmp(a, "--remote-data-timeout-s") || !strcmp(a, "--remote-token-file");
         if (takes && !v)
             return usage_error("warm: %s: missing value", a);
         if (!strcmp(a, "--formats") || !strcmp(a, "-f")) {
@@ -353,6 +377,24 @@ static int cmd_warm(tool *t, int argc, char **argv)
         } else if (!strcmp(a, "--vrt-layout")) {
             if (mfs_options_set_vrt_layout(&cfg.opts, v, &err) < 0)
                 return usage_error("warm: --vrt-layout: %s", err.msg);
+        } else if (!strcmp(a, "--remote")) {
+            if (mfs_remote_check_url("--remote", v, &err) < 0)
+                return usage_error("warm: %s", err.msg);
+            rcfg.url = v;
+        } else if (!strcmp(a, "--remote-timeout-ms")) {
+            if (mfs_optv_count("--remote-timeout-ms", v, 1, 600000, &rcfg.timeout_ms, &err) < 0)
+                return usage_error("warm: %s", err.msg);
+        } else if (!strcmp(a, "--remote-data-timeout-s")) {
+            if (mfs_optv_count("--remote-data-timeout-s", v, 1, 3600, &rcfg.data_timeout_s, &err) < 0)
+                return usage_error("warm: %s", err.msg);
+        } else if (!strcmp(a, "--remote-read-only")) {
+            rcfg.read_only = 1;
+        } else if (!strcmp(a, "--remote-token-file")) {
+            free(token);
+            token = NULL;
+            if (mfs_remote_read_token(v, &token, &err) < 0)
+                return usage_error("warm: %s", err.msg);
+            rcfg.token = token;
         } else if (!strcmp(a, "--lowercase-names")) {
             flags |= MFS_PLAN_LOWERCASE;
         } else if (!strcmp(a, "--fmi-textures")) {
@@ -376,6 +418,10 @@ static int cmd_warm(tool *t, int argc, char **argv)
     }
     if (!src)
         return usage_error("warm: missing SRC (the folder a mount shows)");
+    if (!rcfg.url && (rcfg.timeout_ms || rcfg.data_timeout_s || rcfg.read_only || rcfg.token))
+        return usage_error("warm: %s", "--remote-*: given without --remote URL");
+    rcfg.log = remote_log;
+    cfg.remote = rcfg.url ? &rcfg : NULL;
     /* the cache a mount would make if there is none (or an empty folder);
      * never a folder meshfs did not make */
     const char *dir = t->dir;
@@ -455,6 +501,10 @@ static void usage(FILE *f)
           "  -j, --jobs N        parallel conversions, 1 to 64 (default: number of CPUs)\n"
           "  --lowercase-names --fmi-textures --reverse-winding --source-frame --fmd-raw\n"
           "  --vrt-layout LAYOUT --importer NAME\n"
+          "  --remote URL       fetch from a shared HTTP cache before converting, upload\n"
+          "                     what was converted (docs/cache.md, \"Remote tier\"); with\n"
+          "  --remote-timeout-ms MS --remote-data-timeout-s S --remote-read-only\n"
+          "  --remote-token-file FILE\n"
           "  -q, --quiet         no progress line, no naming warnings\n"
           "SIZE: a number with an optional K, M, G or T suffix (powers of 1024), e.g. 500M.\n"
           "Exit status: 0 done, 1 verify found bad entries (warm: a model failed), 2 usage,\n"

@@ -411,6 +411,13 @@ static void usage(FILE *f)
           "                          /var/cache/meshfs for root)\n"
           "      --no-cache          convert everything, store nothing (a private cache,\n"
           "                          removed on exit)\n"
+          "      --remote URL        a shared cache over HTTP (WebDAV): fetch views from it\n"
+          "                          before converting, upload what was converted\n"
+          "                          (docs/cache.md, \"Remote tier\")\n"
+          "      --remote-timeout-ms MS      connect timeout (default 150)\n"
+          "      --remote-data-timeout-s S   a remote read's whole transfer (default 5)\n"
+          "      --remote-read-only  never upload\n"
+          "      --remote-token-file FILE    bearer token (a file only its owner may read)\n"
           "      --copy-other        also copy every other file, folder and symbolic link\n"
           "                          the mount shows (textures, sounds, configs; hidden\n"
           "                          names too; links as links), so OUTDIR equals\n"
@@ -430,6 +437,16 @@ static void usage(FILE *f)
           f);
 }
 
+/* --remote and its companions (docs/cache.md, "Remote tier") */
+static mfs_remote_cfg remote_cfg;
+static char *remote_token;
+
+static void remote_log(void *ctx, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "meshfs-convert: %s\n", msg);
+}
+
 static void parse_args(int argc, char **argv, batch *b, const char **report, int *jobs)
 {
     static const struct option longs[] = {
@@ -445,6 +462,9 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
         {"worker-user", required_argument, 0, 13}, {"importer", required_argument, 0, 14},
         {"cache-dir", required_argument, 0, 15}, {"no-cache", no_argument, 0, 16},
         {"copy-other", no_argument, 0, 17},
+        {"remote", required_argument, 0, 18}, {"remote-timeout-ms", required_argument, 0, 19},
+        {"remote-data-timeout-s", required_argument, 0, 20},
+        {"remote-read-only", no_argument, 0, 21}, {"remote-token-file", required_argument, 0, 22},
         {0, 0, 0, 0}};
     int c;
     mfs_err err;
@@ -508,6 +528,27 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
             break;
         case 16: b->no_cache = 1; break;
         case 17: b->copy_other = 1; break;
+        case 18:
+            if (mfs_remote_check_url("--remote", optarg, &err) < 0)
+                die("%s", err.msg);
+            remote_cfg.url = optarg;
+            break;
+        case 19:
+            if (mfs_optv_count("--remote-timeout-ms", optarg, 1, 600000, &remote_cfg.timeout_ms,
+                               &err) < 0)
+                die("%s", err.msg);
+            break;
+        case 20:
+            if (mfs_optv_count("--remote-data-timeout-s", optarg, 1, 3600,
+                               &remote_cfg.data_timeout_s, &err) < 0)
+                die("%s", err.msg);
+            break;
+        case 21: remote_cfg.read_only = 1; break;
+        case 22:
+            if (mfs_remote_read_token(optarg, &remote_token, &err) < 0)
+                die("%s", err.msg);
+            remote_cfg.token = remote_token;
+            break;
         case 'q': b->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("meshfs-convert %s\n", MESHFS_VERSION); exit(0);
@@ -565,8 +606,13 @@ int main(int argc, char **argv)
         b.v[i].outdir = join(b.out_root, b.plan.v[i].outdir);
     }
 
+    if (!remote_cfg.url && (remote_cfg.timeout_ms || remote_cfg.data_timeout_s ||
+                            remote_cfg.read_only || remote_cfg.token))
+        die("%s", "--remote-*: given without --remote URL");
+    remote_cfg.log = remote_log;
     mfs_batch_cfg cfg = {.cache_dir = b.cache_dir, .no_cache = b.no_cache, .formats = b.formats,
-                         .opts = b.opts, .limits = b.limits};
+                         .opts = b.opts, .limits = b.limits,
+                         .remote = remote_cfg.url ? &remote_cfg : NULL};
     if (mfs_batch_open(&cfg, &b.engine, &err) < 0) {
         fprintf(stderr, "meshfs-convert: cache: %s\n", err.msg);
         return 1;

@@ -1,0 +1,66 @@
+/* The remote tier: a shared cache over plain HTTP (GET, HEAD, PUT on a
+ * WebDAV folder such as nginx's dav module; docs/cache.md, "Remote tier").
+ *
+ * An object is one local container file in the TRAILER form (payload, then
+ * the 56-byte record) at <url>/v<container version>/<kind>/<2 hex>/<30 hex>,
+ * kind "view" or "manifest".  A fetched object is checked whole by the
+ * store's own check (magic, version, kind, key, length, checksum) before it
+ * is renamed into the local cache; a bad one is a miss, logged once.
+ *
+ * Reads wait at most the connect timeout plus the data timeout; after a
+ * transport error or a 5xx the tier is skipped for a back-off (30 s, doubling
+ * to 5 min).  Uploads go through one background thread with a bounded queue
+ * (HEAD, then PUT if absent); a full queue drops.  401/403 on PUT makes the
+ * session read-only.  The token is never logged nor shown. */
+#ifndef MESHFS_REMOTE_H
+#define MESHFS_REMOTE_H
+
+#include <stdint.h>
+
+#include "meshfs/cache.h"
+#include "meshfs/err.h"
+
+#define MFS_REMOTE_TIMEOUT_MS_DEFAULT 150
+#define MFS_REMOTE_DATA_TIMEOUT_S_DEFAULT 5
+#define MFS_REMOTE_QUEUE_CAP 256
+
+typedef struct mfs_remote_cfg {
+    const char *url;          /* http:// or https://, no trailing '/' needed */
+    unsigned timeout_ms;      /* connect; 0: default */
+    unsigned data_timeout_s;  /* whole transfer of a read; 0: default */
+    int read_only;
+    const char *token;        /* bearer token or NULL; copied */
+    void (*log)(void *ctx, const char *msg);
+    void *log_ctx;
+} mfs_remote_cfg;
+
+typedef struct mfs_remote_stats {
+    uint64_t hits, misses, errors, bytes_down, bytes_up, queue, dropped, uploads;
+} mfs_remote_stats;
+
+typedef struct mfs_remote mfs_remote;
+
+/* The upload thread starts with the first upload.  NULL with err on failure. */
+mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err *err);
+/* Drains nothing: queued uploads still waiting are dropped. */
+void mfs_remote_free(mfs_remote *r);
+
+/* Fetches the view entry (manifest = 0) or manifest (1) with key k into the
+ * local cache.  1 now there; 0 not (absent, bad, backing off, error). */
+int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest);
+/* Queues an upload of the local entry k (never waits). */
+void mfs_remote_enqueue(mfs_remote *r, const mfs_cache_key *k, int manifest);
+
+void mfs_remote_get_stats(mfs_remote *r, mfs_remote_stats *out);
+
+/* A batch run's end: waits until every queued upload is done, at most
+ * timeout_s.  The mount never calls it (its uploads live with the daemon). */
+void mfs_remote_drain(mfs_remote *r, unsigned timeout_s);
+
+/* The token file: must be a regular file not readable by group or others;
+ * its first line, malloc'd in *token.  0 or -1 (err names the file). */
+int mfs_remote_read_token(const char *path, char **token, mfs_err *err);
+/* Checks a remote= value: http:// or https:// with a host.  0 or -1. */
+int mfs_remote_check_url(const char *what, const char *url, mfs_err *err);
+
+#endif

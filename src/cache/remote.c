@@ -1,0 +1,609 @@
+/* The remote tier (include/meshfs/remote.h; docs/cache.md, "Remote tier").
+ *
+ * Connections: one curl share handle holds the connection cache, DNS and
+ * TLS sessions for every easy handle, so reads from any FUSE thread and the
+ * upload thread reuse kept-alive connections.  An easy handle per request
+ * keeps the threads independent (libcurl forbids sharing one easy handle).
+ *
+ * Verification is the store's: the object lands in tmp/ under a temporary
+ * name, mfs_cache_entry_check judges it exactly as a local entry, and only
+ * then is its record moved into the xattr (the local form the store writes;
+ * kept as a trailer where xattrs are refused) and the file renamed in. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache_int.h"
+#include "meshfs/remote.h"
+
+#define BACKOFF_MIN_S 30
+#define BACKOFF_MAX_S 300
+
+typedef struct job {
+    mfs_cache_key key;
+    int manifest;
+} job;
+
+struct mfs_remote {
+    mfs_cache *c;
+    char *url;   /* without a trailing '/' */
+    char *auth;  /* "Authorization: Bearer ..." or NULL */
+    unsigned timeout_ms, data_timeout_s;
+    int read_only;
+    void (*log)(void *ctx, const char *msg);
+    void *log_ctx;
+    CURLSH *share;
+    pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
+
+    pthread_mutex_t mu; /* everything below */
+    pthread_cond_t cv;
+    job q[MFS_REMOTE_QUEUE_CAP];
+    size_t qhead, qlen;
+    int stop, busy;
+    int started; /* the upload thread, made on first use: none exists before
+                    the daemon detaches (fuse_daemonize forks) */
+    pthread_t thread;
+    int64_t backoff_until; /* monotonic s */
+    unsigned backoff_s;
+    int logged_bad, logged_ro, logged_down;
+    mfs_remote_stats st;
+};
+
+static int64_t mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec;
+}
+
+static void rlog(mfs_remote *r, const char *fmt, ...)
+{
+    if (!r->log)
+        return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    r->log(r->log_ctx, buf);
+}
+
+static void share_lock(CURL *h, curl_lock_data d, curl_lock_access a, void *u)
+{
+    (void)h, (void)a;
+    mfs_remote *r = u;
+    pthread_mutex_lock(&r->share_mu[d]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data d, void *u)
+{
+    (void)h;
+    mfs_remote *r = u;
+    pthread_mutex_unlock(&r->share_mu[d]);
+}
+
+/* The session's counter and the cache's persisted one (the stats file,
+ * meshfs-cache stats) */
+#define STAT_ADD(r, f, v)                             \
+    do {                                              \
+        pthread_mutex_lock(&(r)->mu);                 \
+        (r)->st.f += (v);                             \
+        pthread_mutex_unlock(&(r)->mu);               \
+        MFS_CACHE_STAT_ADD((r)->c, remote_##f, (v));  \
+    } while (0)
+
+/* Whether the tier is usable now (not backing off). */
+static int available(mfs_remote *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int ok = mono_s() >= r->backoff_until;
+    pthread_mutex_unlock(&r->mu);
+    return ok;
+}
+
+/* A transport error or a 5xx: skip the tier for a while, doubling. */
+static void failed(mfs_remote *r, const char *what, const char *detail)
+{
+    MFS_CACHE_STAT_ADD(r->c, remote_errors, 1);
+    pthread_mutex_lock(&r->mu);
+    r->st.errors++;
+    if (mono_s() < r->backoff_until) {
+        /* a request begun before the back-off did: the same outage */
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    r->backoff_s = r->backoff_s ? r->backoff_s * 2 : BACKOFF_MIN_S;
+    if (r->backoff_s > BACKOFF_MAX_S)
+        r->backoff_s = BACKOFF_MAX_S;
+    r->backoff_until = mono_s() + r->backoff_s;
+    unsigned b = r->backoff_s;
+    pthread_mutex_unlock(&r->mu);
+    rlog(r, "remote cache: %s: %s; not used for %u s", what, detail, b);
+}
+
+static void succeeded(mfs_remote *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->backoff_s = 0;
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void object_url(const mfs_remote *r, const mfs_cache_key *k, int manifest, char *out,
+                       size_t n)
+{
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", k->b[i]);
+    snprintf(out, n, "%s/v%d/%s/%.2s/%s", r->url, MFS_CACHE_VERSION,
+             manifest ? "manifest" : "view", hex, hex + 2);
+}
+
+static CURL *easy(mfs_remote *r, const char *url, struct curl_slist **hdr)
+{
+    CURL *h = curl_easy_init();
+    if (!h)
+        return NULL;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_SHARE, r->share);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)r->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    *hdr = NULL;
+    if (r->auth) {
+        *hdr = curl_slist_append(NULL, r->auth);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, *hdr);
+    }
+    return h;
+}
+
+/* ---- reads ---- */
+
+typedef struct sink {
+    int fd;
+    uint64_t n, max;
+    int err;
+} sink;
+
+static size_t sink_write(char *p, size_t sz, size_t nm, void *u)
+{
+    sink *s = u;
+    size_t n = sz * nm;
+    if (s->max && s->n + n > s->max) {
+        s->err = EFBIG; /* more than the cache may hold: never an entry */
+        return 0;
+    }
+    if (mfs_cache_pwrite_full(s->fd, p, n, s->n) != 0) {
+        s->err = errno ? errno : EIO;
+        return 0; /* aborts the transfer */
+    }
+    s->n += n;
+    return n;
+}
+
+/* The object in fd judged as a local entry would be; moves its record into
+ * the xattr where the cache keeps records there.  NULL fine, else why not. */
+static const char *verify(mfs_remote *r, int fd, const mfs_cache_key *k, int manifest)
+{
+    mfs_cache_entry_info info;
+    const char *why = NULL;
+    int ok = mfs_cache_entry_check(fd, k, manifest ? 'm' : 'e', &info, &why);
+    if (ok != 1)
+        return why ? why : "unreadable";
+    if (info.form != MFS_CACHE_FORM_TRAILER)
+        return "not in the trailer form";
+    /* failures are each machine's own: never taken from elsewhere */
+    if (info.kind != (manifest ? MFS_KIND_MANIFEST : MFS_KIND_VIEW))
+        return "a kind the remote tier does not carry";
+    if ((r->c->flags & MFS_CACHE_TRAILER_FORM) || atomic_load(&r->c->no_xattr))
+        return NULL;
+    uint8_t rec[MFS_CACHE_REC_LEN];
+    if (mfs_cache_pread_full(fd, rec, sizeof rec, info.length) != (int64_t)sizeof rec)
+        return "cannot read its record";
+    if (fsetxattr(fd, MFS_CACHE_XATTR, rec, sizeof rec, 0) == 0) {
+        if (ftruncate(fd, (off_t)info.length) < 0) {
+            fremovexattr(fd, MFS_CACHE_XATTR);
+            return "cannot truncate it";
+        }
+    }
+    return NULL;
+}
+
+int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
+{
+    if (!r || !available(r))
+        return 0;
+    char url[4200];
+    object_url(r, k, manifest, url, sizeof url);
+    mfs_err err;
+    mfs_err_clear(&err);
+    char tmp[MFS_CACHE_PATH_MAX];
+    int fd = mfs_cache_tmp_create(r->c, tmp, &err);
+    if (fd < 0)
+        return 0; /* the local cache's trouble: the caller converts */
+    struct curl_slist *hdr;
+    CURL *h = easy(r, url, &hdr);
+    int got = 0;
+    if (!h)
+        goto out;
+    sink s = {fd, 0, r->c->max_size, 0};
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms + 1000L * r->data_timeout_s);
+    curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
+    CURLcode cc = curl_easy_perform(h);
+    long code = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    if (cc == CURLE_OK) {
+        succeeded(r);
+        STAT_ADD(r, bytes_down, s.n);
+        const char *why = verify(r, fd, k, manifest);
+        if (why) {
+            STAT_ADD(r, misses, 1);
+            pthread_mutex_lock(&r->mu);
+            int first = !r->logged_bad;
+            r->logged_bad = 1;
+            pthread_mutex_unlock(&r->mu);
+            if (first)
+                rlog(r, "remote cache: %s: bad object (%s); not served", url + strlen(r->url), why);
+        } else {
+            char final[MFS_CACHE_PATH_MAX];
+            mfs_cache_key_path(k, manifest ? 'm' : 'e', final);
+            struct stat st;
+            if (fstat(fd, &st) == 0 && mfs_cache_rename_into(r->c, tmp, final, &err) == 0) {
+                tmp[0] = '\0';
+                mfs_cache_account(r->c, (uint64_t)st.st_size);
+                STAT_ADD(r, hits, 1);
+                got = 1;
+            }
+        }
+    } else if (cc == CURLE_HTTP_RETURNED_ERROR && code >= 400 && code < 500) {
+        succeeded(r);
+        STAT_ADD(r, misses, 1);
+    } else if (s.err) {
+        STAT_ADD(r, misses, 1); /* the local disk's trouble, not the server's */
+    } else {
+        char d[128];
+        snprintf(d, sizeof d, "%s%s", curl_easy_strerror(cc),
+                 code >= 500 ? " (server error)" : "");
+        STAT_ADD(r, misses, 1);
+        failed(r, "GET", d);
+    }
+    curl_easy_cleanup(h);
+    curl_slist_free_all(hdr);
+out:
+    close(fd);
+    if (tmp[0])
+        unlinkat(r->c->dirfd, tmp, 0);
+    return got;
+}
+
+/* ---- uploads ---- */
+
+typedef struct source {
+    int fd;
+    uint64_t off, len;      /* the file's bytes to send */
+    uint8_t rec[MFS_CACHE_REC_LEN];
+    int add_rec;            /* the xattr form: the record follows */
+} source;
+
+static size_t source_read(char *p, size_t sz, size_t nm, void *u)
+{
+    source *s = u;
+    size_t n = sz * nm, done = 0;
+    if (s->off < s->len) {
+        size_t want = s->len - s->off < n ? (size_t)(s->len - s->off) : n;
+        int64_t got = mfs_cache_pread_full(s->fd, p, want, s->off);
+        if (got <= 0)
+            return CURL_READFUNC_ABORT;
+        s->off += (uint64_t)got;
+        return (size_t)got;
+    }
+    if (s->add_rec) {
+        uint64_t ro = s->off - s->len;
+        if (ro < sizeof s->rec) {
+            done = sizeof s->rec - ro < n ? sizeof s->rec - (size_t)ro : n;
+            memcpy(p, s->rec + ro, done);
+            s->off += done;
+        }
+    }
+    return done;
+}
+
+static void upload(mfs_remote *r, const job *j)
+{
+    if (!available(r))
+        return;
+    pthread_mutex_lock(&r->mu);
+    int ro = r->read_only;
+    pthread_mutex_unlock(&r->mu);
+    if (ro)
+        return;
+    char path[MFS_CACHE_PATH_MAX];
+    mfs_cache_key_path(&j->key, j->manifest ? 'm' : 'e', path);
+    int fd = openat(r->c->dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return; /* evicted meanwhile */
+    mfs_cache_entry_info info;
+    const char *why = NULL;
+    source s = {.fd = fd};
+    if (mfs_cache_entry_check(fd, &j->key, j->manifest ? 'm' : 'e', &info, &why) != 1 ||
+        info.kind != (j->manifest ? MFS_KIND_MANIFEST : MFS_KIND_VIEW)) {
+        close(fd); /* never failures, never a damaged entry */
+        return;
+    }
+    if (info.form == MFS_CACHE_FORM_XATTR) {
+        if (fgetxattr(fd, MFS_CACHE_XATTR, s.rec, sizeof s.rec) != (ssize_t)sizeof s.rec) {
+            close(fd);
+            return;
+        }
+        s.len = info.length;
+        s.add_rec = 1;
+    } else {
+        s.len = info.size;
+    }
+    char url[4200];
+    object_url(r, &j->key, j->manifest, url, sizeof url);
+    struct curl_slist *hdr;
+    CURL *h = easy(r, url, &hdr);
+    if (!h) {
+        close(fd);
+        return;
+    }
+    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms + 1000L * r->data_timeout_s);
+    CURLcode cc = curl_easy_perform(h);
+    long code = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    if (cc != CURLE_OK || code >= 500) {
+        failed(r, "HEAD", cc != CURLE_OK ? curl_easy_strerror(cc) : "server error");
+    } else if (code == 404) {
+        curl_slist_free_all(hdr);
+        curl_easy_cleanup(h);
+        h = easy(r, url, &hdr);
+        if (!h) {
+            close(fd);
+            return;
+        }
+        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(h, CURLOPT_READFUNCTION, source_read);
+        curl_easy_setopt(h, CURLOPT_READDATA, &s);
+        curl_off_t total = (curl_off_t)(s.len + (s.add_rec ? sizeof s.rec : 0));
+        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, total);
+        /* streamed: a stalled upload ends after the data timeout of silence */
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)r->data_timeout_s);
+        cc = curl_easy_perform(h);
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        if (cc == CURLE_OK && code >= 200 && code < 300) {
+            succeeded(r);
+            STAT_ADD(r, bytes_up, (uint64_t)total);
+            pthread_mutex_lock(&r->mu);
+            r->st.uploads++;
+            pthread_mutex_unlock(&r->mu);
+        } else if (cc == CURLE_OK && (code == 401 || code == 403)) {
+            MFS_CACHE_STAT_ADD(r->c, remote_errors, 1);
+            pthread_mutex_lock(&r->mu);
+            r->read_only = 1;
+            r->st.errors++;
+            int first = !r->logged_ro;
+            r->logged_ro = 1;
+            pthread_mutex_unlock(&r->mu);
+            if (first)
+                rlog(r, "remote cache: PUT refused (HTTP %ld): read-only for this session", code);
+        } else if (cc == CURLE_OK && code == 413) {
+            STAT_ADD(r, errors, 1); /* too large for this server: that object only */
+        } else {
+            char d[128];
+            snprintf(d, sizeof d, "%s (HTTP %ld)", curl_easy_strerror(cc), code);
+            failed(r, "PUT", d);
+        }
+    } else if (code == 401 || code == 403) {
+        failed(r, "HEAD", "refused (401/403)");
+    }
+    curl_easy_cleanup(h);
+    curl_slist_free_all(hdr);
+    close(fd);
+}
+
+static void *uploader(void *arg)
+{
+    mfs_remote *r = arg;
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        while (!r->stop && r->qlen == 0)
+            pthread_cond_wait(&r->cv, &r->mu);
+        if (r->stop)
+            break;
+        job j = r->q[r->qhead];
+        r->qhead = (r->qhead + 1) % MFS_REMOTE_QUEUE_CAP;
+        r->qlen--;
+        r->busy = 1;
+        pthread_mutex_unlock(&r->mu);
+        upload(r, &j);
+        pthread_mutex_lock(&r->mu);
+        r->busy = 0;
+        pthread_cond_broadcast(&r->cv); /* a drain may be waiting */
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+void mfs_remote_enqueue(mfs_remote *r, const mfs_cache_key *k, int manifest)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mu);
+    if (!r->started && !r->read_only)
+        r->started = pthread_create(&r->thread, NULL, uploader, r) == 0 ? 1 : -1;
+    if (r->read_only || r->started != 1) {
+        /* nothing */
+    } else if (r->qlen == MFS_REMOTE_QUEUE_CAP) {
+        r->st.dropped++;
+    } else {
+        r->q[(r->qhead + r->qlen) % MFS_REMOTE_QUEUE_CAP] = (job){*k, manifest};
+        r->qlen++;
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+void mfs_remote_drain(mfs_remote *r, unsigned timeout_s)
+{
+    if (!r)
+        return;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_s;
+    pthread_mutex_lock(&r->mu);
+    while (r->started == 1 && (r->qlen || r->busy)) {
+        if (pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)
+            break;
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+void mfs_remote_get_stats(mfs_remote *r, mfs_remote_stats *out)
+{
+    pthread_mutex_lock(&r->mu);
+    *out = r->st;
+    out->queue = r->qlen + (unsigned)r->busy; /* waiting, plus the one in flight */
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- setup ---- */
+
+int mfs_remote_check_url(const char *what, const char *url, mfs_err *err)
+{
+    const char *rest = !strncmp(url, "http://", 7) ? url + 7 : !strncmp(url, "https://", 8) ? url + 8 : NULL;
+    if (!rest)
+        return mfs_errf(err, "%s=%s: must start with http:// or https://", what, url);
+    if (!rest[0] || rest[0] == '/' || rest[0] == ':')
+        return mfs_errf(err, "%s=%s: no host", what, url);
+    for (const char *p = url; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == '?' || *p == '#')
+            return mfs_errf(err, "%s=%s: spaces, '?' and '#' are not allowed", what, url);
+    return 0;
+}
+
+int mfs_remote_read_token(const char *path, char **token, mfs_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return mfs_errf(err, "remote_token_file=%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return mfs_errf(err, "remote_token_file=%s: not a regular file", path);
+    }
+    if (st.st_mode & 0077) {
+        close(fd);
+        return mfs_errf(err, "remote_token_file=%s: mode %04o lets group or others read it; "
+                        "chmod 600 it", path, (unsigned)(st.st_mode & 07777));
+    }
+    char buf[4096];
+    int64_t n = mfs_cache_pread_full(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    if (n < 0)
+        return mfs_errf(err, "remote_token_file=%s: %s", path, strerror(errno));
+    buf[n] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    if (!buf[0])
+        return mfs_errf(err, "remote_token_file=%s: empty", path);
+    for (char *p = buf; *p; p++)
+        if ((unsigned char)*p < ' ' || (unsigned char)*p > '~')
+            return mfs_errf(err, "remote_token_file=%s: the token has a byte a header cannot carry",
+                            path);
+    *token = strdup(buf);
+    return *token ? 0 : mfs_errf(err, "out of memory");
+}
+
+mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err *err)
+{
+    if (mfs_remote_check_url("remote", cfg->url, err) < 0)
+        return NULL;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+        mfs_errf(err, "remote: libcurl could not start");
+        return NULL;
+    }
+    mfs_remote *r = calloc(1, sizeof *r);
+    if (!r) {
+        mfs_errf(err, "out of memory");
+        return NULL;
+    }
+    r->c = cache;
+    r->url = strdup(cfg->url);
+    if (r->url) {
+        size_t n = strlen(r->url);
+        while (n && r->url[n - 1] == '/')
+            r->url[--n] = '\0';
+    }
+    if (cfg->token) {
+        size_t n = strlen(cfg->token) + 32;
+        if ((r->auth = malloc(n)))
+            snprintf(r->auth, n, "Authorization: Bearer %s", cfg->token);
+    }
+    r->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : MFS_REMOTE_TIMEOUT_MS_DEFAULT;
+    r->data_timeout_s = cfg->data_timeout_s ? cfg->data_timeout_s : MFS_REMOTE_DATA_TIMEOUT_S_DEFAULT;
+    r->read_only = cfg->read_only;
+    r->log = cfg->log;
+    r->log_ctx = cfg->log_ctx;
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_init(&r->share_mu[i], NULL);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    r->share = curl_share_init();
+    if (!r->url || (cfg->token && !r->auth) || !r->share) {
+        mfs_errf(err, "out of memory");
+        goto fail;
+    }
+    curl_share_setopt(r->share, CURLSHOPT_LOCKFUNC, share_lock);
+    curl_share_setopt(r->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+    curl_share_setopt(r->share, CURLSHOPT_USERDATA, r);
+    curl_share_setopt(r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    curl_share_setopt(r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    return r;
+fail:
+    if (r->share)
+        curl_share_cleanup(r->share);
+    free(r->url);
+    free(r->auth);
+    free(r);
+    return NULL;
+}
+
+void mfs_remote_free(mfs_remote *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->stop = 1;
+    pthread_cond_signal(&r->cv);
+    int started = r->started == 1;
+    pthread_mutex_unlock(&r->mu);
+    if (started)
+        pthread_join(r->thread, NULL);
+    curl_share_cleanup(r->share);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_destroy(&r->share_mu[i]);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    if (r->auth) {
+        memset(r->auth, 0, strlen(r->auth));
+        free(r->auth);
+    }
+    free(r->url);
+    free(r);
+}

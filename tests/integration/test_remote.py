@@ -1,0 +1,461 @@
+"""The remote cache tier (docs/cache.md, "Remote tier") against a real nginx
+WebDAV folder on 127.0.0.1: machine A converts and uploads, machine B (its
+own cache, SRC at another path) reads every view with no conversion, bad
+objects are never served, a stopped server costs only a local conversion,
+and bad option values stop the mount with status 2."""
+import glob
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import unittest
+
+from common import FORMATS, SOURCE, run, run_tests, tempdir, tool
+from mount import Mount
+
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+PROPS = os.path.join(SOURCE, "examples", "assets", "props")
+REC = 56
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Nginx:
+    """nginx with its own config, in the foreground as a child."""
+
+    def __init__(self, base):
+        self.base = base
+        self.root = os.path.join(base, "root")
+        os.makedirs(self.root, exist_ok=True)
+        self.port = free_port()
+        self.access = os.path.join(base, "access.log")
+        conf = os.path.join(base, "nginx.conf")
+        user = "user root root;\n" if os.geteuid() == 0 else ""
+        with open(conf, "w") as f:
+            f.write(f"""{user}daemon off;
+worker_processes 1;
+pid {base}/nginx.pid;
+error_log {base}/error.log;
+events {{ worker_connections 64; }}
+http {{
+    access_log {self.access};
+    log_format auth '$request_method $uri $http_authorization';
+    client_body_temp_path {base}/body;
+    proxy_temp_path {base}/proxy;
+    fastcgi_temp_path {base}/fastcgi;
+    uwsgi_temp_path {base}/uwsgi;
+    scgi_temp_path {base}/scgi;
+    client_max_body_size 0;
+    server {{
+        listen 127.0.0.1:{self.port};
+        root {self.root};
+        location /tok/ {{
+            access_log {base}/auth.log auth;
+            dav_methods PUT DELETE;
+            create_full_put_path on;
+        }}
+        location /err/ {{
+            return 503;
+        }}
+        location /deny/ {{
+            dav_methods PUT DELETE;
+            create_full_put_path on;
+            limit_except GET HEAD {{ deny all; }}
+        }}
+        location /slow/ {{
+            alias {self.root}/slowsrc/;
+            limit_rate 20;
+        }}
+        location / {{
+            dav_methods PUT DELETE;
+            create_full_put_path on;
+            dav_access user:rw;
+        }}
+    }}
+}}
+""")
+        self.proc = subprocess.Popen([NGINX, "-p", base, "-e", base + "/error.log", "-c", conf],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        deadline = time.time() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    raise AssertionError("nginx did not start: " +
+                                         open(base + "/error.log").read())
+                time.sleep(0.05)
+
+    def url(self, prefix):
+        return f"http://127.0.0.1:{self.port}/{prefix}"
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def read_views(mnt):
+    """{relative path: bytes} of every view file under mnt."""
+    out = {}
+    for d, dirs, files in os.walk(mnt):
+        for f in files:
+            if f.rsplit(".", 1)[-1] in FORMATS:
+                p = os.path.join(d, f)
+                with open(p, "rb") as fh:
+                    out[os.path.relpath(p, mnt)] = fh.read()
+    return out
+
+
+def objects(root, prefix, kind):
+    return sorted(glob.glob(os.path.join(root, prefix, "v2", kind, "??", "*")))
+
+
+def wait_drained(m, timeout=60):
+    deadline = time.time() + timeout
+    while True:
+        st = m.stats()
+        if st["remote_queue"] == 0 and st["remote_uploads"] > 0:
+            return st
+        if time.time() > deadline:
+            raise AssertionError(f"upload queue did not drain: {st}\n{m.output()}")
+        time.sleep(0.1)
+
+
+class RemoteTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(NGINX):
+            raise unittest.SkipTest("nginx is not installed (scripts/setup installs nginx-light)")
+        cls.td = tempdir()
+        cls.base = cls.td.name
+        cls.nginx = Nginx(os.path.join(cls.base, "nginx"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.nginx.stop()
+        cls.td.cleanup()
+
+    def machine(self, name, prefix, *opts, src_from=PROPS):
+        src = os.path.join(self.base, name, "some", "other", "src")
+        if not os.path.exists(src):
+            shutil.copytree(src_from, src)
+        return Mount(src, os.path.join(self.base, name, "mnt"), os.path.join(self.base, name, "cache"),
+                     "remote=" + self.nginx.url(prefix), *opts)
+
+    def machine_a(self, prefix):
+        with self.machine("a-" + prefix, prefix) as a:
+            views = read_views(a.mnt)
+            st = wait_drained(a)
+        self.assertGreater(st["conversions"], 0)
+        self.assertGreater(len(views), 3)
+        return views, st
+
+    def test_a_uploads_b_reads_without_converting(self):
+        views_a, st_a = self.machine_a("shared")
+        root = self.nginx.root
+        view_objs = objects(root, "shared", "view")
+        man_objs = objects(root, "shared", "manifest")
+        self.assertGreater(len(man_objs), 0)
+        # at least one object per distinct view A read (the conversion also
+        # makes the views a package needs, which are uploaded too)
+        self.assertGreaterEqual(len(view_objs), len(set(views_a.values())))
+        payloads = set()
+        for p in view_objs + man_objs:
+            name = os.path.relpath(p, os.path.join(root, "shared", "v2"))
+            self.assertRegex(name, r"^(view|manifest)/[0-9a-f]{2}/[0-9a-f]{30}$")
+            data = open(p, "rb").read()
+            rec = data[-REC:]
+            # the trailer form: payload, then the record whose key is the name
+            self.assertEqual(rec[:8], b"mfscache")
+            self.assertEqual(int.from_bytes(rec[8:12], "little"), 2)
+            self.assertEqual(rec[16:32].hex(), name.split("/")[1] + name.split("/")[2])
+            self.assertEqual(int.from_bytes(rec[32:40], "little"), len(data) - REC)
+            if p in view_objs:
+                payloads.add(data[:-REC])
+        self.assertLessEqual(set(views_a.values()), payloads)
+        self.assertEqual(st_a["remote_bytes_up"],
+                         sum(os.path.getsize(p) for p in view_objs + man_objs))
+
+        # machine B: another cache, SRC at another path
+        with self.machine("b", "shared") as b:
+            views_b = read_views(b.mnt)
+            st_b = b.stats()
+        self.assertEqual(views_b, views_a)
+        self.assertEqual(st_b["conversions"], 0)
+        self.assertGreaterEqual(st_b["remote_hits"], len(set(views_a.values())))
+        self.assertEqual(st_b["remote_errors"], 0)
+        # and in the caches' persistent counters (meshfs-cache stats)
+        for name, key, want in [("b", "remote_hits", st_b["remote_hits"]),
+                                ("b", "remote_bytes_down", st_b["remote_bytes_down"]),
+                                ("a-shared", "remote_bytes_up", st_a["remote_bytes_up"])]:
+            p = run([tool("meshfs-cache"), "--cache-dir", os.path.join(self.base, name, "cache"),
+                     "--json", "stats"], check=True)
+            self.assertEqual(json.loads(p.stdout)[key], want, (name, key))
+        self.assertGreater(st_b["remote_bytes_down"], 0)
+        p = run([tool("meshfs-cache"), "--cache-dir", os.path.join(self.base, "b", "cache"), "stats"],
+                check=True)
+        self.assertRegex(p.stdout, r"remote hits +%d\n" % st_b["remote_hits"])
+
+    def test_bad_objects_never_served(self):
+        views_a, _ = self.machine_a("bad")
+        view_objs = objects(self.nginx.root, "bad", "view")
+        for i, p in enumerate(view_objs):
+            data = bytearray(open(p, "rb").read())
+            if i % 2 == 0:
+                data[0] ^= 0xFF  # checksum no longer matches
+            else:
+                data = data[:len(data) // 2]  # truncated
+            with open(p, "wb") as f:
+                f.write(data)
+        with self.machine("c", "bad") as c:
+            views_c = read_views(c.mnt)
+            st = c.stats()
+            log = c.output()
+        self.assertEqual(views_c, views_a)
+        self.assertGreater(st["conversions"], 0)
+        # only the manifests were sound: no view came from the server
+        self.assertLessEqual(st["remote_hits"], len(objects(self.nginx.root, "bad", "manifest")))
+        self.assertGreaterEqual(st["remote_misses"], 1)
+        self.assertEqual(log.count("bad object"), 1, log)
+
+    def test_other_key_or_version_never_served(self):
+        views_a, _ = self.machine_a("keysrc")
+        root = self.nginx.root
+        # sound objects, each under another view's name
+        shutil.copytree(os.path.join(root, "keysrc"), os.path.join(root, "swap"))
+        objs = objects(root, "swap", "view")
+        datas = [open(p, "rb").read() for p in objs]
+        for p, data in zip(objs, datas[1:] + datas[:1]):
+            with open(p, "wb") as f:
+                f.write(data)
+        with self.machine("swap", "swap") as m:
+            views = read_views(m.mnt)
+            st = m.stats()
+        self.assertEqual(views, views_a)
+        self.assertGreater(st["conversions"], 0)
+        self.assertLessEqual(st["remote_hits"], len(objects(root, "swap", "manifest")))
+        # another container version's folder is never looked at
+        shutil.copytree(os.path.join(root, "keysrc", "v2"), os.path.join(root, "old", "v1"))
+        shutil.copytree(os.path.join(root, "keysrc", "v2"), os.path.join(root, "old", "v3"))
+        with self.machine("old", "old") as m:
+            views = read_views(m.mnt)
+            st = m.stats()
+        self.assertEqual(views, views_a)
+        self.assertEqual(st["remote_hits"], 0)
+        self.assertGreater(st["conversions"], 0)
+
+    def test_server_down_converts_locally(self):
+        views_a, _ = self.machine_a("down")
+        other = Nginx(os.path.join(self.base, "nginx-down"))
+        url_port = other.port
+        other.stop()  # nothing listens on that port any more
+        src = os.path.join(self.base, "d", "src")
+        shutil.copytree(PROPS, src)
+        with Mount(src, os.path.join(self.base, "d", "mnt"), os.path.join(self.base, "d", "cache"),
+                   f"remote=http://127.0.0.1:{url_port}/down") as d:
+            t0 = time.time()
+            views_d = read_views(d.mnt)
+            elapsed = time.time() - t0
+            st = d.stats()
+        self.assertEqual(views_d, views_a)
+        self.assertGreater(st["conversions"], 0)
+        self.assertEqual(st["remote_hits"], 0)
+        self.assertGreaterEqual(st["remote_errors"], 1)
+        self.assertLess(elapsed, 60)
+
+    def test_slow_server_bounded_by_data_timeout(self):
+        views_a, _ = self.machine_a("slowsrc")  # read back slowly as /slow/
+        with self.machine("s", "slow", "remote_data_timeout_s=1") as m:
+            worst, views = 0.0, {}
+            for d, dirs, files in os.walk(m.mnt):
+                for f in sorted(files):
+                    if f.rsplit(".", 1)[-1] in FORMATS:
+                        p = os.path.join(d, f)
+                        t0 = time.time()
+                        with open(p, "rb") as fh:
+                            views[os.path.relpath(p, m.mnt)] = fh.read()
+                        worst = max(worst, time.time() - t0)
+            st = m.stats()
+        self.assertEqual(views, views_a)
+        self.assertGreaterEqual(st["remote_errors"], 1)
+        self.assertEqual(st["remote_hits"], 0)
+        self.assertGreater(st["conversions"], 0)
+        # one timed-out GET (1 s + connect), then the back-off skips the
+        # server; the rest is a local conversion of this small model
+        self.assertLess(worst, 1.15 + 3.0)
+
+    def test_server_error_backs_off(self):
+        with self.machine("err", "err") as m:
+            views = read_views(m.mnt)
+            time.sleep(0.3)
+            st = m.stats()
+            log = m.output()
+        self.assertGreater(len(views), 3)
+        self.assertGreater(st["conversions"], 0)
+        # the first 503 starts a 30 s back-off: no request is sent after it
+        # (the two models of props may each have one in flight already)
+        self.assertIn(st["remote_errors"], (1, 2), st)
+        self.assertEqual(st["remote_uploads"], 0)
+        self.assertEqual(log.count("not used for"), 1, log)
+        self.assertIn("not used for 30 s", log)
+        with open(self.nginx.access) as f:
+            self.assertEqual(len([l for l in f if " /err/" in l]), st["remote_errors"])
+
+    def test_put_refused_makes_session_read_only(self):
+        with self.machine("deny", "deny") as m:
+            views = read_views(m.mnt)
+            deadline = time.time() + 30
+            while m.stats()["remote_errors"] == 0 and time.time() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.5)
+            st = m.stats()
+            log = m.output()
+        self.assertGreater(len(views), 3)
+        self.assertEqual(st["remote_errors"], 1, st)
+        self.assertEqual(st["remote_uploads"], 0)
+        self.assertEqual(log.count("read-only for this session"), 1, log)
+        with open(self.nginx.access) as f:
+            puts = [l for l in f if '"PUT /deny/' in l]
+        self.assertEqual(len(puts), 1, puts)
+        self.assertIn('" 403 ', puts[0])
+
+    def test_read_only_never_puts(self):
+        with self.machine("ro", "ro", "remote_read_only") as m:
+            views = read_views(m.mnt)
+            time.sleep(0.5)
+            st = m.stats()
+        self.assertGreater(len(views), 0)
+        self.assertEqual(st["remote_uploads"], 0)
+        self.assertEqual(objects(self.nginx.root, "ro", "view"), [])
+        with open(self.nginx.access) as f:
+            puts = [l for l in f if '"PUT /ro/' in l]
+        self.assertEqual(puts, [])
+
+    def test_token_never_shown(self):
+        secret = "s3cr3t-token-xyzzy"
+        tok = os.path.join(self.base, "token")
+        with open(tok, "w") as f:
+            f.write(secret + "\n")
+        os.chmod(tok, 0o600)
+        with self.machine("tok", "tok", "remote_token_file=" + tok) as m:
+            read_views(m.mnt)
+            wait_drained(m)
+            raw = os.getxattr(m.mnt, "user.meshfs.stats").decode()
+            log = m.output()
+        self.assertNotIn(secret, raw)
+        self.assertNotIn(secret, log)
+        # and the server did get it, on reads and uploads alike
+        with open(os.path.join(self.nginx.base, "auth.log")) as f:
+            lines = f.read().splitlines()
+        for method in ("GET", "HEAD", "PUT"):
+            sent = [l for l in lines if l.startswith(method + " /tok/")]
+            self.assertGreater(len(sent), 0, (method, lines))
+            for l in sent:
+                self.assertTrue(l.endswith("Bearer " + secret), l)
+
+    def test_convert_uploads_for_a_mount(self):
+        src = os.path.join(self.base, "cli", "src")
+        shutil.copytree(PROPS, src)
+        out = os.path.join(self.base, "cli", "out")
+        p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf", "--cache-dir",
+                 os.path.join(self.base, "cli", "cache"), "--remote", self.nginx.url("cli"),
+                 "-o", out, src], timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # the run ends after its uploads: objects are there at exit
+        self.assertGreater(len(objects(self.nginx.root, "cli", "view")), 0)
+        self.assertGreater(len(objects(self.nginx.root, "cli", "manifest")), 0)
+        with self.machine("cli-b", "cli", "formats=fmd:gmf") as m:
+            views = read_views(m.mnt)
+            st = m.stats()
+        self.assertEqual(st["conversions"], 0)
+        self.assertGreater(st["remote_hits"], 0)
+        written = {}
+        for d, dirs, files in os.walk(out):
+            for f in files:
+                if f.rsplit(".", 1)[-1] in ("fmd", "gmf"):
+                    written[os.path.relpath(os.path.join(d, f), out)] = open(os.path.join(d, f), "rb").read()
+        self.assertGreater(len(written), 0)
+        self.assertEqual(views, written)
+
+    def test_cache_warm_uploads_for_a_mount(self):
+        src = os.path.join(self.base, "warm", "src")
+        shutil.copytree(PROPS, src)
+        p = run([tool("meshfs-cache"), "--cache-dir", os.path.join(self.base, "warm", "cache"),
+                 "warm", "-q", "--remote", self.nginx.url("warm"), src], timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertGreater(len(objects(self.nginx.root, "warm", "view")), 0)
+        with self.machine("warm-b", "warm") as m:
+            views = read_views(m.mnt)
+            st = m.stats()
+        self.assertGreater(len(views), 3)
+        self.assertEqual(st["conversions"], 0)
+        self.assertGreaterEqual(st["remote_hits"], len(set(views.values())))
+        p = run([tool("meshfs-cache"), "--cache-dir", os.path.join(self.base, "warm", "cache"),
+                 "warm", "--remote", "gopher://x", src])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--remote", p.stderr)
+
+    def test_convert_bad_remote_exit_2(self):
+        for args, text in [(["--remote", "ftp://x/y"], "--remote"),
+                           (["--remote", self.nginx.url("x"), "--remote-timeout-ms", "0"],
+                            "--remote-timeout-ms"),
+                           (["--remote-read-only"], "--remote")]:
+            p = run([tool("meshfs-convert"), "-o", os.path.join(self.base, "cli-bad"), *args, PROPS])
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(text, p.stderr)
+
+    def bad_mount(self, *opts):
+        src = os.path.join(self.base, "opt-src")
+        mnt = os.path.join(self.base, "opt-mnt")
+        os.makedirs(src, exist_ok=True)
+        os.makedirs(mnt, exist_ok=True)
+        p = run([tool("meshfs"), "-f", "-o", ",".join(["cache_dir=" + self.base + "/opt-cache"] + list(opts)),
+                 src, mnt], timeout=30)
+        if os.path.ismount(mnt):
+            subprocess.run(["fusermount3", "-u", mnt])
+        return p
+
+    def test_bad_options_exit_2(self):
+        url = "remote=" + self.nginx.url("x")
+        for opts, text in [
+            (["remote=ftp://host/x"], "-o remote"),
+            (["remote=http://"], "-o remote"),
+            ([url, "remote_timeout_ms=abc"], "remote_timeout_ms"),
+            ([url, "remote_timeout_ms=0"], "remote_timeout_ms"),
+            ([url, "remote_data_timeout_s=-1"], "remote_data_timeout_s"),
+            ([url, "remote_token_file=/nonexistent/token"], "remote_token_file"),
+            (["remote_read_only"], "remote"),
+        ]:
+            p = self.bad_mount(*opts)
+            self.assertEqual(p.returncode, 2, (opts, p.stderr))
+            self.assertIn(text, p.stderr, opts)
+
+    def test_token_file_readable_by_others_refused(self):
+        secret = "another-secret-value"
+        tok = os.path.join(self.base, "token644")
+        with open(tok, "w") as f:
+            f.write(secret + "\n")
+        os.chmod(tok, 0o644)
+        p = self.bad_mount("remote=" + self.nginx.url("x"), "remote_token_file=" + tok)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("remote_token_file=" + tok, p.stderr)
+        self.assertIn("0644", p.stderr)
+        self.assertNotIn(secret, p.stderr + p.stdout)
+
+
+if __name__ == "__main__":
+    run_tests()
