@@ -254,8 +254,13 @@ class MountBehaviour(unittest.TestCase):
     def test_clean_unmount_leaves_no_guard(self):
         with Mount(self.src, self.mnt, self.cache) as m:
             pid = m.proc.pid
-            guards = [p for p in os.listdir("/proc") if p.isdigit() and self.comm(p) == "meshfs-umount"
-                      and self.ppid(p) == pid]
+            # the daemon forks its guard just after the mount appears
+            for _ in range(100):
+                guards = [p for p in os.listdir("/proc") if p.isdigit()
+                          and self.comm(p) == "meshfs-umount" and self.ppid(p) == pid]
+                if guards:
+                    break
+                time.sleep(0.05)
             self.assertEqual(len(guards), 1)
         time.sleep(0.3)
         self.assertFalse(os.path.exists(f"/proc/{guards[0]}/comm") and self.comm(guards[0]) == "meshfs-umount"

@@ -319,7 +319,9 @@ class Prefetch(Base):
         self.folder("many", self.MODELS[:5])
         self.folder("other", ["x", "held"])
         release = os.path.join(self.tmp, "release")
-        env = dict(os.environ, MESHFS_TEST_WORKER_SLEEP="2",
+        # each conversion lasts 5 s, so m1 is still running when it is
+        # counted below even on a loaded machine or under ASan
+        env = dict(os.environ, MESHFS_TEST_WORKER_SLEEP="5",
                    MESHFS_TEST_CONVERT_HOLD="held.obj:" + release)
         with Mount(self.src, self.mnt, self.cache, "formats=" + VIEWS, "convert_jobs=2",
                    env=env) as m:
