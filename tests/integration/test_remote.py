@@ -2,110 +2,24 @@
 WebDAV folder on 127.0.0.1: machine A converts and uploads, machine B (its
 own cache, SRC at another path) reads every view with no conversion, bad
 objects are never served, a stopped server costs only a local conversion,
-and bad option values stop the mount with status 2."""
+eight ~100 MB uploads leave the daemon's RSS flat, the token is in no log,
+xattr, command line or environment, and bad option values stop the mount
+with status 2.  nginx itself: nginx.py."""
+import concurrent.futures
 import glob
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import unittest
 
 from common import FORMATS, SOURCE, run, run_tests, tempdir, tool
 from mount import Mount
+from nginx import NGINX, Nginx
 
-NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 PROPS = os.path.join(SOURCE, "examples", "assets", "props")
 REC = 56
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class Nginx:
-    """nginx with its own config, in the foreground as a child."""
-
-    def __init__(self, base):
-        self.base = base
-        self.root = os.path.join(base, "root")
-        os.makedirs(self.root, exist_ok=True)
-        self.port = free_port()
-        self.access = os.path.join(base, "access.log")
-        conf = os.path.join(base, "nginx.conf")
-        user = "user root root;\n" if os.geteuid() == 0 else ""
-        with open(conf, "w") as f:
-            f.write(f"""{user}daemon off;
-worker_processes 1;
-pid {base}/nginx.pid;
-error_log {base}/error.log;
-events {{ worker_connections 64; }}
-http {{
-    access_log {self.access};
-    log_format auth '$request_method $uri $http_authorization';
-    client_body_temp_path {base}/body;
-    proxy_temp_path {base}/proxy;
-    fastcgi_temp_path {base}/fastcgi;
-    uwsgi_temp_path {base}/uwsgi;
-    scgi_temp_path {base}/scgi;
-    client_max_body_size 0;
-    server {{
-        listen 127.0.0.1:{self.port};
-        root {self.root};
-        location /tok/ {{
-            access_log {base}/auth.log auth;
-            dav_methods PUT DELETE;
-            create_full_put_path on;
-        }}
-        location /err/ {{
-            return 503;
-        }}
-        location /deny/ {{
-            dav_methods PUT DELETE;
-            create_full_put_path on;
-            limit_except GET HEAD {{ deny all; }}
-        }}
-        location /slow/ {{
-            alias {self.root}/slowsrc/;
-            limit_rate 20;
-        }}
-        location / {{
-            dav_methods PUT DELETE;
-            create_full_put_path on;
-            dav_access user:rw;
-        }}
-    }}
-}}
-""")
-        self.proc = subprocess.Popen([NGINX, "-p", base, "-e", base + "/error.log", "-c", conf],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        deadline = time.time() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.time() > deadline:
-                    raise AssertionError("nginx did not start: " +
-                                         open(base + "/error.log").read())
-                time.sleep(0.05)
-
-    def url(self, prefix):
-        return f"http://127.0.0.1:{self.port}/{prefix}"
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 def read_views(mnt):
@@ -133,6 +47,31 @@ def wait_drained(m, timeout=60):
         if time.time() > deadline:
             raise AssertionError(f"upload queue did not drain: {st}\n{m.output()}")
         time.sleep(0.1)
+
+
+def write_grid(path, n):
+    """An n x n OBJ grid with texture coordinates: n*n vertices, 2(n-1)^2
+    triangles, every vertex distinct (no weld shrinks it)."""
+    with open(path, "w") as f:
+        f.write("".join(f"v {i * 0.0137:.6f} {(i * j % 97) * 0.0011:.6f} {j * 0.0173:.6f}\n"
+                        for i in range(n) for j in range(n)))
+        f.write("".join(f"vt {i / n:.6f} {j / n:.6f}\n" for i in range(n) for j in range(n)))
+        lines = []
+        for i in range(n - 1):
+            for j in range(n - 1):
+                a = i * n + j + 1
+                b, c, d = a + 1, a + n, a + n + 1
+                lines.append(f"f {a}/{a} {b}/{b} {d}/{d}\nf {a}/{a} {d}/{d} {c}/{c}\n")
+        f.write("".join(lines))
+
+
+def vm_kib(pid, field):
+    """A /proc/PID/status field in KiB (VmHWM: the peak resident set)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} for {pid}")
 
 
 class RemoteTest(unittest.TestCase):
@@ -366,6 +305,78 @@ class RemoteTest(unittest.TestCase):
             self.assertGreater(len(sent), 0, (method, lines))
             for l in sent:
                 self.assertTrue(l.endswith("Bearer " + secret), l)
+
+    def test_big_uploads_keep_rss_flat(self):
+        """8 views of ~100 MB each go up while the daemon's peak RSS stays
+        far below one of them: the upload streams the entry file (one upload
+        thread, so the 8 are sent one after another, each streamed)."""
+        src = os.path.join(self.base, "big", "src")
+        os.makedirs(src)
+        # a 845 x 845 grid: ~714k vertices, whose .dem is ~100 MB
+        write_grid(os.path.join(src, "grid0.obj"), 845)
+        for i in range(1, 8):  # other paths, so other keys: 8 conversions, 8 uploads
+            os.link(os.path.join(src, "grid0.obj"), os.path.join(src, f"grid{i}.obj"))
+        with Mount(src, os.path.join(self.base, "big", "mnt"), os.path.join(self.base, "big", "cache"),
+                   "remote=" + self.nginx.url("big"), "formats=dem", "convert_jobs=2") as m:
+            base_hwm = vm_kib(m.proc.pid, "VmHWM")
+
+            def read(i):
+                n = 0
+                with open(os.path.join(m.mnt, f"grid{i}.dem"), "rb") as f:
+                    while True:
+                        b = f.read(1 << 20)
+                        if not b:
+                            return n
+                        n += len(b)
+            with concurrent.futures.ThreadPoolExecutor(8) as ex:
+                sizes = list(ex.map(read, range(8)))
+            deadline = time.time() + 120
+            st = wait_drained(m, timeout=120)
+            while st["remote_uploads"] < 16 and st["remote_dropped"] == 0 and time.time() < deadline:
+                time.sleep(0.1)  # 8 views and 8 manifests
+                st = wait_drained(m, timeout=120)
+            hwm = vm_kib(m.proc.pid, "VmHWM")
+            log = m.output()
+        for n in sizes:
+            self.assertGreater(n, 90 << 20)
+        views = objects(self.nginx.root, "big", "view")
+        self.assertEqual(len(views), 8, log)
+        self.assertEqual(sorted(os.path.getsize(p) - REC for p in views), sorted(sizes))
+        self.assertEqual(st["remote_dropped"], 0)
+        self.assertGreaterEqual(st["remote_bytes_up"], sum(sizes))
+        # the daemon only (workers are other processes): far below 8 x 100 MB,
+        # and below one view
+        self.assertLess(hwm, 150 << 10, (base_hwm, hwm))
+        self.assertLess(hwm - base_hwm, 64 << 10, (base_hwm, hwm))
+
+    def test_token_not_in_ps(self):
+        secret = "ps-visible-token-plugh"
+        tok = os.path.join(self.base, "token-ps")
+        with open(tok, "w") as f:
+            f.write(secret + "\n")
+        os.chmod(tok, 0o600)
+        with self.machine("tokps", "tokps", "remote_token_file=" + tok) as m:
+            read_views(m.mnt)
+            wait_drained(m)
+            # while the daemon and its workers (the fork server) are alive
+            seen, checked = [], 0
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                for what in ("cmdline", "environ"):
+                    try:
+                        with open(f"/proc/{pid}/{what}", "rb") as f:
+                            data = f.read()
+                    except OSError:
+                        continue
+                    checked += what == "cmdline" and pid == str(m.proc.pid)
+                    if secret.encode() in data:
+                        seen.append((pid, what))
+            with open(f"/proc/{m.proc.pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        self.assertEqual(checked, 1)
+        self.assertIn(b"remote_token_file=" + tok.encode(), cmd)
+        self.assertEqual(seen, [])
 
     def test_convert_uploads_for_a_mount(self):
         src = os.path.join(self.base, "cli", "src")
