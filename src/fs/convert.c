@@ -70,22 +70,31 @@ static void job_slot_give(mfs_fs *fs)
 
 #ifdef MESHFS_TEST_HOOKS
 /* Test builds only (tests/integration/test_listing.py): with
- * MESHFS_TEST_CONVERT_HOLD=SUBSTR:FILE, a conversion of a model whose path
- * contains SUBSTR holds its slot, counted as running, until FILE exists (at
- * most 120 s): a conversion that lasts exactly as long as a test needs, so
- * tests assert the order of events, not their durations. */
+ * MESHFS_TEST_CONVERT_HOLD=SUBSTR:FILE[,SUBSTR:FILE...], a conversion of a
+ * model whose path contains a SUBSTR holds its slot, counted as running,
+ * until that FILE exists (at most 120 s): a conversion that lasts exactly as
+ * long as a test needs, so tests assert the order of events, not their
+ * durations. */
 static void test_hold(const char *relpath)
 {
     const char *v = getenv("MESHFS_TEST_CONVERT_HOLD");
-    const char *colon = v ? strchr(v, ':') : NULL;
-    char sub[256];
-    if (!colon || colon == v || (size_t)(colon - v) >= sizeof sub)
-        return;
-    snprintf(sub, sizeof sub, "%.*s", (int)(colon - v), v);
-    if (!strstr(relpath, sub))
-        return;
-    for (int i = 0; i < 6000 && access(colon + 1, F_OK) != 0; i++)
-        usleep(20000);
+    while (v && *v) {
+        const char *end = strchr(v, ',');
+        size_t len = end ? (size_t)(end - v) : strlen(v);
+        const char *colon = memchr(v, ':', len);
+        char sub[256], file[1024];
+        if (colon && colon != v && (size_t)(colon - v) < sizeof sub &&
+            len - (size_t)(colon - v) - 1 < sizeof file) {
+            snprintf(sub, sizeof sub, "%.*s", (int)(colon - v), v);
+            snprintf(file, sizeof file, "%.*s", (int)(len - (size_t)(colon - v) - 1), colon + 1);
+            if (strstr(relpath, sub)) {
+                for (int i = 0; i < 6000 && access(file, F_OK) != 0; i++)
+                    usleep(20000);
+                return;
+            }
+        }
+        v = end ? end + 1 : NULL;
+    }
 }
 #endif
 

@@ -673,13 +673,17 @@ static int stats_text_base(mfs_fs *fs, char *buf, size_t n)
 {
     mfs_cache_stats cs;
     mfs_cache_get_stats(fs->cache, &cs);
+    pthread_mutex_lock(&fs->job_lock);
+    unsigned slot_waiters = fs->jobs_fg_waiting;
+    pthread_mutex_unlock(&fs->job_lock);
     return snprintf(buf, n,
                     "conversions=%llu conversion_failures=%llu views_served=%llu attr_requests=%llu "
                     "cache_hits=%llu "
                     "cache_misses=%llu cache_negative_hits=%llu cache_stores=%llu "
                     "cache_corrupt_discarded=%llu cache_evictions=%llu files_hashed=%llu "
                     "readdir_requests=%llu conversions_running=%llu conversions_peak=%llu "
-                    "read_requests=%llu passthrough_opens=%llu prefetched=%llu prefetch_queued=%u\n",
+                    "read_requests=%llu passthrough_opens=%llu prefetched=%llu prefetch_queued=%u "
+                    "slot_waiters=%u\n",
                     (unsigned long long)atomic_load(&fs->stats.conversions),
                     (unsigned long long)atomic_load(&fs->stats.conversion_failures),
                     (unsigned long long)atomic_load(&fs->stats.views_served),
@@ -693,7 +697,8 @@ static int stats_text_base(mfs_fs *fs, char *buf, size_t n)
                     (unsigned long long)atomic_load(&fs->stats.conversions_peak),
                     (unsigned long long)atomic_load(&fs->stats.read_requests),
                     (unsigned long long)atomic_load(&fs->stats.passthrough_opens),
-                    (unsigned long long)atomic_load(&fs->stats.prefetched), mfs_prefetch_waiting(fs));
+                    (unsigned long long)atomic_load(&fs->stats.prefetched), mfs_prefetch_waiting(fs),
+                    slot_waiters);
 }
 
 /* The view's failure reason (for user.meshfs.error); 0 if it has none. */

@@ -319,15 +319,19 @@ class Prefetch(Base):
         self.folder("many", self.MODELS[:5])
         self.folder("other", ["x", "held"])
         release = os.path.join(self.tmp, "release")
-        # each conversion lasts 5 s, so m1 is still running when it is
-        # counted below even on a loaded machine or under ASan
-        env = dict(os.environ, MESHFS_TEST_WORKER_SLEEP="5",
-                   MESHFS_TEST_CONVERT_HOLD="held.obj:" + release)
+        release_m1 = os.path.join(self.tmp, "release-m1")
+        release_m2 = os.path.join(self.tmp, "release-m2")
+        # held, m1 and m2 last until the test lets them go: the counts below
+        # are the order of events, whatever the machine's load
+        env = dict(os.environ, MESHFS_TEST_CONVERT_HOLD=",".join(
+            [f"held.obj:{release}", f"m1.obj:{release_m1}", f"m2.obj:{release_m2}"]))
         with Mount(self.src, self.mnt, self.cache, "formats=" + VIEWS, "convert_jobs=2",
                    env=env) as m:
             held = threading.Thread(
                 target=lambda: os.stat(os.path.join(self.mnt, "other", "held.gmf")))
             held.start()
+            x = threading.Thread(
+                target=lambda: os.stat(os.path.join(self.mnt, "other", "x.gmf")))
             try:
                 wait_for(lambda: m.stats()["conversions_running"] == 1, "the held conversion")
                 md = os.path.join(self.mnt, "many")
@@ -335,12 +339,22 @@ class Prefetch(Base):
                 self.assertGreater(os.stat(os.path.join(md, "m0.gmf")).st_size, 0)
                 wait_for(lambda: m.stats()["conversions_running"] == 2, "the prefetch of m1")
                 self.assertEqual(m.stats()["conversions"], 1)  # m0
-                self.assertGreater(os.stat(os.path.join(self.mnt, "other", "x.gmf")).st_size, 0)
-                # m0, m1 (running when the reader came) and x; m2 waited
-                self.assertEqual(m.stats()["conversions"], 3)
+                # the reader of x waits for a slot, as the prefetch of m2 does
+                x.start()
+                wait_for(lambda: m.stats()["slot_waiters"] == 1, "the reader of x waiting")
+                open(release_m1, "w").close()
+                x.join(120)
+                self.assertFalse(x.is_alive())
+                # m0, m1 and x: x took m1's slot before m2, which still waits
+                s = m.stats()
+                self.assertEqual(s["conversions"], 3)
+                self.assertGreaterEqual(s["prefetch_queued"], 1)
             finally:
-                open(release, "w").close()
+                for f in (release_m2, release_m1, release):
+                    open(f, "w").close()
                 held.join(120)
+                if x.is_alive():
+                    x.join(120)
 
     def test_unmount_with_models_queued(self):
         self.folder("many", self.MODELS[:6])
