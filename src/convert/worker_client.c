@@ -198,6 +198,22 @@ static int spawn(const mfs_spawner *sp, char **argv, int report_fd, int out_fd, 
     return spawn_env(sp, argv, report_fd, out_fd, pid, environ, err);
 }
 
+/* 1 once fd is readable, has hung up or poll fails (the read that follows
+ * says which); 0 when the deadline passes first. */
+static int wait_readable(int fd, double deadline)
+{
+    for (;;) {
+        double left = deadline - now_s();
+        if (left <= 0)
+            return 0;
+        struct pollfd p = {fd, POLLIN, 0};
+        int timeout_ms = left > 1e6 ? 1000000000 : (int)(left * 1000) + 1;
+        int r = poll(&p, 1, timeout_ms);
+        if (r > 0 || (r < 0 && errno != EINTR))
+            return 1;
+    }
+}
+
 /* Reads the report until EOF or the deadline.  Returns 1 on EOF, 0 on
  * timeout, -1 if the report outgrew its cap. */
 static int read_report(int fd, double deadline, uint8_t **buf, size_t *len)
@@ -208,16 +224,8 @@ static int read_report(int fd, double deadline, uint8_t **buf, size_t *len)
     if (!*buf)
         return -1;
     for (;;) {
-        double left = deadline - now_s();
-        if (left <= 0)
+        if (!wait_readable(fd, deadline))
             return 0;
-        struct pollfd p = {fd, POLLIN, 0};
-        int timeout_ms = left > 1e6 ? 1000000000 : (int)(left * 1000) + 1;
-        int r = poll(&p, 1, timeout_ms);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r == 0)
-            continue;
         if (*len == cap) {
             if (cap >= MFS_PROTO_MAX)
                 return -1;
@@ -491,19 +499,8 @@ static int srv_recv(int sock, void *out, size_t n, int *fd, double deadline)
 {
     if (fd)
         *fd = -1;
-    for (;;) {
-        double left = deadline - now_s();
-        if (left <= 0)
-            return -1;
-        struct pollfd p = {sock, POLLIN, 0};
-        int timeout_ms = left > 1e6 ? 1000000000 : (int)(left * 1000) + 1;
-        int r = poll(&p, 1, timeout_ms);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r == 0)
-            continue;
-        break;
-    }
+    if (!wait_readable(sock, deadline))
+        return -1;
     union {
         char b[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
@@ -787,7 +784,7 @@ int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mf
     int drop = mfs_worker_user_get(&uid, &gid);
     build_argv(&a, sp->path, job, formats, sizeof formats, drop, uid, gid);
     pid_t pid = 0;
-    srv_child ch;
+    srv_child ch = {.reply = -1, .pid = 0, .pidfd = -1};
     int out[MFS_FMT_COUNT], nout = 0, dfd = -1;
     int via_srv = 0;
     /* A server's child reports into a memfd, read once the server says it
