@@ -219,11 +219,27 @@ int mfs_cache_store_failure(mfs_cache *c, const mfs_cache_key *k, const char *re
 /* Drops the entry under k (e.g. to retry a failure); absent is not an error. */
 int mfs_cache_remove(mfs_cache *c, const mfs_cache_key *k, mfs_err *err);
 
-/* ---- manifests -------------------------------------------------------- */
+/* ---- manifests: the model's entry ----------------------------------- */
+
+/* A model's entry (docs/cache.md, "Small views inside the model entry") is its manifest, the
+ * inputs the import found and each view's key, and it embeds every view of
+ * at most MFS_CACHE_EMBED_MAX bytes: one file a model instead of one a view
+ * (ccache's result files do the same with small outputs).  Larger views
+ * keep their own entry files, which the mount can hand to the kernel
+ * (passthrough); so do failures. */
+#define MFS_CACHE_EMBED_MAX (16u * 1024)
 
 typedef struct mfs_cache_view {
     char *format;      /* "fmd" */
     mfs_cache_key key; /* its entry key */
+    /* Embedded in the model's entry: its bytes are at offset (a file
+     * offset of the model entry) for length bytes.  Otherwise (0) the view
+     * is the entry file under key, or a failure there, or nothing. */
+    int embedded;
+    uint64_t offset, length;
+    /* Storing only: the bytes to embed (length of them), or NULL.  Not
+     * owned by the manifest. */
+    const void *bytes;
 } mfs_cache_view;
 
 typedef struct mfs_cache_manifest {
@@ -233,8 +249,14 @@ typedef struct mfs_cache_manifest {
     uint32_t nviews;
 } mfs_cache_manifest;
 
-int mfs_cache_manifest_store(mfs_cache *c, const mfs_cache_key *mk,
-                             const mfs_cache_manifest *m, mfs_err *err);
+/* Stores m as the model's entry under mk, embedding each view that has
+ * bytes (and fills in its offset).  Views the entry already under mk holds
+ * for the same inputs and m does not name are kept (an earlier run's, or
+ * another option set's): a run that made only the views that were missing
+ * must not drop the others.  hit (may be NULL) receives a read-only fd on
+ * the new file, as mfs_cache_writer_commit gives. */
+int mfs_cache_manifest_store(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest *m,
+                             mfs_cache_hit *hit, mfs_err *err);
 
 /* 1: loaded into *out (free with mfs_cache_manifest_free), 0: none, -1: error.
  * Loading marks the manifest used, like a lookup marks an entry. */
@@ -244,6 +266,15 @@ int mfs_cache_manifest_load(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_man
  * stamping every manifest of a folder would be a metadata write per model. */
 int mfs_cache_manifest_peek(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest *out,
                             mfs_err *err);
+
+/* View k embedded in the model entry mk, as mfs_cache_lookup answers for an
+ * entry file: 1 hit (fd on the model entry, the view's offset and length;
+ * the entry is checked whole and marked used), 0 not there, -1 error. */
+int mfs_cache_lookup_in(mfs_cache *c, const mfs_cache_key *mk, const mfs_cache_key *k,
+                        mfs_cache_hit *hit, mfs_err *err);
+/* The same without marking it used or counting a lookup (hit->fd stays -1). */
+int mfs_cache_peek_in(mfs_cache *c, const mfs_cache_key *mk, const mfs_cache_key *k,
+                      mfs_cache_hit *hit, mfs_err *err);
 
 /* Re-hashes every dep under root (through the stat index): 1 if all still
  * have the recorded size and hash, 0 if any changed or vanished, -1 error. */

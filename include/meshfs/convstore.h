@@ -40,13 +40,16 @@ typedef struct mfs_convstore {
 /* After a worker run of relpath into tmp (report rep, which it may mark
  * transient): stores each view of `formats` or its failure, fills *man (the
  * inputs and the views' keys; caller frees) and stores it as the model's
- * manifest.  hits[f'] receives the commit's descriptor of man->views[f']
- * (fd -1 if none): still readable if the cache evicts the entry at once.
- * Returns 0, 1 (done, but a view failed for the machine's sake: err says
- * the first), or -1 (err). */
+ * entry under *mk_out (may be NULL): views of at most MFS_CACHE_EMBED_MAX
+ * bytes inside it (man->views[i].embedded), larger ones in entries of
+ * their own.  hits[f'] receives a descriptor of man->views[f'] (fd -1 if
+ * none; for an embedded view the model entry's, at its offset): still
+ * readable if the cache evicts the entry at once.  Returns 0, 1 (done, but
+ * a view failed for the machine's sake: err says the first), or -1 (err). */
 int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *tmp,
                        const char *fmi_model, unsigned formats, mfs_report *rep,
-                       mfs_cache_manifest *man, mfs_cache_hit hits[MFS_FMT_COUNT], mfs_err *err);
+                       mfs_cache_manifest *man, mfs_cache_key *mk_out,
+                       mfs_cache_hit hits[MFS_FMT_COUNT], mfs_err *err);
 
 /* Streams the file at path into a cache entry under k: it must be `size`
  * bytes.  hit (may be NULL) as mfs_cache_writer_commit. */

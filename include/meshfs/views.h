@@ -124,7 +124,10 @@ typedef struct mfs_views_host {
      * plus entries it still holds); NULL: the cache's own peek/lookup. */
     int (*entry_peek)(void *ctx, const mfs_cache_key *k, struct timespec newest,
                       mfs_cache_hit *hit, mfs_err *err);
-    int (*entry_open)(void *ctx, const mfs_cache_key *k, mfs_cache_hit *hit, mfs_err *err);
+    /* mk: the model entry the view is embedded in (mfs_cache_lookup_in),
+     * or NULL for a view in its own entry file (mfs_cache_lookup) */
+    int (*entry_open)(void *ctx, const mfs_cache_key *mk, const mfs_cache_key *k,
+                      mfs_cache_hit *hit, mfs_err *err);
     /* option text in a view's key, and in the manifest's */
     void (*format_options)(void *ctx, int format, const char *fmi_model, char *buf, size_t n);
     void (*import_options)(void *ctx, char *buf, size_t n);

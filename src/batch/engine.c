@@ -126,10 +126,12 @@ static int host_peek(void *ctx, const mfs_cache_key *k, struct timespec newest, 
     return rc;
 }
 
-static int host_open(void *ctx, const mfs_cache_key *k, mfs_cache_hit *hit, mfs_err *err)
+static int host_open(void *ctx, const mfs_cache_key *mk, const mfs_cache_key *k,
+                     mfs_cache_hit *hit, mfs_err *err)
 {
     root *r = ctx;
-    int rc = mfs_cache_lookup(r->b->cache, k, hit, err);
+    int rc = mk ? mfs_cache_lookup_in(r->b->cache, mk, k, hit, err)
+                : mfs_cache_lookup(r->b->cache, k, hit, err);
     if (rc == 1)
         return 1;
     mfs_cache_hit_release(hit);
@@ -308,7 +310,7 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
     mfs_convstore cs = {.ctx = r, .cache = b->cache, .views = r->views, .hash_model = cs_hash,
                         .failctx = cs_failctx};
     mfs_cache_hit hits[MFS_FMT_COUNT];
-    int rc = mfs_convstore_file(&cs, model, tmp, fmi_model, run, &rep, man, hits, err);
+    int rc = mfs_convstore_file(&cs, model, tmp, fmi_model, run, &rep, man, NULL, hits, err);
     if (rc >= 0) {
         pins_release();
         for (uint32_t i = 0; i < man->nviews && i < MFS_FMT_COUNT; i++) {

@@ -47,8 +47,16 @@
 
 /* Container kinds (docs/cache.md, "Entry format").  A failure is written
  * as kind 4 (its reason after the limits and input mtime it was recorded
- * under, mfs_cache_failctx); kind 2, the bare reason, is still read. */
-enum { MFS_KIND_VIEW = 1, MFS_KIND_NEGATIVE = 2, MFS_KIND_MANIFEST = 3, MFS_KIND_FAILURE = 4 };
+ * under, mfs_cache_failctx); kind 2, the bare reason, is still read.  A
+ * model's manifest is written as kind 5, the model entry, which may embed
+ * small views (manifest.c); kind 3, the manifest alone, is still read. */
+enum {
+    MFS_KIND_VIEW = 1,
+    MFS_KIND_NEGATIVE = 2,
+    MFS_KIND_MANIFEST = 3,
+    MFS_KIND_FAILURE = 4,
+    MFS_KIND_MODEL = 5,
+};
 #define MFS_CACHE_FAILCTX_LEN 40
 
 /* Container version 2 (store.c): the payload is the file from offset 0;
@@ -142,10 +150,12 @@ void mfs_cache_wr_abort(mfs_cache_wr *w);
  * listing's) does not. */
 typedef enum mfs_cache_use { MFS_CACHE_LOOK, MFS_CACHE_USE } mfs_cache_use;
 
-/* Reads and validates the whole container at path (manifests: small);
- * 1 with a malloc'd payload, 0 absent or discarded as corrupt, -1 error. */
-int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, mfs_cache_use use,
-                         uint8_t **payload, uint64_t *len, mfs_err *err);
+/* Reads and validates the whole container under k's 'm' name (model
+ * entries and manifests: small); 1 with a malloc'd payload and its kind
+ * (MFS_KIND_MANIFEST or MFS_KIND_MODEL), 0 absent or discarded as corrupt,
+ * -1 error.  fd (may be NULL) receives the open file, the caller's. */
+int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, mfs_cache_use use,
+                         uint8_t **payload, uint64_t *len, int *kind, int *fd, mfs_err *err);
 
 /* stats_file.c: the stats file, set up at open and flushed at close. */
 void mfs_cache_sfile_open(mfs_cache *c);

@@ -1,4 +1,5 @@
-/* Manifests: what importing a model found, so a warm lookup skips import.
+/* Manifests and model entries: what importing a model found, so a warm
+ * lookup skips import, and the model's small views beside it.
  *
  * A model's full input list (its .mtl, .bin, textures) is known only after
  * importing it, yet the view keys are built from that list.  The manifest,
@@ -6,9 +7,17 @@
  * the list and the view keys; if every listed file still hashes the same,
  * the keys are right without importing again.
  *
- * Payload (little-endian, inside the kind-3 container of store.c):
+ * Written as a model entry (kind 5): the manifest, then the bytes of every
+ * view small enough to embed, so a small model costs one file, one inode
+ * and one block instead of one per view (docs/cache.md, "Small views inside the model entry").
+ * Payload, little-endian:
  *   u32 ndeps, then per dep:  u32 path_len, path, u64 size, 16-byte hash
- *   u32 nviews, then per view: u32 name_len, name, 16-byte key */
+ *   u32 nviews, then per view: u32 name_len, name, 16-byte key,
+ *                              u32 flags (bit 0: embedded), u64 offset, u64 length
+ *   the embedded views' bytes, each at its offset (from the payload's start,
+ *   which is the file's)
+ * Kind 3, the manifest of an older meshfs (views without flags, offset or
+ * length: every view in its own entry file), is still read. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -36,8 +45,39 @@ static void put_name(mfs_sink *s, const char *str)
     mfs_put(s, str ? str : "", n);
 }
 
-static void encode(mfs_sink *s, const mfs_cache_manifest *m)
+#define FLAG_EMBEDDED 1u
+/* Views a model entry keeps at most, and bytes embedded at most, counting
+ * those kept from an earlier run (store): a bound on what one load reads. */
+#define MAX_VIEWS 64
+#define MAX_EMBEDDED (16u * MFS_CACHE_EMBED_MAX)
+
+static uint64_t name_len(const char *s)
 {
+    return 4 + (s ? strlen(s) : 0);
+}
+
+/* The bytes before the first embedded view. */
+static uint64_t table_size(const mfs_cache_manifest *m)
+{
+    uint64_t n = 8;
+    for (uint32_t i = 0; i < m->ndeps; i++)
+        n += name_len(m->deps[i].path) + 8 + 16;
+    for (uint32_t i = 0; i < m->nviews; i++)
+        n += name_len(m->views[i].format) + 16 + 4 + 8 + 8;
+    return n;
+}
+
+/* Lays the embedded views out after the table (their offsets), then
+ * writes table and bytes. */
+static void encode(mfs_sink *s, mfs_cache_manifest *m)
+{
+    uint64_t at = table_size(m);
+    for (uint32_t i = 0; i < m->nviews; i++) {
+        mfs_cache_view *v = &m->views[i];
+        v->embedded = v->bytes != NULL;
+        v->offset = v->embedded ? at : 0;
+        at += v->embedded ? v->length : 0;
+    }
     mfs_put_u32(s, m->ndeps);
     for (uint32_t i = 0; i < m->ndeps; i++) {
         put_name(s, m->deps[i].path);
@@ -46,13 +86,20 @@ static void encode(mfs_sink *s, const mfs_cache_manifest *m)
     }
     mfs_put_u32(s, m->nviews);
     for (uint32_t i = 0; i < m->nviews; i++) {
-        put_name(s, m->views[i].format);
-        mfs_put(s, m->views[i].key.b, 16);
+        const mfs_cache_view *v = &m->views[i];
+        put_name(s, v->format);
+        mfs_put(s, v->key.b, 16);
+        mfs_put_u32(s, v->embedded ? FLAG_EMBEDDED : 0);
+        put_u64(s, v->offset);
+        put_u64(s, v->embedded ? v->length : 0);
     }
+    for (uint32_t i = 0; i < m->nviews; i++)
+        if (m->views[i].embedded)
+            mfs_put(s, m->views[i].bytes, (size_t)m->views[i].length);
 }
 
-int mfs_cache_manifest_store(mfs_cache *c, const mfs_cache_key *mk,
-                             const mfs_cache_manifest *m, mfs_err *err)
+static int write_entry(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest *m,
+                       mfs_cache_hit *hit, mfs_err *err)
 {
     mfs_sink s;
     mfs_sink_init_mem(&s);
@@ -64,11 +111,11 @@ int mfs_cache_manifest_store(mfs_cache *c, const mfs_cache_key *mk,
     size_t n;
     uint8_t *buf = mfs_sink_take(&s, &n);
     mfs_cache_wr w;
-    int r = mfs_cache_wr_begin(&w, c, mk, MFS_KIND_MANIFEST, err);
+    int r = mfs_cache_wr_begin(&w, c, mk, MFS_KIND_MODEL, err);
     if (r == 0 && (r = mfs_cache_wr_write(&w, buf, n, err)) < 0)
         mfs_cache_wr_abort(&w);
     else if (r == 0)
-        r = mfs_cache_wr_commit(&w, NULL, err);
+        r = mfs_cache_wr_commit(&w, hit, err);
     free(buf);
     mfs_sink_free(&s);
     return r < 0 ? mfs_err_prefix(err, "manifest") : 0;
@@ -120,8 +167,9 @@ static char *get_name(reader *r)
 }
 
 /* Counts are checked against the bytes left, so a bad count cannot make
- * us allocate more than the manifest could describe. */
-static int decode(reader *r, mfs_cache_manifest *m)
+ * us allocate more than the manifest could describe.  kind: MFS_KIND_MODEL
+ * or MFS_KIND_MANIFEST (no flags, offsets or lengths, nothing after). */
+static int decode(reader *r, int kind, mfs_cache_manifest *m)
 {
     uint32_t nd = get_u32(r);
     if (nd > (r->n - r->pos) / 28) /* 4 + 8 + 16 bytes per dep at least */
@@ -138,8 +186,9 @@ static int decode(reader *r, mfs_cache_manifest *m)
             return -1;
         memcpy(d->hash, h, 16);
     }
+    int model = kind == MFS_KIND_MODEL;
     uint32_t nv = get_u32(r);
-    if (r->bad || nv > (r->n - r->pos) / 20)
+    if (r->bad || nv > (r->n - r->pos) / (model ? 40 : 20))
         return -1;
     m->views = calloc(nv ? nv : 1, sizeof *m->views);
     if (!m->views)
@@ -151,30 +200,62 @@ static int decode(reader *r, mfs_cache_manifest *m)
         if (!v->format || !k)
             return -1;
         memcpy(v->key.b, k, 16);
+        if (!model)
+            continue;
+        uint32_t flags = get_u32(r);
+        v->offset = get_u64(r);
+        v->length = get_u64(r);
+        v->embedded = (flags & FLAG_EMBEDDED) != 0;
+        if (flags & ~FLAG_EMBEDDED)
+            return -1;
     }
-    return r->bad || r->pos != r->n ? -1 : 0;
+    if (r->bad)
+        return -1;
+    /* the embedded bytes lie after the table, inside the payload */
+    for (uint32_t i = 0; i < m->nviews; i++) {
+        const mfs_cache_view *v = &m->views[i];
+        if (v->embedded && (v->offset < r->pos || v->offset > r->n || v->length > r->n - v->offset))
+            return -1;
+    }
+    return model || r->pos == r->n ? 0 : -1;
+}
+
+/* The entry under mk read whole, checked and decoded: 1, 0 none, -1 error.
+ * buf (may be NULL) keeps the payload; fd (may be NULL) the open file. */
+static int read_entry(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_use use,
+                      mfs_cache_manifest *out, uint8_t **buf, int *fd, mfs_err *err)
+{
+    memset(out, 0, sizeof *out);
+    uint8_t *p;
+    uint64_t n;
+    int kind;
+    int r = mfs_cache_read_small(c, mk, use, &p, &n, &kind, fd, err);
+    if (r <= 0)
+        return r;
+    reader rd = {p, n, 0, 0};
+    if (decode(&rd, kind, out) < 0) {
+        /* The checksum held, so this is a writer bug or memory exhaustion,
+         * not disk damage: report it rather than silently missing. */
+        mfs_cache_manifest_free(out);
+        free(p);
+        if (fd && *fd >= 0)
+            close(*fd);
+        return mfs_errf(err, "manifest: undecodable payload (or out of memory)");
+    }
+    if (buf)
+        *buf = p;
+    else
+        free(p);
+    return 1;
 }
 
 static int load(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_use use,
                 mfs_cache_manifest *out, mfs_err *err)
 {
-    memset(out, 0, sizeof *out);
-    uint8_t *buf;
-    uint64_t n;
-    int r = mfs_cache_read_small(c, mk, MFS_KIND_MANIFEST, use, &buf, &n, err);
+    int r = read_entry(c, mk, use, out, NULL, NULL, err);
     if (r <= 0) {
         MFS_CACHE_STAT_ADD(c, manifest_misses, 1);
         return r < 0 ? mfs_err_prefix(err, "manifest") : 0;
-    }
-    reader rd = {buf, n, 0, 0};
-    r = decode(&rd, out);
-    free(buf);
-    if (r < 0) {
-        /* The checksum held, so this is a writer bug or memory exhaustion,
-         * not disk damage: report it rather than silently missing. */
-        mfs_cache_manifest_free(out);
-        MFS_CACHE_STAT_ADD(c, manifest_misses, 1);
-        return mfs_errf(err, "manifest: undecodable payload (or out of memory)");
     }
     MFS_CACHE_STAT_ADD(c, manifest_hits, 1);
     return 1;
@@ -190,6 +271,116 @@ int mfs_cache_manifest_peek(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_man
                             mfs_err *err)
 {
     return load(c, mk, MFS_CACHE_LOOK, out, err);
+}
+
+/* ---- storing, keeping what the entry held ----------------------------- */
+
+static int same_deps(const mfs_cache_manifest *a, const mfs_cache_manifest *b)
+{
+    if (a->ndeps != b->ndeps)
+        return 0;
+    for (uint32_t i = 0; i < a->ndeps; i++)
+        if (strcmp(a->deps[i].path, b->deps[i].path) || a->deps[i].size != b->deps[i].size ||
+            memcmp(a->deps[i].hash, b->deps[i].hash, 16))
+            return 0;
+    return 1;
+}
+
+static int has_key(const mfs_cache_manifest *m, uint32_t n, const mfs_cache_key *k)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!memcmp(m->views[i].key.b, k->b, 16))
+            return 1;
+    return 0;
+}
+
+int mfs_cache_manifest_store(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest *m,
+                             mfs_cache_hit *hit, mfs_err *err)
+{
+    /* What the entry under mk holds for the same inputs and m does not
+     * name stays: a run that made only the missing views (the others were
+     * cached) must not drop those, and two option sets sharing a cache
+     * keep both sets.  Two writers at once may still lose one's extra
+     * views (the last rename wins): that costs a conversion, never bytes. */
+    mfs_cache_manifest old, all = *m;
+    uint8_t *oldbuf = NULL;
+    memset(&old, 0, sizeof old);
+    mfs_err ignore;
+    mfs_err_clear(&ignore);
+    uint64_t embedded = 0;
+    for (uint32_t i = 0; i < m->nviews; i++)
+        embedded += m->views[i].bytes ? m->views[i].length : 0;
+    if (read_entry(c, mk, MFS_CACHE_LOOK, &old, &oldbuf, NULL, &ignore) == 1 &&
+        same_deps(&old, m) && old.nviews) {
+        all.views = calloc((size_t)m->nviews + old.nviews, sizeof *all.views);
+        if (!all.views) {
+            all = *m;
+        } else {
+            memcpy(all.views, m->views, m->nviews * sizeof *m->views);
+            for (uint32_t i = 0; i < old.nviews && all.nviews < MAX_VIEWS; i++) {
+                mfs_cache_view *v = &old.views[i];
+                if (has_key(&all, all.nviews, &v->key) ||
+                    (v->embedded && embedded + v->length > MAX_EMBEDDED))
+                    continue;
+                all.views[all.nviews] = *v;
+                all.views[all.nviews].bytes = v->embedded ? oldbuf + v->offset : NULL;
+                embedded += v->embedded ? v->length : 0;
+                all.nviews++;
+            }
+        }
+    }
+    int r = write_entry(c, mk, &all, hit, err);
+    if (all.views != m->views) {
+        for (uint32_t i = 0; i < m->nviews; i++) /* the offsets given */
+            m->views[i] = all.views[i];
+        free(all.views);
+    }
+    mfs_cache_manifest_free(&old);
+    free(oldbuf);
+    return r;
+}
+
+/* ---- a view inside a model entry -------------------------------------- */
+
+static int find_in(mfs_cache *c, const mfs_cache_key *mk, const mfs_cache_key *k,
+                   mfs_cache_use use, mfs_cache_hit *hit, mfs_err *err)
+{
+    *hit = (mfs_cache_hit){.fd = -1};
+    mfs_cache_manifest m;
+    int fd = -1;
+    int r = read_entry(c, mk, use, &m, NULL, use == MFS_CACHE_USE ? &fd : NULL, err);
+    if (r <= 0)
+        return r;
+    r = 0;
+    for (uint32_t i = 0; i < m.nviews; i++)
+        if (m.views[i].embedded && !memcmp(m.views[i].key.b, k->b, 16)) {
+            *hit = (mfs_cache_hit){.fd = fd, .offset = m.views[i].offset,
+                                   .length = m.views[i].length};
+            fd = -1;
+            r = 1;
+            break;
+        }
+    if (fd >= 0)
+        close(fd);
+    mfs_cache_manifest_free(&m);
+    return r;
+}
+
+int mfs_cache_lookup_in(mfs_cache *c, const mfs_cache_key *mk, const mfs_cache_key *k,
+                        mfs_cache_hit *hit, mfs_err *err)
+{
+    int r = find_in(c, mk, k, MFS_CACHE_USE, hit, err);
+    if (r == 1)
+        MFS_CACHE_STAT_ADD(c, hits, 1);
+    else
+        MFS_CACHE_STAT_ADD(c, misses, 1);
+    return r;
+}
+
+int mfs_cache_peek_in(mfs_cache *c, const mfs_cache_key *mk, const mfs_cache_key *k,
+                      mfs_cache_hit *hit, mfs_err *err)
+{
+    return find_in(c, mk, k, MFS_CACHE_LOOK, hit, err);
 }
 
 void mfs_cache_manifest_free(mfs_cache_manifest *m)

@@ -192,6 +192,13 @@ static size_t sink_write(char *p, size_t sz, size_t nm, void *u)
     return n;
 }
 
+/* Views, manifests and model entries (small views inside): never
+ * failures, which are each machine's own. */
+static int carried(int kind, int manifest)
+{
+    return manifest ? kind == MFS_KIND_MANIFEST || kind == MFS_KIND_MODEL : kind == MFS_KIND_VIEW;
+}
+
 /* The object in fd judged as a local entry would be; moves its record into
  * the xattr where the cache keeps records there.  NULL fine, else why not. */
 static const char *verify(mfs_remote *r, int fd, const mfs_cache_key *k, int manifest)
@@ -204,7 +211,7 @@ static const char *verify(mfs_remote *r, int fd, const mfs_cache_key *k, int man
     if (info.form != MFS_CACHE_FORM_TRAILER)
         return "not in the trailer form";
     /* failures are each machine's own: never taken from elsewhere */
-    if (info.kind != (manifest ? MFS_KIND_MANIFEST : MFS_KIND_VIEW))
+    if (!carried(info.kind, manifest))
         return "a kind the remote tier does not carry";
     if ((r->c->flags & MFS_CACHE_TRAILER_FORM) || atomic_load(&r->c->no_xattr))
         return NULL;
@@ -339,7 +346,7 @@ static void upload(mfs_remote *r, const job *j)
     const char *why = NULL;
     source s = {.fd = fd};
     if (mfs_cache_entry_check(fd, &j->key, j->manifest ? 'm' : 'e', &info, &why) != 1 ||
-        info.kind != (j->manifest ? MFS_KIND_MANIFEST : MFS_KIND_VIEW)) {
+        !carried(info.kind, j->manifest)) {
         close(fd); /* never failures, never a damaged entry */
         return;
     }

@@ -8,7 +8,8 @@
  *
  *   0   8  magic "mfscache"
  *   8   4  u32 container version (2)
- *  12   4  u32 kind (1 view, 2 negative, 3 manifest, 4 negative with context)
+ *  12   4  u32 kind (1 view, 2 negative, 3 manifest, 4 negative with context,
+ *                   5 model entry: a manifest embedding small views)
  *  16  16  key
  *  32   8  u64 payload length n
  *  40  16  XXH3-128 (canonical) of payload bytes 0..n-1 then record bytes 0..39
@@ -58,7 +59,7 @@ static uint64_t ld_u64(const uint8_t *p)
 
 static char kind_suffix(int kind)
 {
-    return kind == MFS_KIND_MANIFEST ? 'm' : 'e';
+    return kind == MFS_KIND_MANIFEST || kind == MFS_KIND_MODEL ? 'm' : 'e';
 }
 
 static void build_desc(uint8_t d[DESC], int kind, const mfs_cache_key *k, uint64_t len)
@@ -96,7 +97,7 @@ static int read_record(int fd, uint64_t size, uint8_t rec[REC], int *form)
 static int kind_fits(uint32_t kd, char suffix)
 {
     if (suffix == 'm')
-        return kd == MFS_KIND_MANIFEST;
+        return kd == MFS_KIND_MANIFEST || kd == MFS_KIND_MODEL;
     return kd == MFS_KIND_VIEW || kd == MFS_KIND_NEGATIVE || kd == MFS_KIND_FAILURE;
 }
 
@@ -662,12 +663,14 @@ void mfs_cache_hit_release(mfs_cache_hit *h)
     *h = (mfs_cache_hit){.fd = -1};
 }
 
-int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, mfs_cache_use use,
-                         uint8_t **payload, uint64_t *len, mfs_err *err)
+int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, mfs_cache_use use,
+                         uint8_t **payload, uint64_t *len, int *kind, int *fd_out, mfs_err *err)
 {
     char path[MFS_CACHE_PATH_MAX];
-    mfs_cache_key_path(k, kind_suffix(kind), path);
+    mfs_cache_key_path(k, 'm', path);
     *payload = NULL;
+    if (fd_out)
+        *fd_out = -1;
     int fd = open_ro(c, path);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
@@ -679,10 +682,10 @@ int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, mfs_cac
     mfs_cache_entry_info info;
     int ioerr;
     uint8_t *buf = NULL;
-    if (check_record(fd, k, kind_suffix(kind), rec, &info, &ioerr) || info.kind != kind ||
-        info.length > SMALL_MAX)
+    if (check_record(fd, k, 'm', rec, &info, &ioerr) || info.length > SMALL_MAX)
         goto corrupt;
     *len = info.length;
+    *kind = info.kind;
     if (!(buf = malloc(info.length ? (size_t)info.length : 1))) {
         close(fd);
         return mfs_errf(err, "cache: out of memory");
@@ -705,7 +708,10 @@ int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, int kind, mfs_cac
         goto corrupt;
     if (use == MFS_CACHE_USE)
         touch(fd);
-    close(fd);
+    if (fd_out)
+        *fd_out = fd;
+    else
+        close(fd);
     *payload = buf;
     return 1;
 corrupt:

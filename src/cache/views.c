@@ -31,6 +31,7 @@ typedef struct sig {
 typedef struct fmt_memo {
     int known;
     int ok;
+    int embedded;             /* inside the model entry (model.mk) */
     uint64_t size;
     mfs_cache_key key;
     char *reason;             /* failures only: most views have none, and a
@@ -47,6 +48,7 @@ typedef struct model {
     /* memo, valid while every input's sig is unchanged */
     int valid;
     char *fmi_model;          /* the fmi model= path the memo was made for */
+    mfs_cache_key mk;         /* the model entry the memo was made from */
     uint32_t ninputs;
     char **input_paths;
     sig *input_sigs;
@@ -320,12 +322,23 @@ static int entry_peek(const mfs_views *v, const mfs_cache_key *k, struct timespe
     return mfs_cache_peek(v->h.cache, k, hit, err);
 }
 
-static int entry_open(const mfs_views *v, const mfs_cache_key *k, mfs_cache_hit *hit,
-                      mfs_err *err)
+/* mk: the model entry the view is embedded in, or NULL (its own file) */
+static int entry_open(const mfs_views *v, const mfs_cache_key *mk, const mfs_cache_key *k,
+                      mfs_cache_hit *hit, mfs_err *err)
 {
     if (v->h.entry_open)
-        return v->h.entry_open(v->h.ctx, k, hit, err);
-    return mfs_cache_lookup(v->h.cache, k, hit, err);
+        return v->h.entry_open(v->h.ctx, mk, k, hit, err);
+    return mk ? mfs_cache_lookup_in(v->h.cache, mk, k, hit, err)
+              : mfs_cache_lookup(v->h.cache, k, hit, err);
+}
+
+/* The view with key k if the model entry embeds it. */
+static const mfs_cache_view *embedded_view(const mfs_cache_manifest *man, const mfs_cache_key *k)
+{
+    for (uint32_t i = 0; i < man->nviews; i++)
+        if (man->views[i].embedded && !memcmp(man->views[i].key.b, k->b, sizeof k->b))
+            return &man->views[i];
+    return NULL;
 }
 
 /* Who may read the views: the host's rule over the inputs' stats. */
@@ -362,9 +375,10 @@ static int memo_perm(const mfs_views *v, model *m)
     return 0;
 }
 
-/* Records the inputs' current sigs and each enabled format's entry state. */
+/* Records the inputs' current sigs and each enabled format's entry state:
+ * embedded in the model entry mk that man was read from, or its own entry. */
 static int memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man,
-                     const char *fmi_model)
+                     const mfs_cache_key *mk, const char *fmi_model)
 {
     memo_clear(m);
     m->input_paths = calloc(man->ndeps + 1, sizeof *m->input_paths);
@@ -387,6 +401,7 @@ static int memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man
     int prc = memo_perm(v, m);
     if (prc < 0)
         return prc;
+    m->mk = *mk;
     for (int f = 0; f < MFS_FMT_COUNT; f++) {
         if (!(v->h.formats & (1u << f)))
             continue;
@@ -395,13 +410,18 @@ static int memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man
         mfs_err_clear(&err);
         if (mfs_views_key(v, man->deps, man->ndeps, f, fmi_model, &key, &err) < 0)
             return -ENOMEM;
+        fmt_memo *fm = &m->fmt[f];
+        const mfs_cache_view *in = embedded_view(man, &key);
+        if (in) { /* nothing to open: the model entry was just read */
+            *fm = (fmt_memo){.known = 1, .ok = 1, .embedded = 1, .size = in->length, .key = key};
+            continue;
+        }
         mfs_cache_hit hit = {.fd = -1};
         /* less failures the host tries again, plus entries only it holds */
         if (entry_peek(v, &key, m->newest, &hit, &err) != 1) {
             mfs_cache_hit_release(&hit);
             continue;
         }
-        fmt_memo *fm = &m->fmt[f];
         fm->known = 1;
         fm->key = key;
         fm->ok = hit.reason == NULL;
@@ -461,7 +481,7 @@ static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, in
             mfs_cache_manifest_free(&man);
             return 1;
         }
-        rc = memo_fill(v, m, &man, fmi_model);
+        rc = memo_fill(v, m, &man, &mk, fmi_model);
         mfs_cache_manifest_free(&man);
         if (rc == -EAGAIN)
             continue;
@@ -491,8 +511,8 @@ static int remote_view(const mfs_views *v, const mfs_cache_manifest *man, const 
 static void remote_upload(const mfs_views *v, const model *m, unsigned need,
                           const mfs_cache_key *mk)
 {
-    for (int f = 0; f < MFS_FMT_COUNT; f++)
-        if ((need & (1u << f)) && m->fmt[f].known && m->fmt[f].ok)
+    for (int f = 0; f < MFS_FMT_COUNT; f++) /* embedded ones go with the manifest */
+        if ((need & (1u << f)) && m->fmt[f].known && m->fmt[f].ok && !m->fmt[f].embedded)
             mfs_remote_enqueue(v->h.remote, &m->fmt[f].key, 0);
     mfs_remote_enqueue(v->h.remote, mk, 1);
 }
@@ -531,10 +551,10 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         if (have == 1) {
             /* the manifest's keys were made with the options of its time:
              * recompute them for ours, then see which entries exist */
-            int rc = memo_fill(v, m, &man, fmi_model);
+            int rc = memo_fill(v, m, &man, &mk, fmi_model);
             if (rc == 0 && v->h.remote && (missing_formats(v, m) & (1u << format)) &&
                 remote_view(v, &man, fmi_model, format))
-                rc = memo_fill(v, m, &man, fmi_model);
+                rc = memo_fill(v, m, &man, &mk, fmi_model);
             mfs_cache_manifest_free(&man);
             if (rc == -EAGAIN)
                 continue;
@@ -564,7 +584,7 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         if (cur == 1 && (man.ndeps == 0 || man.deps[0].size != (uint64_t)st.st_size ||
                          memcmp(man.deps[0].hash, hash, 16) != 0))
             cur = 0;
-        int rc = cur == 1 ? memo_fill(v, m, &man, fmi_model) : -EAGAIN;
+        int rc = cur == 1 ? memo_fill(v, m, &man, &mk, fmi_model) : -EAGAIN;
         mfs_cache_manifest_free(&man);
         if (rc == 0 && v->h.remote)
             remote_upload(v, m, need, &mk);
@@ -636,7 +656,7 @@ mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *path, const char *f
         out = MFS_VIEW_HIT;
         if (mode != MFS_VIEW_OPEN)
             break;
-        int r = entry_open(v, &fm->key, &info->hit, err);
+        int r = entry_open(v, fm->embedded ? &m->mk : NULL, &fm->key, &info->hit, err);
         if (r == 1 && info->hit.fd >= 0 && info->hit.length == fm->size) {
             info->same_as_last = m->served[format] &&
                                  !memcmp(&m->served_key[format], &fm->key, sizeof fm->key);

@@ -61,6 +61,55 @@ int mfs_convstore_output(mfs_cache *c, const char *path, const mfs_cache_key *k,
     return mfs_cache_writer_commit(w, hit, err);
 }
 
+/* A small output read whole, to be embedded in the model entry: 0, or -1
+ * with err (the bytes are the caller's, *out). */
+static int read_small_output(const char *path, uint64_t size, uint8_t **out, mfs_err *err)
+{
+    const char *fmt = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return mfs_errf(err, "worker output .%s: %s", fmt, strerror(errno));
+    uint8_t *buf = malloc(size + 1); /* one more: a longer file shows */
+    size_t got = 0;
+    int rc = buf ? 0 : mfs_errf(err, "out of memory");
+    while (rc == 0 && got < size + 1) {
+        ssize_t r = read(fd, buf + got, size + 1 - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            rc = mfs_errf(err, "worker output .%s: %s", fmt, strerror(errno));
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (rc == 0 && got != size)
+        rc = mfs_errf(err, "worker output .%s: %llu bytes, report says %llu", fmt,
+                      (unsigned long long)got, (unsigned long long)size);
+    if (rc < 0) {
+        free(buf);
+        return -1;
+    }
+    *out = buf;
+    return 0;
+}
+
+/* One view's output filed: embedded in the model entry when small (its
+ * bytes kept in v until the entry is stored), else its own entry. */
+static int file_output(const mfs_convstore *h, const char *out, mfs_cache_view *v, uint64_t size,
+                       mfs_cache_hit *hit, mfs_err *err)
+{
+    if (size <= MFS_CACHE_EMBED_MAX) {
+        uint8_t *buf = NULL;
+        if (read_small_output(out, size, &buf, err) < 0)
+            return -1;
+        v->bytes = buf;
+        v->length = size;
+        return 0;
+    }
+    return mfs_convstore_output(h->cache, out, &v->key, size, hit, err);
+}
+
 static int file_results(const mfs_convstore *h, const char *relpath, const char *tmp,
                         const char *fmi_model, unsigned formats, const mfs_report *rep,
                         const mfs_dep *deps, uint32_t ndeps, mfs_cache_manifest *man,
@@ -89,8 +138,7 @@ static int file_results(const mfs_convstore *h, const char *relpath, const char 
         if (!reason) {
             mfs_err ferr;
             mfs_err_clear(&ferr);
-            if (mfs_convstore_output(h->cache, out, &v->key, rep->fmt[f].size,
-                                     &hits[man->nviews - 1], &ferr) < 0) {
+            if (file_output(h, out, v, rep->fmt[f].size, &hits[man->nviews - 1], &ferr) < 0) {
                 /* e.g. ENOSPC: this access fails with the reason and no
                  * partial entry; nothing negative is stored, because the
                  * cache's trouble says nothing about the model and the next
@@ -147,9 +195,33 @@ static int copy_deps(mfs_cache_manifest *man, const mfs_dep *d, uint32_t n)
     return 0;
 }
 
+/* The embedded views' bytes are the caller's until the entry is stored. */
+static void free_bytes(mfs_cache_manifest *man)
+{
+    for (uint32_t i = 0; i < man->nviews; i++) {
+        free((void *)man->views[i].bytes);
+        man->views[i].bytes = NULL;
+    }
+}
+
+/* Each embedded view's descriptor: the model entry's, at the view's offset. */
+static void embedded_hits(const mfs_cache_manifest *man, const mfs_cache_hit *entry,
+                          mfs_cache_hit *hits)
+{
+    for (uint32_t i = 0; i < man->nviews && i < MFS_FMT_COUNT; i++) {
+        const mfs_cache_view *v = &man->views[i];
+        if (!v->embedded || entry->fd < 0)
+            continue;
+        int fd = fcntl(entry->fd, F_DUPFD_CLOEXEC, 0);
+        if (fd >= 0)
+            hits[i] = (mfs_cache_hit){.fd = fd, .offset = v->offset, .length = v->length};
+    }
+}
+
 int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *tmp,
                        const char *fmi_model, unsigned formats, mfs_report *rep,
-                       mfs_cache_manifest *man, mfs_cache_hit hits[MFS_FMT_COUNT], mfs_err *err)
+                       mfs_cache_manifest *man, mfs_cache_key *mk_out,
+                       mfs_cache_hit hits[MFS_FMT_COUNT], mfs_err *err)
 {
     memset(man, 0, sizeof *man);
     for (int f = 0; f < MFS_FMT_COUNT; f++)
@@ -186,12 +258,30 @@ int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *
     if (rc < 0)
         for (int f = 0; f < MFS_FMT_COUNT; f++)
             mfs_cache_hit_release(&hits[f]);
+    mfs_cache_key mk;
+    if (rc == 0 && mfs_views_manifest_key(h->views, relpath, deps[0].size, deps[0].hash, &mk,
+                                          err) < 0)
+        rc = -1;
     if (rc == 0) {
-        mfs_cache_key mk;
-        if (mfs_views_manifest_key(h->views, relpath, deps[0].size, deps[0].hash, &mk, err) < 0 ||
-            mfs_cache_manifest_store(h->cache, &mk, man, err) < 0)
+        if (mk_out)
+            *mk_out = mk;
+        mfs_cache_hit entry = {.fd = -1};
+        mfs_err serr;
+        mfs_err_clear(&serr);
+        if (mfs_cache_manifest_store(h->cache, &mk, man, &entry, &serr) < 0) {
+            /* the small views were in it: they fail with it, as a view
+             * whose own entry could not be written does */
+            logf_(h, "cache: %s%s", serr.msg, "");
+            if (!machine)
+                mfs_errf(err, "cache: %s", serr.msg);
             machine = 1;
+            for (uint32_t i = 0; i < man->nviews; i++)
+                man->views[i].embedded = 0;
+        }
+        embedded_hits(man, &entry, hits);
+        mfs_cache_hit_release(&entry);
     }
+    free_bytes(man);
     return rc < 0 ? -1 : machine;
 }
 

@@ -61,10 +61,11 @@ int mfs_pins_peek(const mfs_cache_key *k, uint64_t *length);
 /* 1 with hit filled (a descriptor of the caller's own) if k is pinned. */
 int mfs_pins_open(const mfs_cache_key *k, mfs_cache_hit *hit);
 /* After a conversion of relpath stored its views (hits[i]: the commit's
- * descriptor for man->views[i], or fd -1): pins those the cache no longer
- * has, logs that the cache is too small, releases the rest. */
-void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_manifest *man,
-                   mfs_cache_hit *hits);
+ * descriptor for man->views[i], or fd -1) and its model entry mk: pins
+ * those the cache no longer has, logs that the cache is too small,
+ * releases the rest. */
+void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_key *mk,
+                   const mfs_cache_manifest *man, mfs_cache_hit *hits);
 
 /* ---- entry.c: an entry as the mount sees it ---- */
 
@@ -73,8 +74,10 @@ void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_manifest *ma
  * its length.  newest: the inputs' newest mtime.  Returns like the peek. */
 int mfs_entry_peek(mfs_fs *fs, const mfs_cache_key *k, struct timespec newest,
                    mfs_cache_hit *hit, mfs_err *err);
-/* mfs_cache_lookup, falling back to the pin when the cache has no entry. */
-int mfs_entry_lookup(mfs_fs *fs, const mfs_cache_key *k, mfs_cache_hit *hit, mfs_err *err);
+/* mfs_cache_lookup (mk NULL) or mfs_cache_lookup_in the model entry mk,
+ * falling back to the pin when the cache has no entry. */
+int mfs_entry_lookup(mfs_fs *fs, const mfs_cache_key *mk, const mfs_cache_key *k,
+                     mfs_cache_hit *hit, mfs_err *err);
 
 /* ---- failure.c: whether a remembered failure still stands ---- */
 

@@ -184,13 +184,14 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     mfs_convstore cs = {.ctx = fs, .cache = fs->cache, .views = fs->views, .hash_model = cs_hash,
                         .failctx = cs_failctx, .errtext = cs_errtext, .log = cs_log};
     mfs_cache_hit hits[MFS_FMT_COUNT];
-    rc = mfs_convstore_file(&cs, relpath, tmp, fmi_model, formats, &rep, man, hits, err);
+    mfs_cache_key mk;
+    rc = mfs_convstore_file(&cs, relpath, tmp, fmi_model, formats, &rep, man, &mk, hits, err);
     if (rc < 0) {
         mfs_report_free(&rep);
         rmdir(tmp);
         return -1;
     }
-    mfs_pins_keep(fs, relpath, man, hits); /* what the cache could not hold */
+    mfs_pins_keep(fs, relpath, &mk, man, hits); /* what the cache could not hold */
     mfs_report_free(&rep);
     rmdir(tmp);
     return rc;

@@ -19,9 +19,11 @@ int mfs_entry_peek(mfs_fs *fs, const mfs_cache_key *k, struct timespec newest,
     return r;
 }
 
-int mfs_entry_lookup(mfs_fs *fs, const mfs_cache_key *k, mfs_cache_hit *hit, mfs_err *err)
+int mfs_entry_lookup(mfs_fs *fs, const mfs_cache_key *mk, const mfs_cache_key *k,
+                     mfs_cache_hit *hit, mfs_err *err)
 {
-    int r = mfs_cache_lookup(fs->cache, k, hit, err);
+    int r = mk ? mfs_cache_lookup_in(fs->cache, mk, k, hit, err)
+               : mfs_cache_lookup(fs->cache, k, hit, err);
     if (r == 1)
         return r;
     mfs_cache_hit_release(hit);

@@ -110,9 +110,10 @@ static int host_peek(void *ctx, const mfs_cache_key *k, struct timespec newest,
     return mfs_entry_peek(ctx, k, newest, hit, err);
 }
 
-static int host_open(void *ctx, const mfs_cache_key *k, mfs_cache_hit *hit, mfs_err *err)
+static int host_open(void *ctx, const mfs_cache_key *mk, const mfs_cache_key *k,
+                     mfs_cache_hit *hit, mfs_err *err)
 {
-    return mfs_entry_lookup(ctx, k, hit, err);
+    return mfs_entry_lookup(ctx, mk, k, hit, err);
 }
 
 static void host_format_options(void *ctx, int format, const char *fmi_model, char *buf, size_t n)

@@ -7,7 +7,9 @@
  * handed over as it is: no copy, and its pages are the only cached copy of
  * the view.  An entry in the trailer form (a cache on a file system
  * without user xattrs) would show its trailer, so it is served by the
- * daemon, said once.
+ * daemon, said once; so is a small view inside its model's entry, at an
+ * offset (docs/cache.md, "Small views inside the model entry"), which is
+ * the design and not worth a line.
  *
  * The high-level API has no passthrough call, so the daemon registers the
  * file itself with FUSE_DEV_IOC_BACKING_OPEN on the session's descriptor
@@ -166,7 +168,7 @@ int mfs_pt_open(const char *path, const uint8_t key[16], int fd, uint64_t off, u
     }
     if (!whole_payload(fd, off, len)) {
         pthread_mutex_unlock(&lock);
-        if (atomic_exchange(&trailer_logged, 1) == 0)
+        if (off == 0 && atomic_exchange(&trailer_logged, 1) == 0)
             mfs_log(atomic_load(&mode) == MFS_PT_ON ? MFS_LOG_WARNING : MFS_LOG_INFO,
                     "reads of views: through the daemon for cache entries in the trailer form "
                     "(the cache's file system has no user xattrs; docs/cache.md)");

@@ -94,8 +94,8 @@ int mfs_pins_open(const mfs_cache_key *k, mfs_cache_hit *hit)
     return fd >= 0;
 }
 
-void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_manifest *man,
-                   mfs_cache_hit *hits)
+void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_key *mk,
+                   const mfs_cache_manifest *man, mfs_cache_hit *hits)
 {
     unsigned n = 0;
     uint64_t bytes = 0;
@@ -105,7 +105,9 @@ void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_manifest *ma
         mfs_cache_hit h = {.fd = -1};
         mfs_err err;
         mfs_err_clear(&err);
-        int there = mfs_cache_peek(fs->cache, &man->views[i].key, &h, &err) == 1;
+        const mfs_cache_view *v = &man->views[i];
+        int there = (v->embedded ? mfs_cache_peek_in(fs->cache, mk, &v->key, &h, &err)
+                                 : mfs_cache_peek(fs->cache, &v->key, &h, &err)) == 1;
         mfs_cache_hit_release(&h);
         if (there) {
             mfs_cache_hit_release(&hits[i]);

@@ -41,7 +41,7 @@ class CacheTool(TreeCase):
         for i in range(N):
             rel = f"m{i}.obj" if i % 2 else f"sub/m{i}.obj"
             with open(os.path.join(self.src, rel), "w") as f:
-                f.write(grid_obj(20 + 6 * i, i * 0.5))
+                f.write(grid_obj(60 + 6 * i, i * 0.5))  # .fmd > 16 KiB: an entry file of its own
             self.models.append(rel)
         self.views = sorted(m[:-4] + ".fmd" for m in self.models)
 

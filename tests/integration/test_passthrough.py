@@ -9,7 +9,8 @@ parallel dirops cold lookups of four models in one folder convert at once
 passthrough     by default (-o passthrough=auto; as root, Linux >= 6.9) the
                 kernel reads open views from their cache entry files: cat,
                 mmap, cp and cp -a give meshfs-convert's bytes and no READ
-                reaches the daemon; an open handle keeps its bytes when the
+                reaches the daemon; views small enough to live inside their
+                model's entry (16 KiB) are read through the daemon; an open handle keeps its bytes when the
                 model changes while a new open says EBUSY; without
                 CAP_SYS_ADMIN, with -o passthrough=off or for an entry in
                 the trailer form the daemon serves, and the log says which
@@ -167,12 +168,13 @@ def kernel_at_least(major, minor):
     return bool(m) and (int(m.group(1)), int(m.group(2))) >= (major, minor)
 
 
-def entry_files(cache):
-    """{path: bytes} of every view entry (.e) in the cache's version 2 directory."""
+def entry_files(cache, suffix=".e"):
+    """{path: bytes} of every view entry (.e), or model entry (".m"), in the
+    cache's version 2 directory."""
     out = {}
     for d, _, files in os.walk(os.path.join(cache, "v2")):
         for f in files:
-            if f.endswith(".e"):
+            if f.endswith(suffix):
                 out[os.path.join(d, f)] = read(os.path.join(d, f))
     return out
 
@@ -219,9 +221,6 @@ class Passthrough(Base):
             with open(self.v, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
                 self.assertEqual(len(mm), len(exp["grid.gmf"]))
                 self.assertEqual(mm[:], exp["grid.gmf"])
-            out = os.path.join(self.tmp, "copy.fmd")
-            subprocess.run(["cp", os.path.join(self.mnt, "props", "tetra.fmd"), out], check=True)
-            self.assertEqual(read(out), exp["tetra.fmd"])
             outa = os.path.join(self.tmp, "copy-a.gmf")
             subprocess.run(["cp", "-a", self.v, outa], check=True)
             self.assertEqual(read(outa), exp["grid.gmf"])
@@ -229,16 +228,28 @@ class Passthrough(Base):
             with open(self.v, "rb") as a, open(self.v, "rb") as b:
                 self.assertEqual(a.read(), b.read())
             s = m.stats()
-            self.assertEqual(s["passthrough_opens"], 7)
-            self.assertEqual(s["views_served"], 7)
+            self.assertEqual(s["passthrough_opens"], 6)
+            self.assertEqual(s["views_served"], 6)
             self.assertEqual(s["read_requests"], 0, "a read of a passthrough view reached the daemon")
+            # tetra.fmd (a few hundred bytes) lives inside its model's entry,
+            # at an offset: the daemon reads it
+            self.assertLess(len(exp["tetra.fmd"]), 16384)
+            out = os.path.join(self.tmp, "copy.fmd")
+            subprocess.run(["cp", os.path.join(self.mnt, "props", "tetra.fmd"), out], check=True)
+            self.assertEqual(read(out), exp["tetra.fmd"])
+            s = m.stats()
+            self.assertEqual((s["passthrough_opens"], s["views_served"]), (6, 7))
+            self.assertGreater(s["read_requests"], 0)
             log = m.output()
             self.assertEqual(log.count("reads of views:"), 1, log)
             self.assertIn("reads of views: passthrough", log)
             # the backing file is the cache entry itself: its whole content is the view
             entries = entry_files(self.cache)
-            for name in ("grid.gmf", "grid.vrt", "tetra.fmd"):
+            for name in ("grid.gmf", "grid.vrt"):
+                self.assertGreater(len(exp[name]), 16384)
                 self.assertIn(exp[name], entries.values(), name)
+            self.assertNotIn(exp["tetra.fmd"], entries.values())
+            self.assertTrue(any(exp["tetra.fmd"] in b for b in entry_files(self.cache, ".m").values()))
 
     def test_bare_option_and_on_pass_through(self):
         exp = self.converted("grid.gmf")["grid.gmf"]
@@ -275,7 +286,7 @@ class Passthrough(Base):
             old = read(self.v)
             with open(self.v, "rb") as f:
                 head = f.read(4096)
-                save(model, grid_obj(20))
+                save(model, grid_obj(40))
                 os.utime(model, ns=(os.stat(model).st_atime_ns, os.stat(model).st_mtime_ns + 10**9))
                 # the kernel binds one backing file to an inode while a
                 # passthrough handle is open, and fails any other open of it
@@ -297,6 +308,7 @@ class Passthrough(Base):
                     self.assertEqual(mm[:], old)
             new = read(self.v)  # the old handle closed: the new view opens
             self.assertNotEqual(new, old)
+            self.assertGreater(len(new), 16384)  # its own entry file, passed through
             self.assertEqual(len(new), os.stat(self.v).st_size)
             with open(self.v, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
                 self.assertEqual(mm[:], new)
@@ -340,20 +352,29 @@ class Passthrough(Base):
         # A cache on a file system without user xattrs keeps each record as
         # a trailer; the kernel would read it as the view's last bytes, so
         # such an entry is never passed through.
+        # Model entries (the small views inside) may be trailer-formed too.
+        save(os.path.join(self.src, "props", "grid2.obj"), grid_obj(50))
+        v2 = os.path.join(self.mnt, "props", "grid2.gmf")
+        small = os.path.join(self.mnt, "props", "tetra.gmf")
         with Mount(self.src, self.mnt, self.cache) as m:
-            exp = read(self.v)
+            exp, exp2, exp_small = read(self.v), read(v2), read(small)
         entries = entry_files(self.cache)
         path = next(p for p, b in entries.items() if b == exp)
         to_trailer_form(path)
         self.assertEqual(os.path.getsize(path), len(exp) + 56)
+        models = [p for p, b in entry_files(self.cache, ".m").items() if exp_small in b]
+        self.assertEqual(len(models), 1)
+        to_trailer_form(models[0])
         with Mount(self.src, self.mnt, self.cache, "log_level=info") as m:
             cat = subprocess.run(["cat", self.v], capture_output=True)
             self.assertEqual(cat.stdout, exp)
-            self.assertEqual(read(os.path.join(self.mnt, "props", "tetra.gmf")),
-                             read(os.path.join(self.mnt, "props", "tetra.gmf")))
+            self.assertEqual(read(v2), exp2)
+            self.assertEqual(read(v2), exp2)
+            self.assertEqual(read(small), exp_small)  # not one trailer byte more
             s = m.stats()
             self.assertGreater(s["read_requests"], 0)
-            self.assertEqual(s["passthrough_opens"], 2)  # tetra.gmf, twice
+            self.assertEqual(s["passthrough_opens"], 2)  # grid2.gmf, twice
+            self.assertEqual(s["conversions"], 0)
             self.assertEqual(s["cache_corrupt_discarded"], 0)
             self.assertIn("through the daemon for cache entries in the trailer form", m.output())
 

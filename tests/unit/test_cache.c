@@ -903,14 +903,14 @@ static void test_manifest(void **state)
         assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, names[i], &st, deps[i].hash, NULL), 0);
         deps[i].size = (uint64_t)st.st_size;
     }
-    mfs_cache_view views[2] = {{"fmd", {{0}}}, {"gmf", {{0}}}};
+    mfs_cache_view views[2] = {{.format = "fmd"}, {.format = "gmf"}};
     mfs_cache_view_key(deps, 3, "fmd", "pretrans;", "v1", &views[0].key, NULL);
     mfs_cache_view_key(deps, 3, "gmf", "", "v1", &views[1].key, NULL);
     mfs_cache_key mk;
     mfs_cache_manifest_key("car.obj", deps[0].size, deps[0].hash, "pretrans;", "v1", &mk, NULL);
     mfs_cache_manifest m = {deps, 3, views, 2}, got;
     assert_int_equal(mfs_cache_manifest_load(c, &mk, &got, NULL), 0);
-    assert_int_equal(mfs_cache_manifest_store(c, &mk, &m, NULL), 0);
+    assert_int_equal(mfs_cache_manifest_store(c, &mk, &m, NULL, NULL), 0);
     mfs_cache_close(c);
 
     c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);

@@ -27,7 +27,13 @@
 #define FMT_B MFS_FMT_GMF
 #define MODEL "sub/car.obj"
 
-typedef enum behaviour { CONVERT_OK, CONVERT_MODEL_FAILS, CONVERT_MACHINE_FAILS } behaviour;
+/* CONVERT_EMBED: as CONVERT_OK, the views embedded in the model entry */
+typedef enum behaviour {
+    CONVERT_OK,
+    CONVERT_MODEL_FAILS,
+    CONVERT_MACHINE_FAILS,
+    CONVERT_EMBED,
+} behaviour;
 
 typedef struct fx {
     char base[256], root[300], dir[300];
@@ -93,6 +99,7 @@ static int fake_convert(void *ctx, const char *model, const char *fmi_model, uns
     man->deps[0].size = (uint64_t)st.st_size;
     man->ndeps = 1;
     int machine = 0;
+    char payloads[MFS_FMT_COUNT][64];
     for (int k = 0; k < MFS_FMT_COUNT; k++) {
         if (!(formats & (1u << k)))
             continue;
@@ -106,16 +113,24 @@ static int fake_convert(void *ctx, const char *model, const char *fmi_model, uns
                 mfs_errf(err, "disk full");
             machine = 1;
         } else {
-            char payload[64];
-            int n = snprintf(payload, sizeof payload, "%s:%llu", v->format,
+            char *payload = payloads[man->nviews - 1];
+            int n = snprintf(payload, sizeof payloads[0], "%s:%llu", v->format,
                              (unsigned long long)st.st_size);
-            assert_int_equal(mfs_cache_store(f->cache, &v->key, payload, (size_t)n, NULL, err), 0);
+            if (f->how == CONVERT_EMBED) {
+                v->bytes = payload;
+                v->length = (uint64_t)n;
+            } else {
+                assert_int_equal(mfs_cache_store(f->cache, &v->key, payload, (size_t)n, NULL, err),
+                                 0);
+            }
         }
     }
     mfs_cache_key mk;
     assert_int_equal(mfs_views_manifest_key(f->views, model, man->deps[0].size,
                                             man->deps[0].hash, &mk, err), 0);
-    assert_int_equal(mfs_cache_manifest_store(f->cache, &mk, man, err), 0);
+    assert_int_equal(mfs_cache_manifest_store(f->cache, &mk, man, NULL, err), 0);
+    for (uint32_t i = 0; i < man->nviews; i++)
+        man->views[i].bytes = NULL; /* payloads[] ends here */
     return machine;
 }
 
@@ -230,6 +245,38 @@ static void test_miss_then_hit(void **state)
     assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_HIT);
     assert_int_equal(atomic_load(&f->converts), 2);
     assert_int_equal(info.size, strlen("fmd:42"));
+}
+
+/* Views embedded in the model entry: opened at their offset in it, known
+ * to a listing and to a fresh resolver without a conversion. */
+static void test_embedded_views(void **state)
+{
+    fx *f = *state;
+    f->how = CONVERT_EMBED;
+    mfs_view_info info;
+    mfs_err err;
+    char got[64] = {0};
+    assert_int_equal(resolve(f, FMT_B, MFS_VIEW_OPEN, &info, &err), MFS_VIEW_HIT);
+    assert_int_equal(info.size, strlen("gmf:32"));
+    assert_true(info.hit.fd >= 0);
+    assert_true(info.hit.offset > 0); /* inside the model entry, after its table */
+    assert_int_equal(pread(info.hit.fd, got, 6, (off_t)info.hit.offset), 6);
+    assert_string_equal(got, "gmf:32");
+    mfs_cache_hit_release(&info.hit);
+    mfs_views_free(f->views);
+    f->views = new_views(f);
+    f->forbid = 1;
+    struct stat mst;
+    assert_int_equal(mfs_views_known(f->views, MODEL, "sub/car", FMT_A, MFS_VIEW_INPUTS_STAT,
+                                     &mst, &info, NULL),
+                     MFS_VIEW_HIT);
+    assert_int_equal(info.size, strlen("fmd:32"));
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_OPEN, &info, &err), MFS_VIEW_HIT);
+    memset(got, 0, sizeof got);
+    assert_int_equal(pread(info.hit.fd, got, 6, (off_t)info.hit.offset), 6);
+    assert_string_equal(got, "fmd:32");
+    mfs_cache_hit_release(&info.hit);
+    assert_int_equal(atomic_load(&f->converts), 1);
 }
 
 static void test_model_failure_is_remembered(void **state)
@@ -538,6 +585,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_listing_never_converts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listing_knows_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_key_recipe, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_embedded_views, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memo_cap_evicts_and_answers_stay_right, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_memo_never_evicts_a_record_in_use, setup, teardown),
