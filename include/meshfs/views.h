@@ -82,6 +82,9 @@ typedef struct mfs_view_info {
     uid_t uid;
     gid_t gid;
     int errnum;             /* FAILED_MACHINE: ENOENT when the model is gone, else EIO */
+    int model_cold;         /* the listing query's MISS: nothing of the model is
+                               known (or it is converting), so its other views
+                               are not worth asking about in this listing */
 } mfs_view_info;
 
 /* Who may read a model's views (the host's rule), from its inputs' stats:
@@ -175,8 +178,12 @@ mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *model, const char *
 
 /* The listing query: what is known without converting, hashing a source or
  * waiting (the memo if current, else the manifest and entry answered from
- * the stat index alone); MISS otherwise.  model_st receives the model's
- * stat (with MFS_VIEW_INPUTS_CHECKED it is given).  err may be NULL. */
+ * the stat index alone); MISS otherwise, with info->model_cold when that
+ * holds for every view of the model.  A model the resolver holds no record
+ * of and whose hash the stat index does not know costs no record (a cold
+ * folder of 20,000 models is listed without filling the memo).  model_st
+ * receives the model's stat (with MFS_VIEW_INPUTS_CHECKED it is given).
+ * err may be NULL. */
 mfs_view_outcome mfs_views_known(mfs_views *v, const char *model, const char *fmi_model,
                                  int format, mfs_view_inputs inputs, struct stat *model_st,
                                  mfs_view_info *info, mfs_err *err);

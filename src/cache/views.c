@@ -192,8 +192,9 @@ static void evict_locked(mfs_views *v)
     }
 }
 
-/* The model's record, held (refs) until put_model. */
-static model *get_model(mfs_views *v, const char *path)
+/* The model's record, held (refs) until put_model; made if there is none
+ * and create says so (else NULL). */
+static model *find_model(mfs_views *v, const char *path, int create)
 {
     unsigned b = bucket_of(path);
     pthread_mutex_lock(&v->lock);
@@ -202,7 +203,7 @@ static model *get_model(mfs_views *v, const char *path)
         m = m->next;
     if (m) {
         lru_unlink(v, m);
-    } else {
+    } else if (create) {
         m = calloc(1, sizeof *m);
         if (m && !(m->path = strdup(path))) {
             free(m);
@@ -222,6 +223,11 @@ static model *get_model(mfs_views *v, const char *path)
     }
     pthread_mutex_unlock(&v->lock);
     return m;
+}
+
+static model *get_model(mfs_views *v, const char *path)
+{
+    return find_model(v, path, 1);
 }
 
 static void put_model(mfs_views *v, model *m)
@@ -456,7 +462,8 @@ static int made_failure(const mfs_views *v, const model *m, unsigned need)
 
 /* ---- tier 2: the local cache, from the stat index alone ---- */
 
-/* 0: the memo now answers for `format`; 1: not without work; -errno. */
+/* 0: the memo now answers for `format`; 1: not without work; 2: nothing
+ * of the model is known without work; -errno. */
 static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, int format)
 {
     mfs_err err;
@@ -468,7 +475,7 @@ static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, in
         if (rc < 0)
             return rc;
         if (!S_ISREG(st.st_mode) || !mfs_cache_file_hash_known(v->h.cache, &st, hash))
-            return 1;
+            return 2;
         mfs_cache_key mk;
         if (mfs_views_manifest_key(v, m->path, (uint64_t)st.st_size, hash, &mk, &err) < 0)
             return -EIO;
@@ -476,10 +483,10 @@ static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, in
         memset(&man, 0, sizeof man);
         /* a listing looks, it does not use: no LRU stamp */
         if (mfs_cache_manifest_peek(v->h.cache, &mk, &man, &err) != 1)
-            return 1;
+            return 2;
         if (mfs_cache_manifest_known(v->h.cache, v->h.rootfd, &man, &err) != 1) {
             mfs_cache_manifest_free(&man);
-            return 1;
+            return 2;
         }
         rc = memo_fill(v, m, &man, &mk, fmi_model);
         mfs_cache_manifest_free(&man);
@@ -693,17 +700,25 @@ mfs_view_outcome mfs_views_known(mfs_views *v, const char *path, const char *fmi
     memset(info, 0, sizeof *info);
     info->hit.fd = -1;
     /* the model first: a model that is not there costs no record */
+    info->model_cold = 1;
     if (inputs == MFS_VIEW_INPUTS_STAT &&
         v->h.stat_path(v->h.ctx, path, MFS_VIEW_PATH_MODEL, model_st) < 0)
         return MFS_VIEW_MISS;
-    model *m = get_model(v, path);
-    if (!m)
-        return MFS_VIEW_MISS;
+    model *m = find_model(v, path, 0);
+    if (!m) {
+        /* no record: only the cache can know it, and only by the model's
+         * hash in the stat index; without that, no record is made */
+        uint8_t hash[16];
+        if (!S_ISREG(model_st->st_mode) ||
+            !mfs_cache_file_hash_known(v->h.cache, model_st, hash) || !(m = get_model(v, path)))
+            return MFS_VIEW_MISS;
+    }
     /* never wait: a held model is converting, and a listing must not */
     if (pthread_mutex_trylock(&m->lock) != 0) {
         put_model(v, m);
         return MFS_VIEW_MISS;
     }
+    info->model_cold = 0;
     mfs_view_outcome out = MFS_VIEW_MISS;
     int current = inputs == MFS_VIEW_INPUTS_CHECKED
                       ? m->valid && !strcmp(m->fmi_model, fmi_model)
@@ -712,8 +727,11 @@ mfs_view_outcome mfs_views_known(mfs_views *v, const char *path, const char *fmi
      * current memo already holds every entry the cache had for these
      * inputs (memo_fill peeks each format), so a view it lacks is not
      * looked for again: the resolve that follows finds or makes it. */
-    if (!current)
-        current = refresh_known(v, m, fmi_model, format) == 0;
+    if (!current) {
+        int r = refresh_known(v, m, fmi_model, format);
+        current = r == 0;
+        info->model_cold = r == 2;
+    }
     const fmt_memo *fm = &m->fmt[format];
     if (current && fm->known) {
         info_fill(m, fm, info);

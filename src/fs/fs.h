@@ -181,7 +181,8 @@ mfs_view_outcome mfs_view_get(mfs_fs *fs, const char *dir, const char *name, con
 
 /* A view's attributes if they are known without converting, hashing or
  * waiting (mfs_views_known: HIT or FAILED_MODEL): 1 with *st filled, else
- * 0.  For listings with attributes (readdirplus).  model_st receives the
+ * 0, or -1 when nothing of the model is known (its other views need not be
+ * asked about).  For listings with attributes (readdirplus).  model_st receives the
  * model file's stat; with MFS_VIEW_INPUTS_CHECKED the caller has just had
  * a 1 for another view of the same model and passes that call's model_st
  * back, so neither the model nor its inputs are stat'ed again. */

@@ -144,8 +144,8 @@ static int model_known(mfs_fs *fs, const char *dir, const pkg_model *pm, uint64_
     for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
         mfs_view_ref ref = {(char *)pm->model, (char *)pm->base, mfs_lgepkg_formats[k]};
         struct stat st;
-        if (!mfs_view_cached_stat(fs, dir, &ref, &mst,
-                                  k > 0 ? MFS_VIEW_INPUTS_CHECKED : MFS_VIEW_INPUTS_STAT, &st))
+        if (mfs_view_cached_stat(fs, dir, &ref, &mst,
+                                 k > 0 ? MFS_VIEW_INPUTS_CHECKED : MFS_VIEW_INPUTS_STAT, &st) <= 0)
             return 0;
         sizes[k] = (uint64_t)st.st_size;
         newer(mtime, st.st_mtim);

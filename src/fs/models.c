@@ -197,7 +197,7 @@ int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,
     mfs_view_outcome o = mfs_views_known(fs->views, path, fmi_model, ref->format, inputs,
                                          model_st, &info, NULL);
     if (o == MFS_VIEW_MISS)
-        return 0;
+        return info.model_cold ? -1 : 0;
     mfs_view_stat(model_st, &info, ref->format, st);
     return 1;
 }

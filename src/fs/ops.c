@@ -347,7 +347,8 @@ static int op_releasedir(const char *path, struct fuse_file_info *fi)
     return 0;
 }
 
-/* With readdirplus the attributes travel with the listing, saving a LOOKUP
+/* 1 attributes known, 0 not, -1 nothing of d's model is known.
+ * With readdirplus the attributes travel with the listing, saving a LOOKUP
  * per name for `ls -l` and `find -ls`.  Only attributes known without work
  * are sent: a source entry's own, a view's if its model's memo is current
  * or the cache answers without reading the model.  A cold view is listed by
@@ -390,6 +391,7 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
         return 0;
     int plus = (flags & FUSE_READDIR_PLUS) != 0;
     const char *checked = NULL; /* model whose inputs the last view checked */
+    const char *cold = NULL;    /* model the last view found nothing of */
     struct stat model_st;       /* and that model file's stat */
     for (size_t i = off > 2 ? (size_t)off - 2 : 0; i < h->n; i++) {
         const dent *d = &h->e[i];
@@ -398,9 +400,11 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
         if (fs->cfg.hide_failed && d->is_view && d->view.format != MFS_FS_LGEPKG &&
             mfs_view_known_failed(fs, h->dir, &d->view))
             continue; /* -o hide_failed: a view known to have failed is not listed */
-        if (plus) {
+        if (plus && !(d->is_view && cold && !strcmp(cold, d->view.model))) {
             int same = d->is_view && checked && !strcmp(checked, d->view.model);
             have = plus_attr(fs, h, d, &model_st, same, &st);
+            cold = d->is_view && have < 0 ? d->view.model : NULL;
+            have = have > 0;
             checked = d->is_view && have ? d->view.model : NULL;
             if (have && d->is_view) {
                 char vpath[4200];

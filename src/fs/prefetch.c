@@ -179,7 +179,7 @@ static int prefetch_one(mfs_fs *fs, const item *it)
     mfs_view_ref ref = {.model = it->model, .base = it->base, .format = it->format};
     struct stat mst, st;
     /* warm or failed since it was queued (a reader got to it first) */
-    if (mfs_view_cached_stat(fs, it->f->dir, &ref, &mst, MFS_VIEW_INPUTS_STAT, &st))
+    if (mfs_view_cached_stat(fs, it->f->dir, &ref, &mst, MFS_VIEW_INPUTS_STAT, &st) > 0)
         return DONE;
     mfs_view_info vi;
     mfs_err err;
@@ -310,7 +310,7 @@ void mfs_prefetch_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
     if (!pf || ref->format == MFS_FS_LGEPKG || atomic_load(&pf->stop) || !mark_fresh(pf, dir, 0))
         return;
     struct stat mst, st;
-    if (mfs_view_cached_stat(fs, dir, ref, &mst, MFS_VIEW_INPUTS_STAT, &st))
+    if (mfs_view_cached_stat(fs, dir, ref, &mst, MFS_VIEW_INPUTS_STAT, &st) > 0)
         return; /* warm: no conversion is coming, the mark waits for one */
     if (!mark_fresh(pf, dir, 1))
         return; /* another stat of this listing took it */
@@ -331,7 +331,7 @@ void mfs_prefetch_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
                 continue;
             mfs_view_ref r = {.model = models[i].model, .base = models[i].base,
                               .format = ref->format};
-            if (mfs_view_cached_stat(fs, dir, &r, &mst, MFS_VIEW_INPUTS_STAT, &st))
+            if (mfs_view_cached_stat(fs, dir, &r, &mst, MFS_VIEW_INPUTS_STAT, &st) > 0)
                 continue;
             want[nw] = models[i].model;
             wbase[nw] = models[i].base;
