@@ -61,6 +61,9 @@ typedef enum mfs_view_inputs {
     MFS_VIEW_INPUTS_CHECKED, /* the previous query, for another view of the
                                 same model, just did and said HIT or
                                 FAILED_MODEL: model_st is that call's */
+    MFS_VIEW_INPUTS_GIVEN,   /* model_st is the model's stat, just taken by
+                                the caller (a listing that stat'ed the
+                                model's own entry); its inputs are stat'ed */
 } mfs_view_inputs;
 
 /* Which kind of path the host is to stat. */

@@ -87,8 +87,51 @@ static int stat_and_close(int fd, struct stat *st)
     return rc;
 }
 
+/* The folder this thread's listing walks (mfs_beneath_walk_begin). */
+static _Thread_local int walk_fd = -1;
+static _Thread_local char walk_dir[4096];
+static _Thread_local size_t walk_len;
+
+void mfs_beneath_walk_begin(const mfs_fs *fs, const char *dir)
+{
+    mfs_beneath_walk_end();
+    size_t len = strlen(dir);
+    if (len >= sizeof walk_dir)
+        return;
+    walk_fd = mfs_beneath_open(fs, dir, O_PATH | O_DIRECTORY);
+    memcpy(walk_dir, dir, len + 1);
+    walk_len = len;
+}
+
+void mfs_beneath_walk_end(void)
+{
+    if (walk_fd >= 0)
+        close(walk_fd);
+    walk_fd = -1;
+}
+
+/* rel's name if rel is a name directly in the walked folder, else NULL. */
+static const char *in_walk(const char *rel)
+{
+    const char *name = rel;
+    if (walk_len) {
+        if (strncmp(rel, walk_dir, walk_len) != 0 || rel[walk_len] != '/')
+            return NULL;
+        name = rel + walk_len + 1;
+    }
+    if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+        return NULL;
+    return name;
+}
+
 int mfs_beneath_stat(const mfs_fs *fs, const char *rel, struct stat *st)
 {
+    /* A name in the folder a listing walks: one fstatat on the folder,
+     * which was opened beneath SRC with no link followed; the name itself
+     * is not followed either, so this is the same answer as below. */
+    const char *name = walk_fd >= 0 ? in_walk(rel) : NULL;
+    if (name)
+        return fstatat(walk_fd, name, st, AT_SYMLINK_NOFOLLOW);
     /* O_PATH|O_NOFOLLOW: a final link is opened as itself, so it can be
      * stat'ed (and read) but never followed */
     return stat_and_close(mfs_beneath_open(fs, rel, O_PATH), st);

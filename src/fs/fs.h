@@ -121,7 +121,9 @@ void mfs_dirmaps_stats(mfs_dirmaps *d, uint64_t *tables, uint64_t *names, uint64
 int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref);
 
 /* One listed name.  st has st_ino and the type bits of st_mode; view is
- * NULL for a passed-through entry. */
+ * NULL for a passed-through entry.  It may be called with the folder
+ * tables' lock held: it copies what it needs and must not block, take a
+ * lock or call into the fs layer. */
 typedef int (*mfs_dir_fill)(void *ctx, const char *name, const struct stat *st,
                             const mfs_view_ref *view);
 
@@ -210,6 +212,12 @@ mode_t mfs_perm_narrow(mode_t perm, uid_t vuid, gid_t vgid, uid_t fuid, gid_t fg
 int mfs_beneath_open(const mfs_fs *fs, const char *rel, int flags);
 /* lstat of such a path; 0 or -1 with errno. */
 int mfs_beneath_stat(const mfs_fs *fs, const char *rel, struct stat *st);
+/* Between these, on this thread, mfs_beneath_stat of a name directly in
+ * dir costs one fstatat on dir's descriptor (opened beneath SRC at begin)
+ * instead of a resolution from SRC: a listing stats every name of its
+ * folder.  Same answers; paths elsewhere as usual. */
+void mfs_beneath_walk_begin(const mfs_fs *fs, const char *dir);
+void mfs_beneath_walk_end(void);
 /* readlink of such a path (no NUL added); length or -1 with errno. */
 ssize_t mfs_beneath_readlink(const mfs_fs *fs, const char *rel, char *buf, size_t n);
 

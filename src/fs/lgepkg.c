@@ -137,12 +137,12 @@ static void *resolver(void *arg)
 
 /* Is every view of model pm known without work?  perm: narrowed by the
  * views' read bits for a package owned like dst. */
-static int model_known(mfs_fs *fs, const char *dir, const pkg_model *pm, uint64_t sizes[4],
+static int model_known(mfs_fs *fs, const char *dir, const mfs_dir_model *dm, uint64_t sizes[4],
                        struct timespec *mtime, const struct stat *dst, mode_t *perm)
 {
     struct stat mst;
     for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
-        mfs_view_ref ref = {(char *)pm->model, (char *)pm->base, mfs_lgepkg_formats[k]};
+        mfs_view_ref ref = {dm->model, dm->base, mfs_lgepkg_formats[k]};
         struct stat st;
         if (mfs_view_cached_stat(fs, dir, &ref, &mst,
                                  k > 0 ? MFS_VIEW_INPUTS_CHECKED : MFS_VIEW_INPUTS_STAT, &st) <= 0)
@@ -166,7 +166,7 @@ static void pkg_resolve(pkg *p, mfs_view_mode mode)
         uint64_t sizes[4];
         struct timespec t = {0, 0};
         mode_t perm = 0;
-        cold += !model_known(p->fs, p->dir, &p->m[i], sizes, &t, &p->dir_st, &perm);
+        cold += !model_known(p->fs, p->dir, &p->list[i], sizes, &t, &p->dir_st, &perm);
     }
     size_t nth = cold < p->fs->cfg.convert_jobs ? cold : p->fs->cfg.convert_jobs;
     if (nth > MAX_FANOUT)
@@ -317,8 +317,12 @@ int mfs_lgepkg_attr(mfs_fs *fs, const char *dir, struct stat *st)
 
 int mfs_lgepkg_cached_stat(mfs_fs *fs, const char *dir, struct stat *st)
 {
+    /* the folder's models alone, not pkg_list's per-model records (about
+     * 1 KiB each, with room for the views and a reason): a listing asks
+     * this of a folder that may hold 20,000 models */
     pkg p;
-    if (pkg_list(fs, dir, &p) < 0)
+    memset(&p, 0, sizeof p);
+    if (mfs_beneath_stat(fs, dir, &p.dir_st) < 0 || mfs_dirmap_models(fs, dir, &p.list, &p.n) < 0)
         return 0;
     uint64_t *sizes = calloc(p.n ? p.n * MFS_LGEPKG_CHUNKS : 1, sizeof *sizes);
     struct timespec mtime = p.dir_st.st_mtim;
@@ -327,7 +331,7 @@ int mfs_lgepkg_cached_stat(mfs_fs *fs, const char *dir, struct stat *st)
     int known = sizes != NULL;
     for (size_t i = 0; known && i < p.n; i++) {
         uint64_t *s = sizes + packed * MFS_LGEPKG_CHUNKS;
-        known = model_known(fs, dir, &p.m[i], s, &mtime, &p.dir_st, &perm);
+        known = model_known(fs, dir, &p.list[i], s, &mtime, &p.dir_st, &perm);
         /* every writer of the four emits a header, so only a failed view
          * (shown empty, its reason in user.meshfs.error) has size 0 */
         if (known && s[0] && s[1] && s[2] && s[3])

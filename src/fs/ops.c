@@ -199,7 +199,39 @@ typedef struct dirh {
     size_t n, cap;
     int listed;
     int err;                /* collect ran out of memory */
+    /* readdirplus: the stats of the passed-through entries, which come
+     * first (sorted by name), as this listing took them; a view's query
+     * then need not stat its model again */
+    size_t nsrc;
+    struct stat *src_st;    /* nsrc, made at the first stat */
+    unsigned char *src_have;
+    struct chunk *chunks;   /* the names' storage, newest first */
 } dirh;
+
+/* The names of a listing live in a few large blocks, not one allocation
+ * each: a 20,000-model folder lists 180,000 names, and their mallocs and
+ * frees were a tenth of its first listing. */
+#define CHUNK_BYTES (256 * 1024)
+typedef struct chunk {
+    struct chunk *next;
+    size_t used, cap;
+    char data[];
+} chunk;
+
+static char *names_alloc(dirh *h, size_t n)
+{
+    if (!h->chunks || h->chunks->cap - h->chunks->used < n) {
+        size_t cap = n > CHUNK_BYTES ? n : CHUNK_BYTES;
+        chunk *c = malloc(sizeof *c + cap);
+        if (!c)
+            return NULL;
+        *c = (chunk){h->chunks, 0, cap};
+        h->chunks = c;
+    }
+    char *p = h->chunks->data + h->chunks->used;
+    h->chunks->used += n;
+    return p;
+}
 
 /* Listing handles open now, and the names they hold (stats xattr).  A
  * handle's snapshot lives from opendir to releasedir: the kernel holds it
@@ -211,13 +243,59 @@ static atomic_uint_least64_t listing_handles, listing_names;
 static void dirh_clear(dirh *h)
 {
     atomic_fetch_sub(&listing_names, h->n);
-    for (size_t i = 0; i < h->n; i++)
-        free(h->e[i].name);
+    while (h->chunks) {
+        chunk *c = h->chunks;
+        h->chunks = c->next;
+        free(c);
+    }
     free(h->e);
+    free(h->src_st);
+    free(h->src_have);
     h->e = NULL;
-    h->n = h->cap = 0;
+    h->src_st = NULL;
+    h->src_have = NULL;
+    h->n = h->cap = h->nsrc = 0;
     h->listed = 0;
     h->err = 0;
+}
+
+/* The stat this listing took of a passed-through entry named name, if it
+ * has one. */
+static const struct stat *listed_stat(const dirh *h, const char *name)
+{
+    if (!h->src_have)
+        return NULL;
+    size_t lo = 0, hi = h->nsrc;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(h->e[mid].name, name);
+        if (c == 0)
+            return h->src_have[mid] ? &h->src_st[mid] : NULL;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static void keep_listed_stat(dirh *h, size_t i, const struct stat *st)
+{
+    if (i >= h->nsrc)
+        return;
+    if (!h->src_st) {
+        h->src_st = malloc(h->nsrc * sizeof *h->src_st);
+        h->src_have = calloc(h->nsrc, 1);
+        if (!h->src_st || !h->src_have) {
+            free(h->src_st);
+            free(h->src_have);
+            h->src_st = NULL;
+            h->src_have = NULL;
+            return;
+        }
+    }
+    h->src_st[i] = *st;
+    h->src_have[i] = 1;
 }
 
 static int collect(void *ctx, const char *name, const struct stat *partial,
@@ -234,11 +312,12 @@ static int collect(void *ctx, const char *name, const struct stat *partial,
     }
     dent *d = &h->e[h->n];
     memset(d, 0, sizeof *d);
-    /* one allocation per name, no struct stat: a 20,000-model folder
-     * lists 180,000 names, and each handle holds them all (docs/scale.md) */
+    /* one block per name (name, model, base) from the handle's chunks, no
+     * struct stat: a 20,000-model folder lists 180,000 names, and each
+     * handle holds them all (docs/scale.md) */
     size_t nl = strlen(name) + 1;
     size_t ml = view ? strlen(view->model) + 1 : 0, bl = view ? strlen(view->base) + 1 : 0;
-    d->name = malloc(nl + ml + bl);
+    d->name = names_alloc(h, nl + ml + bl);
     if (!d->name)
         return h->err = -ENOMEM;
     memcpy(d->name, name, nl);
@@ -359,9 +438,16 @@ static int plus_attr(mfs_fs *fs, const dirh *h, const dent *d, struct stat *mode
 {
     if (d->is_view && d->view.format == MFS_FS_LGEPKG)
         return mfs_lgepkg_cached_stat(fs, h->dir, st);
-    if (d->is_view)
-        return mfs_view_cached_stat(fs, h->dir, &d->view, model_st,
-                                    same_model ? MFS_VIEW_INPUTS_CHECKED : MFS_VIEW_INPUTS_STAT, st);
+    if (d->is_view) {
+        mfs_view_inputs in = MFS_VIEW_INPUTS_CHECKED;
+        if (!same_model) {
+            const struct stat *given = listed_stat(h, d->view.model);
+            in = given ? MFS_VIEW_INPUTS_GIVEN : MFS_VIEW_INPUTS_STAT;
+            if (given)
+                *model_st = *given;
+        }
+        return mfs_view_cached_stat(fs, h->dir, &d->view, model_st, in, st);
+    }
     char path[4200];
     snprintf(path, sizeof path, "%s%s%s", h->dir, h->dir[0] ? "/" : "", d->name);
     return mfs_beneath_stat(fs, path, st) == 0;
@@ -384,12 +470,16 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
             return rc;
         }
         h->listed = 1;
+        while (h->nsrc < h->n && !h->e[h->nsrc].is_view)
+            h->nsrc++;
     }
     if (off < 1 && filler(buf, ".", NULL, 1, 0))
         return 0;
     if (off < 2 && filler(buf, "..", NULL, 2, 0))
         return 0;
     int plus = (flags & FUSE_READDIR_PLUS) != 0;
+    if (plus)
+        mfs_beneath_walk_begin(fs, h->dir);
     const char *checked = NULL; /* model whose inputs the last view checked */
     const char *cold = NULL;    /* model the last view found nothing of */
     struct stat model_st;       /* and that model file's stat */
@@ -405,6 +495,8 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
             have = plus_attr(fs, h, d, &model_st, same, &st);
             cold = d->is_view && have < 0 ? d->view.model : NULL;
             have = have > 0;
+            if (have && !d->is_view)
+                keep_listed_stat(h, i, &st);
             checked = d->is_view && have ? d->view.model : NULL;
             if (have && d->is_view) {
                 char vpath[4200];
@@ -421,6 +513,8 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
                    have ? FUSE_FILL_DIR_PLUS : 0))
             break;
     }
+    if (plus)
+        mfs_beneath_walk_end();
     return 0;
 }
 
