@@ -36,6 +36,7 @@
 
 #define MFS_CACHE_DEFAULT_MAX_SIZE (2ull << 30) /* 2 GiB */
 #define MFS_CACHE_DEFAULT_TMP_AGE 3600          /* seconds */
+#define MFS_CACHE_DEFAULT_INDEX_CAP 65536       /* records: ~6 MiB of memory */
 
 typedef struct mfs_cache mfs_cache;
 
@@ -99,6 +100,10 @@ typedef struct mfs_cache_config {
     uint64_t max_size;      /* 0: MFS_CACHE_DEFAULT_MAX_SIZE */
     unsigned tmp_max_age_s; /* 0: MFS_CACHE_DEFAULT_TMP_AGE */
     unsigned flags;
+    /* Stat index records kept in memory, in whole shards, least recently
+     * used dropped first (docs/scale.md); 0: MFS_CACHE_DEFAULT_INDEX_CAP.
+     * The records on disk stay; a dropped shard is read again when needed. */
+    uint64_t index_cap;
 } mfs_cache_config;
 
 /* The default directory; -1 if neither XDG_CACHE_HOME nor HOME is usable. */
@@ -135,6 +140,10 @@ typedef struct mfs_cache_stats {
     uint64_t conversion_failures; /* ... that failed */
     /* the remote tier (remote.h), persisted the same way */
     uint64_t remote_hits, remote_misses, remote_errors, remote_bytes_down, remote_bytes_up;
+    /* the stat index's memory (docs/scale.md): records held now (at most
+     * the cap plus one shard), shards read whole from disk, shards dropped
+     * to keep to the cap.  This handle's only; not in the stats file. */
+    uint64_t index_records, index_shard_loads, index_shard_drops;
 } mfs_cache_stats;
 
 void mfs_cache_get_stats(mfs_cache *c, mfs_cache_stats *out);

@@ -193,7 +193,7 @@ int mfs_cache_open(const mfs_cache_config *cfg, mfs_cache **out, mfs_err *err)
         mfs_errf(err, "cache: out of memory");
         goto fail;
     }
-    if (open_dirs(c, err) < 0 || mfs_index_open(c, err) < 0)
+    if (open_dirs(c, err) < 0 || mfs_index_open(c, cfg->index_cap, err) < 0)
         goto fail;
     clean_tmp(c);
     /* Version 1 entries (payload after a header) are never read; left, they

@@ -4,7 +4,9 @@
  *              directory checks and CACHEDIR.TAG
  *   key.c      key builder and the view/manifest key definitions
  *   evict.c    size cap, LRU by mtime
- *   index.c    stat -> content hash index (append-only log)
+ *   index.c    stat -> content hash index: shards in memory under a cap
+ *   index_shard.c  one shard's records and its append-only log (index.c's
+ *              alone: index_shard.h)
  *   store.c    entry container: writer, lookup, verification, verified set
  *   manifest.c manifest payload encode/decode, dependency check
  *   revive.c   the directory made again after an rm -rf
@@ -39,6 +41,9 @@
 #define MFS_CACHE_ENTRY_DIR "v2"
 #define MFS_CACHE_OLD_ENTRY_DIR "v1"
 #define MFS_CACHE_TMP_DIR "tmp"
+/* The stat index: one log per shard in INDEX_DIR (index.c).  INDEX_FILE,
+ * the single log of older versions, is moved into the shards at open. */
+#define MFS_CACHE_INDEX_DIR "index"
 #define MFS_CACHE_INDEX_FILE "index.log"
 #define MFS_CACHE_LOCK_FILE "lock"
 #define MFS_CACHE_PATH_MAX 64
@@ -185,12 +190,18 @@ void mfs_cache_discard(mfs_cache *c, const char *path, int fd);
 /* evict.c: called after each commit with the bytes added. */
 void mfs_cache_account(mfs_cache *c, uint64_t bytes);
 
-/* index.c */
-int mfs_index_open(mfs_cache *c, mfs_err *err);
+/* index.c.  Opening reads no shard (each is read when first needed) but
+ * moves an old index.log into the shards.  cap: records kept in memory
+ * (0: MFS_CACHE_DEFAULT_INDEX_CAP). */
+int mfs_index_open(mfs_cache *c, uint64_t cap, mfs_err *err);
 void mfs_index_close(mfs_cache *c);
-/* After revive.c recreated the directory: a fresh index.log holding the
- * records this process knows, attached in place of the removed one. */
+/* After revive.c recreated the directory: index/ again, with a fresh log
+ * of every shard this process holds in memory (the rest cost a re-hash). */
 void mfs_index_revive(mfs_cache *c);
+/* Records hash as the content of a file with stat st, as a hash of its
+ * bytes would, without the racy-window check: for tests that need many
+ * files' records without many files. */
+int mfs_index_record(mfs_cache *c, const struct stat *st, const uint8_t hash[16]);
 
 /* io.c: the directory checks, at open (cache.c) and revival (revive.c). */
 int mfs_cache_mkdir_p(const char *path, mfs_err *err);

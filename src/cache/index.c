@@ -6,14 +6,15 @@
  * file fails the match and is re-hashed, but hashes the same, so no key
  * downstream changes.
  *
- * Persistence is one append-only log, index.log (docs/cache.md, "Stat
- * index"): a 16-byte header, then 64-byte records, each with its own XXH3-64.
- * Appends are single O_APPEND writes, so processes sharing the cache never
- * interleave inside a record; a torn or foreign record fails its checksum
- * and the reader resynchronises byte by byte.  Every process keeps the whole
- * index in memory, reads what others appended before hashing anything, and
- * now and then rewrites the log without superseded records (temp file +
- * rename).  Losing records is always safe: it only costs a re-hash. */
+ * The records on disk are the truth; memory holds a bounded part of them
+ * (docs/cache.md, "Stat index"; docs/scale.md).  They are split into
+ * NSHARDS logs under index/ by (dev, ino) (index_shard.c).  A shard is read
+ * whole the first time a lookup needs it, and whole shards are dropped,
+ * least recently used first, while more than the cap's records are in
+ * memory; the shard a call is using is never the one dropped.  A lookup in
+ * a dropped shard reads that one shard again: a read of a few KiB, never a
+ * re-hash of a source file.  Every call works under one lock, and hashing
+ * a file's bytes happens outside it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,365 +25,218 @@
 #include <xxhash.h>
 
 #include "cache_int.h"
-#include "meshfs/bytes.h"
+#include "index_shard.h"
 
-#define IDX_MAGIC "mfsstat1"
-#define IDX_VERSION 1
-#define IDX_HDR_LEN 16
-#define REC_LEN 64
 #define RACY_NS 2000000000ll  /* see racy() */
-#define LIVE_MAX (1u << 18)  /* 16 MiB of log; beyond it the oldest half goes */
-#define READ_CHUNK (64 * REC_LEN * 64)
 #define HASH_CHUNK (256 * 1024)
-
-typedef struct idx_rec {
-    uint64_t dev, ino, size;
-    int64_t mtime_ns, ctime_ns;
-    uint8_t hash[16];
-    uint32_t seq; /* load/append order, for dropping the oldest */
-    uint8_t used;
-} idx_rec;
+/* 4096 shards and groups of 64 inode numbers (docs/cache.md, "Stat
+ * index", has the measurements).  A lookup whose shard was dropped reads
+ * that shard again, so its cost follows the shard's size: at 500,000
+ * records ~8 us of CPU with 4096 shards, ~23 us with 1024.  Consecutive
+ * inode numbers share a shard because files created together (a generated,
+ * unpacked or copied folder of models) get neighbouring numbers on ext4,
+ * XFS, btrfs and tmpfs: a listing of one folder then reads a few shards
+ * once, where a plain hash of (dev, ino) reads a shard per file.  Bigger
+ * groups make folders cheaper still but shards bigger (256: 0.14 against
+ * 0.24 us a lookup by folder, 14 against 8 us at random). */
+#ifndef NSHARDS /* -D only to measure other choices (docs/cache.md) */
+#define NSHARDS 4096
+#endif
+#ifndef INO_GROUP_BITS
+#define INO_GROUP_BITS 6
+#endif
+#define MIGRATE_RECS 32768 /* records moved per step of an old index.log */
 
 struct mfs_index {
     pthread_mutex_t mu;
-    int fd;               /* index.log, O_APPEND */
-    uint64_t dev, ino;    /* which file fd is, to notice a rewrite by others */
-    uint64_t read_pos;    /* log bytes already loaded */
-    uint64_t log_records; /* records in the log, as far as we know */
-    idx_rec *slots;
-    size_t cap, n;
-    uint32_t seq;
+    uint64_t cap;             /* records kept in memory */
+    uint64_t resident;        /* records in loaded shards */
+    uint64_t loads, drops;    /* shards read whole, shards dropped */
+    idx_shard *newest, *oldest; /* loaded shards, most recently used first */
+    idx_shard shards[NSHARDS];
 };
 
-static void st_u64(uint8_t *p, uint64_t v)
+static unsigned shard_of(uint64_t dev, uint64_t ino)
 {
-    mfs_st_u32(p, (uint32_t)v);
-    mfs_st_u32(p + 4, (uint32_t)(v >> 32));
+    uint64_t h = ((ino >> INO_GROUP_BITS) ^ (dev * 0x9e3779b97f4a7c15ull)) *
+                 0xbf58476d1ce4e5b9ull;
+    return (unsigned)(h >> 40) & (NSHARDS - 1);
 }
 
-static uint64_t ld_u64(const uint8_t *p)
+/* ---- the bound ---------------------------------------------------------- */
+
+static void lru_unlink(mfs_index *x, idx_shard *s)
 {
-    return mfs_ld_u32(p) | ((uint64_t)mfs_ld_u32(p + 4) << 32);
+    if (s->newer)
+        s->newer->older = s->older;
+    else if (x->newest == s)
+        x->newest = s->older;
+    if (s->older)
+        s->older->newer = s->newer;
+    else if (x->oldest == s)
+        x->oldest = s->newer;
+    s->newer = s->older = NULL;
 }
 
-/* ---- records ---------------------------------------------------------- */
-
-static void rec_from_stat(idx_rec *r, const struct stat *st)
+static void lru_front(mfs_index *x, idx_shard *s)
 {
-    memset(r, 0, sizeof *r);
-    r->dev = (uint64_t)st->st_dev;
-    r->ino = (uint64_t)st->st_ino;
-    r->size = (uint64_t)st->st_size;
-    r->mtime_ns = mfs_cache_ts_ns(&st->st_mtim);
-    r->ctime_ns = mfs_cache_ts_ns(&st->st_ctim);
+    lru_unlink(x, s);
+    s->older = x->newest;
+    if (x->newest)
+        x->newest->newer = s;
+    x->newest = s;
+    if (!x->oldest)
+        x->oldest = s;
 }
 
-static void rec_encode(const idx_rec *r, uint8_t b[REC_LEN])
+/* The shard for r's file, read whole if it is not in memory, and marked
+ * most recently used.  Under x->mu; the caller ends with release(). */
+static idx_shard *acquire(mfs_cache *c, const idx_rec *r, uint32_t *n_before)
 {
-    st_u64(b, r->dev);
-    st_u64(b + 8, r->ino);
-    st_u64(b + 16, r->size);
-    st_u64(b + 24, (uint64_t)r->mtime_ns);
-    st_u64(b + 32, (uint64_t)r->ctime_ns);
-    memcpy(b + 40, r->hash, 16);
-    st_u64(b + 56, XXH3_64bits(b, 56));
+    mfs_index *x = c->idx;
+    unsigned no = shard_of(r->dev, r->ino);
+    idx_shard *s = &x->shards[no];
+    if (!s->loaded) {
+        /* set here, not at open: the table's pages stay untouched until
+         * their shard is used */
+        s->no = no;
+        idx_shard_load(c, s);
+        x->loads++;
+        x->resident += s->n;
+    }
+    lru_front(x, s);
+    *n_before = s->n;
+    return s;
 }
 
-static int rec_decode(const uint8_t b[REC_LEN], idx_rec *r)
+/* Accounts for what the call did to s, then drops the least recently used
+ * other shards while the cap is exceeded: s, in use, is never dropped, so
+ * memory holds at most the cap plus one shard. */
+static void release(mfs_cache *c, idx_shard *s, uint32_t n_before)
 {
-    if (ld_u64(b + 56) != XXH3_64bits(b, 56))
-        return -1;
-    memset(r, 0, sizeof *r);
-    r->dev = ld_u64(b);
-    r->ino = ld_u64(b + 8);
-    r->size = ld_u64(b + 16);
-    r->mtime_ns = (int64_t)ld_u64(b + 24);
-    r->ctime_ns = (int64_t)ld_u64(b + 32);
-    memcpy(r->hash, b + 40, 16);
-    return 0;
+    mfs_index *x = c->idx;
+    x->resident = x->resident + s->n - n_before;
+    while (x->resident > x->cap && x->oldest && x->oldest != s) {
+        idx_shard *v = x->oldest;
+        lru_unlink(x, v);
+        x->resident -= v->n;
+        idx_shard_drop(v);
+        x->drops++;
+    }
+    pthread_mutex_lock(&c->mu);
+    c->st.index_records = x->resident;
+    c->st.index_shard_loads = x->loads;
+    c->st.index_shard_drops = x->drops;
+    pthread_mutex_unlock(&c->mu);
 }
 
-static int same_stat(const idx_rec *a, const idx_rec *b)
+/* ---- an old single index.log ---------------------------------------------- */
+
+typedef struct migration {
+    const uint8_t *raw[MIGRATE_RECS];
+    uint16_t shard[MIGRATE_RECS];
+    size_t n;
+    size_t count[NSHARDS], at[NSHARDS];
+} migration;
+
+static void collect(void *arg, const idx_rec *r, const uint8_t *raw)
 {
-    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+    migration *m = arg;
+    m->raw[m->n] = raw;
+    m->shard[m->n++] = (uint16_t)shard_of(r->dev, r->ino);
 }
 
-/* ---- table (by dev, ino) ---------------------------------------------- */
-
-static size_t slot_of(const mfs_index *x, uint64_t dev, uint64_t ino)
+/* Appends the collected records to their shards: one write per shard. */
+static void distribute(mfs_cache *c, migration *m, uint8_t *out)
 {
-    uint64_t h = (ino ^ (dev * 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull;
-    size_t i = (size_t)(h >> 17) & (x->cap - 1);
-    while (x->slots[i].used && (x->slots[i].dev != dev || x->slots[i].ino != ino))
-        i = (i + 1) & (x->cap - 1);
-    return i;
-}
-
-static int table_grow(mfs_index *x)
-{
-    size_t cap = x->cap ? x->cap * 2 : 1024;
-    idx_rec *old = x->slots;
-    size_t oldcap = x->cap;
-    idx_rec *nv = calloc(cap, sizeof *nv);
-    if (!nv)
-        return -1;
-    x->slots = nv;
-    x->cap = cap;
-    for (size_t i = 0; i < oldcap; i++)
-        if (old[i].used)
-            x->slots[slot_of(x, old[i].dev, old[i].ino)] = old[i];
-    free(old);
-    return 0;
-}
-
-/* A later record for the same file replaces the earlier one. */
-static void table_put(mfs_index *x, const idx_rec *r)
-{
-    if ((x->n + 1) * 2 > x->cap && table_grow(x) < 0)
-        return; /* out of memory: the record is only lost, not wrong */
-    idx_rec *s = &x->slots[slot_of(x, r->dev, r->ino)];
-    if (!s->used)
-        x->n++;
-    *s = *r;
-    s->used = 1;
-    s->seq = x->seq++;
-}
-
-static const idx_rec *table_match(const mfs_index *x, const idx_rec *want)
-{
-    if (!x->cap)
-        return NULL;
-    const idx_rec *s = &x->slots[slot_of(x, want->dev, want->ino)];
-    return s->used && same_stat(s, want) ? s : NULL;
-}
-
-/* ---- log -------------------------------------------------------------- */
-
-/* Loads records from buf (log bytes starting at file offset base).  Returns
- * the offset just past the last valid record, so a record still being
- * appended by another process is read again next time. */
-static uint64_t parse_records(mfs_index *x, const uint8_t *buf, size_t n, uint64_t base)
-{
-    uint64_t good = base;
+    size_t *count = m->count, *at = m->at;
+    memset(count, 0, sizeof m->count);
+    for (size_t i = 0; i < m->n; i++)
+        count[m->shard[i]]++;
     size_t pos = 0;
-    while (pos + REC_LEN <= n) {
-        idx_rec r;
-        if (rec_decode(buf + pos, &r) == 0) {
-            table_put(x, &r);
-            x->log_records++;
-            pos += REC_LEN;
-            good = base + pos;
-        } else {
-            pos++; /* resynchronise past a torn or foreign record */
-        }
+    for (unsigned s = 0; s < NSHARDS; s++) {
+        at[s] = pos;
+        pos += count[s];
     }
-    return good;
+    for (size_t i = 0; i < m->n; i++)
+        memcpy(out + IDX_REC_LEN * at[m->shard[i]]++, m->raw[i], IDX_REC_LEN);
+    pos = 0;
+    for (unsigned s = 0; s < NSHARDS; s++) {
+        if (count[s])
+            idx_shard_append_raw(c, s, out + IDX_REC_LEN * pos, count[s]);
+        pos += count[s];
+    }
+    m->n = 0;
 }
 
-/* Reads what was appended since read_pos.  Best effort. */
-static void log_load_tail(mfs_index *x)
+/* An index.log of an older meshfs is moved into the shards, then removed:
+ * dropping it would cost a re-hash of every source file the cache knows,
+ * which on a large tree is hours of reading.  It is first renamed into
+ * tmp/, so of several processes opening at once one moves it; if that one
+ * dies midway, the rest is lost (a re-hash) and tmp/'s cleanup removes it.
+ * An older meshfs still running appends to the renamed file: lost too. */
+static void migrate(mfs_cache *c)
 {
-    uint8_t *buf = malloc(READ_CHUNK);
-    if (!buf)
+    struct stat st;
+    if (fstatat(c->dirfd, MFS_CACHE_INDEX_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return;
-    for (;;) {
-        int64_t got = mfs_cache_pread_full(x->fd, buf, READ_CHUNK, x->read_pos);
-        if (got < REC_LEN)
-            break;
-        uint64_t next = parse_records(x, buf, (size_t)got, x->read_pos);
-        /* A chunk of garbage moves us by at least its valid prefix; if it
-         * held no record at all, skip what can no longer start one. */
-        if (next == x->read_pos)
-            next = x->read_pos + (uint64_t)got - (REC_LEN - 1);
-        x->read_pos = next;
-        if (got < READ_CHUNK)
-            break;
+    char tmp[MFS_CACHE_PATH_MAX];
+    int fd = mfs_cache_tmp_create(c, tmp, NULL);
+    if (fd < 0)
+        return;
+    close(fd);
+    if (renameat(c->dirfd, MFS_CACHE_INDEX_FILE, c->dirfd, tmp) < 0) {
+        unlinkat(c->dirfd, tmp, 0); /* another process took it */
+        return;
     }
+    fd = openat(c->dirfd, tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    migration *m = malloc(sizeof *m);
+    uint8_t *buf = malloc(MIGRATE_RECS * IDX_REC_LEN), *out = malloc(MIGRATE_RECS * IDX_REC_LEN);
+    if (fd >= 0 && m && buf && out && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        idx_header_ok(fd)) {
+        m->n = 0;
+        uint64_t pos = IDX_HDR_LEN;
+        for (;;) {
+            int64_t got = mfs_cache_pread_full(fd, buf, MIGRATE_RECS * IDX_REC_LEN, pos);
+            if (got < IDX_REC_LEN)
+                break;
+            uint64_t next = idx_parse(buf, (size_t)got, pos, collect, m);
+            if (next == pos)
+                next = pos + (uint64_t)got - (IDX_REC_LEN - 1);
+            distribute(c, m, out);
+            pos = next;
+            if (got < MIGRATE_RECS * IDX_REC_LEN)
+                break;
+        }
+    }
+    free(m);
     free(buf);
-}
-
-static void header_bytes(uint8_t h[IDX_HDR_LEN])
-{
-    memcpy(h, IDX_MAGIC, 8);
-    mfs_st_u32(h + 8, IDX_VERSION);
-    mfs_st_u32(h + 12, REC_LEN);
-}
-
-/* Writes header + records to a temp file; returns its fd or -1. */
-static int write_log_file(mfs_cache *c, const idx_rec *const *recs, size_t n,
-                          char tmp[MFS_CACHE_PATH_MAX], mfs_err *err)
-{
-    int fd = mfs_cache_tmp_create(c, tmp, err);
-    if (fd < 0)
-        return -1;
-    uint8_t *buf = malloc(IDX_HDR_LEN + n * REC_LEN);
-    int e = ENOMEM;
-    if (buf) {
-        header_bytes(buf);
-        for (size_t i = 0; i < n; i++)
-            rec_encode(recs[i], buf + IDX_HDR_LEN + i * REC_LEN);
-        e = mfs_cache_pwrite_full(fd, buf, IDX_HDR_LEN + n * REC_LEN, 0);
-        free(buf);
-    }
-    if (e) {
+    free(out);
+    if (fd >= 0)
         close(fd);
-        unlinkat(c->dirfd, tmp, 0);
-        return mfs_errf(err, "cache %s: writing index: %s", c->dir, strerror(e));
-    }
-    return fd;
-}
-
-static int log_attach(mfs_cache *c, mfs_index *x, mfs_err *err)
-{
-    int fd = openat(c->dirfd, MFS_CACHE_INDEX_FILE, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return mfs_errf(err, "cache %s: opening %s: %s", c->dir, MFS_CACHE_INDEX_FILE,
-                        strerror(e));
-    }
-    if (x->fd >= 0)
-        close(x->fd);
-    x->fd = fd;
-    x->dev = (uint64_t)st.st_dev;
-    x->ino = (uint64_t)st.st_ino;
-    x->read_pos = IDX_HDR_LEN;
-    x->log_records = 0;
-    return 0;
-}
-
-/* Creates index.log if absent.  linkat() refuses to replace an existing
- * name, so of several processes starting at once exactly one log wins. */
-static int log_create(mfs_cache *c, mfs_err *err)
-{
-    if (faccessat(c->dirfd, MFS_CACHE_INDEX_FILE, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-        return 0;
-    char tmp[MFS_CACHE_PATH_MAX];
-    int fd = write_log_file(c, NULL, 0, tmp, err);
-    if (fd < 0)
-        return -1;
-    close(fd);
-    int r = linkat(c->dirfd, tmp, c->dirfd, MFS_CACHE_INDEX_FILE, 0);
-    int e = errno;
     unlinkat(c->dirfd, tmp, 0);
-    if (r < 0 && e != EEXIST)
-        return mfs_errf(err, "cache %s: creating %s: %s", c->dir, MFS_CACHE_INDEX_FILE,
-                        strerror(e));
-    return 0;
 }
 
-static int header_ok(int fd)
-{
-    uint8_t want[IDX_HDR_LEN], got[IDX_HDR_LEN];
-    header_bytes(want);
-    return mfs_cache_pread_full(fd, got, IDX_HDR_LEN, 0) == IDX_HDR_LEN &&
-           memcmp(want, got, IDX_HDR_LEN) == 0;
-}
+/* ---- opening ------------------------------------------------------------ */
 
-static int by_seq_desc(const void *a, const void *b)
-{
-    uint32_t x = (*(const idx_rec *const *)a)->seq, y = (*(const idx_rec *const *)b)->seq;
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
-static int by_seq_asc(const void *a, const void *b)
-{
-    return by_seq_desc(b, a);
-}
-
-/* Rewrites the log with the live records only.  Appends other processes
- * make meanwhile to the old file are lost, which costs them a re-hash. */
-static void log_compact(mfs_cache *c, mfs_index *x)
-{
-    const idx_rec **recs = malloc((x->n ? x->n : 1) * sizeof *recs);
-    if (!recs)
-        return;
-    size_t n = 0;
-    for (size_t i = 0; i < x->cap; i++)
-        if (x->slots[i].used)
-            recs[n++] = &x->slots[i];
-    if (n > LIVE_MAX) {
-        /* Keep the newest half, in memory too. */
-        qsort(recs, n, sizeof *recs, by_seq_desc);
-        n = LIVE_MAX / 2;
-    }
-    qsort(recs, n, sizeof *recs, by_seq_asc);
-    char tmp[MFS_CACHE_PATH_MAX];
-    int fd = write_log_file(c, recs, n, tmp, NULL);
-    if (fd >= 0 && renameat(c->dirfd, tmp, c->dirfd, MFS_CACHE_INDEX_FILE) < 0)
-        unlinkat(c->dirfd, tmp, 0);
-    if (n < x->n) {
-        idx_rec *keep = malloc(n * sizeof *keep);
-        if (keep) {
-            for (size_t i = 0; i < n; i++)
-                keep[i] = *recs[i];
-            memset(x->slots, 0, x->cap * sizeof *x->slots);
-            x->n = 0;
-            for (size_t i = 0; i < n; i++)
-                table_put(x, &keep[i]);
-            free(keep);
-        }
-    }
-    free(recs);
-    if (fd < 0)
-        return;
-    struct stat st;
-    int ok = fstat(fd, &st) == 0;
-    close(fd);
-    if (ok && log_attach(c, x, NULL) == 0 && x->ino == (uint64_t)st.st_ino &&
-        x->dev == (uint64_t)st.st_dev) {
-        x->read_pos = (uint64_t)st.st_size; /* our own records: no re-read */
-        x->log_records = n;
-    }
-}
-
-/* Follows a rewrite by another process, then loads new appends. */
-static void log_refresh(mfs_cache *c, mfs_index *x)
-{
-    struct stat st;
-    if (fstatat(c->dirfd, MFS_CACHE_INDEX_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        ((uint64_t)st.st_ino != x->ino || (uint64_t)st.st_dev != x->dev))
-        log_attach(c, x, NULL);
-    if (x->fd >= 0)
-        log_load_tail(x);
-}
-
-static void log_append(mfs_cache *c, mfs_index *x, const idx_rec *r)
-{
-    uint8_t b[REC_LEN];
-    rec_encode(r, b);
-    /* One write(2) of 64 bytes with O_APPEND: atomic placement at the end,
-     * never interleaved with another process's record. */
-    if (x->fd < 0 || write(x->fd, b, REC_LEN) != REC_LEN)
-        return;
-    x->log_records++;
-    /* If nobody appended since our last read, our own record need not be
-     * read back (O_APPEND leaves the offset just past what we wrote). */
-    off_t end = lseek(x->fd, 0, SEEK_CUR);
-    if (end >= REC_LEN && (uint64_t)end - REC_LEN == x->read_pos)
-        x->read_pos = (uint64_t)end;
-    if (x->log_records > 2 * x->n + 4096)
-        log_compact(c, x);
-}
-
-int mfs_index_open(mfs_cache *c, mfs_err *err)
+int mfs_index_open(mfs_cache *c, uint64_t cap, mfs_err *err)
 {
     mfs_index *x = calloc(1, sizeof *x);
     if (!x)
         return mfs_errf(err, "cache: out of memory");
-    x->fd = -1;
     pthread_mutex_init(&x->mu, NULL);
+    x->cap = cap ? cap : MFS_CACHE_DEFAULT_INDEX_CAP;
     c->idx = x;
-    if (log_create(c, err) < 0 || log_attach(c, x, err) < 0)
+    if (mkdirat(c->dirfd, MFS_CACHE_INDEX_DIR, 0700) < 0 && errno != EEXIST)
+        return mfs_errf(err, "cache: creating %s/%s: %s", c->dir, MFS_CACHE_INDEX_DIR,
+                        strerror(errno));
+    char shown[4200];
+    snprintf(shown, sizeof shown, "%s/%s", c->dir, MFS_CACHE_INDEX_DIR);
+    int fd = mfs_cache_open_trusted(c->dirfd, MFS_CACHE_INDEX_DIR, shown, err);
+    if (fd < 0)
         return -1;
-    if (!header_ok(x->fd)) {
-        log_compact(c, x); /* foreign or damaged: start a fresh log */
-        return 0;
-    }
-    log_load_tail(x);
+    close(fd);
+    migrate(c);
     return 0;
 }
 
@@ -391,12 +245,43 @@ void mfs_index_close(mfs_cache *c)
     mfs_index *x = c->idx;
     if (!x)
         return;
-    if (x->fd >= 0)
-        close(x->fd);
+    for (unsigned i = 0; i < NSHARDS; i++)
+        idx_shard_drop(&x->shards[i]);
     pthread_mutex_destroy(&x->mu);
-    free(x->slots);
     free(x);
     c->idx = NULL;
+}
+
+void mfs_index_revive(mfs_cache *c)
+{
+    mfs_index *x = c->idx;
+    if (!x)
+        return;
+    /* a fresh log of each shard in memory; the others' records are lost
+     * with the directory, which costs a re-hash */
+    pthread_mutex_lock(&x->mu);
+    if (mkdirat(c->dirfd, MFS_CACHE_INDEX_DIR, 0700) == 0 || errno == EEXIST)
+        for (idx_shard *s = x->newest; s; s = s->older) {
+            uint32_t n = s->n;
+            idx_shard_compact(c, s);
+            x->resident = x->resident + s->n - n;
+        }
+    pthread_mutex_unlock(&x->mu);
+}
+
+int mfs_index_record(mfs_cache *c, const struct stat *st, const uint8_t hash[16])
+{
+    idx_rec r;
+    idx_rec_from_stat(&r, st);
+    memcpy(r.hash, hash, 16);
+    mfs_index *x = c->idx;
+    pthread_mutex_lock(&x->mu);
+    uint32_t n0;
+    idx_shard *s = acquire(c, &r, &n0);
+    idx_shard_add(c, s, &r);
+    release(c, s, n0);
+    pthread_mutex_unlock(&x->mu);
+    return 0;
 }
 
 /* ---- hashing ---------------------------------------------------------- */
@@ -442,17 +327,22 @@ static int racy(const idx_rec *r)
     return mfs_cache_now_ns() - t < RACY_NS;
 }
 
+/* Refreshes the shard from its file only on a miss: a hit in memory is
+ * true whatever others appended since. */
 static int index_find(mfs_cache *c, const idx_rec *want, uint8_t out[16])
 {
     mfs_index *x = c->idx;
     pthread_mutex_lock(&x->mu);
-    const idx_rec *hit = table_match(x, want);
+    uint32_t n0;
+    idx_shard *s = acquire(c, want, &n0);
+    const idx_rec *hit = idx_shard_match(s, want);
     if (!hit) {
-        log_refresh(c, x);
-        hit = table_match(x, want);
+        x->loads += (uint64_t)idx_shard_refresh(c, s);
+        hit = idx_shard_match(s, want);
     }
     if (hit)
         memcpy(out, hit->hash, 16);
+    release(c, s, n0);
     pthread_mutex_unlock(&x->mu);
     return hit != NULL;
 }
@@ -460,7 +350,7 @@ static int index_find(mfs_cache *c, const idx_rec *want, uint8_t out[16])
 int mfs_cache_file_hash_known(mfs_cache *c, const struct stat *st, uint8_t out[16])
 {
     idx_rec r;
-    rec_from_stat(&r, st);
+    idx_rec_from_stat(&r, st);
     if (!index_find(c, &r, out))
         return 0;
     MFS_CACHE_STAT_ADD(c, index_hits, 1);
@@ -477,7 +367,7 @@ int mfs_cache_file_hash(mfs_cache *c, int fd, const struct stat *st, uint8_t out
         st = &own;
     }
     idx_rec r;
-    rec_from_stat(&r, st);
+    idx_rec_from_stat(&r, st);
     if (index_find(c, &r, out)) {
         MFS_CACHE_STAT_ADD(c, index_hits, 1);
         return 0;
@@ -497,14 +387,16 @@ int mfs_cache_file_hash(mfs_cache *c, int fd, const struct stat *st, uint8_t out
     idx_rec r2;
     if (fstat(fd, &after) < 0)
         return 0;
-    rec_from_stat(&r2, &after);
-    if (!same_stat(&r, &r2) || r.size != n ||
+    idx_rec_from_stat(&r2, &after);
+    if (!idx_same_stat(&r, &r2) || r.size != n ||
         (!(c->flags & MFS_CACHE_TRUST_FRESH_STAT) && racy(&r)))
         return 0;
     mfs_index *x = c->idx;
     pthread_mutex_lock(&x->mu);
-    table_put(x, &r);
-    log_append(c, x, &r);
+    uint32_t n0;
+    idx_shard *s = acquire(c, &r, &n0);
+    idx_shard_add(c, s, &r);
+    release(c, s, n0);
     pthread_mutex_unlock(&x->mu);
     return 0;
 }
@@ -533,13 +425,3 @@ int mfs_cache_file_hash_at(mfs_cache *c, int dirfd, const char *path, struct sta
     return r;
 }
 
-void mfs_index_revive(mfs_cache *c)
-{
-    mfs_index *x = c->idx;
-    if (!x)
-        return;
-    /* the compaction's rewrite is exactly a fresh log of what we know */
-    pthread_mutex_lock(&x->mu);
-    log_compact(c, x);
-    pthread_mutex_unlock(&x->mu);
-}

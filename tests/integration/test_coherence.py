@@ -541,7 +541,7 @@ class CacheRemovedWhileMounted(Base):
             # a cold model: converted and stored again
             self.assertEqual(read(os.path.join(self.mnt, "props", "cone.fmd")),
                              read(os.path.join(out, "props", "cone.fmd")))
-            for name in ("CACHEDIR.TAG", "tmp", "v2", "index.log", "lock"):
+            for name in ("CACHEDIR.TAG", "tmp", "v2", "index", "lock"):
                 self.assertTrue(os.path.exists(os.path.join(self.cache, name)), name)
             self.assertEqual(os.stat(self.cache).st_mode & 0o777, 0o700)
             # stored again: cone's model entry (its small views inside)
@@ -564,7 +564,7 @@ class CacheRemovedWhileMounted(Base):
                 shutil.rmtree(p) if os.path.isdir(p) else os.unlink(p)
             self.assertEqual(read(os.path.join(self.mnt, "characters", "strip.gmf")),
                              read(os.path.join(out, "characters", "strip.gmf")))
-            for name in ("CACHEDIR.TAG", "tmp", "v2", "index.log", "lock"):
+            for name in ("CACHEDIR.TAG", "tmp", "v2", "index", "lock"):
                 self.assertTrue(os.path.exists(os.path.join(self.cache, name)), name)
             self.assertTrue(m.alive())
         # the next mount finds what was stored after the last removal

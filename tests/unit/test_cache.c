@@ -806,37 +806,7 @@ static void test_index_racy(void **state)
     mfs_cache_close(c);
 }
 
-static void test_index_log_damage(void **state)
-{
-    fx *f = *state;
-    write_file(f, "a.obj", "aaaa", 4);
-    write_file(f, "b.obj", "bbbbbb", 6);
-    uint8_t h[16];
-    mfs_cache *c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
-    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "a.obj", NULL, h, NULL), 0);
-    mfs_cache_close(c);
-    /* A torn record (crash mid-append) ... */
-    char log[512];
-    snprintf(log, sizeof log, "%s/index.log", f->dir);
-    int fd = open(log, O_WRONLY | O_APPEND);
-    assert_int_equal(write(fd, "\x01\x02\x03\x04\x05", 5), 5);
-    close(fd);
-    /* ... followed by another process's append ... */
-    c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
-    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "b.obj", NULL, h, NULL), 0);
-    assert_int_equal(stats(c).files_hashed, 1);
-    mfs_cache_close(c);
-    struct stat st;
-    assert_int_equal(stat(log, &st), 0);
-    assert_int_equal(st.st_size, 16 + 64 + 5 + 64);
-    /* ... both records are found again. */
-    c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
-    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "a.obj", NULL, h, NULL), 0);
-    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "b.obj", NULL, h, NULL), 0);
-    assert_int_equal(stats(c).files_hashed, 0);
-    assert_int_equal(stats(c).index_hits, 2);
-    mfs_cache_close(c);
-}
+/* Shards, their damage, compaction and the memory cap: test_index.c. */
 
 static void test_index_shared(void **state)
 {
@@ -852,34 +822,6 @@ static void test_index_shared(void **state)
     assert_int_equal(stats(b).files_hashed, 0);
     mfs_cache_close(a);
     mfs_cache_close(b);
-}
-
-static void test_index_compaction(void **state)
-{
-    fx *f = *state;
-    /* One file re-stamped 5000 times: 5000 appends, one live record.  The
-     * log is rewritten once superseded records pass 4096, so it stays
-     * small, and the newest record survives the rewrite. */
-    write_file(f, "t.obj", "t", 1);
-    char path[512], log[512];
-    snprintf(path, sizeof path, "%s/t.obj", f->root);
-    snprintf(log, sizeof log, "%s/index.log", f->dir);
-    mfs_cache *c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
-    uint8_t h[16];
-    for (int i = 0; i < 5000; i++) {
-        set_mtime(path, 1000000000 + i);
-        assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "t.obj", NULL, h, NULL), 0);
-    }
-    mfs_cache_close(c);
-    struct stat st;
-    assert_int_equal(stat(log, &st), 0);
-    /* Rewritten at append 4099 (the first > 2*1 + 4096) to its 1 live
-     * record; 901 appends since. */
-    assert_int_equal(st.st_size, 16 + 64 * (1 + 901));
-    c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
-    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "t.obj", NULL, h, NULL), 0);
-    assert_int_equal(stats(c).files_hashed, 0);
-    mfs_cache_close(c);
 }
 
 /* ---- manifests -------------------------------------------------------- */
@@ -1501,9 +1443,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_entry_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_racy, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_index_log_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_shared, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_index_compaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manifest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manifest_escape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_evict_lru, setup, teardown),
