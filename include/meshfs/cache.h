@@ -144,6 +144,9 @@ typedef struct mfs_cache_stats {
      * the cap plus one shard), shards read whole from disk, shards dropped
      * to keep to the cap.  This handle's only; not in the stats file. */
     uint64_t index_records, index_shard_loads, index_shard_drops;
+    /* cache files opened to read (entries, model entries, folder records):
+     * a listing with a folder record opens one (docs/cache.md) */
+    uint64_t files_opened;
 } mfs_cache_stats;
 
 void mfs_cache_get_stats(mfs_cache *c, mfs_cache_stats *out);
@@ -246,6 +249,11 @@ typedef struct mfs_cache_view {
      * is the entry file under key, or a failure there, or nothing. */
     int embedded;
     uint64_t offset, length;
+    /* Not embedded but an entry file of its own of `length` bytes (0: the
+     * length is not recorded: a failure, a view not stored, an older
+     * entry).  A listing may say that size without opening the file; the
+     * key names the bytes, so it is right even if the file was evicted. */
+    int sized;
     /* Storing only: the bytes to embed (length of them), or NULL.  Not
      * owned by the manifest. */
     const void *bytes;
@@ -302,6 +310,46 @@ const mfs_cache_key *mfs_cache_manifest_find(const mfs_cache_manifest *m,
                                              const char *format);
 
 void mfs_cache_manifest_free(mfs_cache_manifest *m);
+
+/* ---- folder records ---------------------------------------------------- */
+
+/* A copy of the manifest of every model a listing of one folder knew, in
+ * one file (docs/cache.md, "Folder records"), so the next listing of the
+ * folder opens that file instead of one model entry a model.  A hint:
+ * each copy is used only where its model still hashes as it says. */
+typedef struct mfs_cache_folder mfs_cache_folder;
+typedef struct mfs_cache_folder_builder mfs_cache_folder_builder;
+
+/* Key of a folder's record: domain "meshfs.folder.v1", the folder's path
+ * relative to the root, the import option text, the version. */
+int mfs_cache_folder_key(const char *dir, const char *options, const char *version,
+                         mfs_cache_key *out, mfs_err *err);
+
+/* 1 loaded (free with mfs_cache_folder_free), 0 none, -1 error. */
+int mfs_cache_folder_load(mfs_cache *c, const mfs_cache_key *fk, mfs_cache_folder **out,
+                          mfs_err *err);
+void mfs_cache_folder_free(mfs_cache_folder *f);
+size_t mfs_cache_folder_count(const mfs_cache_folder *f);
+/* The copy recorded for the model named name (a file name in the folder):
+ * 1 with *out filled (free with mfs_cache_manifest_free) and *at (may be
+ * NULL) its position for mfs_cache_folder_keep, 0 none. */
+int mfs_cache_folder_find(const mfs_cache_folder *f, const char *name, size_t *at,
+                          mfs_cache_manifest *out);
+
+/* A new record: models added in any order; of two with one name, the
+ * first added is kept. */
+mfs_cache_folder_builder *mfs_cache_folder_builder_new(void);
+void mfs_cache_folder_builder_free(mfs_cache_folder_builder *b);
+size_t mfs_cache_folder_builder_count(const mfs_cache_folder_builder *b);
+int mfs_cache_folder_add(mfs_cache_folder_builder *b, const char *name,
+                         const mfs_cache_manifest *m);
+/* The copy at position at of record f, as it is. */
+int mfs_cache_folder_keep(mfs_cache_folder_builder *b, const mfs_cache_folder *f, size_t at);
+/* Stores it under fk: 1, 0 when it is too big to be read whole (32 MiB:
+ * about 80,000 models; such a folder's listings read the model entries),
+ * -1 error. */
+int mfs_cache_folder_store(mfs_cache *c, const mfs_cache_key *fk, mfs_cache_folder_builder *b,
+                           mfs_err *err);
 
 /* ---- source content hashes (the stat index) --------------------------- */
 

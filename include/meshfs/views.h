@@ -191,4 +191,22 @@ mfs_view_outcome mfs_views_known(mfs_views *v, const char *model, const char *fm
                                  int format, mfs_view_inputs inputs, struct stat *model_st,
                                  mfs_view_info *info, mfs_err *err);
 
+/* What a listing brings to the listing query and takes from it: the
+ * folder record's copy of the model's manifest (cache.h, "folder
+ * records"), used instead of opening the model entry when it is the
+ * manifest of the model's bytes now; and the manifest the query read from
+ * the cache otherwise, for the listing to record. */
+typedef struct mfs_view_hint {
+    const mfs_cache_manifest *man; /* the copy, or NULL */
+    int used;                      /* out: the copy answered */
+    mfs_cache_manifest learned;    /* out: read from the cache (the caller
+                                      frees it; zero if none) */
+} mfs_view_hint;
+
+/* mfs_views_known with a hint (may be NULL). */
+mfs_view_outcome mfs_views_known_hinted(mfs_views *v, const char *model, const char *fmi_model,
+                                        int format, mfs_view_inputs inputs,
+                                        struct stat *model_st, mfs_view_hint *hint,
+                                        mfs_view_info *info, mfs_err *err);
+
 #endif

@@ -61,6 +61,7 @@ enum {
     MFS_KIND_MANIFEST = 3,
     MFS_KIND_FAILURE = 4,
     MFS_KIND_MODEL = 5,
+    MFS_KIND_FOLDER = 6, /* a folder record (folder.c), under an .m name */
 };
 #define MFS_CACHE_FAILCTX_LEN 40
 
@@ -161,6 +162,13 @@ typedef enum mfs_cache_use { MFS_CACHE_LOOK, MFS_CACHE_USE } mfs_cache_use;
  * -1 error.  fd (may be NULL) receives the open file, the caller's. */
 int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, mfs_cache_use use,
                          uint8_t **payload, uint64_t *len, int *kind, int *fd, mfs_err *err);
+
+/* manifest.c: a manifest's table (deps and views, no embedded bytes), as a
+ * model entry holds it, for folder.c's copies; get returns the bytes used
+ * (0), or -1 if it does not decode. */
+struct mfs_sink;
+void mfs_manifest_put_table(struct mfs_sink *s, const mfs_cache_manifest *m);
+int mfs_manifest_get_table(const uint8_t *p, uint64_t n, uint64_t *used, mfs_cache_manifest *out);
 
 /* stats_file.c: the stats file, set up at open and flushed at close. */
 void mfs_cache_sfile_open(mfs_cache *c);

@@ -46,6 +46,7 @@ static void put_name(mfs_sink *s, const char *str)
 }
 
 #define FLAG_EMBEDDED 1u
+#define FLAG_SIZED 2u /* an entry file of its own, of the length given */
 /* Views a model entry keeps at most, and bytes embedded at most, counting
  * those kept from an earlier run (store): a bound on what one load reads. */
 #define MAX_VIEWS 64
@@ -67,17 +68,8 @@ static uint64_t table_size(const mfs_cache_manifest *m)
     return n;
 }
 
-/* Lays the embedded views out after the table (their offsets), then
- * writes table and bytes. */
-static void encode(mfs_sink *s, mfs_cache_manifest *m)
+void mfs_manifest_put_table(mfs_sink *s, const mfs_cache_manifest *m)
 {
-    uint64_t at = table_size(m);
-    for (uint32_t i = 0; i < m->nviews; i++) {
-        mfs_cache_view *v = &m->views[i];
-        v->embedded = v->bytes != NULL;
-        v->offset = v->embedded ? at : 0;
-        at += v->embedded ? v->length : 0;
-    }
     mfs_put_u32(s, m->ndeps);
     for (uint32_t i = 0; i < m->ndeps; i++) {
         put_name(s, m->deps[i].path);
@@ -89,10 +81,24 @@ static void encode(mfs_sink *s, mfs_cache_manifest *m)
         const mfs_cache_view *v = &m->views[i];
         put_name(s, v->format);
         mfs_put(s, v->key.b, 16);
-        mfs_put_u32(s, v->embedded ? FLAG_EMBEDDED : 0);
-        put_u64(s, v->offset);
-        put_u64(s, v->embedded ? v->length : 0);
+        mfs_put_u32(s, v->embedded ? FLAG_EMBEDDED : v->sized ? FLAG_SIZED : 0);
+        put_u64(s, v->embedded ? v->offset : 0);
+        put_u64(s, v->embedded || v->sized ? v->length : 0);
     }
+}
+
+/* Lays the embedded views out after the table (their offsets), then
+ * writes table and bytes. */
+static void encode(mfs_sink *s, mfs_cache_manifest *m)
+{
+    uint64_t at = table_size(m);
+    for (uint32_t i = 0; i < m->nviews; i++) {
+        mfs_cache_view *v = &m->views[i];
+        v->embedded = v->bytes != NULL;
+        v->offset = v->embedded ? at : 0;
+        at += v->embedded ? v->length : 0;
+    }
+    mfs_manifest_put_table(s, m);
     for (uint32_t i = 0; i < m->nviews; i++)
         if (m->views[i].embedded)
             mfs_put(s, m->views[i].bytes, (size_t)m->views[i].length);
@@ -168,8 +174,10 @@ static char *get_name(reader *r)
 
 /* Counts are checked against the bytes left, so a bad count cannot make
  * us allocate more than the manifest could describe.  kind: MFS_KIND_MODEL
- * or MFS_KIND_MANIFEST (no flags, offsets or lengths, nothing after). */
-static int decode(reader *r, int kind, mfs_cache_manifest *m)
+ * or MFS_KIND_MANIFEST (no flags, offsets or lengths, nothing after).
+ * payload: the table is a model entry's (its embedded views' offsets must
+ * lie after it, inside r), not a copy elsewhere (a folder record's). */
+static int decode(reader *r, int kind, int payload, mfs_cache_manifest *m)
 {
     uint32_t nd = get_u32(r);
     if (nd > (r->n - r->pos) / 28) /* 4 + 8 + 16 bytes per dep at least */
@@ -206,18 +214,31 @@ static int decode(reader *r, int kind, mfs_cache_manifest *m)
         v->offset = get_u64(r);
         v->length = get_u64(r);
         v->embedded = (flags & FLAG_EMBEDDED) != 0;
-        if (flags & ~FLAG_EMBEDDED)
+        v->sized = (flags & FLAG_SIZED) != 0;
+        if ((flags & ~(FLAG_EMBEDDED | FLAG_SIZED)) || (v->embedded && v->sized))
             return -1;
     }
     if (r->bad)
         return -1;
     /* the embedded bytes lie after the table, inside the payload */
-    for (uint32_t i = 0; i < m->nviews; i++) {
+    for (uint32_t i = 0; payload && i < m->nviews; i++) {
         const mfs_cache_view *v = &m->views[i];
         if (v->embedded && (v->offset < r->pos || v->offset > r->n || v->length > r->n - v->offset))
             return -1;
     }
     return model || r->pos == r->n ? 0 : -1;
+}
+
+int mfs_manifest_get_table(const uint8_t *p, uint64_t n, uint64_t *used, mfs_cache_manifest *out)
+{
+    memset(out, 0, sizeof *out);
+    reader rd = {p, n, 0, 0};
+    if (decode(&rd, MFS_KIND_MODEL, 0, out) < 0) {
+        mfs_cache_manifest_free(out);
+        return -1;
+    }
+    *used = rd.pos;
+    return 0;
 }
 
 /* The entry under mk read whole, checked and decoded: 1, 0 none, -1 error.
@@ -233,7 +254,7 @@ static int read_entry(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_use use,
     if (r <= 0)
         return r;
     reader rd = {p, n, 0, 0};
-    if (decode(&rd, kind, out) < 0) {
+    if (decode(&rd, kind, 1, out) < 0) {
         /* The checksum held, so this is a writer bug or memory exhaustion,
          * not disk damage: report it rather than silently missing. */
         mfs_cache_manifest_free(out);
@@ -421,11 +442,12 @@ static int path_ok(const char *p)
 }
 
 /* Resolved as the importer resolves it (src/import/iofs.c): a symlink
- * swapped in since to point out of the root reads as a vanished dep. */
-static int open_beneath(int rootfd, const char *rel)
+ * swapped in since to point out of the root reads as a vanished dep.
+ * O_PATH when only its stat is wanted: nothing of the file is opened. */
+static int open_beneath(int rootfd, const char *rel, int path_only)
 {
     struct open_how how = {
-        .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+        .flags = path_only ? O_PATH | O_CLOEXEC : O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
     };
     int fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
@@ -440,7 +462,7 @@ static int dep_current(mfs_cache *c, int rootfd, const mfs_dep *d, int hash_ok, 
 {
     if (!path_ok(d->path))
         return 0;
-    int fd = open_beneath(rootfd, d->path);
+    int fd = open_beneath(rootfd, d->path, !hash_ok);
     if (fd < 0)
         return errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV
                    ? 0

@@ -9,7 +9,8 @@
  *   0   8  magic "mfscache"
  *   8   4  u32 container version (2)
  *  12   4  u32 kind (1 view, 2 negative, 3 manifest, 4 negative with context,
- *                   5 model entry: a manifest embedding small views)
+ *                   5 model entry: a manifest embedding small views,
+ *                   6 folder record: copies of a folder's manifests)
  *  16  16  key
  *  32   8  u64 payload length n
  *  40  16  XXH3-128 (canonical) of payload bytes 0..n-1 then record bytes 0..39
@@ -59,7 +60,8 @@ static uint64_t ld_u64(const uint8_t *p)
 
 static char kind_suffix(int kind)
 {
-    return kind == MFS_KIND_MANIFEST || kind == MFS_KIND_MODEL ? 'm' : 'e';
+    return kind == MFS_KIND_MANIFEST || kind == MFS_KIND_MODEL || kind == MFS_KIND_FOLDER ? 'm'
+                                                                                         : 'e';
 }
 
 static void build_desc(uint8_t d[DESC], int kind, const mfs_cache_key *k, uint64_t len)
@@ -97,7 +99,7 @@ static int read_record(int fd, uint64_t size, uint8_t rec[REC], int *form)
 static int kind_fits(uint32_t kd, char suffix)
 {
     if (suffix == 'm')
-        return kd == MFS_KIND_MANIFEST || kd == MFS_KIND_MODEL;
+        return kd == MFS_KIND_MANIFEST || kd == MFS_KIND_MODEL || kd == MFS_KIND_FOLDER;
     return kd == MFS_KIND_VIEW || kd == MFS_KIND_NEGATIVE || kd == MFS_KIND_FAILURE;
 }
 
@@ -583,6 +585,8 @@ static int open_ro(mfs_cache *c, const char *path)
     int fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOATIME);
     if (fd < 0 && errno == EPERM)
         fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0)
+        MFS_CACHE_STAT_ADD(c, files_opened, 1);
     return fd;
 }
 

@@ -338,12 +338,18 @@ static int entry_open(const mfs_views *v, const mfs_cache_key *mk, const mfs_cac
               : mfs_cache_lookup(v->h.cache, k, hit, err);
 }
 
-/* The view with key k if the model entry embeds it. */
-static const mfs_cache_view *embedded_view(const mfs_cache_manifest *man, const mfs_cache_key *k)
+/* The view with key k if the model entry embeds it, or (trust) records
+ * the length of its own entry file: a listing may say that size without
+ * opening the file (the key names the bytes, so the size is right even if
+ * the file was evicted since; the open that follows finds out). */
+static const mfs_cache_view *recorded_view(const mfs_cache_manifest *man, const mfs_cache_key *k,
+                                           int trust)
 {
-    for (uint32_t i = 0; i < man->nviews; i++)
-        if (man->views[i].embedded && !memcmp(man->views[i].key.b, k->b, sizeof k->b))
-            return &man->views[i];
+    for (uint32_t i = 0; i < man->nviews; i++) {
+        const mfs_cache_view *w = &man->views[i];
+        if ((w->embedded || (trust && w->sized)) && !memcmp(w->key.b, k->b, sizeof k->b))
+            return w;
+    }
     return NULL;
 }
 
@@ -382,9 +388,10 @@ static int memo_perm(const mfs_views *v, model *m)
 }
 
 /* Records the inputs' current sigs and each enabled format's entry state:
- * embedded in the model entry mk that man was read from, or its own entry. */
+ * embedded in the model entry mk that man was read from, or its own entry
+ * (peeked, unless trust and man records its length: recorded_view). */
 static int memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man,
-                     const mfs_cache_key *mk, const char *fmi_model)
+                     const mfs_cache_key *mk, const char *fmi_model, int trust)
 {
     memo_clear(m);
     m->input_paths = calloc(man->ndeps + 1, sizeof *m->input_paths);
@@ -417,9 +424,10 @@ static int memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man
         if (mfs_views_key(v, man->deps, man->ndeps, f, fmi_model, &key, &err) < 0)
             return -ENOMEM;
         fmt_memo *fm = &m->fmt[f];
-        const mfs_cache_view *in = embedded_view(man, &key);
+        const mfs_cache_view *in = recorded_view(man, &key, trust);
         if (in) { /* nothing to open: the model entry was just read */
-            *fm = (fmt_memo){.known = 1, .ok = 1, .embedded = 1, .size = in->length, .key = key};
+            *fm = (fmt_memo){.known = 1, .ok = 1, .embedded = in->embedded, .size = in->length,
+                             .key = key};
             continue;
         }
         mfs_cache_hit hit = {.fd = -1};
@@ -462,16 +470,27 @@ static int made_failure(const mfs_views *v, const model *m, unsigned need)
 
 /* ---- tier 2: the local cache, from the stat index alone ---- */
 
+/* Whether a folder record's copy is the manifest of this model's bytes. */
+static int hint_fits(const mfs_cache_manifest *h, const char *path, const struct stat *st,
+                     const uint8_t hash[16])
+{
+    return h && h->ndeps && !strcmp(h->deps[0].path, path) &&
+           h->deps[0].size == (uint64_t)st->st_size && !memcmp(h->deps[0].hash, hash, 16);
+}
+
 /* 0: the memo now answers for `format`; 1: not without work; 2: nothing
- * of the model is known without work; -errno. */
-static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, int format)
+ * of the model is known without work; -errno.  model_st: the model's
+ * stat, just taken.  hint (may be NULL): the listing's copy of the
+ * manifest, and where a manifest read from the cache goes. */
+static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, int format,
+                         const struct stat *model_st, mfs_view_hint *hint)
 {
     mfs_err err;
     mfs_err_clear(&err);
     for (int attempt = 0; attempt < 3; attempt++) {
-        struct stat st;
+        struct stat st = *model_st;
         uint8_t hash[16];
-        int rc = v->h.stat_path(v->h.ctx, m->path, MFS_VIEW_PATH_MODEL, &st);
+        int rc = attempt ? v->h.stat_path(v->h.ctx, m->path, MFS_VIEW_PATH_MODEL, &st) : 0;
         if (rc < 0)
             return rc;
         if (!S_ISREG(st.st_mode) || !mfs_cache_file_hash_known(v->h.cache, &st, hash))
@@ -479,17 +498,26 @@ static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, in
         mfs_cache_key mk;
         if (mfs_views_manifest_key(v, m->path, (uint64_t)st.st_size, hash, &mk, &err) < 0)
             return -EIO;
-        mfs_cache_manifest man;
-        memset(&man, 0, sizeof man);
-        /* a listing looks, it does not use: no LRU stamp */
-        if (mfs_cache_manifest_peek(v->h.cache, &mk, &man, &err) != 1)
-            return 2;
-        if (mfs_cache_manifest_known(v->h.cache, v->h.rootfd, &man, &err) != 1) {
-            mfs_cache_manifest_free(&man);
+        mfs_cache_manifest own;
+        memset(&own, 0, sizeof own);
+        const mfs_cache_manifest *man = &own;
+        if (hint && hint_fits(hint->man, m->path, &st, hash))
+            man = hint->man; /* no model entry opened */
+        else if (mfs_cache_manifest_peek(v->h.cache, &mk, &own, &err) != 1)
+            return 2; /* (a listing looks, it does not use: no LRU stamp) */
+        if (mfs_cache_manifest_known(v->h.cache, v->h.rootfd, man, &err) != 1) {
+            mfs_cache_manifest_free(&own);
             return 2;
         }
-        rc = memo_fill(v, m, &man, &mk, fmi_model);
-        mfs_cache_manifest_free(&man);
+        rc = memo_fill(v, m, man, &mk, fmi_model, 1);
+        if (hint && man == hint->man)
+            hint->used = 1;
+        if (hint && man == &own && rc == 0) {
+            mfs_cache_manifest_free(&hint->learned);
+            hint->learned = own; /* the listing's to record */
+        } else {
+            mfs_cache_manifest_free(&own);
+        }
         if (rc == -EAGAIN)
             continue;
         if (rc < 0)
@@ -558,10 +586,10 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         if (have == 1) {
             /* the manifest's keys were made with the options of its time:
              * recompute them for ours, then see which entries exist */
-            int rc = memo_fill(v, m, &man, &mk, fmi_model);
+            int rc = memo_fill(v, m, &man, &mk, fmi_model, 0);
             if (rc == 0 && v->h.remote && (missing_formats(v, m) & (1u << format)) &&
                 remote_view(v, &man, fmi_model, format))
-                rc = memo_fill(v, m, &man, &mk, fmi_model);
+                rc = memo_fill(v, m, &man, &mk, fmi_model, 0);
             mfs_cache_manifest_free(&man);
             if (rc == -EAGAIN)
                 continue;
@@ -591,7 +619,7 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         if (cur == 1 && (man.ndeps == 0 || man.deps[0].size != (uint64_t)st.st_size ||
                          memcmp(man.deps[0].hash, hash, 16) != 0))
             cur = 0;
-        int rc = cur == 1 ? memo_fill(v, m, &man, &mk, fmi_model) : -EAGAIN;
+        int rc = cur == 1 ? memo_fill(v, m, &man, &mk, fmi_model, 0) : -EAGAIN;
         mfs_cache_manifest_free(&man);
         if (rc == 0 && v->h.remote)
             remote_upload(v, m, need, &mk);
@@ -697,6 +725,14 @@ mfs_view_outcome mfs_views_known(mfs_views *v, const char *path, const char *fmi
                                  int format, mfs_view_inputs inputs, struct stat *model_st,
                                  mfs_view_info *info, mfs_err *err)
 {
+    return mfs_views_known_hinted(v, path, fmi_model, format, inputs, model_st, NULL, info, err);
+}
+
+mfs_view_outcome mfs_views_known_hinted(mfs_views *v, const char *path, const char *fmi_model,
+                                        int format, mfs_view_inputs inputs,
+                                        struct stat *model_st, mfs_view_hint *hint,
+                                        mfs_view_info *info, mfs_err *err)
+{
     memset(info, 0, sizeof *info);
     info->hit.fd = -1;
     /* the model first: a model that is not there costs no record */
@@ -728,7 +764,7 @@ mfs_view_outcome mfs_views_known(mfs_views *v, const char *path, const char *fmi
      * inputs (memo_fill peeks each format), so a view it lacks is not
      * looked for again: the resolve that follows finds or makes it. */
     if (!current) {
-        int r = refresh_known(v, m, fmi_model, format);
+        int r = refresh_known(v, m, fmi_model, format, model_st, hint);
         current = r == 0;
         info->model_cold = r == 2;
     }

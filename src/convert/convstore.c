@@ -107,7 +107,11 @@ static int file_output(const mfs_convstore *h, const char *out, mfs_cache_view *
         v->length = size;
         return 0;
     }
-    return mfs_convstore_output(h->cache, out, &v->key, size, hit, err);
+    if (mfs_convstore_output(h->cache, out, &v->key, size, hit, err) < 0)
+        return -1;
+    v->length = size; /* the model entry records it: a listing need not open it */
+    v->sized = 1;
+    return 0;
 }
 
 static int file_results(const mfs_convstore *h, const char *relpath, const char *tmp,

@@ -58,6 +58,9 @@ typedef struct mfs_fs_stats {
     atomic_uint_least64_t conversions_running;  /* workers running now */
     atomic_uint_least64_t conversions_peak;     /* most ever running at once */
     atomic_uint_least64_t prefetched;           /* conversions the prefetcher ran */
+    atomic_uint_least64_t folder_record_hits;   /* models a listing answered from
+                                                   its folder record */
+    atomic_uint_least64_t folder_records_written;
 } mfs_fs_stats;
 
 typedef struct mfs_dirmaps mfs_dirmaps;
@@ -190,6 +193,10 @@ mfs_view_outcome mfs_view_get(mfs_fs *fs, const char *dir, const char *name, con
  * back, so neither the model nor its inputs are stat'ed again. */
 int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,
                          struct stat *model_st, mfs_view_inputs inputs, struct stat *st);
+/* The same with the listing's folder record copy (views.h, mfs_view_hint). */
+int mfs_view_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,
+                                struct stat *model_st, mfs_view_inputs inputs,
+                                mfs_view_hint *hint, struct stat *st);
 
 /* The attributes of a view whose model file has stat mst.  Its mode: the
  * read bits of mst, narrowed by vi's (docs/security.md, S1). */

@@ -191,11 +191,18 @@ mfs_view_outcome mfs_view_get(mfs_fs *fs, const char *dir, const char *name, con
 int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,
                          struct stat *model_st, mfs_view_inputs inputs, struct stat *st)
 {
+    return mfs_view_cached_stat_hinted(fs, dir, ref, model_st, inputs, NULL, st);
+}
+
+int mfs_view_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,
+                                struct stat *model_st, mfs_view_inputs inputs,
+                                mfs_view_hint *hint, struct stat *st)
+{
     char path[4096], fmi_model[4096];
     view_paths(fs, dir, ref->model, ref->base, path, fmi_model);
     mfs_view_info info;
-    mfs_view_outcome o = mfs_views_known(fs->views, path, fmi_model, ref->format, inputs,
-                                         model_st, &info, NULL);
+    mfs_view_outcome o = mfs_views_known_hinted(fs->views, path, fmi_model, ref->format, inputs,
+                                                model_st, hint, &info, NULL);
     if (o == MFS_VIEW_MISS)
         return info.model_cold ? -1 : 0;
     mfs_view_stat(model_st, &info, ref->format, st);

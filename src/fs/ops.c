@@ -206,6 +206,13 @@ typedef struct dirh {
     struct stat *src_st;    /* nsrc, made at the first stat */
     unsigned char *src_have;
     struct chunk *chunks;   /* the names' storage, newest first */
+    /* the folder's record (cache.h, "folder records"): read at the first
+     * view this listing asks about, and written when the listing ends if
+     * it learnt a model's manifest from its model entry */
+    int rec_tried;
+    mfs_cache_folder *rec;
+    unsigned char *rec_used; /* copies that answered: kept in the next one */
+    mfs_cache_folder_builder *learnt;
 } dirh;
 
 /* The names of a listing live in a few large blocks, not one allocation
@@ -239,6 +246,59 @@ static char *names_alloc(dirh *h, size_t n)
  * listings running, and each is freed (and its memory given back, see
  * op_releasedir) when that listing ends (docs/scale.md). */
 static atomic_uint_least64_t listing_handles, listing_names;
+
+static int record_key(mfs_fs *fs, const char *dir, mfs_cache_key *fk)
+{
+    char iopts[64];
+    mfs_fs_import_options(fs, iopts, sizeof iopts);
+    mfs_err err;
+    return mfs_cache_folder_key(dir, iopts, MESHFS_OUTPUT_VERSION, fk, &err);
+}
+
+static void record_load(mfs_fs *fs, dirh *h)
+{
+    h->rec_tried = 1;
+    mfs_cache_key fk;
+    mfs_err err;
+    mfs_err_clear(&err);
+    if (record_key(fs, h->dir, &fk) < 0 || mfs_cache_folder_load(fs->cache, &fk, &h->rec, &err) != 1)
+        return;
+    h->rec_used = calloc(mfs_cache_folder_count(h->rec) + 1, 1);
+    if (!h->rec_used) {
+        mfs_cache_folder_free(h->rec);
+        h->rec = NULL;
+    }
+}
+
+/* What this listing learnt, and the copies that still answered, as the
+ * folder's new record.  Written only when it learnt something: a listing
+ * that read every model from the record leaves it as it is. */
+static void record_flush(mfs_fs *fs, dirh *h)
+{
+    if (h->learnt && mfs_cache_folder_builder_count(h->learnt)) {
+        int ok = 0;
+        for (size_t i = 0; i < mfs_cache_folder_count(h->rec) && ok == 0; i++)
+            if (h->rec_used[i])
+                ok = mfs_cache_folder_keep(h->learnt, h->rec, i);
+        mfs_cache_key fk;
+        mfs_err err;
+        mfs_err_clear(&err);
+        if (ok == 0 && record_key(fs, h->dir, &fk) == 0) {
+            int r = mfs_cache_folder_store(fs->cache, &fk, h->learnt, &err);
+            if (r == 1)
+                atomic_fetch_add(&fs->stats.folder_records_written, 1);
+            else if (r < 0)
+                mfs_fs_log_at(fs, MFS_LOG_DEBUG, "%s: %s", h->dir[0] ? h->dir : ".", err.msg);
+        }
+    }
+    mfs_cache_folder_builder_free(h->learnt);
+    mfs_cache_folder_free(h->rec);
+    free(h->rec_used);
+    h->learnt = NULL;
+    h->rec = NULL;
+    h->rec_used = NULL;
+    h->rec_tried = 0;
+}
 
 static void dirh_clear(dirh *h)
 {
@@ -413,6 +473,7 @@ static int op_releasedir(const char *path, struct fuse_file_info *fi)
     dirh *h = (dirh *)(uintptr_t)fi->fh;
     if (h) {
         size_t n = h->n;
+        record_flush(FS(), h);
         dirh_clear(h);
         free(h->dir);
         free(h);
@@ -433,7 +494,37 @@ static int op_releasedir(const char *path, struct fuse_file_info *fi)
  * or the cache answers without reading the model.  A cold view is listed by
  * name only, so listing a folder never converts or hashes anything.
  * same_model: d is a view of the model whose inputs were just checked. */
-static int plus_attr(mfs_fs *fs, const dirh *h, const dent *d, struct stat *model_st,
+/* A view's attributes through mfs_view_cached_stat_hinted: with the
+ * record's copy of its model's manifest, and what the query learnt kept
+ * for the next record. */
+static int view_attr_listed(mfs_fs *fs, dirh *h, const dent *d, struct stat *model_st,
+                            mfs_view_inputs in, struct stat *st)
+{
+    if (!h->rec_tried)
+        record_load(fs, h);
+
+    mfs_cache_manifest copy;
+    size_t at = 0;
+    int have = h->rec && mfs_cache_folder_find(h->rec, d->view.model, &at, &copy);
+    mfs_view_hint hint = {.man = have ? &copy : NULL};
+    int r = mfs_view_cached_stat_hinted(fs, h->dir, &d->view, model_st, in, &hint, st);
+    if (hint.used) {
+        h->rec_used[at] = 1;
+        atomic_fetch_add(&fs->stats.folder_record_hits, 1);
+    }
+    if (hint.learned.ndeps) {
+        if (!h->learnt)
+            h->learnt = mfs_cache_folder_builder_new();
+        if (h->learnt)
+            mfs_cache_folder_add(h->learnt, d->view.model, &hint.learned);
+    }
+    mfs_cache_manifest_free(&hint.learned);
+    if (have)
+        mfs_cache_manifest_free(&copy);
+    return r;
+}
+
+static int plus_attr(mfs_fs *fs, dirh *h, const dent *d, struct stat *model_st,
                      int same_model, struct stat *st)
 {
     if (d->is_view && d->view.format == MFS_FS_LGEPKG)
@@ -446,7 +537,9 @@ static int plus_attr(mfs_fs *fs, const dirh *h, const dent *d, struct stat *mode
             if (given)
                 *model_st = *given;
         }
-        return mfs_view_cached_stat(fs, h->dir, &d->view, model_st, in, st);
+        return in == MFS_VIEW_INPUTS_CHECKED
+                   ? mfs_view_cached_stat(fs, h->dir, &d->view, model_st, in, st)
+                   : view_attr_listed(fs, h, d, model_st, in, st);
     }
     char path[4200];
     snprintf(path, sizeof path, "%s%s%s", h->dir, h->dir[0] ? "/" : "", d->name);
@@ -720,15 +813,23 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
     uint64_t kv, kv_ev, dt, dn, d_ev;
     mfs_kview_stats(&kv, &kv_ev);
     mfs_dirmaps_stats(fs->dirs, &dt, &dn, &d_ev);
+    mfs_cache_stats cs;
+    mfs_cache_get_stats(fs->cache, &cs);
     return snprintf(buf, n,
                     " memo_size=%llu memo_entries=%llu memo_evictions=%llu kview_entries=%llu "
                     "kview_evictions=%llu dirmap_tables=%llu dirmap_names=%llu "
-                    "dirmap_evictions=%llu listing_handles=%llu listing_names=%llu",
+                    "dirmap_evictions=%llu listing_handles=%llu listing_names=%llu "
+                    "index_records=%llu index_shard_loads=%llu index_shard_drops=%llu "
+                    "cache_files_opened=%llu folder_record_hits=%llu folder_records_written=%llu",
                     (unsigned long long)vs.cap, (unsigned long long)vs.entries,
                     (unsigned long long)vs.evictions, (unsigned long long)kv,
                     (unsigned long long)kv_ev, (unsigned long long)dt, (unsigned long long)dn,
                     (unsigned long long)d_ev, (unsigned long long)atomic_load(&listing_handles),
-                    (unsigned long long)atomic_load(&listing_names));
+                    (unsigned long long)atomic_load(&listing_names),
+                    (unsigned long long)cs.index_records, (unsigned long long)cs.index_shard_loads,
+                    (unsigned long long)cs.index_shard_drops, (unsigned long long)cs.files_opened,
+                    (unsigned long long)atomic_load(&fs->stats.folder_record_hits),
+                    (unsigned long long)atomic_load(&fs->stats.folder_records_written));
 }
 
 static int stats_text_base(mfs_fs *fs, char *buf, size_t n);

@@ -316,6 +316,63 @@ static void test_entry_check_knows_the_kind(void **state)
     close(fd);
 }
 
+/* Folder records: copies of manifests by model name, the first added of a
+ * name kept, copies kept from an older record as they were. */
+static void test_folder_record(void **state)
+{
+    fx *f = *state;
+    mfs_cache_key fk;
+    assert_int_equal(mfs_cache_folder_key("d", "", "v1", &fk, NULL), 0);
+    mfs_cache_folder *rec;
+    assert_int_equal(mfs_cache_folder_load(f->c, &fk, &rec, NULL), 0);
+    mfs_cache_view va[2] = {view(&f->dep, "fmd", NULL), view(&f->dep, "gmf", NULL)};
+    va[0].embedded = 1, va[0].offset = 200, va[0].length = 9;
+    va[1].sized = 1, va[1].length = 70000;
+    mfs_cache_manifest a = {&f->dep, 1, va, 2};
+    mfs_dep db = {.path = "d/b.obj", .size = 5};
+    mfs_cache_view vb[1] = {view(&db, "fmd", NULL)};
+    mfs_cache_manifest b = {&db, 1, vb, 1}, c = {&db, 1, va, 1};
+    mfs_cache_folder_builder *bld = mfs_cache_folder_builder_new();
+    assert_int_equal(mfs_cache_folder_add(bld, "car.obj", &a), 0);
+    assert_int_equal(mfs_cache_folder_add(bld, "b.obj", &b), 0);
+    assert_int_equal(mfs_cache_folder_add(bld, "car.obj", &c), 0); /* the first wins */
+    assert_int_equal(mfs_cache_folder_store(f->c, &fk, bld, NULL), 1);
+    mfs_cache_folder_builder_free(bld);
+
+    assert_int_equal(mfs_cache_folder_load(f->c, &fk, &rec, NULL), 1);
+    assert_int_equal(mfs_cache_folder_count(rec), 2);
+    mfs_cache_manifest got;
+    size_t at = 99;
+    assert_int_equal(mfs_cache_folder_find(rec, "car.obj", &at, &got), 1);
+    assert_int_equal(at, 1); /* b.obj sorts first */
+    assert_int_equal(got.ndeps, 1);
+    assert_string_equal(got.deps[0].path, "car.obj");
+    assert_int_equal(got.nviews, 2);
+    assert_true(got.views[0].embedded && got.views[0].offset == 200 && got.views[0].length == 9);
+    assert_true(!got.views[1].embedded && got.views[1].sized && got.views[1].length == 70000);
+    mfs_cache_manifest_free(&got);
+    assert_int_equal(mfs_cache_folder_find(rec, "car", NULL, &got), 0);
+    assert_int_equal(mfs_cache_folder_find(rec, "zzz.obj", NULL, &got), 0);
+
+    /* a new record keeps an old copy byte for byte */
+    bld = mfs_cache_folder_builder_new();
+    assert_int_equal(mfs_cache_folder_keep(bld, rec, at), 0);
+    mfs_cache_folder_free(rec);
+    assert_int_equal(mfs_cache_folder_store(f->c, &fk, bld, NULL), 1);
+    mfs_cache_folder_builder_free(bld);
+    assert_int_equal(mfs_cache_folder_load(f->c, &fk, &rec, NULL), 1);
+    assert_int_equal(mfs_cache_folder_count(rec), 1);
+    assert_int_equal(mfs_cache_folder_find(rec, "car.obj", NULL, &got), 1);
+    assert_int_equal(got.views[1].length, 70000);
+    mfs_cache_manifest_free(&got);
+    mfs_cache_folder_free(rec);
+
+    /* another kind under the record's name (a model entry) is no record */
+    assert_int_equal(mfs_cache_manifest_store(f->c, &fk, &a, NULL, NULL), 0);
+    assert_int_equal(mfs_cache_folder_load(f->c, &fk, &rec, NULL), 0);
+    assert_null(rec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +383,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offsets_outside_the_payload_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_older_manifest_still_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_entry_check_knows_the_kind, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_folder_record, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
