@@ -34,8 +34,11 @@ int mfs_cache_flush_stats(mfs_cache *c, mfs_err *err);
 
 typedef struct mfs_cache_usage {
     uint64_t entries;   /* .e files: views and remembered failures */
-    uint64_t manifests; /* .m files */
+    uint64_t manifests; /* .m files: model entries and folder records */
     uint64_t bytes;     /* st_size of both, as the size cap counts them */
+    /* the .m files by kind (docs/cache.md): model entries (and manifests
+     * of older versions), the views inside them, folder records */
+    uint64_t model_entries, views_inside, folder_records;
 } mfs_cache_usage;
 
 int mfs_cache_usage_scan(mfs_cache *c, mfs_cache_usage *out, mfs_err *err);

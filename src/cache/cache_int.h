@@ -192,6 +192,10 @@ typedef struct mfs_cache_entry_info {
 int mfs_cache_entry_check(int fd, const mfs_cache_key *k, char suffix, mfs_cache_entry_info *info,
                           const char **why);
 
+/* The record alone, no checksum pass (a census, not a check): 1 with
+ * info filled, 0 if the file has no valid record for the suffix. */
+int mfs_cache_entry_record(int fd, char suffix, mfs_cache_entry_info *info);
+
 /* Unlinks path if it still names the file open at fd (stat identity). */
 void mfs_cache_discard(mfs_cache *c, const char *path, int fd);
 

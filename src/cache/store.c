@@ -487,6 +487,14 @@ out:
     return ok;
 }
 
+int mfs_cache_entry_record(int fd, char suffix, mfs_cache_entry_info *info)
+{
+    uint8_t rec[REC];
+    int ioerr;
+    *info = (mfs_cache_entry_info){0};
+    return check_record(fd, NULL, suffix, rec, info, &ioerr) ? 0 : 1;
+}
+
 int mfs_cache_entry_check(int fd, const mfs_cache_key *k, char suffix, mfs_cache_entry_info *info,
                           const char **why)
 {

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -79,14 +80,48 @@ int mfs_cache_walk(mfs_cache *c, mfs_cache_walk_fn fn, void *ctx)
     return 0;
 }
 
+/* What kind of .m file path is, and how many views a model entry holds
+ * inside: its record and table, no checksum pass (a census). */
+static void count_model_file(mfs_cache *c, const char *path, mfs_cache_usage *u)
+{
+    int fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOATIME);
+    if (fd < 0 && errno == EPERM)
+        fd = openat(c->dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return; /* evicted since the listing */
+    mfs_cache_entry_info info;
+    if (mfs_cache_entry_record(fd, 'm', &info) == 1) {
+        if (info.kind == MFS_KIND_FOLDER) {
+            u->folder_records++;
+        } else {
+            u->model_entries++;
+            uint8_t *buf = info.kind == MFS_KIND_MODEL && info.length <= (64u << 20)
+                               ? malloc(info.length ? (size_t)info.length : 1)
+                               : NULL;
+            mfs_cache_manifest m;
+            uint64_t used;
+            if (buf && mfs_cache_pread_full(fd, buf, (size_t)info.length, 0) == (int64_t)info.length &&
+                mfs_manifest_get_table(buf, info.length, &used, &m) == 0) {
+                for (uint32_t i = 0; i < m.nviews; i++)
+                    u->views_inside += m.views[i].embedded != 0;
+                mfs_cache_manifest_free(&m);
+            }
+            free(buf);
+        }
+    }
+    close(fd);
+}
+
 static int add_usage(void *ctx, mfs_cache *c, const char *path, const mfs_cache_key *k,
                      char suffix, const struct stat *st)
 {
     mfs_cache_usage *u = ctx;
-    if (suffix == 'm')
+    if (suffix == 'm') {
         u->manifests++;
-    else
+        count_model_file(c, path, u);
+    } else {
         u->entries++;
+    }
     u->bytes += (uint64_t)st->st_size;
     return 0;
 }

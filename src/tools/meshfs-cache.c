@@ -144,8 +144,9 @@ static int cmd_stats(tool *t, int argc, char **argv)
     if (t->json) {
         fputs("{\"cache_dir\":", stdout);
         mfs_json_str(stdout, t->dir);
-        printf(",\"entries\":%" PRIu64 ",\"manifests\":%" PRIu64 ",\"bytes\":%" PRIu64, u.entries,
-               u.manifests, u.bytes);
+        printf(",\"entries\":%" PRIu64 ",\"manifests\":%" PRIu64 ",\"model_entries\":%" PRIu64
+               ",\"views_inside\":%" PRIu64 ",\"folder_records\":%" PRIu64 ",\"bytes\":%" PRIu64,
+               u.entries, u.manifests, u.model_entries, u.views_inside, u.folder_records, u.bytes);
         if (tot.cap)
             printf(",\"cap\":%" PRIu64, tot.cap);
         else
@@ -181,7 +182,8 @@ static int cmd_stats(tool *t, int argc, char **argv)
         uint64_t asked = tot.hits + tot.misses;
         printf("cache directory    %s\n"
                "entries            %" PRIu64 "\n"
-               "manifests          %" PRIu64 "\n"
+               "manifests          %" PRIu64 " (%" PRIu64 " model entries holding %" PRIu64
+               " small views, %" PRIu64 " folder records)\n"
                "bytes              %" PRIu64 "%s\n"
                "cap                %s\n"
                "hits               %" PRIu64 " (%.1f%%)\n"
@@ -190,7 +192,8 @@ static int cmd_stats(tool *t, int argc, char **argv)
                "failures           %" PRIu64 "\n"
                "evictions          %" PRIu64 "\n"
                "corrupt discarded  %" PRIu64 "\n",
-               t->dir, u.entries, u.manifests, u.bytes, b, cap, tot.hits,
+               t->dir, u.entries, u.manifests, u.model_entries, u.views_inside, u.folder_records,
+               u.bytes, b, cap, tot.hits,
                asked ? 100.0 * (double)tot.hits / (double)asked : 0.0, tot.misses,
                tot.conversions, tot.failures, tot.evictions, tot.corrupt);
         /* the remote tier's lines only where one was used */

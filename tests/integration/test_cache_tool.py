@@ -84,6 +84,10 @@ class CacheTool(TreeCase):
         entries, manifests = self.files_on_disk("e"), self.files_on_disk("m")
         self.assertEqual(len(entries), N)
         self.assertEqual((s["entries"], s["manifests"]), (N, len(manifests)), s)
+        # each .fmd passes 16 KiB: an entry of its own, none inside its
+        # model's entry; the model entries and any folder record make the .m
+        self.assertEqual((s["model_entries"], s["views_inside"]), (N, 0), s)
+        self.assertEqual(s["model_entries"] + s["folder_records"], s["manifests"], s)
         self.assertEqual(s["bytes"], sum(os.path.getsize(p) for p in entries + manifests))
         self.assertEqual(s["cap"], TWO_G)  # the mount's default, recorded by it
         self.assertEqual(s["cache_dir"], self.cache)

@@ -4,6 +4,7 @@ models are listed and read, counted from the stats xattr, and every answer
 stays right (sizes and bytes equal to meshfs-convert's, a second listing
 too).  Bad values of memo_size exit 2 naming the option.  Mechanisms only,
 never timings."""
+import json
 import os
 import shutil
 import subprocess
@@ -274,6 +275,17 @@ class FolderRecordTest(TreeCase):
         self.assertEqual((st["folder_record_hits"], st["folder_records_written"]), (self.models, 0))
         self.assertLess(st["attr_requests"], 5)
         self.assertEqual(st["conversions"], 0)
+        # what meshfs-cache counts: a model entry a model, every small view
+        # inside one (big.obj's four large ones are files of their own)
+        p = subprocess.run([tool("meshfs-cache"), "--cache-dir", self.cache, "--json", "stats"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        s = json.loads(p.stdout)
+        large = sum(1 for k, n in expected.items() if n > 16384)
+        self.assertEqual(large, 4)
+        self.assertEqual((s["model_entries"], s["folder_records"], s["entries"]),
+                         (self.models, 1, large))
+        self.assertEqual(s["views_inside"], self.models * len(FORMATS) - large)
 
         # a changed model: its copy no longer fits (it is not known without
         # hashing it, so its views are listed by name); the others still do
