@@ -35,6 +35,13 @@ typedef struct mfs_convstore {
     void (*errtext)(void *ctx, const char *in, char *out, size_t n);
     /* a line for the log */
     void (*log)(void *ctx, const char *msg);
+    /* An extra blob the host files with the model (meshfs-convert's report
+     * of the run; NULL: none): given the run's inputs and report, fills
+     * *key and a malloc'd *bytes (taken over), 0; or -1 for none.  Kept
+     * inside the model entry under its key when small (a file less a
+     * model), as a view is; never in *man. */
+    int (*extra)(void *ctx, const mfs_dep *deps, uint32_t ndeps, const mfs_report *rep,
+                 mfs_cache_key *key, uint8_t **bytes, size_t *len);
 } mfs_convstore;
 
 /* After a worker run of relpath into tmp (report rep, which it may mark

@@ -189,16 +189,20 @@ static int report_key(const root *r, const mfs_dep *deps, uint32_t ndeps, mfs_ca
     return mfs_cache_view_key(deps, ndeps, "report", iopts, MESHFS_OUTPUT_VERSION, k, err);
 }
 
-static void store_report(const root *r, const mfs_cache_manifest *man, const mfs_report *rep)
+/* The run's report, filed with the model by convstore (inside the model
+ * entry when small: a file less a model). */
+static int cs_extra(void *ctx, const mfs_dep *deps, uint32_t ndeps, const mfs_report *rep,
+                    mfs_cache_key *key, uint8_t **bytes, size_t *len)
 {
-    mfs_cache_key k;
     mfs_err err;
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    if (man->ndeps && report_key(r, man->deps, man->ndeps, &k, &err) == 0 &&
-        mfs_report_encode(rep, &buf, &len) == 0)
-        mfs_cache_store(r->b->cache, &k, buf, len, NULL, &err); /* a convenience: failing is fine */
-    free(buf);
+    *bytes = NULL;
+    if (!ndeps || report_key(ctx, deps, ndeps, key, &err) < 0 ||
+        mfs_report_encode(rep, bytes, len) < 0) {
+        free(*bytes);
+        *bytes = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 /* Empties and removes a job directory (what a worker left in it: its
@@ -308,7 +312,7 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
         return -1;
     }
     mfs_convstore cs = {.ctx = r, .cache = b->cache, .views = r->views, .hash_model = cs_hash,
-                        .failctx = cs_failctx};
+                        .failctx = cs_failctx, .extra = cs_extra};
     mfs_cache_hit hits[MFS_FMT_COUNT];
     int rc = mfs_convstore_file(&cs, model, tmp, fmi_model, run, &rep, man, NULL, hits, err);
     if (rc >= 0) {
@@ -319,7 +323,6 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
             tl.key[tl.npins] = man->views[i].key;
             tl.pin[tl.npins++] = hits[i];
         }
-        store_report(r, man, &rep);
     }
     if (tl.res) {
         tl.res->converted = 1;
@@ -505,7 +508,7 @@ unsigned mfs_batch_views(const mfs_batch *b)
     return b->key_formats & MFS_FMT_ALL;
 }
 
-/* The report a run filed (store_report), for a model served from the cache. */
+/* The report a run filed (cs_extra), for a model served from the cache. */
 static void load_report(const root *r, const char *model, mfs_batch_result *res)
 {
     mfs_err err;
@@ -519,8 +522,11 @@ static void load_report(const root *r, const char *model, mfs_batch_result *res)
         mfs_cache_manifest_peek(r->b->cache, &mk, &man, &err) != 1)
         return;
     mfs_cache_hit hit = {.fd = -1};
+    /* inside the model entry, or (large, or an older run's) its own entry */
     if (report_key(r, man.deps, man.ndeps, &rk, &err) == 0 &&
-        mfs_cache_lookup(r->b->cache, &rk, &hit, &err) == 1 && !hit.reason && hit.length < (1u << 26)) {
+        (mfs_cache_lookup_in(r->b->cache, &mk, &rk, &hit, &err) == 1 ||
+         mfs_cache_lookup(r->b->cache, &rk, &hit, &err) == 1) &&
+        !hit.reason && hit.length < (1u << 26)) {
         uint8_t *buf = malloc(hit.length ? hit.length : 1);
         if (buf && pread(hit.fd, buf, hit.length, (off_t)hit.offset) == (ssize_t)hit.length &&
             mfs_report_decode(buf, hit.length, &res->rep, &err) == 0)

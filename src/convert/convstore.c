@@ -119,7 +119,7 @@ static int file_results(const mfs_convstore *h, const char *relpath, const char 
                         const mfs_dep *deps, uint32_t ndeps, mfs_cache_manifest *man,
                         mfs_cache_hit *hits, int *machine, mfs_err *err)
 {
-    man->views = calloc(MFS_FMT_COUNT, sizeof *man->views);
+    man->views = calloc(MFS_FMT_COUNT + 1, sizeof *man->views); /* and the host's extra */
     if (!man->views)
         return mfs_errf(err, "out of memory");
     for (int f = 0; f < MFS_FMT_COUNT; f++) {
@@ -266,6 +266,23 @@ int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *
     if (rc == 0 && mfs_views_manifest_key(h->views, relpath, deps[0].size, deps[0].hash, &mk,
                                           err) < 0)
         rc = -1;
+    /* the host's extra blob, as one more view of the entry, for the
+     * store only: embedded when small, else an entry file of its own */
+    uint32_t nviews = man->nviews;
+    uint8_t *xb = NULL;
+    size_t xlen = 0;
+    mfs_cache_key xk;
+    if (rc == 0 && h->extra && h->extra(h->ctx, deps, ndeps, rep, &xk, &xb, &xlen) == 0) {
+        mfs_cache_view *xv = &man->views[man->nviews];
+        if (xlen <= MFS_CACHE_EMBED_MAX && man->nviews <= MFS_FMT_COUNT &&
+            (xv->format = strdup("report")) != NULL) {
+            *xv = (mfs_cache_view){.format = xv->format, .key = xk, .bytes = xb, .length = xlen};
+            man->nviews++;
+        } else {
+            mfs_err xerr;
+            mfs_cache_store(h->cache, &xk, xb, xlen, NULL, &xerr); /* a convenience: may fail */
+        }
+    }
     if (rc == 0) {
         if (mk_out)
             *mk_out = mk;
@@ -282,9 +299,15 @@ int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *
             for (uint32_t i = 0; i < man->nviews; i++)
                 man->views[i].embedded = 0;
         }
+        for (uint32_t i = nviews; i < man->nviews; i++) { /* the extra: not the caller's */
+            free(man->views[i].format);
+            man->views[i] = (mfs_cache_view){0};
+        }
+        man->nviews = nviews;
         embedded_hits(man, &entry, hits);
         mfs_cache_hit_release(&entry);
     }
+    free(xb);
     free_bytes(man);
     return rc < 0 ? -1 : machine;
 }
