@@ -19,25 +19,24 @@ static void logf_(const mfs_convstore *h, const char *fmt, const char *a, const 
     h->log(h->ctx, line);
 }
 
-int mfs_convstore_output(mfs_cache *c, const char *path, const mfs_cache_key *k, uint64_t size,
-                         mfs_cache_hit *hit, mfs_err *err)
+/* Reads the worker's output at path to its end, each piece to take; it
+ * must be `size` bytes (the report's word).  0, or -1 with err. */
+typedef int (*take_fn)(void *ctx, const void *p, size_t n, mfs_err *err);
+
+static int pump(const char *path, uint64_t size, take_fn take, void *ctx, mfs_err *err)
 {
     /* named by its format: the path is the cache's business */
     const char *fmt = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return mfs_errf(err, "worker output .%s: %s", fmt, strerror(errno));
-    mfs_cache_writer *w;
-    if (mfs_cache_writer_begin(c, k, &w, err) < 0) {
-        close(fd);
-        return -1;
-    }
     static const size_t chunk = 1 << 20;
-    char *buf = malloc(chunk);
+    size_t bufn = size < chunk ? (size_t)size + 1 : chunk; /* one more: a longer file shows */
+    char *buf = malloc(bufn);
     uint64_t total = 0;
     int rc = buf ? 0 : mfs_errf(err, "out of memory");
     while (rc == 0) {
-        ssize_t r = read(fd, buf, chunk);
+        ssize_t r = read(fd, buf, bufn);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
@@ -47,50 +46,61 @@ int mfs_convstore_output(mfs_cache *c, const char *path, const mfs_cache_key *k,
         if (r == 0)
             break;
         total += (uint64_t)r;
-        rc = mfs_cache_writer_write(w, buf, (size_t)r, err);
+        rc = take(ctx, buf, (size_t)r, err);
     }
     free(buf);
     close(fd);
     if (rc == 0 && total != size)
         rc = mfs_errf(err, "worker output .%s: %llu bytes, report says %llu", fmt,
                       (unsigned long long)total, (unsigned long long)size);
-    if (rc < 0) {
+    return rc < 0 ? -1 : 0;
+}
+
+static int take_into_writer(void *ctx, const void *p, size_t n, mfs_err *err)
+{
+    return mfs_cache_writer_write(ctx, p, n, err);
+}
+
+int mfs_convstore_output(mfs_cache *c, const char *path, const mfs_cache_key *k, uint64_t size,
+                         mfs_cache_hit *hit, mfs_err *err)
+{
+    mfs_cache_writer *w;
+    if (mfs_cache_writer_begin(c, k, &w, err) < 0)
+        return -1;
+    if (pump(path, size, take_into_writer, w, err) < 0) {
         mfs_cache_writer_abort(w);
         return -1;
     }
     return mfs_cache_writer_commit(w, hit, err);
 }
 
+typedef struct membuf {
+    uint8_t *p;
+    size_t cap, n;
+} membuf;
+
+static int take_into_memory(void *ctx, const void *p, size_t n, mfs_err *err)
+{
+    (void)err;
+    membuf *m = ctx;
+    size_t room = m->cap - m->n; /* past it the length check says so */
+    memcpy(m->p + m->n, p, n < room ? n : room);
+    m->n += n < room ? n : room;
+    return 0;
+}
+
 /* A small output read whole, to be embedded in the model entry: 0, or -1
  * with err (the bytes are the caller's, *out). */
 static int read_small_output(const char *path, uint64_t size, uint8_t **out, mfs_err *err)
 {
-    const char *fmt = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return mfs_errf(err, "worker output .%s: %s", fmt, strerror(errno));
-    uint8_t *buf = malloc(size + 1); /* one more: a longer file shows */
-    size_t got = 0;
-    int rc = buf ? 0 : mfs_errf(err, "out of memory");
-    while (rc == 0 && got < size + 1) {
-        ssize_t r = read(fd, buf + got, size + 1 - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            rc = mfs_errf(err, "worker output .%s: %s", fmt, strerror(errno));
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    if (rc == 0 && got != size)
-        rc = mfs_errf(err, "worker output .%s: %llu bytes, report says %llu", fmt,
-                      (unsigned long long)got, (unsigned long long)size);
-    if (rc < 0) {
-        free(buf);
+    membuf m = {malloc(size ? (size_t)size : 1), (size_t)size, 0};
+    if (!m.p)
+        return mfs_errf(err, "out of memory");
+    if (pump(path, size, take_into_memory, &m, err) < 0) {
+        free(m.p);
         return -1;
     }
-    *out = buf;
+    *out = m.p;
     return 0;
 }
 
