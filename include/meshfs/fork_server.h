@@ -3,22 +3,23 @@
  *
  * Exec'ing a fresh worker costs ~3 ms of dynamic loading (libassimp and its
  * dependencies) before any work.  The parent (worker_client.c) instead
- * posix_spawns `meshfs-worker --server` once, lazily, and sends it one
- * request per conversion.  The server is single-threaded (it forks) and
- * holds only: fd 0-2, the request socket at MFS_REPORT_FD, the parent's
- * lifeline at MFS_LIFELINE_FD, and the socket of its spare child.
+ * posix_spawns `meshfs-worker --server` once, lazily, and asks it for
+ * children.  The server is single-threaded (it forks) and holds only: fd
+ * 0-2, the request socket at MFS_REPORT_FD, the parent's lifeline at
+ * MFS_LIFELINE_FD, and the server's end of each child's reply socket.
  *
  * The spare: each child is forked and confined *before* its job is known,
- * while the previous conversion runs (on a second core that setup is
- * off the conversion's path).  It runs exactly what a directly spawned
- * worker runs, minus the output directory: the whole sandbox for the
- * request's SRC root, user and MESHFS_* environment (Landlock's read rule
- * is per root, so a spare is made for one such key and thrown away, never
- * reused, when a request comes with another), then blocks on its socket.
- * The server hands it exactly one job and forks the next spare.  A child
- * never runs a second job, and the server wipes each request from its
- * memory before it forks the next spare, so no child holds another
- * model's request.
+ * while the previous conversion runs (on a second core that setup is off
+ * the conversion's path).  It runs exactly what a directly spawned worker
+ * runs, minus the output directory: the whole sandbox for the request's
+ * SRC root, user and MESHFS_* environment (the key: Landlock's read rule
+ * is per root), then blocks on its job socket.  The server hands the
+ * spare to the parent, which sends it its job itself (one wake-up and one
+ * descriptor pass less than through the server) and asks for the next
+ * one; a spare of another key is retired unused (its socket closed).  A
+ * child never runs a second job, and the server wipes each request it
+ * sees from its memory before it forks the next spare, so no child holds
+ * another model's request.
  *
  * Lifetime: each child has PR_SET_PDEATHSIG SIGKILL (set after its user
  * switch, which clears it), so it dies with the server, which dies with
@@ -29,18 +30,37 @@
  * Landlock ruleset lets it create or change no file at all.
  *
  * Protocol, on SOCK_SEQPACKET sockets (one message = one record):
- *  request  (parent -> server, request socket): mfs_fs_request followed by
- *           argc NUL-terminated argv strings, then NUL-terminated "K=V"
+ *  request  (parent -> server, request socket; when the parent holds no
+ *           spare for the key): mfs_fs_request followed by argc
+ *           NUL-terminated argv strings, then NUL-terminated "K=V"
  *           MESHFS_* environment entries (the child's MESHFS_* environment
  *           is exactly these); SCM_RIGHTS [the report's memfd, reply
- *           socket, then one open output file per requested format in
- *           format order].  The server forwards the message as it is to
- *           the spare, with SCM_RIGHTS [report memfd, output files].
- *           The child writes its report (proto.h) into the memfd, which
- *           the parent reads once "ended" has come: one wakeup per job.
- *  started  (server -> parent, reply socket): mfs_fs_started; SCM_RIGHTS
- *           [pidfd] when the kernel has pidfd_open, so the parent can kill
- *           the child at its deadline without a pid-reuse race.
+ *           socket, the write end of the "done" pipe, then one open output
+ *           file per requested format in format order].  The server forks
+ *           a child for it and forwards the message as it is, with
+ *           SCM_RIGHTS [report memfd, "done", output files]; then it
+ *           offers the next spare.
+ *  started  (server -> parent, the request's reply socket): mfs_fs_started;
+ *           SCM_RIGHTS [pidfd] when the kernel has pidfd_open, so the
+ *           parent can kill the child at its deadline without a pid-reuse
+ *           race.
+ *  spare    (server -> parent, request socket; one for each request and
+ *           each "next", in order, so the parent knows the key of each):
+ *           mfs_fs_spare; SCM_RIGHTS [the spare's job socket, its reply
+ *           socket, its pidfd (when the kernel has pidfd_open)], or none
+ *           with pid 0 when no spare could be made.
+ *  job      (parent -> spare, its job socket): what a request is, with
+ *           SCM_RIGHTS [report memfd, "done", output files].
+ *  next     (parent -> server, request socket; after it gave a spare its
+ *           job): mfs_fs_request with magic MFS_FS_NEXT and only the key's
+ *           argv (argv[0], --root, --uid, --gid) and environment: make the
+ *           next spare for this key.
+ *  done     (child -> parent, one byte on the "done" pipe; only after a
+ *           report it could write and exit 0 with): the report in the
+ *           memfd is complete and the child has closed every output.  The
+ *           parent may then use the report without waiting for the exit,
+ *           once it has checked that no output is still open for writing
+ *           (worker_client.c); else it waits for "ended".
  *  ended    (server -> parent, reply socket): mfs_fs_ended, the child's
  *           wait status and CPU time, then the server closes the socket.
  * EOF on the reply socket before "ended" means the server died. */
@@ -49,10 +69,12 @@
 
 #include <stdint.h>
 
-#define MFS_FS_MAGIC 0x53524653u   /* "SFRS" */
+#define MFS_FS_MAGIC 0x32524653u   /* "SFR2": a request */
+#define MFS_FS_NEXT 0x5458454eu    /* "NEXT": make the next spare for a key */
+#define MFS_FS_SPARE 0x52415053u   /* "SPAR": a spare for the parent */
 #define MFS_FS_READY 0x59444552u   /* "REDY": the server's first message */
 #define MFS_FS_MSG_MAX (64u << 10) /* a request is a few paths */
-#define MFS_FS_MAX_FDS 16           /* report, reply and one file per format */
+#define MFS_FS_MAX_FDS 16           /* report, reply, done and one file per format */
 
 typedef struct mfs_fs_request {
     uint32_t magic;
@@ -63,6 +85,12 @@ typedef struct mfs_fs_started {
     int32_t pid;   /* 0: fork failed, err says why */
     int32_t err;   /* errno */
 } mfs_fs_started;
+
+typedef struct mfs_fs_spare {
+    uint32_t magic; /* MFS_FS_SPARE */
+    int32_t pid;    /* 0: none was made, err says why */
+    int32_t err;    /* errno */
+} mfs_fs_spare;
 
 typedef struct mfs_fs_ended {
     int32_t status;  /* as from wait4 */
@@ -77,8 +105,14 @@ typedef struct mfs_fs_worker {
      * remembers why, for run to report. */
     void (*prepare)(int argc, char **argv);
     /* Then the job, with the request's argv and its open output files;
-     * the report's file is at MFS_REPORT_FD.  Returns the exit status. */
+     * the report's file is at MFS_REPORT_FD.  Returns the exit status;
+     * 0 only when the report was written (the server's part of the child
+     * then closes the outputs and says "done"). */
     int (*run)(int argc, char **argv, const int *out, int nout);
+    /* Once, in the server before it serves (NULL: none): what every child
+     * would otherwise redo (the libraries' one-time set-up), on built-in
+     * data only.  Any thread it starts must be joined before it returns. */
+    void (*warm)(void);
 } mfs_fs_worker;
 
 /* The server's main loop (src/convert/fork_server.c, meshfs-worker only).

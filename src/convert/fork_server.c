@@ -1,9 +1,9 @@
 /* The fork server's loop (include/meshfs/fork_server.h).
  *
- * Single-threaded on purpose: fork() copies only the calling thread, so a
- * server with a second thread could hand its children a lock held forever.
- * The lifeline watcher threads a worker starts exist only in the children,
- * after the fork. */
+ * Single-threaded whenever it forks: fork() copies only the calling thread,
+ * so a server with a second thread could hand its children a lock held
+ * forever.  Its warm-up thread (mfs_fs_worker.warm) is joined before it
+ * serves; the writer threads exist only in the children, after the fork. */
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -26,6 +26,7 @@
 #define REQ_FD MFS_REPORT_FD /* the parent put the request socket here */
 #define MAX_ARGS 64
 
+/* A child of the server: its reply socket (the server's end) gets "ended". */
 typedef struct job {
     pid_t pid;
     int reply;
@@ -38,18 +39,14 @@ static size_t njobs, capjobs;
  * (each child has its own copy after the fork). */
 static char msg[MFS_FS_MSG_MAX + 1];
 
-/* The spare child and the key it was prepared for: the request's --root,
- * --uid and --gid as an argv (what prepare reads), then its MESHFS_*
- * environment.  Paths and switches only, never a model's name. */
-static struct {
-    pid_t pid;   /* 0: none */
-    int sock;    /* the server's end; the spare reads its job from the other */
-    char key[MFS_FS_MSG_MAX];
-    size_t keylen;
-    int kargc;   /* strings of the key that are argv; the rest is environment */
-} spare = {0, -1, {0}, 0, 0};
+/* The key of the spare being made (see make_key). */
+static char key[MFS_FS_MSG_MAX];
+static size_t keylen;
+static int kargc;
 
-static void send_msg(int sock, const void *p, size_t n, const int *fds, int nfds)
+/* Blocking: the parent reads every message it asked for (a "spare" lost
+ * to a full buffer would leave it waiting). */
+static void send_msg_to(int sock, const void *p, size_t n, const int *fds, int nfds, int flags)
 {
     struct iovec iov = {(void *)p, n};
     union {
@@ -67,9 +64,15 @@ static void send_msg(int sock, const void *p, size_t n, const int *fds, int nfds
         c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
         memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
     }
-    /* a parent that gave up on the job has closed its end: nothing to do */
-    while (sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno == EINTR)
+    while (sendmsg(sock, &mh, MSG_NOSIGNAL | flags) < 0 && errno == EINTR)
         ;
+}
+
+/* To a job's reply socket: a parent that gave up on the job has closed
+ * its end, and one that took the child's "done" never reads "ended". */
+static void send_msg(int sock, const void *p, size_t n, const int *fds, int nfds)
+{
+    send_msg_to(sock, p, n, fds, nfds, MSG_DONTWAIT);
 }
 
 /* One record and its descriptors (at most MFS_FS_MAX_FDS kept, the rest
@@ -136,26 +139,28 @@ static int split(size_t n, char **argv, int *argc, char **env, int *nenv)
     return rq.magic == MFS_FS_MAGIC && *argc == (int)rq.argc ? 0 : -1;
 }
 
-/* The key a request's child must be prepared for (see spare). */
-static size_t make_key(char **argv, int argc, char **env, int nenv, char *key, int *kargc)
+/* The key a request's child must be prepared for: its --root, --uid and
+ * --gid as an argv (what prepare reads), then its MESHFS_* environment.
+ * Paths and switches only, never a model's name. */
+static size_t make_key(char **argv, int argc, char **env, int nenv, char *out, int *nargs)
 {
     size_t n = 0;
-    *kargc = 0;
+    *nargs = 0;
 #define PUT(s)                                                                                     \
     do {                                                                                           \
         size_t l_ = strlen(s) + 1;                                                                 \
         if (n + l_ > MFS_FS_MSG_MAX)                                                               \
             return 0;                                                                              \
-        memcpy(key + n, s, l_);                                                                    \
+        memcpy(out + n, s, l_);                                                                    \
         n += l_;                                                                                   \
     } while (0)
     PUT(argv[0]);
-    (*kargc)++;
+    (*nargs)++;
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--root") || !strcmp(argv[i], "--uid") || !strcmp(argv[i], "--gid")) {
             PUT(argv[i]);
             PUT(argv[i + 1]);
-            *kargc += 2;
+            *nargs += 2;
             i++;
         }
     for (int i = 0; i < nenv; i++)
@@ -179,9 +184,9 @@ static void spare_main(const mfs_fs_worker *w, int sock, pid_t server)
     sigprocmask(SIG_SETMASK, &none, NULL);
     char *argv[MAX_ARGS], *env[MAX_ARGS];
     int argc = 0, nenv = 0;
-    for (char *p = spare.key, *end = spare.key + spare.keylen; p < end && nenv < MAX_ARGS - 1;
+    for (char *p = key, *end = key + keylen; p < end && nenv < MAX_ARGS - 1;
          p += strlen(p) + 1) {
-        if (argc < spare.kargc)
+        if (argc < kargc)
             argv[argc++] = p;
         else
             env[nenv++] = p;
@@ -218,29 +223,62 @@ static void spare_main(const mfs_fs_worker *w, int sock, pid_t server)
     int fds[MFS_FS_MAX_FDS], nfds;
     ssize_t n = recv_msg(MFS_REPORT_FD, fds, &nfds);
     if (n <= 0 || nfds < 1)
-        _exit(0); /* retired unused: the server closed our socket */
-    if (split((size_t)n, argv, &argc, env, &nenv) < 0 || dup2(fds[0], MFS_REPORT_FD) < 0)
+        _exit(0); /* retired unused: its socket was closed */
+    if (nfds < 2 || split((size_t)n, argv, &argc, env, &nenv) < 0 ||
+        dup2(fds[0], MFS_REPORT_FD) < 0)
         _exit(70);
     close(fds[0]);
-    int rc = w->run(argc, argv, fds + 1, nfds - 1);
+    int rc = w->run(argc, argv, fds + 2, nfds - 2);
     /* no exit handlers: the libraries' destructors would only touch (and
      * copy) pages of a process that is about to go */
     fflush(NULL);
+    if (rc == 0) {
+#ifdef MESHFS_TEST_HOOKS
+        /* tests/integration/test_fork_done.py: a child that says "done"
+         * and then, like a hijacked one, still writes an output and
+         * crashes ("tamper", through a descriptor it kept), or stays
+         * ("linger") */
+        const char *after = getenv("MESHFS_TEST_AFTER_DONE");
+        int kept = after && !strcmp(after, "tamper") && nfds > 2 ? dup(fds[2]) : -1;
+#endif
+        /* "done": the report is complete and no output is open here any
+         * more, so the parent need not wait for this exit (fork_server.h) */
+        for (int i = 2; i < nfds; i++)
+            close(fds[i]);
+        while (write(fds[1], "d", 1) < 0 && errno == EINTR)
+            ;
+#ifdef MESHFS_TEST_HOOKS
+        if (kept >= 0) {
+            usleep(300000);
+            if (pwrite(kept, "tampered", 8, 0) == 8)
+                abort();
+        }
+        if (after && !strcmp(after, "linger"))
+            sleep(60);
+#endif
+        /* The exit keeps this process's priority: one lowered below the
+         * parent's would let a busy parent run ahead of its children's
+         * exits, which then pile up, each holding its memory (tried under
+         * chrt: 400 unfinished exits at the end of 400 conversions). */
+    }
     _exit(rc);
 }
 
-static void spare_retire(void)
-{
-    if (spare.sock >= 0)
-        close(spare.sock); /* it reads EOF and exits; reap() collects it */
-    spare.sock = -1;
-    spare.pid = 0;
-}
-
-/* Forks a spare for the key in spare.key.  0, or -1 with errno. */
-static int spare_fork(const mfs_fs_worker *w)
+/* Forks a child for the key in key[], to read its one job from *sock (the
+ * server's end).  Its pid, or -1 with errno. */
+static pid_t fork_child(const mfs_fs_worker *w, int reply, int *sock)
 {
     int s[2];
+    if (njobs == capjobs) {
+        size_t nc = capjobs ? capjobs * 2 : 16;
+        job *nj = realloc(jobs, nc * sizeof *nj);
+        if (!nj) {
+            errno = ENOMEM;
+            return -1;
+        }
+        jobs = nj;
+        capjobs = nc;
+    }
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s) < 0)
         return -1;
     pid_t server = getpid();
@@ -256,14 +294,48 @@ static int spare_fork(const mfs_fs_worker *w)
         errno = e;
         return -1;
     }
-    spare.pid = pid;
-    spare.sock = s[0];
-    return 0;
+    jobs[njobs++] = (job){pid, reply};
+    *sock = s[0];
+    return pid;
 }
 
-/* Hands the request in msg[0..n) to the spare with fds; 0, or -1 (the
- * spare is gone). */
-static int forward(size_t n, const int *fds, int nfds)
+/* A spare for the key in key[], handed to the parent on the request
+ * socket ("spare": its job socket, its reply socket and a pidfd), so that
+ * the parent sends it its job itself, one wake-up and two descriptor
+ * passes less than through this loop.  Exactly one "spare" answers each
+ * request and each "next", made or not (pid 0), so the parent can tell
+ * which key each is for by their order. */
+static void offer_spare(const mfs_fs_worker *w)
+{
+    mfs_fs_spare m = {MFS_FS_SPARE, 0, 0};
+    int rs[2] = {-1, -1}, js = -1;
+    if (!keylen)
+        m.err = EINVAL;
+    else if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rs) < 0)
+        m.err = errno;
+    else if ((m.pid = fork_child(w, rs[1], &js)) < 0) {
+        m.err = errno;
+        m.pid = 0;
+        close(rs[1]);
+    }
+    if (!m.pid) {
+        if (rs[0] >= 0)
+            close(rs[0]);
+        send_msg_to(REQ_FD, &m, sizeof m, NULL, 0, 0);
+        return;
+    }
+    int pidfd = pidfd_open(m.pid, 0);
+    int fds[3] = {js, rs[0], pidfd};
+    send_msg_to(REQ_FD, &m, sizeof m, fds, pidfd >= 0 ? 3 : 2, 0);
+    close(js);
+    close(rs[0]);
+    if (pidfd >= 0)
+        close(pidfd);
+}
+
+/* Hands the request in msg[0..n) to the child at sock with fds; 0, or -1
+ * (the child is gone). */
+static int forward(int sock, size_t n, const int *fds, int nfds)
 {
     union {
         char buf[CMSG_SPACE(MFS_FS_MAX_FDS * sizeof(int))];
@@ -279,19 +351,36 @@ static int forward(size_t n, const int *fds, int nfds)
     c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
     memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
     ssize_t r;
-    while ((r = sendmsg(spare.sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+    while ((r = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
         ;
     return r == (ssize_t)n ? 0 : -1;
 }
 
-/* One request: the spare (made now if there is none for this key) gets
- * it; then the next spare is forked for the same key. */
+/* The parent closed its spawner: nobody wants the children's results.
+ * They are killed (as PR_SET_PDEATHSIG would) and reaped before the
+ * server exits, so the parent's getrusage of its children, once it has
+ * reaped the server, counts every conversion (bench-convert, and
+ * scripts/bench-fork-server's CPU figures), not those still exiting. */
+static _Noreturn void finish(void)
+{
+    for (size_t i = 0; i < njobs; i++)
+        kill(jobs[i].pid, SIGKILL);
+    while (wait4(-1, NULL, 0, NULL) > 0 || errno == EINTR)
+        ;
+    exit(0);
+}
+
+/* One message from the parent.  A request (the parent had no spare for
+ * its key): a child is forked for it now and given it, and "started"
+ * answers on the request's reply socket.  A "next" (the parent gave a
+ * spare its job itself): nothing to run.  Either way the next spare for
+ * the same key is then made and offered. */
 static void start(const mfs_fs_worker *w)
 {
     int fds[MFS_FS_MAX_FDS], nfds;
     ssize_t n = recv_msg(REQ_FD, fds, &nfds);
     if (n == 0)
-        exit(0); /* the parent closed its spawner */
+        finish(); /* the parent closed its spawner */
     if (n < 0) {
         close_all(fds, nfds);
         if (errno == EAGAIN || errno == EINTR)
@@ -300,68 +389,57 @@ static void start(const mfs_fs_worker *w)
     }
     static char *argv[MAX_ARGS], *env[MAX_ARGS];
     int argc, nenv;
-    static char key[MFS_FS_MSG_MAX];
-    int kargc = 0;
-    size_t keylen = 0;
-    if (nfds < 2 || split((size_t)n, argv, &argc, env, &nenv) < 0 ||
+    uint32_t magic = 0;
+    if ((size_t)n >= sizeof magic)
+        memcpy(&magic, msg, sizeof magic);
+    int next = magic == MFS_FS_NEXT;
+    if (next)
+        memcpy(msg, &(uint32_t){MFS_FS_MAGIC}, sizeof magic); /* split reads it as a request */
+    keylen = 0;
+    if ((!next && nfds < 3) || (next && nfds) || split((size_t)n, argv, &argc, env, &nenv) < 0 ||
         !(keylen = make_key(argv, argc, env, nenv, key, &kargc))) {
+        /* the parent is ours: a bad message is a bug, not an attack; its
+         * "spare" still comes (made for no key: none) */
         close_all(fds, nfds);
-        return; /* the parent is ours; a bad request is a bug, not an attack */
+        keylen = 0;
+        explicit_bzero(msg, (size_t)n);
+        offer_spare(w);
+        return;
     }
-    int reply = fds[1];
-    fds[1] = fds[0]; /* the child gets the report memfd and the outputs */
-    int *cfds = fds + 1, ncfds = nfds - 1;
-    mfs_fs_started st = {0, 0};
-    if (njobs == capjobs) {
-        size_t nc = capjobs ? capjobs * 2 : 16;
-        job *nj = realloc(jobs, nc * sizeof *nj);
-        if (!nj) {
-            st.err = ENOMEM;
-            goto done;
-        }
-        jobs = nj;
-        capjobs = nc;
-    }
-    if (spare.pid && (spare.keylen != keylen || memcmp(spare.key, key, keylen) != 0))
-        spare_retire(); /* prepared for another root, user or environment */
-    /* a spare that died idle (killed from outside) refuses the send and
-     * is replaced once */
-    for (int attempt = 0; attempt < 2 && !st.pid; attempt++) {
-        if (!spare.pid) {
-            memcpy(spare.key, key, keylen);
-            spare.keylen = keylen;
-            spare.kargc = kargc;
-            if (spare_fork(w) < 0) {
-                st.err = errno;
-                break;
-            }
-        }
-        if (forward((size_t)n, cfds, ncfds) == 0)
-            st.pid = spare.pid;
-        else
+    if (!next) {
+        int reply = fds[1];
+        fds[1] = fds[0]; /* the child gets the report memfd, "done" and the outputs */
+        int *cfds = fds + 1, ncfds = nfds - 1;
+        mfs_fs_started st = {0, 0};
+        int sock;
+        pid_t pid = fork_child(w, reply, &sock);
+        if (pid < 0) {
             st.err = errno;
-        /* used or broken: either way never handed a second job */
-        close(spare.sock);
-        spare.sock = -1;
-        spare.pid = 0;
+        } else {
+            if (forward(sock, (size_t)n, cfds, ncfds) == 0)
+                st.pid = pid;
+            else
+                st.err = errno;
+            close(sock); /* one job, never a second */
+        }
+        close_all(cfds, ncfds);
+        if (st.pid) {
+            /* sent before this loop can reap it: "started" always precedes "ended" */
+            int pidfd = pidfd_open(st.pid, 0);
+            send_msg(reply, &st, sizeof st, &pidfd, pidfd >= 0);
+            if (pidfd >= 0)
+                close(pidfd);
+        } else {
+            if (pid > 0)
+                jobs[njobs - 1].reply = -1; /* its "ended" has nobody to go to */
+            send_msg(reply, &st, sizeof st, NULL, 0);
+            close(reply);
+        }
     }
-done:
-    close_all(cfds, ncfds);
     /* the next spare must not find this request in its copy of memory */
     explicit_bzero(msg, (size_t)n);
-    if (st.pid) {
-        /* sent before this loop can reap it: "started" always precedes "ended" */
-        int pidfd = pidfd_open(st.pid, 0);
-        send_msg(reply, &st, sizeof st, &pidfd, pidfd >= 0);
-        if (pidfd >= 0)
-            close(pidfd);
-        jobs[njobs++] = (job){st.pid, reply};
-        /* prepared while this job runs: on another core, off its path */
-        spare_fork(w);
-    } else {
-        send_msg(reply, &st, sizeof st, NULL, 0);
-        close(reply);
-    }
+    /* prepared while this job runs: on another core, off its path */
+    offer_spare(w);
 }
 
 static void reap(void)
@@ -370,18 +448,16 @@ static void reap(void)
     struct rusage ru;
     pid_t pid;
     while ((pid = wait4(-1, &status, WNOHANG, &ru)) > 0) {
-        if (pid == spare.pid) {
-            spare_retire(); /* died before it had a job: nobody to tell */
-            continue;
-        }
         for (size_t i = 0; i < njobs; i++) {
             if (jobs[i].pid != pid)
                 continue;
             mfs_fs_ended e = {status, 0,
                               (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
                                   (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec};
-            send_msg(jobs[i].reply, &e, sizeof e, NULL, 0);
-            close(jobs[i].reply);
+            if (jobs[i].reply >= 0) {
+                send_msg(jobs[i].reply, &e, sizeof e, NULL, 0);
+                close(jobs[i].reply);
+            }
             jobs[i] = jobs[--njobs];
             break;
         }
@@ -390,6 +466,11 @@ static void reap(void)
 
 int mfs_fork_server_run(const mfs_fs_worker *w)
 {
+    /* once here, not in every child: the libraries' one-time set-up (static
+     * tables, locale, the importer registry) and a grown heap and thread
+     * stack cache for the children to start from (docs/worker.md) */
+    if (w->warm)
+        w->warm();
     /* nothing above the lifeline is the server's to hold */
     close_range(MFS_LIFELINE_FD + 1, ~0u, 0);
     struct rlimit rl = {0, 0};

@@ -23,12 +23,33 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "meshfs/fork_server.h"
 #include "meshfs/sandbox.h"
 #include "meshfs/spawner.h"
 
 extern char **environ;
+
+/* What a server's child is prepared for (fork_server.c's make_key): argv[0]
+ * and the --root, --uid and --gid pairs (kargc strings), then the MESHFS_*
+ * environment, NUL-separated. */
+typedef struct srv_key {
+    char *data;
+    size_t len;
+    int kargc;
+} srv_key;
+
+/* A spare the server handed over ("spare", fork_server.h). */
+typedef struct srv_spare {
+    pid_t pid;
+    int job;   /* where its one job goes */
+    int reply; /* where the server says "ended" */
+    int pidfd; /* -1 without pidfd_open */
+    srv_key key;
+} srv_spare;
+
+#define MAX_SPARES 8
 
 struct mfs_spawner {
     char path[PATH_MAX];     /* meshfs-worker */
@@ -49,6 +70,13 @@ struct mfs_spawner {
     pid_t srv_pid;
     int srv_failures;        /* consecutive failed starts */
     unsigned long srv_spawns;
+    /* Spares the server handed over, and the keys of those asked for and
+     * not received yet, in the order asked (one "spare" answers each
+     * request and each "next"). */
+    srv_spare spares[MAX_SPARES];
+    int nspares;
+    srv_key *asked;
+    size_t nasked, capasked;
     pthread_mutex_t sandbox_mu; /* guards the two below */
     int sandbox_asked;
     char sandbox_warning[512];
@@ -349,15 +377,93 @@ static int high_fd(int fd)
     return high;
 }
 
+static void key_free(srv_key *k)
+{
+    free(k->data);
+    k->data = NULL;
+    k->len = 0;
+}
+
+static int key_same(const srv_key *a, const srv_key *b)
+{
+    return a->len == b->len && a->kargc == b->kargc && memcmp(a->data, b->data, a->len) == 0;
+}
+
+/* The key of the child argv needs (see srv_key). */
+static int key_make(char **argv, srv_key *k)
+{
+    size_t n = strlen(argv[0]) + 1;
+    for (int i = 1; argv[i]; i++)
+        if (argv[i + 1] && (!strcmp(argv[i], "--root") || !strcmp(argv[i], "--uid") ||
+                            !strcmp(argv[i], "--gid")))
+            n += strlen(argv[i]) + strlen(argv[i + 1]) + 2;
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "MESHFS_", 7) == 0)
+            n += strlen(*e) + 1;
+    k->data = malloc(n);
+    if (!k->data)
+        return -1;
+    k->len = 0;
+    k->kargc = 0;
+#define PUT(str)                                                                                   \
+    do {                                                                                           \
+        size_t l_ = strlen(str) + 1;                                                               \
+        memcpy(k->data + k->len, str, l_);                                                         \
+        k->len += l_;                                                                              \
+    } while (0)
+    PUT(argv[0]);
+    k->kargc++;
+    for (int i = 1; argv[i]; i++)
+        if (argv[i + 1] && (!strcmp(argv[i], "--root") || !strcmp(argv[i], "--uid") ||
+                            !strcmp(argv[i], "--gid"))) {
+            PUT(argv[i]);
+            PUT(argv[i + 1]);
+            k->kargc += 2;
+            i++;
+        }
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "MESHFS_", 7) == 0)
+            PUT(*e);
+#undef PUT
+    return 0;
+}
+
+/* Retires a spare: EOF on its job socket, and it exits unused. */
+static void spare_close(srv_spare *s)
+{
+    close(s->job);
+    close(s->reply);
+    if (s->pidfd >= 0)
+        close(s->pidfd);
+    key_free(&s->key);
+}
+
+static void spare_drop_locked(mfs_spawner *sp, int i)
+{
+    spare_close(&sp->spares[i]);
+    sp->spares[i] = sp->spares[--sp->nspares];
+}
+
 static void srv_stop_locked(mfs_spawner *sp)
 {
+    while (sp->nspares)
+        spare_drop_locked(sp, 0);
+    for (size_t i = 0; i < sp->nasked; i++)
+        key_free(&sp->asked[i]);
+    sp->nasked = 0;
     if (sp->srv_sock < 0)
         return;
     close(sp->srv_sock);
     sp->srv_sock = -1;
-    /* EOF on its request socket ends it; SIGKILL for one that hangs.  Its
-     * children keep running to their own end (their parent keeps waiting
-     * for their reports; they die with the lifeline like any worker). */
+    /* EOF on its request socket ends it (it kills and reaps its children
+     * first, fork_server.c); SIGKILL for one that hangs or is gone. */
+    for (int i = 0; i < 1000; i++) {
+        pid_t r = waitpid(sp->srv_pid, NULL, WNOHANG);
+        if (r == sp->srv_pid || (r < 0 && errno != EINTR))
+            return;
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     kill(sp->srv_pid, SIGKILL);
     while (waitpid(sp->srv_pid, NULL, 0) < 0 && errno == EINTR)
         ;
@@ -429,9 +535,16 @@ static int srv_start_locked(mfs_spawner *sp)
 }
 
 
-/* Sends one request; 0 or -1 (the server is gone). */
-static int srv_send_locked(mfs_spawner *sp, char **argv, int report_w, int reply,
-                           const int *out, int nout)
+/* A child of the server, as the parent sees it. */
+typedef struct srv_child {
+    int reply;
+    pid_t pid;
+    int pidfd;
+} srv_child;
+
+/* One request (fork_server.h) for argv and the requester's MESHFS_*
+ * environment, as the child will read it; NULL if it is too long. */
+static char *build_request(char **argv, size_t *len)
 {
     static const size_t max = MFS_FS_MSG_MAX;
     /* sized to the request (a few hundred bytes), not to max: a 64 KiB
@@ -442,17 +555,15 @@ static int srv_send_locked(mfs_spawner *sp, char **argv, int report_w, int reply
     for (char **e = environ; *e; e++)
         if (strncmp(*e, "MESHFS_", 7) == 0)
             need += strlen(*e) + 1;
-    char *buf = malloc(need < max ? need : max);
+    if (need > max)
+        return NULL;
+    char *buf = malloc(need);
     if (!buf)
-        return -1;
+        return NULL;
     mfs_fs_request rq = {MFS_FS_MAGIC, 0};
     size_t n = sizeof rq;
     for (int i = 0; argv[i]; i++, rq.argc++) {
         size_t l = strlen(argv[i]) + 1;
-        if (n + l > max || n + l > need) {
-            free(buf);
-            return -1;
-        }
         memcpy(buf + n, argv[i], l);
         n += l;
     }
@@ -460,37 +571,151 @@ static int srv_send_locked(mfs_spawner *sp, char **argv, int report_w, int reply
      * environment as it is now */
     for (char **e = environ; *e; e++) {
         size_t l = strlen(*e) + 1;
-        if (strncmp(*e, "MESHFS_", 7) != 0 || n + l > max || n + l > need)
+        if (strncmp(*e, "MESHFS_", 7) != 0 || n + l > need)
             continue;
         memcpy(buf + n, *e, l);
         n += l;
     }
     memcpy(buf, &rq, sizeof rq);
-    int fds[MFS_FS_MAX_FDS] = {report_w, reply};
-    if (nout > MFS_FS_MAX_FDS - 2) {
-        free(buf);
-        return -1;
-    }
-    memcpy(fds + 2, out, nout * sizeof(int));
-    size_t fdlen = (2 + (size_t)nout) * sizeof(int);
+    *len = n;
+    return buf;
+}
+
+/* One record with nfds descriptors; 0, or -1 (the peer is gone). */
+static int send_fds(int sock, const void *buf, size_t n, const int *fds, int nfds)
+{
     union {
-        char b[CMSG_SPACE(sizeof fds)];
+        char b[CMSG_SPACE(MFS_FS_MAX_FDS * sizeof(int))];
         struct cmsghdr align;
     } u;
-    memset(&u, 0, sizeof u);
-    struct iovec iov = {buf, n};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
-                        .msg_controllen = CMSG_SPACE(fdlen)};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(fdlen);
-    memcpy(CMSG_DATA(c), fds, fdlen);
+    struct iovec iov = {(void *)buf, n};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (nfds > MFS_FS_MAX_FDS)
+        return -1;
+    if (nfds > 0) {
+        memset(&u, 0, sizeof u);
+        mh.msg_control = u.b;
+        mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+    }
     ssize_t w;
-    while ((w = sendmsg(sp->srv_sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+    while ((w = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
         ;
-    free(buf);
     return w == (ssize_t)n ? 0 : -1;
+}
+
+/* Remembers that a "spare" for k is coming (the server answers each
+ * request and "next" with one, in order), before the message is sent:
+ * one it could not note would shift every later spare onto the wrong key.
+ * -1 on out of memory (then nothing may be sent). */
+static int srv_expect_locked(mfs_spawner *sp, const srv_key *k)
+{
+    if (sp->nasked == sp->capasked) {
+        size_t nc = sp->capasked ? sp->capasked * 2 : 8;
+        srv_key *na = realloc(sp->asked, nc * sizeof *na);
+        if (!na)
+            return -1;
+        sp->asked = na;
+        sp->capasked = nc;
+    }
+    srv_key c = {malloc(k->len), k->len, k->kargc};
+    if (!c.data)
+        return -1;
+    memcpy(c.data, k->data, k->len);
+    sp->asked[sp->nasked++] = c;
+    return 0;
+}
+
+/* The message srv_expect_locked was for could not be sent. */
+static void srv_unexpect_locked(mfs_spawner *sp)
+{
+    key_free(&sp->asked[--sp->nasked]);
+}
+
+/* Reads one "spare" from the server, waiting up to wait_s for it.  1: one
+ * was read (kept, or dropped if none was made), 0: none yet, -1: the
+ * server is gone. */
+static int srv_collect_locked(mfs_spawner *sp, double wait_s)
+{
+    if (!sp->nasked)
+        return 0;
+    struct pollfd p = {sp->srv_sock, POLLIN, 0};
+    int r;
+    while ((r = poll(&p, 1, wait_s > 0 ? (int)(wait_s * 1000) + 1 : 0)) < 0 && errno == EINTR)
+        ;
+    if (r == 0)
+        return 0;
+    mfs_fs_spare m;
+    memset(&m, 0, sizeof m);
+    union {
+        char b[CMSG_SPACE(3 * sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {&m, sizeof m};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+                        .msg_controllen = sizeof u.b};
+    ssize_t n;
+    while ((n = recvmsg(sp->srv_sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+        ;
+    if (n < 0 && errno == EAGAIN)
+        return 0;
+    if (n <= 0)
+        return -1;
+    int fds[3] = {-1, -1, -1}, nfds = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+            int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+            for (int i = 0; i < k; i++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                if (nfds < 3)
+                    fds[nfds++] = fd;
+                else
+                    close(fd);
+            }
+        }
+    srv_key k = sp->asked[0];
+    memmove(sp->asked, sp->asked + 1, --sp->nasked * sizeof *sp->asked);
+    if (n != (ssize_t)sizeof m || m.magic != MFS_FS_SPARE || m.pid <= 0 || nfds < 2) {
+        for (int i = 0; i < nfds; i++)
+            close(fds[i]);
+        key_free(&k);
+        return 1;
+    }
+    if (sp->nspares == MAX_SPARES)
+        spare_drop_locked(sp, 0);
+    sp->spares[sp->nspares++] = (srv_spare){m.pid, fds[0], fds[1], fds[2], k};
+    return 1;
+}
+
+/* Takes a spare for k: one held, or one on its way (waited for: the
+ * server is forking it).  0 with *out, or -1 (none; the server may be
+ * gone, which the request that follows finds out). */
+static int srv_take_spare_locked(mfs_spawner *sp, const srv_key *k, srv_spare *out)
+{
+    while (srv_collect_locked(sp, 0) > 0)
+        ;
+    for (;;) {
+        /* spares for another root, user or environment will not be used */
+        for (int i = sp->nspares - 1; i >= 0; i--)
+            if (!key_same(&sp->spares[i].key, k))
+                spare_drop_locked(sp, i);
+        for (int i = 0; i < sp->nspares; i++)
+            if (key_same(&sp->spares[i].key, k)) {
+                *out = sp->spares[i];
+                sp->spares[i] = sp->spares[--sp->nspares];
+                return 0;
+            }
+        int coming = 0;
+        for (size_t i = 0; i < sp->nasked && !coming; i++)
+            coming = key_same(&sp->asked[i], k);
+        if (!coming || srv_collect_locked(sp, 10) <= 0)
+            return -1;
+    }
 }
 
 /* Receives one message of size n on the reply socket, with at most one
@@ -526,38 +751,86 @@ static int srv_recv(int sock, void *out, size_t n, int *fd, double deadline)
     return r == (ssize_t)n ? 1 : 0;
 }
 
-/* A child of the server, as the parent sees it. */
-typedef struct srv_child {
-    int reply;
-    pid_t pid;
-    int pidfd;
-} srv_child;
-
-/* Starts job's worker in the server.  0, or -1 when there is no server to
- * ask (the caller spawns directly). */
-static int srv_spawn(mfs_spawner *sp, char **argv, int report_w, const int *out, int nout,
-                     srv_child *ch)
+/* Starts job's worker in the server: given to a spare the parent holds
+ * (then "next" asks for another), or sent to the server as a request,
+ * which forks a child for it.  0, or -1 when there is no server to ask
+ * (the caller spawns directly). */
+static int srv_spawn(mfs_spawner *sp, char **argv, int report_w, int done_w, const int *out,
+                     int nout, srv_child *ch)
 {
-    int s[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s) < 0)
+    size_t n;
+    char *req = build_request(argv, &n);
+    srv_key k = {NULL, 0, 0};
+    if (!req || key_make(argv, &k) < 0 || nout > MFS_FS_MAX_FDS - 3) {
+        free(req);
+        key_free(&k);
         return -1;
+    }
+    int s[2] = {-1, -1};
+    int fds[MFS_FS_MAX_FDS];
+    int sent = -1; /* 0: a spare has it, 1: the server has it */
     pthread_mutex_lock(&sp->srv_mu);
-    int sent = -1;
     /* a server that died since the last conversion is noticed here (its
-     * socket refuses) and replaced once */
-    for (int attempt = 0; attempt < 2 && sent < 0; attempt++) {
+     * socket refuses) and replaced once; a spare that died before its job
+     * (killed from outside) is passed over */
+    for (int attempt = 0; attempt < 2 + MAX_SPARES && sent < 0; attempt++) {
         if (srv_start_locked(sp) < 0)
             break;
-        sent = srv_send_locked(sp, argv, report_w, s[1], out, nout);
-        if (sent < 0)
+        srv_spare sc;
+        if (srv_take_spare_locked(sp, &k, &sc) == 0) {
+            fds[0] = report_w;
+            fds[1] = done_w;
+            memcpy(fds + 2, out, nout * sizeof(int));
+            if (send_fds(sc.job, req, n, fds, 2 + nout) < 0) {
+                spare_close(&sc);
+                continue;
+            }
+            close(sc.job);
+            /* the next one, made while this job runs; the key's argv and
+             * environment in a request's layout, no model in it */
+            size_t nl = sizeof(mfs_fs_request) + k.len;
+            char *next = malloc(nl);
+            if (next && srv_expect_locked(sp, &k) == 0) {
+                mfs_fs_request rq = {MFS_FS_NEXT, (uint32_t)k.kargc};
+                memcpy(next, &rq, sizeof rq);
+                memcpy(next + sizeof rq, k.data, k.len);
+                /* a server gone now is noticed by the next conversion */
+                if (send_fds(sp->srv_sock, next, nl, NULL, 0) < 0)
+                    srv_unexpect_locked(sp);
+            }
+            free(next);
+            ch->reply = sc.reply;
+            ch->pid = sc.pid;
+            ch->pidfd = sc.pidfd;
+            key_free(&sc.key);
+            sent = 0;
+            break;
+        }
+        if (s[0] < 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s) < 0)
+            break;
+        fds[0] = report_w;
+        fds[1] = s[1];
+        fds[2] = done_w;
+        memcpy(fds + 3, out, nout * sizeof(int));
+        if (srv_expect_locked(sp, &k) < 0)
+            break;
+        if (send_fds(sp->srv_sock, req, n, fds, 3 + nout) == 0) {
+            sent = 1;
+        } else {
+            srv_unexpect_locked(sp);
             srv_stop_locked(sp);
+        }
     }
     pid_t srv = sp->srv_pid;
     pthread_mutex_unlock(&sp->srv_mu);
-    close(s[1]);
-    if (sent < 0) {
-        close(s[0]);
-        return -1;
+    free(req);
+    key_free(&k);
+    if (s[1] >= 0)
+        close(s[1]);
+    if (sent <= 0) {
+        if (s[0] >= 0)
+            close(s[0]);
+        return sent;
     }
     mfs_fs_started st;
     int pidfd;
@@ -611,6 +884,84 @@ static int srv_reap(srv_child *ch, double deadline, int *timed_out, double *cpu_
     if (ch->pidfd >= 0)
         close(ch->pidfd);
     return e.status;
+}
+
+/* Waits for the child's "done" (fork_server.h) or the server's "ended",
+ * whichever comes first, until the deadline.  1: "done" came; 0: anything
+ * else (srv_reap then waits for "ended" and the exit status). */
+static int srv_wait_done(const srv_child *ch, int done_r, double deadline)
+{
+    for (;;) {
+        double left = deadline - now_s();
+        if (left <= 0)
+            return 0;
+        struct pollfd p[2] = {{done_r, POLLIN, 0}, {ch->reply, POLLIN, 0}};
+        int r = poll(p, 2, left > 1e6 ? 1000000000 : (int)(left * 1000) + 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return 0;
+        if (p[0].revents) {
+            char c;
+            ssize_t n;
+            while ((n = read(done_r, &c, 1)) < 0 && errno == EINTR)
+                ;
+            return n == 1; /* EOF: it ended without saying so */
+        }
+        if (p[1].revents)
+            return 0;
+    }
+}
+
+/* Whether Landlock is in force in every server child that got as far as
+ * its job (the kernel has it, so a child's sandbox either enforced it or
+ * failed), and nothing asked to leave the sandbox out (a test hook). */
+static int landlock_abi;
+static pthread_once_t landlock_once = PTHREAD_ONCE_INIT;
+
+static void ask_landlock(void)
+{
+    /* LANDLOCK_CREATE_RULESET_VERSION */
+    long v = syscall(SYS_landlock_create_ruleset, NULL, 0, 1u);
+    landlock_abi = v > 0 ? (int)v : 0;
+}
+
+static int children_landlocked(void)
+{
+    pthread_once(&landlock_once, ask_landlock);
+    return landlock_abi > 0 && !getenv("MESHFS_TEST_NO_SANDBOX");
+}
+
+/* 1 if no process holds any of the files open for writing, so none can
+ * change any more: a server's child cannot open one for writing again
+ * (Landlock grants it no write right anywhere), and a read lease is
+ * granted only while the file has no writable open file description —
+ * which a descriptor, a dup of it, a shared mapping or an I/O in flight
+ * all keep alive.  The lease is dropped at once: only its grant was
+ * wanted. */
+static int outputs_unwritable(const int *rd, int n)
+{
+    if (!children_landlocked())
+        return 0;
+    for (int i = 0; i < n; i++) {
+        if (fcntl(rd[i], F_SETLEASE, F_RDLCK) < 0)
+            return 0; /* still open for writing, or no leases here */
+        fcntl(rd[i], F_SETLEASE, F_UNLCK);
+    }
+    return 1;
+}
+
+/* After a trusted "done": the child is on its way out; a hijacked one
+ * that lingers instead is killed, as at a deadline (through its pidfd
+ * only: the server may reap it any moment, and its pid be reused).  Its
+ * "ended" is not waited for (the server's send to the closed socket
+ * fails quietly). */
+static void srv_release(srv_child *ch)
+{
+    srv_kill(ch);
+    close(ch->reply);
+    if (ch->pidfd >= 0)
+        close(ch->pidfd);
 }
 
 unsigned long mfs_spawner_server_spawns(mfs_spawner *sp)
@@ -707,8 +1058,12 @@ static int srv_wanted(mfs_spawner *sp)
 
 /* The fork server's child creates no file (its Landlock ruleset grants
  * none): its outputs are made here, empty, at outdir/<fmt>, and handed to
- * it open, in format order.  0, or -1 with nothing left behind. */
-static int create_outputs(const mfs_job *job, int *dfd, int *out, int *nout)
+ * it open (out, write-only, in format order; the parent closes its copies
+ * once they are sent).  rd gets a read-only descriptor on each: what the
+ * parent checks and claims them by, and never a writer itself, so a read
+ * lease on it tells whether anyone still can write (outputs_unwritable).
+ * 0, or -1 with nothing left behind. */
+static int create_outputs(const mfs_job *job, int *dfd, int *out, int *rd, int *nout)
 {
     *nout = 0;
     *dfd = open(job->outdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -719,18 +1074,25 @@ static int create_outputs(const mfs_job *job, int *dfd, int *out, int *nout)
             continue;
         const char *name = mfs_format_get((mfs_format)f)->name;
         int fd = openat(*dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0) {
+        int r = fd >= 0 ? openat(*dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+        if (r < 0) {
+            if (fd >= 0) {
+                close(fd);
+                unlinkat(*dfd, name, 0);
+            }
             for (int g = f - 1, k = *nout - 1; g >= 0; g--)
                 if (job->formats & (1u << g)) {
                     unlinkat(*dfd, mfs_format_get((mfs_format)g)->name, 0);
-                    close(out[k--]);
+                    close(out[k]);
+                    close(rd[k--]);
                 }
             close(*dfd);
             *dfd = -1;
             *nout = 0;
             return -1;
         }
-        out[(*nout)++] = fd;
+        out[*nout] = fd;
+        rd[(*nout)++] = r;
     }
     return 0;
 }
@@ -785,20 +1147,32 @@ int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mf
     build_argv(&a, sp->path, job, formats, sizeof formats, drop, uid, gid);
     pid_t pid = 0;
     srv_child ch = {.reply = -1, .pid = 0, .pidfd = -1};
-    int out[MFS_FMT_COUNT], nout = 0, dfd = -1;
+    int out[MFS_FMT_COUNT], rd[MFS_FMT_COUNT], nout = 0, dfd = -1;
     int via_srv = 0;
-    /* A server's child reports into a memfd, read once the server says it
-     * has exited: the parent then wakes once per conversion ("ended"), not
-     * for the report's bytes and again for its EOF. */
+    int done[2] = {-1, -1};
+    /* A server's child reports into a memfd, read once the child says
+     * "done" (or the server says it has exited): the parent then wakes
+     * once per conversion, not for the report's bytes and again for its
+     * EOF. */
     int rfd = -1;
-    if (srv_wanted(sp) && create_outputs(job, &dfd, out, &nout) == 0) {
+    if (srv_wanted(sp) && create_outputs(job, &dfd, out, rd, &nout) == 0) {
         rfd = memfd_create("meshfs-report", MFD_CLOEXEC);
-        via_srv = rfd >= 0 && srv_spawn(sp, a.argv, rfd, out, nout, &ch) == 0;
+        if (rfd >= 0 && pipe2(done, O_CLOEXEC) < 0)
+            done[0] = done[1] = -1;
+        via_srv = rfd >= 0 && done[0] >= 0 && srv_spawn(sp, a.argv, rfd, done[1], out, nout, &ch) == 0;
+        /* only the child may hold them for writing now (the server closes
+         * its copies once it has passed them on) */
+        for (int k = 0; k < nout; k++)
+            close(out[k]);
+        if (done[1] >= 0)
+            close(done[1]);
         if (!via_srv) {
             rep->ok = 0; /* removes them all */
-            claim_fd_outputs(job, rep, dfd, out);
+            claim_fd_outputs(job, rep, dfd, rd);
             if (rfd >= 0)
                 close(rfd);
+            if (done[0] >= 0)
+                close(done[0]);
         }
     }
     int p[2] = {-1, -1};
@@ -821,9 +1195,26 @@ int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mf
     int lost = 0;
     int status;
     if (via_srv) {
-        status = srv_reap(&ch, deadline, &timed_out, &cpu_s, &lost);
-        got = timed_out ? 0 : read_memfd_report(rfd, &buf, &len);
+        /* "done" before the exit (fork_server.h): once the report is
+         * complete and no output can be written any more, the exit status
+         * could change nothing the parent uses, so it is not waited for.
+         * Anything less (no "done", an empty report, an output still
+         * open for writing) waits for "ended" and its status as before. */
+        if (ch.pidfd >= 0 && srv_wait_done(&ch, done[0], deadline) &&
+            read_memfd_report(rfd, &buf, &len) == 1 && len > 0 && outputs_unwritable(rd, nout)) {
+            srv_release(&ch);
+            status = 0;
+            timed_out = lost = 0;
+            got = 1;
+        } else {
+            free(buf);
+            buf = NULL;
+            len = 0;
+            status = srv_reap(&ch, deadline, &timed_out, &cpu_s, &lost);
+            got = timed_out ? 0 : read_memfd_report(rfd, &buf, &len);
+        }
         close(rfd);
+        close(done[0]);
     } else {
         got = read_report(p[0], deadline, &buf, &len);
         close(p[0]);
@@ -861,7 +1252,7 @@ int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mf
     }
     free(buf);
     if (via_srv)
-        claim_fd_outputs(job, rep, dfd, out);
+        claim_fd_outputs(job, rep, dfd, rd);
     else
         claim_outputs(job, rep, drop, uid);
     return 0;
@@ -1039,6 +1430,7 @@ void mfs_spawner_close(mfs_spawner *sp)
             close(sp->lifeline[i]);
     pthread_mutex_lock(&sp->srv_mu);
     srv_stop_locked(sp);
+    free(sp->asked);
     pthread_mutex_unlock(&sp->srv_mu);
     pthread_mutex_destroy(&sp->srv_mu);
     for (size_t i = 0; sp->exts && sp->exts[i]; i++)

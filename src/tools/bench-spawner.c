@@ -1,16 +1,18 @@
 /* bench-spawner: the conversions bench-inproc runs, each through the
  * spawner (the fork server, or one exec'd worker per model with
- * MESHFS_FORK_SERVER=0) exactly as meshfs-convert and the mount run them:
- * a private job directory, mfs_worker_convert, the output renamed into
- * place.  Nothing else a tool does per model (the cache, reporting), so
- * scripts/bench-fork-server can tell the isolation's cost from the tool's
- * (docs/benchmarks.md, "Fork server"). */
+ * MESHFS_FORK_SERVER=0) exactly as meshfs-convert runs them: a private job
+ * directory (made once and reused, as the batch engine keeps its own),
+ * mfs_worker_convert, the output renamed into place.  Nothing else a tool
+ * does per model (the cache, reporting), so scripts/bench-fork-server can
+ * tell the isolation's cost from the tool's (docs/benchmarks.md, "Fork
+ * server"). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "meshfs/worker.h"
@@ -32,14 +34,23 @@ int main(int argc, char **argv)
     }
     job.root = argv[2];
     mkdir(argv[3], 0755);
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s/.bench-XXXXXX", argv[3]);
+    if (!mkdtemp(tmp)) {
+        fprintf(stderr, "bench-spawner: %s: %s\n", argv[3], strerror(errno));
+        return 1;
+    }
     int bad = 0;
+    /* BENCH_SPAWNER_GAP_US: idle time before each conversion, so each
+     * starts on a quiet machine (its latency, not the throughput of a
+     * busy pipeline); the mean time a conversion took is printed */
+    const char *gap = getenv("BENCH_SPAWNER_GAP_US");
+    double busy = 0;
     for (int i = 4; i < argc; i++) {
-        char tmp[PATH_MAX];
-        snprintf(tmp, sizeof tmp, "%s/.bench-XXXXXX", argv[3]);
-        if (!mkdtemp(tmp)) {
-            fprintf(stderr, "bench-spawner: %s: %s\n", argv[3], strerror(errno));
-            return 1;
-        }
+        if (gap)
+            usleep((useconds_t)atoi(gap));
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         job.model = argv[i];
         job.outdir = tmp;
         mfs_report rep;
@@ -62,8 +73,13 @@ int main(int argc, char **argv)
             if (rep.ok && rep.fmt[f].ok ? rename(src, dst) < 0 : unlink(src) < 0 && errno != ENOENT)
                 bad++;
         }
-        rmdir(tmp);
         mfs_report_free(&rep);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        busy += (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
     }
+    if (gap)
+        printf("%.3f ms a conversion\n", busy * 1000 / (argc - 4));
+    if (rmdir(tmp) < 0)
+        bad++; /* something the run left behind */
     return bad ? 1 : 0;
 }

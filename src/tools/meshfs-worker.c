@@ -288,7 +288,10 @@ static void *warm_thread(void *arg)
  * in code and heap pages that every conversion touches, and here that is
  * off the conversion's path.  Likewise one thread started and joined: the
  * job's writer thread then reuses its stack and malloc arena instead of
- * mapping new ones.  No file is read; nothing comes out. */
+ * mapping new ones.  No file is read; nothing comes out.  The server runs
+ * it once too, before it serves (mfs_fs_worker.warm): the libraries'
+ * one-time set-up is then inherited by every child instead of redone in
+ * each (docs/benchmarks.md, "Fork server"). */
 static void warm_up(void)
 {
     pthread_t t;
@@ -394,7 +397,7 @@ int main(int argc, char **argv)
          * failing here, each child fails its own sandbox with the reason */
         mfs_err err;
         mfs_sandbox_prepare(&err);
-        static const mfs_fs_worker w = {spare_prepare, spare_run};
+        static const mfs_fs_worker w = {spare_prepare, spare_run, warm_up};
         return mfs_fork_server_run(&w);
     }
     return convert_main(argc, argv);
