@@ -134,11 +134,29 @@ static void *pool_thread(void *arg)
     }
 }
 
+/* Threads besides this one: one a core up to 3, never more than formats to
+ * write less one, and none for a small model, whose writers take less than
+ * starting a thread does (~30-55 us a thread in a fresh worker; a 400-model
+ * batch of tiny files paid it on every one). */
+#define SMALL_FACES 20000
+
+static int extra_threads(const mfs_scene *s, unsigned formats)
+{
+    uint64_t faces = 0;
+    for (uint32_t i = 0; i < s->n_meshes; i++)
+        faces += s->meshes[i].n_faces;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int extra = cpus > 4 ? 3 : cpus > 1 ? (int)cpus - 1 : 0;
+    int nf = __builtin_popcount(formats & MFS_FMT_ALL);
+    if (extra > nf - 1)
+        extra = nf > 1 ? nf - 1 : 0;
+    return faces < SMALL_FACES ? 0 : extra;
+}
+
 static void write_all(const mfs_job *job, const mfs_scene *s, mfs_report *rep)
 {
     pool p = {job, s, mfs_prepared_new(s), rep, 0}; /* NULL: each writer builds its own */
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int extra = cpus > 4 ? 3 : cpus > 1 ? (int)cpus - 1 : 0;
+    int extra = extra_threads(s, rep->formats);
     pthread_t th[3];
     int started = 0;
     for (int i = 0; i < extra; i++)
