@@ -271,25 +271,14 @@ static int absent(const jobdir *d, const char *name)
     return lstat(p, &st) < 0 && errno == ENOENT;
 }
 
-/* Absent, or the empty output the filing left for the next run
- * (keep_outputs): a regular file of ours, one link, no bytes. */
-static int reusable(const jobdir *d, const char *name)
-{
-    char p[PATH_MAX + 64];
-    struct stat st;
-    snprintf(p, sizeof p, "%s/%s", d->path, name);
-    if (lstat(p, &st) < 0)
-        return errno == ENOENT;
-    return S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_size == 0 && st.st_uid == geteuid();
-}
-
 /* Back to the pool if the run left nothing the next run would trip on
- * (its outputs absent or emptied, and no dropped-privilege worker's
- * subdirectory), else removed with whatever is in it. */
+ * (the outputs of `formats`, which the next run creates O_EXCL, and a
+ * dropped-privilege worker's subdirectory), else removed with whatever is
+ * in it. */
 static void jobdir_give(mfs_batch *b, jobdir *d, unsigned formats, int clean)
 {
     for (int f = 0; clean && f < MFS_FMT_COUNT; f++)
-        if ((formats & (1u << f)) && !reusable(d, mfs_format_get((mfs_format)f)->name))
+        if ((formats & (1u << f)) && !absent(d, mfs_format_get((mfs_format)f)->name))
             clean = 0;
     if (clean && !absent(d, MFS_SANDBOX_OUT_SUBDIR))
         clean = 0;
@@ -323,7 +312,7 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
         return -1;
     }
     mfs_convstore cs = {.ctx = r, .cache = b->cache, .views = r->views, .hash_model = cs_hash,
-                        .failctx = cs_failctx, .extra = cs_extra, .keep_outputs = 1};
+                        .failctx = cs_failctx, .extra = cs_extra};
     mfs_cache_hit hits[MFS_FMT_COUNT];
     int rc = mfs_convstore_file(&cs, model, tmp, fmi_model, run, &rep, man, NULL, hits, err);
     if (rc >= 0) {
