@@ -48,6 +48,7 @@ struct mfs_cache_folder_builder {
     bentry *v;
     size_t n, cap;
     uint64_t bytes;
+    int overflow; /* past FOLDER_MAX: nothing more is kept, nothing stored */
 };
 
 int mfs_cache_folder_key(const char *dir, const char *options, const char *version,
@@ -197,20 +198,32 @@ size_t mfs_cache_folder_builder_count(const mfs_cache_folder_builder *b)
     return b ? b->n : 0;
 }
 
+/* Takes table (malloc'd) over, even when it keeps nothing: a record too
+ * big to be read whole is never stored, so nor is it built (a listing of
+ * a huge folder would otherwise hold it all in memory first). */
 static int add_raw(mfs_cache_folder_builder *b, const char *name, size_t nl, uint8_t *table,
                    size_t len)
 {
+    if (b->overflow || b->bytes + 8 + nl + len > FOLDER_MAX) {
+        b->overflow = 1;
+        free(table);
+        return 0;
+    }
     if (b->n == b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 64;
         bentry *v = realloc(b->v, cap * sizeof *v);
-        if (!v)
+        if (!v) {
+            free(table);
             return -1;
+        }
         b->v = v;
         b->cap = cap;
     }
     char *nm = malloc(nl + 1);
-    if (!nm)
+    if (!nm) {
+        free(table);
         return -1;
+    }
     memcpy(nm, name, nl);
     nm[nl] = '\0';
     b->v[b->n] = (bentry){nm, table, len, b->n};
@@ -232,11 +245,9 @@ int mfs_cache_folder_add(mfs_cache_folder_builder *b, const char *name,
     size_t len;
     uint8_t *t = mfs_sink_take(&s, &len);
     mfs_sink_free(&s);
-    if (!t || add_raw(b, name, strlen(name), t, len) < 0) {
-        free(t);
+    if (!t)
         return -1;
-    }
-    return 0;
+    return add_raw(b, name, strlen(name), t, len);
 }
 
 int mfs_cache_folder_keep(mfs_cache_folder_builder *b, const mfs_cache_folder *f, size_t at)
@@ -248,11 +259,7 @@ int mfs_cache_folder_keep(mfs_cache_folder_builder *b, const mfs_cache_folder *f
     if (!t)
         return -1;
     memcpy(t, e->table, e->table_len);
-    if (add_raw(b, e->name, e->name_len, t, e->table_len) < 0) {
-        free(t);
-        return -1;
-    }
-    return 0;
+    return add_raw(b, e->name, e->name_len, t, e->table_len);
 }
 
 static int cmp_bentry(const void *a, const void *b)
@@ -265,8 +272,8 @@ static int cmp_bentry(const void *a, const void *b)
 int mfs_cache_folder_store(mfs_cache *c, const mfs_cache_key *fk, mfs_cache_folder_builder *b,
                            mfs_err *err)
 {
-    if (b->bytes > FOLDER_MAX)
-        return 0; /* too big to be read whole: listings read the manifests */
+    if (b->overflow)
+        return 0; /* too big to be read whole: listings read the model entries */
     qsort(b->v, b->n, sizeof *b->v, cmp_bentry);
     mfs_sink s;
     mfs_sink_init_mem(&s);

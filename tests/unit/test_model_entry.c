@@ -367,6 +367,26 @@ static void test_folder_record(void **state)
     mfs_cache_manifest_free(&got);
     mfs_cache_folder_free(rec);
 
+    /* a record past 32 MiB would not be read whole: it is neither kept in
+     * memory nor stored (the folder's listings read the model entries) */
+    size_t big = (33u << 20);
+    char *path = malloc(big + 1);
+    assert_non_null(path);
+    memset(path, 'p', big);
+    path[big] = '\0';
+    mfs_dep huge = {.path = path, .size = 1};
+    mfs_cache_manifest h = {&huge, 1, NULL, 0};
+    bld = mfs_cache_folder_builder_new();
+    assert_int_equal(mfs_cache_folder_add(bld, "small.obj", &b), 0);
+    assert_int_equal(mfs_cache_folder_add(bld, "huge.obj", &h), 0);
+    assert_int_equal(mfs_cache_folder_builder_count(bld), 1);
+    assert_int_equal(mfs_cache_folder_store(f->c, &fk, bld, NULL), 0);
+    mfs_cache_folder_builder_free(bld);
+    free(path);
+    assert_int_equal(mfs_cache_folder_load(f->c, &fk, &rec, NULL), 1); /* the one before */
+    assert_int_equal(mfs_cache_folder_count(rec), 1);
+    mfs_cache_folder_free(rec);
+
     /* another kind under the record's name (a model entry) is no record */
     assert_int_equal(mfs_cache_manifest_store(f->c, &fk, &a, NULL, NULL), 0);
     assert_int_equal(mfs_cache_folder_load(f->c, &fk, &rec, NULL), 0);
