@@ -269,18 +269,24 @@ void mfs_index_revive(mfs_cache *c)
     pthread_mutex_unlock(&x->mu);
 }
 
+/* r added to its shard (in memory and appended to its log). */
+static void add_record(mfs_cache *c, const idx_rec *r)
+{
+    mfs_index *x = c->idx;
+    pthread_mutex_lock(&x->mu);
+    uint32_t n0;
+    idx_shard *s = acquire(c, r, &n0);
+    idx_shard_add(c, s, r);
+    release(c, s, n0);
+    pthread_mutex_unlock(&x->mu);
+}
+
 int mfs_index_record(mfs_cache *c, const struct stat *st, const uint8_t hash[16])
 {
     idx_rec r;
     idx_rec_from_stat(&r, st);
     memcpy(r.hash, hash, 16);
-    mfs_index *x = c->idx;
-    pthread_mutex_lock(&x->mu);
-    uint32_t n0;
-    idx_shard *s = acquire(c, &r, &n0);
-    idx_shard_add(c, s, &r);
-    release(c, s, n0);
-    pthread_mutex_unlock(&x->mu);
+    add_record(c, &r);
     return 0;
 }
 
@@ -391,13 +397,7 @@ int mfs_cache_file_hash(mfs_cache *c, int fd, const struct stat *st, uint8_t out
     if (!idx_same_stat(&r, &r2) || r.size != n ||
         (!(c->flags & MFS_CACHE_TRUST_FRESH_STAT) && racy(&r)))
         return 0;
-    mfs_index *x = c->idx;
-    pthread_mutex_lock(&x->mu);
-    uint32_t n0;
-    idx_shard *s = acquire(c, &r, &n0);
-    idx_shard_add(c, s, &r);
-    release(c, s, n0);
-    pthread_mutex_unlock(&x->mu);
+    add_record(c, &r);
     return 0;
 }
 

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "meshfs/fdpass.h"
 #include "meshfs/fork_server.h"
 #include "meshfs/proto.h"
 
@@ -48,24 +49,7 @@ static int kargc;
  * to a full buffer would leave it waiting). */
 static void send_msg_to(int sock, const void *p, size_t n, const int *fds, int nfds, int flags)
 {
-    struct iovec iov = {(void *)p, n};
-    union {
-        char buf[CMSG_SPACE(MFS_FS_MAX_FDS * sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (nfds > 0) {
-        memset(&u, 0, sizeof u);
-        mh.msg_control = u.buf;
-        mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-        memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-    }
-    while (sendmsg(sock, &mh, MSG_NOSIGNAL | flags) < 0 && errno == EINTR)
-        ;
+    mfs_send_fds(sock, p, n, fds, nfds, flags);
 }
 
 /* To a job's reply socket: a parent that gave up on the job has closed
@@ -79,34 +63,12 @@ static void send_msg(int sock, const void *p, size_t n, const int *fds, int nfds
  * closed).  Returns its length, 0 at EOF, -1 on error or truncation. */
 static ssize_t recv_msg(int sock, int *fds, int *nfds)
 {
-    union {
-        char buf[CMSG_SPACE(MFS_FS_MAX_FDS * sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct iovec iov = {msg, MFS_FS_MSG_MAX};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                        .msg_controllen = sizeof u.buf};
-    ssize_t n;
-    *nfds = 0;
-    while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-        ;
-    if (n <= 0)
-        return n;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-            int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-            for (int i = 0; i < k; i++) {
-                int fd;
-                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-                if (*nfds < MFS_FS_MAX_FDS)
-                    fds[(*nfds)++] = fd;
-                else
-                    close(fd);
-            }
-        }
-    if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+    int truncated;
+    ssize_t n = mfs_recv_fds(sock, msg, MFS_FS_MSG_MAX, 0, fds, MFS_FS_MAX_FDS, nfds, &truncated);
+    if (n > 0 && truncated)
         return -1;
-    msg[n] = '\0';
+    if (n > 0)
+        msg[n] = '\0';
     return n;
 }
 
@@ -337,23 +299,7 @@ static void offer_spare(const mfs_fs_worker *w)
  * (the child is gone). */
 static int forward(int sock, size_t n, const int *fds, int nfds)
 {
-    union {
-        char buf[CMSG_SPACE(MFS_FS_MAX_FDS * sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    memset(&u, 0, sizeof u);
-    struct iovec iov = {msg, n};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                        .msg_controllen = CMSG_SPACE(nfds * sizeof(int))};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-    memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-    ssize_t r;
-    while ((r = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-        ;
-    return r == (ssize_t)n ? 0 : -1;
+    return mfs_send_fds(sock, msg, n, fds, nfds, 0);
 }
 
 /* The parent closed its spawner: nobody wants the children's results.

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "meshfs/fdpass.h"
 #include "meshfs/fork_server.h"
 #include "meshfs/sandbox.h"
 #include "meshfs/spawner.h"
@@ -584,28 +585,7 @@ static char *build_request(char **argv, size_t *len)
 /* One record with nfds descriptors; 0, or -1 (the peer is gone). */
 static int send_fds(int sock, const void *buf, size_t n, const int *fds, int nfds)
 {
-    union {
-        char b[CMSG_SPACE(MFS_FS_MAX_FDS * sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct iovec iov = {(void *)buf, n};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (nfds > MFS_FS_MAX_FDS)
-        return -1;
-    if (nfds > 0) {
-        memset(&u, 0, sizeof u);
-        mh.msg_control = u.b;
-        mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-        memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-    }
-    ssize_t w;
-    while ((w = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-        ;
-    return w == (ssize_t)n ? 0 : -1;
+    return nfds > MFS_FS_MAX_FDS ? -1 : mfs_send_fds(sock, buf, n, fds, nfds, 0);
 }
 
 /* Remembers that a "spare" for k is coming (the server answers each
@@ -651,33 +631,12 @@ static int srv_collect_locked(mfs_spawner *sp, double wait_s)
         return 0;
     mfs_fs_spare m;
     memset(&m, 0, sizeof m);
-    union {
-        char b[CMSG_SPACE(3 * sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct iovec iov = {&m, sizeof m};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
-                        .msg_controllen = sizeof u.b};
-    ssize_t n;
-    while ((n = recvmsg(sp->srv_sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-        ;
+    int fds[3] = {-1, -1, -1}, nfds = 0;
+    ssize_t n = mfs_recv_fds(sp->srv_sock, &m, sizeof m, MSG_DONTWAIT, fds, 3, &nfds, NULL);
     if (n < 0 && errno == EAGAIN)
         return 0;
     if (n <= 0)
         return -1;
-    int fds[3] = {-1, -1, -1}, nfds = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-            int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-            for (int i = 0; i < k; i++) {
-                int fd;
-                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-                if (nfds < 3)
-                    fds[nfds++] = fd;
-                else
-                    close(fd);
-            }
-        }
     srv_key k = sp->asked[0];
     memmove(sp->asked, sp->asked + 1, --sp->nasked * sizeof *sp->asked);
     if (n != (ssize_t)sizeof m || m.magic != MFS_FS_SPARE || m.pid <= 0 || nfds < 2) {
@@ -726,28 +685,14 @@ static int srv_recv(int sock, void *out, size_t n, int *fd, double deadline)
         *fd = -1;
     if (!wait_readable(sock, deadline))
         return -1;
-    union {
-        char b[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct iovec iov = {out, n};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
-                        .msg_controllen = sizeof u.b};
-    ssize_t r;
-    while ((r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-        ;
+    int f = -1, nf = 0;
+    ssize_t r = mfs_recv_fds(sock, out, n, 0, &f, 1, &nf, NULL);
     if (r < 0)
-        return 0; /* as EOF; the control buffer was not written: no descriptor came */
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-            c->cmsg_len == CMSG_LEN(sizeof(int))) {
-            int f;
-            memcpy(&f, CMSG_DATA(c), sizeof f);
-            if (fd && *fd < 0)
-                *fd = f;
-            else
-                close(f);
-        }
+        return 0; /* as EOF: no descriptor came */
+    if (nf && fd)
+        *fd = f;
+    else if (nf)
+        close(f);
     return r == (ssize_t)n ? 1 : 0;
 }
 
