@@ -148,6 +148,9 @@ typedef struct mfs_cache_wr {
 
 int mfs_cache_wr_begin(mfs_cache_wr *w, mfs_cache *c, const mfs_cache_key *k, int kind,
                        mfs_err *err);
+/* A whole payload of one kind stored under k (begin, write, commit). */
+int mfs_cache_store_kind(mfs_cache *c, const mfs_cache_key *k, int kind, const void *p, size_t n,
+                         mfs_cache_hit *hit, mfs_err *err);
 int mfs_cache_wr_write(mfs_cache_wr *w, const void *p, size_t n, mfs_err *err);
 int mfs_cache_wr_commit(mfs_cache_wr *w, mfs_cache_hit *hit, mfs_err *err);
 void mfs_cache_wr_abort(mfs_cache_wr *w);

@@ -297,12 +297,7 @@ int mfs_cache_folder_store(mfs_cache *c, const mfs_cache_key *fk, mfs_cache_fold
     size_t n;
     uint8_t *buf = mfs_sink_take(&s, &n);
     mfs_sink_free(&s);
-    mfs_cache_wr w;
-    int r = mfs_cache_wr_begin(&w, c, fk, MFS_KIND_FOLDER, err);
-    if (r == 0 && (r = mfs_cache_wr_write(&w, buf, n, err)) < 0)
-        mfs_cache_wr_abort(&w);
-    else if (r == 0)
-        r = mfs_cache_wr_commit(&w, NULL, err);
+    int r = mfs_cache_store_kind(c, fk, MFS_KIND_FOLDER, buf, n, NULL, err);
     free(buf);
     return r < 0 ? mfs_err_prefix(err, "folder record") : 1;
 }

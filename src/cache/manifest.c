@@ -116,12 +116,7 @@ static int write_entry(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest
     }
     size_t n;
     uint8_t *buf = mfs_sink_take(&s, &n);
-    mfs_cache_wr w;
-    int r = mfs_cache_wr_begin(&w, c, mk, MFS_KIND_MODEL, err);
-    if (r == 0 && (r = mfs_cache_wr_write(&w, buf, n, err)) < 0)
-        mfs_cache_wr_abort(&w);
-    else if (r == 0)
-        r = mfs_cache_wr_commit(&w, hit, err);
+    int r = mfs_cache_store_kind(c, mk, MFS_KIND_MODEL, buf, n, hit, err);
     free(buf);
     mfs_sink_free(&s);
     return r < 0 ? mfs_err_prefix(err, "manifest") : 0;

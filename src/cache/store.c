@@ -377,8 +377,8 @@ void mfs_cache_writer_abort(mfs_cache_writer *w)
     free(w);
 }
 
-static int store_kind(mfs_cache *c, const mfs_cache_key *k, int kind, const void *p,
-                      size_t n, mfs_cache_hit *hit, mfs_err *err)
+int mfs_cache_store_kind(mfs_cache *c, const mfs_cache_key *k, int kind, const void *p, size_t n,
+                         mfs_cache_hit *hit, mfs_err *err)
 {
     mfs_cache_wr w;
     if (mfs_cache_wr_begin(&w, c, k, kind, err) < 0)
@@ -393,7 +393,7 @@ static int store_kind(mfs_cache *c, const mfs_cache_key *k, int kind, const void
 int mfs_cache_store(mfs_cache *c, const mfs_cache_key *k, const void *p, size_t n,
                     mfs_cache_hit *hit, mfs_err *err)
 {
-    return store_kind(c, k, MFS_KIND_VIEW, p, n, hit, err);
+    return mfs_cache_store_kind(c, k, MFS_KIND_VIEW, p, n, hit, err);
 }
 
 int mfs_cache_store_negative(mfs_cache *c, const mfs_cache_key *k, const char *reason,
@@ -425,7 +425,7 @@ int mfs_cache_store_failure(mfs_cache *c, const mfs_cache_key *k, const char *re
     st_u64(buf + 24, ctx->output);
     st_u64(buf + 32, (uint64_t)ctx->inputs_mtime_ns);
     memcpy(buf + MFS_CACHE_FAILCTX_LEN, reason, n);
-    int r = store_kind(c, k, MFS_KIND_FAILURE, buf, MFS_CACHE_FAILCTX_LEN + n, NULL, err);
+    int r = mfs_cache_store_kind(c, k, MFS_KIND_FAILURE, buf, MFS_CACHE_FAILCTX_LEN + n, NULL, err);
     free(buf);
     return r;
 }
