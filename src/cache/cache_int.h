@@ -8,12 +8,14 @@
  *   index_shard.c  one shard's records and its append-only log (index.c's
  *              alone: index_shard.h)
  *   store.c    entry container: writer, lookup, verification, verified set
- *   manifest.c manifest payload encode/decode, dependency check
+ *   manifest.c model entries: manifest and embedded small views, encode/
+ *              decode, the merge at store, views inside, dependency check
+ *   folder.c   folder records: copies of a folder's manifest tables
  *   revive.c   the directory made again after an rm -rf
  *   cache.c    opening and closing: directory, temp cleanup, stats
  *
  * Layering (a file calls only those above it in this list, never back):
- *   io.c, key.c  <-  evict.c, index.c  <-  store.c  <-  manifest.c
+ *   io.c, key.c  <-  evict.c, index.c  <-  store.c  <-  manifest.c  <-  folder.c
  *   io.c, index.c  <-  revive.c;  all of them  <-  cache.c
  * io.c's temporary files reach revive.c only through the c->revive hook.
  * views.c, the resolver (meshfs/views.h), sits above them all and uses the
