@@ -247,6 +247,14 @@ static int run_job(mfs_job *job)
         sleep((unsigned)atoi(hang));
     mfs_report rep;
     mfs_job_run(job, &rep);
+#ifdef MESHFS_TEST_HOOKS
+    /* Test hook (tests/integration/test_hostile.py): a report that lies
+     * about an output's size, as a compromised worker could. */
+    const char *lie = getenv("MESHFS_TEST_REPORT_LIE");
+    for (int f = 0; lie && f < MFS_FMT_COUNT; f++)
+        if (!strcmp(lie, mfs_format_get((mfs_format)f)->name) && rep.fmt[f].ok)
+            rep.fmt[f].size += 1;
+#endif
     int rc = send_report(&rep) < 0 ? 1 : 0;
     mfs_report_free(&rep);
     return rc;
