@@ -1,4 +1,5 @@
-/* The FUSE operations: a read-only mirror of SRC plus the views.
+/* The FUSE operations: a read-only mirror of SRC plus the views (the
+ * directory operations are listing.c's).
  *
  * Paths arrive as "/dir/name"; everything is resolved beneath the SRC
  * directory descriptor following no symbolic link (beneath.c), never
@@ -7,18 +8,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "coherence.h"
 #include "fs.h"
 #include "lgepkg.h"
+#include "listing.h"
 #include "meshfs/naming.h"
 #include "ops.h"
 #include "passthrough.h"
@@ -46,7 +46,7 @@ static mfs_fs *FS(void)
 /* The one place a mount path becomes SRC-relative: the real path, in a
  * per-thread buffer valid until this thread's next call.  NULL with errno
  * set when the path shows nothing (-o lowercase_names, casemap.c). */
-static const char *rel(const char *path)
+const char *mfs_ops_rel(const char *path)
 {
     static _Thread_local char buf[4096];
     while (*path == '/')
@@ -160,7 +160,7 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
         mfs_kview_attr(path, st);
         return 0;
     }
-    const char *r = rel(path);
+    const char *r = mfs_ops_rel(path);
     if (!r)
         return -errno;
     if (mfs_beneath_stat(fs, r, st) == 0)
@@ -177,438 +177,6 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
     if (rc == 0)
         mfs_kview_attr(path, st); /* what the kernel will hold (kview.c) */
     return rc;
-}
-
-/* One name of a listing, as mfs_dir_list gave it. */
-typedef struct dent {
-    char *name;             /* one block: name, then model and base */
-    ino_t ino;              /* and the type bits: what a listing without */
-    mode_t mode;            /* attributes sends */
-    int is_view;
-    mfs_view_ref view;      /* is_view: model and base point into name's block */
-} dent;
-
-/* An open directory: its listing, taken when reading starts at offset 0 and
- * served by offset from then on.  libfuse 3.14's high-level library drops
- * readdirplus attributes unless the filesystem gives offsets (it buffers
- * the listing and sends it with ino 0, which the kernel reads as "no
- * attributes"), and without them every name costs a LOOKUP. */
-typedef struct dirh {
-    char *dir;              /* relative, "" for the root */
-    dent *e;
-    size_t n, cap;
-    int listed;
-    int err;                /* collect ran out of memory */
-    /* readdirplus: the stats of the passed-through entries, which come
-     * first (sorted by name), as this listing took them; a view's query
-     * then need not stat its model again */
-    size_t nsrc;
-    struct stat *src_st;    /* nsrc, made at the first stat */
-    unsigned char *src_have;
-    struct chunk *chunks;   /* the names' storage, newest first */
-    /* the folder's record (cache.h, "folder records"): read at the first
-     * view this listing asks about, and written when the listing ends if
-     * it learnt a model's manifest from its model entry */
-    int rec_tried;
-    mfs_cache_folder *rec;
-    unsigned char *rec_used; /* copies that answered: kept in the next one */
-    mfs_cache_folder_builder *learnt;
-} dirh;
-
-/* The names of a listing live in a few large blocks, not one allocation
- * each: a 20,000-model folder lists 180,000 names, and their mallocs and
- * frees were a tenth of its first listing. */
-#define CHUNK_BYTES (256 * 1024)
-typedef struct chunk {
-    struct chunk *next;
-    size_t used, cap;
-    char data[];
-} chunk;
-
-static char *names_alloc(dirh *h, size_t n)
-{
-    if (!h->chunks || h->chunks->cap - h->chunks->used < n) {
-        size_t cap = n > CHUNK_BYTES ? n : CHUNK_BYTES;
-        chunk *c = malloc(sizeof *c + cap);
-        if (!c)
-            return NULL;
-        *c = (chunk){h->chunks, 0, cap};
-        h->chunks = c;
-    }
-    char *p = h->chunks->data + h->chunks->used;
-    h->chunks->used += n;
-    return p;
-}
-
-/* Listing handles open now, and the names they hold (stats xattr).  A
- * handle's snapshot lives from opendir to releasedir: the kernel holds it
- * for the length of one listing, so their number is bounded by the
- * listings running, and each is freed (and its memory given back, see
- * op_releasedir) when that listing ends (docs/scale.md). */
-static atomic_uint_least64_t listing_handles, listing_names;
-
-static int record_key(mfs_fs *fs, const char *dir, mfs_cache_key *fk)
-{
-    char iopts[64];
-    mfs_fs_import_options(fs, iopts, sizeof iopts);
-    mfs_err err;
-    return mfs_cache_folder_key(dir, iopts, MESHFS_OUTPUT_VERSION, fk, &err);
-}
-
-static void record_load(mfs_fs *fs, dirh *h)
-{
-    h->rec_tried = 1;
-    mfs_cache_key fk;
-    mfs_err err;
-    mfs_err_clear(&err);
-    if (record_key(fs, h->dir, &fk) < 0 || mfs_cache_folder_load(fs->cache, &fk, &h->rec, &err) != 1)
-        return;
-    h->rec_used = calloc(mfs_cache_folder_count(h->rec) + 1, 1);
-    if (!h->rec_used) {
-        mfs_cache_folder_free(h->rec);
-        h->rec = NULL;
-    }
-}
-
-/* What this listing learnt, and the copies that still answered, as the
- * folder's new record.  Written only when it learnt something: a listing
- * that read every model from the record leaves it as it is. */
-static void record_flush(mfs_fs *fs, dirh *h)
-{
-    if (h->learnt && mfs_cache_folder_builder_count(h->learnt)) {
-        int ok = 0;
-        for (size_t i = 0; i < mfs_cache_folder_count(h->rec) && ok == 0; i++)
-            if (h->rec_used[i])
-                ok = mfs_cache_folder_keep(h->learnt, h->rec, i);
-        mfs_cache_key fk;
-        mfs_err err;
-        mfs_err_clear(&err);
-        if (ok == 0 && record_key(fs, h->dir, &fk) == 0) {
-            int r = mfs_cache_folder_store(fs->cache, &fk, h->learnt, &err);
-            if (r == 1)
-                atomic_fetch_add(&fs->stats.folder_records_written, 1);
-            else if (r < 0)
-                mfs_fs_log_at(fs, MFS_LOG_DEBUG, "%s: %s", h->dir[0] ? h->dir : ".", err.msg);
-        }
-    }
-    mfs_cache_folder_builder_free(h->learnt);
-    mfs_cache_folder_free(h->rec);
-    free(h->rec_used);
-    h->learnt = NULL;
-    h->rec = NULL;
-    h->rec_used = NULL;
-    h->rec_tried = 0;
-}
-
-static void dirh_clear(dirh *h)
-{
-    atomic_fetch_sub(&listing_names, h->n);
-    while (h->chunks) {
-        chunk *c = h->chunks;
-        h->chunks = c->next;
-        free(c);
-    }
-    free(h->e);
-    free(h->src_st);
-    free(h->src_have);
-    h->e = NULL;
-    h->src_st = NULL;
-    h->src_have = NULL;
-    h->n = h->cap = h->nsrc = 0;
-    h->listed = 0;
-    h->err = 0;
-}
-
-/* The stat this listing took of a passed-through entry named name, if it
- * has one. */
-static const struct stat *listed_stat(const dirh *h, const char *name)
-{
-    if (!h->src_have)
-        return NULL;
-    size_t lo = 0, hi = h->nsrc;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(h->e[mid].name, name);
-        if (c == 0)
-            return h->src_have[mid] ? &h->src_st[mid] : NULL;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
-}
-
-static void keep_listed_stat(dirh *h, size_t i, const struct stat *st)
-{
-    if (i >= h->nsrc)
-        return;
-    if (!h->src_st) {
-        h->src_st = malloc(h->nsrc * sizeof *h->src_st);
-        h->src_have = calloc(h->nsrc, 1);
-        if (!h->src_st || !h->src_have) {
-            free(h->src_st);
-            free(h->src_have);
-            h->src_st = NULL;
-            h->src_have = NULL;
-            return;
-        }
-    }
-    h->src_st[i] = *st;
-    h->src_have[i] = 1;
-}
-
-static int collect(void *ctx, const char *name, const struct stat *partial,
-                   const mfs_view_ref *view)
-{
-    dirh *h = ctx;
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 64;
-        dent *ne = realloc(h->e, cap * sizeof *ne);
-        if (!ne)
-            return h->err = -ENOMEM;
-        h->e = ne;
-        h->cap = cap;
-    }
-    dent *d = &h->e[h->n];
-    memset(d, 0, sizeof *d);
-    /* one block per name (name, model, base) from the handle's chunks, no
-     * struct stat: a 20,000-model folder lists 180,000 names, and each
-     * handle holds them all (docs/scale.md) */
-    size_t nl = strlen(name) + 1;
-    size_t ml = view ? strlen(view->model) + 1 : 0, bl = view ? strlen(view->base) + 1 : 0;
-    d->name = names_alloc(h, nl + ml + bl);
-    if (!d->name)
-        return h->err = -ENOMEM;
-    memcpy(d->name, name, nl);
-    d->ino = partial->st_ino;
-    d->mode = partial->st_mode;
-    if (view) {
-        d->is_view = 1;
-        d->view.model = memcpy(d->name + nl, view->model, ml);
-        d->view.base = memcpy(d->name + nl + ml, view->base, bl);
-        d->view.format = view->format;
-    }
-    h->n++;
-    atomic_fetch_add(&listing_names, 1);
-    return 0;
-}
-
-/* Listings the kernel keeps (cache_readdir).  A folder's names change only
- * when its entries do (its mtime and ctime move: dirmap.c's rule) or when a
- * view's state does (-o hide_failed drops failed views; any conversion or
- * failure counts, which is conservative).  opendir compares that signature
- * with the one of the folder's last listing: equal, the kernel may serve the
- * names it kept (keep_cache) and no READDIR reaches the daemon; otherwise it
- * drops them and lists afresh.  A modified file changes no name, so its
- * folder's kept listing stays right; attributes are asked for separately.
- * One slot per hash of the path: a collision only costs a fresh listing. */
-#ifdef MESHFS_HAVE_FUSE_317 /* 3.14's fuse_lib_opendir drops keep_cache */
-#define DIRSIG_SLOTS 256
-static struct {
-    char *dir;
-    uint64_t sig;
-} dirsigs[DIRSIG_SLOTS];
-static pthread_mutex_t dirsig_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int folder_sig(mfs_fs *fs, const char *dir, uint64_t *sig)
-{
-    struct stat st;
-    if (mfs_beneath_stat(fs, dir[0] ? dir : ".", &st) < 0)
-        return -1;
-    uint64_t v[10] = {(uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_mode,
-                      (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec,
-                      (uint64_t)st.st_ctim.tv_sec, (uint64_t)st.st_ctim.tv_nsec,
-                      (uint64_t)atomic_load(&fs->stats.conversions),
-                      (uint64_t)atomic_load(&fs->stats.conversion_failures), 0};
-    *sig = XXH3_64bits(v, sizeof v);
-    return 0;
-}
-
-/* 1 if dir's last listing had this signature; records it either way. */
-static int dirsig_same(const char *dir, uint64_t sig)
-{
-    unsigned slot = (unsigned)(XXH3_64bits(dir, strlen(dir)) % DIRSIG_SLOTS);
-    pthread_mutex_lock(&dirsig_lock);
-    int same = dirsigs[slot].dir && !strcmp(dirsigs[slot].dir, dir) && dirsigs[slot].sig == sig;
-    if (!same) {
-        char *copy = strdup(dir);
-        free(dirsigs[slot].dir);
-        dirsigs[slot].dir = copy; /* NULL on out of memory: the next one lists afresh */
-        dirsigs[slot].sig = sig;
-    }
-    pthread_mutex_unlock(&dirsig_lock);
-    return same;
-}
-#endif
-
-static int op_opendir(const char *path, struct fuse_file_info *fi)
-{
-    const char *r = rel(path);
-    if (!r)
-        return -errno;
-    dirh *h = calloc(1, sizeof *h);
-    if (!h || !(h->dir = strdup(strcmp(r, ".") ? r : ""))) {
-        free(h);
-        return -ENOMEM;
-    }
-    fi->fh = (uintptr_t)h;
-    atomic_fetch_add(&listing_handles, 1);
-    /* stats of its cold views may follow (ls -l): here, not in readdir,
-     * because a listing the kernel kept sends no READDIR */
-    mfs_prefetch_listed(FS(), h->dir);
-#ifdef MESHFS_HAVE_FUSE_317
-    /* libfuse before 3.16.1 drops both flags on the way to the kernel */
-    uint64_t sig;
-    if (folder_sig(FS(), h->dir, &sig) == 0) {
-        fi->cache_readdir = 1;
-        fi->keep_cache = dirsig_same(h->dir, sig);
-    }
-#endif
-    return 0;
-}
-
-static int op_releasedir(const char *path, struct fuse_file_info *fi)
-{
-    dirh *h = (dirh *)(uintptr_t)fi->fh;
-    if (h) {
-        size_t n = h->n;
-        record_flush(FS(), h);
-        dirh_clear(h);
-        free(h->dir);
-        free(h);
-        atomic_fetch_sub(&listing_handles, 1);
-        /* a big folder's snapshot is many small blocks that malloc keeps
-         * for reuse: give the pages back, or RSS stays at its largest
-         * listing's high-water mark */
-        if (n >= 4096)
-            malloc_trim(0);
-    }
-    return 0;
-}
-
-/* 1 attributes known, 0 not, -1 nothing of d's model is known.
- * With readdirplus the attributes travel with the listing, saving a LOOKUP
- * per name for `ls -l` and `find -ls`.  Only attributes known without work
- * are sent: a source entry's own, a view's if its model's memo is current
- * or the cache answers without reading the model.  A cold view is listed by
- * name only, so listing a folder never converts or hashes anything.
- * same_model: d is a view of the model whose inputs were just checked. */
-/* A view's attributes through mfs_view_cached_stat_hinted: with the
- * record's copy of its model's manifest, and what the query learnt kept
- * for the next record. */
-static int view_attr_listed(mfs_fs *fs, dirh *h, const dent *d, struct stat *model_st,
-                            mfs_view_inputs in, struct stat *st)
-{
-    if (!h->rec_tried)
-        record_load(fs, h);
-
-    mfs_cache_manifest copy;
-    size_t at = 0;
-    int have = h->rec && mfs_cache_folder_find(h->rec, d->view.model, &at, &copy);
-    mfs_view_hint hint = {.man = have ? &copy : NULL};
-    int r = mfs_view_cached_stat_hinted(fs, h->dir, &d->view, model_st, in, &hint, st);
-    if (hint.used) {
-        h->rec_used[at] = 1;
-        atomic_fetch_add(&fs->stats.folder_record_hits, 1);
-    }
-    if (hint.learned.ndeps) {
-        if (!h->learnt)
-            h->learnt = mfs_cache_folder_builder_new();
-        if (h->learnt)
-            mfs_cache_folder_add(h->learnt, d->view.model, &hint.learned);
-    }
-    mfs_cache_manifest_free(&hint.learned);
-    if (have)
-        mfs_cache_manifest_free(&copy);
-    return r;
-}
-
-static int plus_attr(mfs_fs *fs, dirh *h, const dent *d, struct stat *model_st,
-                     int same_model, struct stat *st)
-{
-    if (d->is_view && d->view.format == MFS_FS_LGEPKG)
-        return mfs_lgepkg_cached_stat(fs, h->dir, st);
-    if (d->is_view) {
-        mfs_view_inputs in = MFS_VIEW_INPUTS_CHECKED;
-        if (!same_model) {
-            const struct stat *given = listed_stat(h, d->view.model);
-            in = given ? MFS_VIEW_INPUTS_GIVEN : MFS_VIEW_INPUTS_STAT;
-            if (given)
-                *model_st = *given;
-        }
-        return in == MFS_VIEW_INPUTS_CHECKED
-                   ? mfs_view_cached_stat(fs, h->dir, &d->view, model_st, in, st)
-                   : view_attr_listed(fs, h, d, model_st, in, st);
-    }
-    char path[4200];
-    snprintf(path, sizeof path, "%s%s%s", h->dir, h->dir[0] ? "/" : "", d->name);
-    return mfs_beneath_stat(fs, path, st) == 0;
-}
-
-/* Offsets: 1 and 2 are "." and "..", 3 + i the listing's entry i. */
-static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
-                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
-{
-    mfs_fs *fs = FS();
-    dirh *h = (dirh *)(uintptr_t)fi->fh;
-    atomic_fetch_add(&fs->stats.readdir_requests, 1);
-    if (off == 0 || !h->listed) {
-        dirh_clear(h);
-        int rc = mfs_dir_list(fs, h->dir, collect, h);
-        if (rc == 0)
-            rc = h->err;
-        if (rc < 0) {
-            dirh_clear(h);
-            return rc;
-        }
-        h->listed = 1;
-        while (h->nsrc < h->n && !h->e[h->nsrc].is_view)
-            h->nsrc++;
-    }
-    if (off < 1 && filler(buf, ".", NULL, 1, 0))
-        return 0;
-    if (off < 2 && filler(buf, "..", NULL, 2, 0))
-        return 0;
-    int plus = (flags & FUSE_READDIR_PLUS) != 0;
-    if (plus)
-        mfs_beneath_walk_begin(fs, h->dir);
-    const char *checked = NULL; /* model whose inputs the last view checked */
-    const char *cold = NULL;    /* model the last view found nothing of */
-    struct stat model_st;       /* and that model file's stat */
-    for (size_t i = off > 2 ? (size_t)off - 2 : 0; i < h->n; i++) {
-        const dent *d = &h->e[i];
-        struct stat st;
-        int have = 0;
-        if (fs->cfg.hide_failed && d->is_view && d->view.format != MFS_FS_LGEPKG &&
-            mfs_view_known_failed(fs, h->dir, &d->view))
-            continue; /* -o hide_failed: a view known to have failed is not listed */
-        if (plus && !(d->is_view && cold && !strcmp(cold, d->view.model))) {
-            int same = d->is_view && checked && !strcmp(checked, d->view.model);
-            have = plus_attr(fs, h, d, &model_st, same, &st);
-            cold = d->is_view && have < 0 ? d->view.model : NULL;
-            have = have > 0;
-            if (have && !d->is_view)
-                keep_listed_stat(h, i, &st);
-            checked = d->is_view && have ? d->view.model : NULL;
-            if (have && d->is_view) {
-                char vpath[4200];
-                snprintf(vpath, sizeof vpath, "%s/%s", strcmp(path, "/") ? path : "", d->name);
-                mfs_kview_attr(vpath, &st);
-            }
-        }
-        if (!have) {
-            memset(&st, 0, sizeof st);
-            st.st_ino = d->ino;
-            st.st_mode = d->mode;
-        }
-        if (filler(buf, d->name, &st, (off_t)(i + 3),
-                   have ? FUSE_FILL_DIR_PLUS : 0))
-            break;
-    }
-    if (plus)
-        mfs_beneath_walk_end();
-    return 0;
 }
 
 /* How the kernel is to treat this open of a view (kview.c), and whether it
@@ -650,7 +218,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
     mfs_fs *fs = FS();
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT)))
         return -EROFS;
-    const char *r = rel(path);
+    const char *r = mfs_ops_rel(path);
     if (!r)
         return -errno;
     handle *h = calloc(1, sizeof *h);
@@ -787,7 +355,7 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 
 static int op_readlink(const char *path, char *buf, size_t size)
 {
-    const char *r = rel(path);
+    const char *r = mfs_ops_rel(path);
     ssize_t n = r ? mfs_beneath_readlink(FS(), r, buf, size - 1) : -1;
     if (n < 0)
         return -errno;
@@ -815,6 +383,8 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
     mfs_dirmaps_stats(fs->dirs, &dt, &dn, &d_ev);
     mfs_cache_stats cs;
     mfs_cache_get_stats(fs->cache, &cs);
+    uint64_t lh, ln;
+    mfs_listing_counts(&lh, &ln);
     return snprintf(buf, n,
                     " memo_size=%llu memo_entries=%llu memo_evictions=%llu kview_entries=%llu "
                     "kview_evictions=%llu dirmap_tables=%llu dirmap_names=%llu "
@@ -824,8 +394,7 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
                     (unsigned long long)vs.cap, (unsigned long long)vs.entries,
                     (unsigned long long)vs.evictions, (unsigned long long)kv,
                     (unsigned long long)kv_ev, (unsigned long long)dt, (unsigned long long)dn,
-                    (unsigned long long)d_ev, (unsigned long long)atomic_load(&listing_handles),
-                    (unsigned long long)atomic_load(&listing_names),
+                    (unsigned long long)d_ev, (unsigned long long)lh, (unsigned long long)ln,
                     (unsigned long long)cs.index_records, (unsigned long long)cs.index_shard_loads,
                     (unsigned long long)cs.index_shard_drops, (unsigned long long)cs.files_opened,
                     (unsigned long long)atomic_load(&fs->stats.folder_record_hits),
@@ -976,7 +545,7 @@ static int model_error(mfs_fs *fs, const char *r, char *value, size_t size)
 static int op_getxattr(const char *path, const char *name, char *value, size_t size)
 {
     mfs_fs *fs = FS();
-    const char *r = rel(path);
+    const char *r = mfs_ops_rel(path);
     if (!r)
         return -errno;
     char text[MFS_ERR_MAX + 1024];
@@ -1009,7 +578,7 @@ static int op_listxattr(const char *path, char *list, size_t size)
 {
     (void)list;
     (void)size;
-    return rel(path) ? 0 : -errno;
+    return mfs_ops_rel(path) ? 0 : -errno;
 }
 
 /* Everything that would change something. */
@@ -1059,9 +628,9 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 const struct fuse_operations mfs_fuse_ops = {
     .init = op_init,
     .getattr = op_getattr,
-    .opendir = op_opendir,
-    .readdir = op_readdir,
-    .releasedir = op_releasedir,
+    .opendir = mfs_listing_opendir,
+    .readdir = mfs_listing_readdir,
+    .releasedir = mfs_listing_releasedir,
     .open = op_open,
     .read = op_read,
     .read_buf = op_read_buf,
