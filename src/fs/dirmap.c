@@ -52,6 +52,7 @@ typedef struct dirmap {
     size_t nc;
     mfs_dir_model *models; /* by view base */
     size_t nmodels;
+    char *names;  /* every view name, one block (v[i].name points into it) */
     struct dirmap *next; /* hash chain */
     uint64_t used;       /* LRU stamp */
 } dirmap;
@@ -76,8 +77,8 @@ mfs_dirmaps *mfs_dirmaps_new(void)
 
 static void map_clear(dirmap *m)
 {
-    for (size_t i = 0; i < m->n; i++)
-        free(m->v[i].name);
+    free(m->names);
+    m->names = NULL;
     free(m->v);
     for (size_t i = 0; i < m->nc; i++) {
         free(m->c[i].shown);
@@ -259,17 +260,18 @@ static void format_order(int order[MFS_FMT_COUNT])
     qsort(order, MFS_FMT_COUNT, sizeof *order, cmp_format_name);
 }
 
-/* "<base>.<ext>", malloc'd (160,000 of them for a 20,000-model folder:
- * asprintf's formatting was a tenth of its first listing). */
-static char *join_name(const char *base, const char *ext)
+/* "<base>.<ext>" written at *at, which moves past it.  The view names of
+ * a table are one block, not one allocation each: 160,000 of them for a
+ * 20,000-model folder (asprintf's formatting was a tenth of its first
+ * listing, and each allocation 16 B of overhead). */
+static char *join_name(char **at, const char *base, const char *ext)
 {
     size_t bl = strlen(base), el = strlen(ext);
-    char *s = malloc(bl + el + 2);
-    if (s) {
-        memcpy(s, base, bl);
-        s[bl] = '.';
-        memcpy(s + bl + 1, ext, el + 1);
-    }
+    char *s = *at;
+    memcpy(s, base, bl);
+    s[bl] = '.';
+    memcpy(s + bl + 1, ext, el + 1);
+    *at += bl + el + 2;
     return s;
 }
 
@@ -283,10 +285,16 @@ static int build_views(mfs_fs *fs, const char *dir, entry *e, size_t n, dirmap *
     size_t nf = 0;
     for (unsigned f = 0; f < MFS_FMT_COUNT; f++)
         nf += (fs->cfg.shown >> f) & 1;
+    size_t bytes = 1;
+    for (size_t i = 0; i < p.nmodels; i++)
+        for (unsigned f = 0; f < MFS_FMT_COUNT; f++)
+            if (fs->cfg.shown & (1u << f))
+                bytes += strlen(p.models[i].base) + strlen(mfs_format_get((mfs_format)f)->name) + 2;
+    char *at = m->names = malloc(bytes);
     m->v = calloc(p.nmodels * nf + 1, sizeof *m->v);
     m->models = calloc(p.nmodels + 1, sizeof *m->models);
     m->c = fs->cfg.lowercase_names ? calloc(n + 1, sizeof *m->c) : NULL;
-    int rc = m->v && m->models && (m->c || !fs->cfg.lowercase_names) ? 0 : -ENOMEM;
+    int rc = m->names && m->v && m->models && (m->c || !fs->cfg.lowercase_names) ? 0 : -ENOMEM;
     /* models come sorted by base, and formats are taken in name order, so
      * the names are made in order unless a base is a prefix of another
      * followed by a byte below '.' ("a.dem" > "a-b.dem"): checked below,
@@ -311,8 +319,8 @@ static int build_views(mfs_fs *fs, const char *dir, entry *e, size_t n, dirmap *
             v->format = f;
             v->model = dm->model;
             v->ino = src ? src->ino : 0;
-            v->name = join_name(pm->base, mfs_format_get((mfs_format)f)->name);
-            if (!v->name || !v->model)
+            v->name = join_name(&at, pm->base, mfs_format_get((mfs_format)f)->name);
+            if (!v->model)
                 rc = -ENOMEM;
         }
     }
