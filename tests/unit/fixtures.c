@@ -1,8 +1,11 @@
 #define _XOPEN_SOURCE 700
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fixtures.h"
 
@@ -197,4 +200,28 @@ int fixture_tempdir(char *buf, size_t n, const char *name)
 void fixture_rmtree(const char *path)
 {
     nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int fixture_cache_dirs_setup(void **state, const char *name)
+{
+    fixture_cache_dirs *f = calloc(1, sizeof *f);
+    if (!f || fixture_tempdir(f->base, sizeof f->base, name) < 0) {
+        free(f);
+        return -1;
+    }
+    snprintf(f->dir, sizeof f->dir, "%s/cache", f->base);
+    snprintf(f->root, sizeof f->root, "%s/src", f->base);
+    mkdir(f->root, 0700);
+    f->rootfd = open(f->root, O_RDONLY | O_DIRECTORY);
+    *state = f;
+    return f->rootfd < 0 ? -1 : 0;
+}
+
+int fixture_cache_dirs_teardown(void **state)
+{
+    fixture_cache_dirs *f = *state;
+    close(f->rootfd);
+    fixture_rmtree(f->base);
+    free(f);
+    return 0;
 }

@@ -38,4 +38,17 @@ mfs_scene *fixture_skinned_strip(void);
 int fixture_tempdir(char *buf, size_t n, const char *name);
 void fixture_rmtree(const char *path);
 
+/* A cache test's folders, under a private folder base: the cache
+ * directory's path (not created) and a source folder (created, open). */
+typedef struct fixture_cache_dirs {
+    char dir[300];  /* cache directory */
+    char root[300]; /* source files */
+    char base[256];
+    int rootfd;
+} fixture_cache_dirs;
+
+/* cmocka setup and teardown for a fixture_cache_dirs in *state. */
+int fixture_cache_dirs_setup(void **state, const char *name);
+int fixture_cache_dirs_teardown(void **state);
+
 #endif

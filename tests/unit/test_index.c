@@ -32,33 +32,16 @@
  * its live records plus 256 */
 #define SLACK 256
 
-typedef struct fx {
-    char dir[300];  /* cache directory */
-    char root[300]; /* source files */
-    char base[256];
-    int rootfd;
-} fx;
+typedef fixture_cache_dirs fx;
 
 static int setup(void **state)
 {
-    fx *f = calloc(1, sizeof *f);
-    if (fixture_tempdir(f->base, sizeof f->base, "test_index") < 0)
-        return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/cache", f->base);
-    snprintf(f->root, sizeof f->root, "%s/src", f->base);
-    mkdir(f->root, 0700);
-    f->rootfd = open(f->root, O_RDONLY | O_DIRECTORY);
-    *state = f;
-    return f->rootfd < 0 ? -1 : 0;
+    return fixture_cache_dirs_setup(state, "test_index");
 }
 
 static int teardown(void **state)
 {
-    fx *f = *state;
-    close(f->rootfd);
-    fixture_rmtree(f->base);
-    free(f);
-    return 0;
+    return fixture_cache_dirs_teardown(state);
 }
 
 static mfs_cache *open_cache(const fx *f, uint64_t cap)
