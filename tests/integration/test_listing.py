@@ -322,9 +322,12 @@ class Prefetch(Base):
         release_m1 = os.path.join(self.tmp, "release-m1")
         release_m2 = os.path.join(self.tmp, "release-m2")
         # held, m1 and m2 last until the test lets them go: the counts below
-        # are the order of events, whatever the machine's load
+        # are the order of events, whatever the machine's load.  So do m3
+        # and m4: when x is done, the freed slot goes to whichever queued
+        # prefetch wakes first, and an m3 let run would be a 4th conversion.
         env = dict(os.environ, MESHFS_TEST_CONVERT_HOLD=",".join(
-            [f"held.obj:{release}", f"m1.obj:{release_m1}", f"m2.obj:{release_m2}"]))
+            [f"held.obj:{release}", f"m1.obj:{release_m1}", f"m2.obj:{release_m2}",
+             f"m3.obj:{release_m2}", f"m4.obj:{release_m2}"]))
         with Mount(self.src, self.mnt, self.cache, "formats=" + VIEWS, "convert_jobs=2",
                    env=env) as m:
             held = threading.Thread(
@@ -345,7 +348,7 @@ class Prefetch(Base):
                 open(release_m1, "w").close()
                 x.join(120)
                 self.assertFalse(x.is_alive())
-                # m0, m1 and x: x took m1's slot before m2, which still waits
+                # m0, m1 and x: x took m1's slot before the queued prefetches
                 s = m.stats()
                 self.assertEqual(s["conversions"], 3)
                 self.assertGreaterEqual(s["prefetch_queued"], 1)
