@@ -99,6 +99,9 @@ void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_key *mk,
 {
     unsigned n = 0;
     uint64_t bytes = 0;
+    /* the small views share one file, just written: whether it is still
+     * there is one question, asked (a read of the whole entry) once */
+    int entry_there = -1;
     for (uint32_t i = 0; i < man->nviews && i < MFS_FMT_COUNT; i++) {
         if (hits[i].fd < 0)
             continue;
@@ -106,8 +109,9 @@ void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_key *mk,
         mfs_err err;
         mfs_err_clear(&err);
         const mfs_cache_view *v = &man->views[i];
-        int there = (v->embedded ? mfs_cache_peek_in(fs->cache, mk, &v->key, &h, &err)
-                                 : mfs_cache_peek(fs->cache, &v->key, &h, &err)) == 1;
+        if (v->embedded && entry_there < 0)
+            entry_there = mfs_cache_peek_in(fs->cache, mk, &v->key, &h, &err) == 1;
+        int there = v->embedded ? entry_there : mfs_cache_peek(fs->cache, &v->key, &h, &err) == 1;
         mfs_cache_hit_release(&h);
         if (there) {
             mfs_cache_hit_release(&hits[i]);
