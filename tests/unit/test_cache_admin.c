@@ -21,27 +21,16 @@
 #include "meshfs/cache.h"
 #include "meshfs/cache_admin.h"
 
-typedef struct fx {
-    char base[256];
-    char dir[300];
-} fx;
+typedef fixture_cache_dirs fx;
 
 static int setup(void **state)
 {
-    fx *f = calloc(1, sizeof *f);
-    if (fixture_tempdir(f->base, sizeof f->base, "test_cache_admin") < 0)
-        return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/cache", f->base);
-    *state = f;
-    return 0;
+    return fixture_cache_dirs_setup(state, "test_cache_admin");
 }
 
 static int teardown(void **state)
 {
-    fx *f = *state;
-    fixture_rmtree(f->base);
-    free(f);
-    return 0;
+    return fixture_cache_dirs_teardown(state);
 }
 
 static mfs_cache *open_cache(const fx *f, uint64_t max, unsigned flags)
