@@ -25,7 +25,7 @@
 
 static mfs_fs *FS(void)
 {
-    return fuse_get_context()->private_data;
+    return mfs_ops_fs;
 }
 
 /* One name of a listing, as mfs_dir_list gave it. */

@@ -27,6 +27,7 @@
 #include "meshfs/lgepkg.h"
 #include "meshfs/log.h"
 #include "meshfs/sandbox.h"
+#include "lowlevel.h"
 #include "ops.h"
 #include "passthrough.h"
 #include "prefetch.h"
@@ -46,6 +47,8 @@ typedef struct cli {
     char *convert_timeout, *convert_jobs; /* checked whole (optvalue.h) */
     char *prefetch;         /* likewise */
     char *memo_size;
+    char *entry_timeout, *attr_timeout, *negative_timeout; /* the kernel's cache times */
+    double entry_s, attr_s, negative_s;
     char *remote, *remote_timeout_ms, *remote_data_timeout_s, *remote_token_file;
     int remote_read_only;
     char *mnt;              /* the second non-option argument */
@@ -70,6 +73,9 @@ static const struct fuse_opt cli_spec[] = {
     OPT("convert_jobs=%s", convert_jobs),
     OPT("prefetch=%s", prefetch),
     OPT("memo_size=%s", memo_size),
+    OPT("entry_timeout=%s", entry_timeout),
+    OPT("attr_timeout=%s", attr_timeout),
+    OPT("negative_timeout=%s", negative_timeout),
     OPT("remote=%s", remote),
     OPT("remote_timeout_ms=%s", remote_timeout_ms),
     OPT("remote_data_timeout_s=%s", remote_data_timeout_s),
@@ -210,6 +216,20 @@ static void warn_nonempty(const char *mnt)
 /* -d asks for debug output: meshfs's too, unless -o log_level says otherwise */
 static int log_level_given;
 
+/* How long the kernel may keep a name or attributes: seconds, 0 included
+ * (libfuse's high-level library took these; meshfs keeps them). */
+static int cache_time(const char *name, const char *s, double dflt, double *out, mfs_err *err)
+{
+    *out = dflt;
+    if (!s)
+        return 0;
+    if (s[0] && strspn(s, "0.") == strlen(s) && strchr(s, '0') && strchr(s, '.') == strrchr(s, '.')) {
+        *out = 0;
+        return 0;
+    }
+    return mfs_optv_seconds(name, s, 86400, out, err);
+}
+
 static int configure(mfs_fs *fs, cli *c)
 {
     mfs_fs_config *cfg = &fs->cfg;
@@ -279,6 +299,10 @@ static int configure(mfs_fs *fs, cli *c)
         return bad_option(&err);
     cfg->memo_size = memo;
     mfs_kview_set_cap(8 * (size_t)memo);
+    if (cache_time("-o entry_timeout", c->entry_timeout, 1.0, &c->entry_s, &err) < 0 ||
+        cache_time("-o attr_timeout", c->attr_timeout, 1.0, &c->attr_s, &err) < 0 ||
+        cache_time("-o negative_timeout", c->negative_timeout, 0.0, &c->negative_s, &err) < 0)
+        return bad_option(&err);
     /* the remote tier: every value checked here, so a typo exits 2 */
     if (c->remote && mfs_remote_check_url("-o remote", c->remote, &err) < 0)
         return bad_option(&err);
@@ -414,10 +438,11 @@ static void fuse_log_stderr(enum fuse_log_level level, const char *fmt, va_list 
                      fmt, ap);
 }
 
-/* fuse_main() with the thread limit applied: libfuse 3.14.0's fuse_main
- * parses -o max_threads but never passes it to the loop (libfuse PR #742),
- * leaving a handful of threads that conversions could all occupy. */
-static int run(struct fuse_args *args, mfs_fs *fs, int auto_unmount)
+/* What fuse_main() did, on a low-level session (lowlevel.c says why), with
+ * the thread limit applied: libfuse 3.14.0's fuse_main parsed -o
+ * max_threads but never passed it to the loop (libfuse PR #742), leaving a
+ * handful of threads that conversions could all occupy. */
+static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
 {
     struct fuse_cmdline_opts opts;
     /* fuse_parse_cmdline sets max_threads to 10 when -o max_threads is not
@@ -436,24 +461,30 @@ static int run(struct fuse_args *args, mfs_fs *fs, int auto_unmount)
     if (opts.debug && !log_level_given)
         mfs_log_setup("meshfs", MFS_LOG_DEBUG);
     fuse_set_log_func(fuse_log_stderr);
-    struct fuse *f = fuse_new(args, &mfs_fuse_ops, sizeof mfs_fuse_ops, fs);
-    if (!f) {
+    /* the kernel may hold 32 files' inodes a model the memo keeps: names
+     * cost a tenth of a memo record (docs/scale.md) */
+    if (mfs_ll_setup(fs, 32 * fs->cfg.memo_size, c->entry_s, c->attr_s, c->negative_s) < 0)
+        goto out;
+    struct fuse_session *se = fuse_session_new(args, &mfs_ll_ops, sizeof mfs_ll_ops, fs);
+    if (!se) {
         rc = unknown_option_seen ? 2 : 1;
         goto out;
     }
-    if (fuse_mount(f, opts.mountpoint) != 0)
+    if (fuse_session_mount(se, opts.mountpoint) != 0)
         goto destroy;
     /* a killed daemon leaves no dead mount ("Transport endpoint is not
      * connected") behind */
-    if (auto_unmount)
+    if (!c->no_auto_unmount)
         mfs_unmount_guard_start(opts.mountpoint);
-    if (fuse_daemonize(opts.foreground) != 0 || fuse_set_signal_handlers(fuse_get_session(f)) != 0)
+    if (fuse_daemonize(opts.foreground) != 0 || fuse_set_signal_handlers(se) != 0)
         goto unmount;
     if (!opts.foreground)
         mfs_log_to_syslog(); /* stderr is /dev/null from here on */
     mfs_pt_test_drop_sys_admin();
+    if (mfs_ll_start(se) < 0)
+        goto handlers;
     if (opts.singlethread) {
-        rc = fuse_loop(f) ? 1 : 0;
+        rc = fuse_session_loop(se) ? 1 : 0;
     } else {
         struct fuse_loop_config *lc = fuse_loop_cfg_create();
         fuse_loop_cfg_set_clone_fd(lc, (unsigned)opts.clone_fd);
@@ -463,15 +494,18 @@ static int run(struct fuse_args *args, mfs_fs *fs, int auto_unmount)
         /* never retire idle threads: a worker spawned by a thread that
          * exits would lose nothing (lifeline), but thread churn is waste */
         fuse_loop_cfg_set_idle_threads(lc, max);
-        rc = fuse_loop_mt(f, lc) ? 1 : 0;
+        rc = fuse_session_loop_mt(se, lc) ? 1 : 0;
         fuse_loop_cfg_destroy(lc);
     }
-    fuse_remove_signal_handlers(fuse_get_session(f));
+    mfs_ll_stop();
+handlers:
+    fuse_remove_signal_handlers(se);
 unmount:
-    fuse_unmount(f);
+    fuse_session_unmount(se);
 destroy:
-    fuse_destroy(f);
+    fuse_session_destroy(se);
 out:
+    mfs_ll_teardown();
     free(opts.mountpoint);
     return rc;
 }
@@ -527,7 +561,7 @@ int main(int argc, char **argv)
         usage(argv[0]);
         printf("FUSE options:\n");
         fuse_cmdline_help();
-        fuse_lib_help(&args);
+        fuse_lowlevel_help();
     } else if (configure(&fs, &c) < 0) {
         rc = 2;
     } else if (open_state(&fs) < 0) {
@@ -539,7 +573,7 @@ int main(int argc, char **argv)
         if (!mo || fuse_opt_add_arg(&args, mo) < 0)
             rc = 1;
         else
-            rc = run(&args, &fs, !c.no_auto_unmount);
+            rc = run(&args, &fs, &c);
         free(mo);
     }
     mfs_prefetch_close(&fs); /* before what its threads use */
@@ -573,6 +607,9 @@ int main(int argc, char **argv)
     free(c.passthrough_mode);
     free(c.prefetch);
     free(c.memo_size);
+    free(c.entry_timeout);
+    free(c.attr_timeout);
+    free(c.negative_timeout);
     free(c.remote);
     free(c.remote_timeout_ms);
     free(c.remote_data_timeout_s);

@@ -19,6 +19,7 @@
 #include "fs.h"
 #include "lgepkg.h"
 #include "listing.h"
+#include "lowlevel.h"
 #include "meshfs/naming.h"
 #include "ops.h"
 #include "passthrough.h"
@@ -38,9 +39,11 @@ typedef struct handle {
     int backing;             /* view: its passthrough backing id, 0 if none */
 } handle;
 
+mfs_fs *mfs_ops_fs;
+
 static mfs_fs *FS(void)
 {
-    return fuse_get_context()->private_data;
+    return mfs_ops_fs;
 }
 
 /* The one place a mount path becomes SRC-relative: the real path, in a
@@ -209,7 +212,7 @@ static int kview_open(const char *path, struct fuse_file_info *fi, handle *h, co
     }
 #endif
     if (res.invalidate)
-        fuse_invalidate_path(fuse_get_context()->fuse, path);
+        mfs_ll_invalidate_path(path);
     return 0;
 }
 
@@ -325,21 +328,6 @@ static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
     return 0;
 }
 
-static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
-{
-    handle *h = (handle *)(uintptr_t)fi->fh;
-    atomic_fetch_add(&FS()->stats.read_requests, 1);
-    if (h->is_view) {
-        if ((uint64_t)off >= h->length)
-            return 0;
-        if ((uint64_t)off + size > h->length)
-            size = (size_t)(h->length - (uint64_t)off);
-        off = (off_t)(h->offset + (uint64_t)off);
-    }
-    ssize_t n = pread(h->fd, buf, size, off);
-    return n < 0 ? -errno : (int)n;
-}
-
 static int op_release(const char *path, struct fuse_file_info *fi)
 {
     handle *h = (handle *)(uintptr_t)fi->fh;
@@ -385,12 +373,16 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
     mfs_cache_get_stats(fs->cache, &cs);
     uint64_t lh, ln;
     mfs_listing_counts(&lh, &ln);
+    mfs_nodes_stats ns;
+    mfs_ll_nodes_stats(&ns);
     return snprintf(buf, n,
                     " memo_size=%llu memo_entries=%llu memo_evictions=%llu kview_entries=%llu "
                     "kview_evictions=%llu dirmap_tables=%llu dirmap_names=%llu "
                     "dirmap_evictions=%llu listing_handles=%llu listing_names=%llu "
                     "index_records=%llu index_shard_loads=%llu index_shard_drops=%llu "
-                    "cache_files_opened=%llu folder_record_hits=%llu folder_records_written=%llu",
+                    "cache_files_opened=%llu folder_record_hits=%llu folder_records_written=%llu "
+                    "inodes=%llu inode_files=%llu inode_cap=%llu inode_drops=%llu "
+                    "inodes_freed=%llu",
                     (unsigned long long)vs.cap, (unsigned long long)vs.entries,
                     (unsigned long long)vs.evictions, (unsigned long long)kv,
                     (unsigned long long)kv_ev, (unsigned long long)dt, (unsigned long long)dn,
@@ -398,7 +390,10 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
                     (unsigned long long)cs.index_records, (unsigned long long)cs.index_shard_loads,
                     (unsigned long long)cs.index_shard_drops, (unsigned long long)cs.files_opened,
                     (unsigned long long)atomic_load(&fs->stats.folder_record_hits),
-                    (unsigned long long)atomic_load(&fs->stats.folder_records_written));
+                    (unsigned long long)atomic_load(&fs->stats.folder_records_written),
+                    (unsigned long long)ns.nodes, (unsigned long long)ns.files,
+                    (unsigned long long)ns.cap, (unsigned long long)ns.offered,
+                    (unsigned long long)ns.freed);
 }
 
 static int stats_text_base(mfs_fs *fs, char *buf, size_t n);
@@ -581,33 +576,8 @@ static int op_listxattr(const char *path, char *list, size_t size)
     return mfs_ops_rel(path) ? 0 : -errno;
 }
 
-/* Everything that would change something. */
-static int rofs(void)
+void mfs_ops_init(struct fuse_conn_info *conn)
 {
-    return -EROFS;
-}
-static int ro_mknod(const char *p, mode_t m, dev_t d) { return rofs(); }
-static int ro_mkdir(const char *p, mode_t m) { return rofs(); }
-static int ro_unlink(const char *p) { return rofs(); }
-static int ro_rmdir(const char *p) { return rofs(); }
-static int ro_symlink(const char *a, const char *b) { return rofs(); }
-static int ro_rename(const char *a, const char *b, unsigned int f) { return rofs(); }
-static int ro_link(const char *a, const char *b) { return rofs(); }
-static int ro_chmod(const char *p, mode_t m, struct fuse_file_info *fi) { return rofs(); }
-static int ro_chown(const char *p, uid_t u, gid_t g, struct fuse_file_info *fi) { return rofs(); }
-static int ro_truncate(const char *p, off_t o, struct fuse_file_info *fi) { return rofs(); }
-static int ro_write(const char *p, const char *b, size_t s, off_t o, struct fuse_file_info *fi) { return rofs(); }
-static int ro_setxattr(const char *p, const char *n, const char *v, size_t s, int f) { return rofs(); }
-static int ro_removexattr(const char *p, const char *n) { return rofs(); }
-static int ro_create(const char *p, mode_t m, struct fuse_file_info *fi) { return rofs(); }
-static int ro_utimens(const char *p, const struct timespec tv[2], struct fuse_file_info *fi) { return rofs(); }
-static int ro_fallocate(const char *p, int m, off_t o, off_t l, struct fuse_file_info *fi) { return rofs(); }
-
-static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
-{
-    cfg->use_ino = 1;      /* inode numbers stable for the mount's life */
-    cfg->readdir_ino = 0;
-    cfg->kernel_cache = 0; /* keep_cache is decided per open */
     conn->max_readahead = 1u << 20;
     /* Without this the kernel runs one lookup at a time per directory, so a
      * cold view's conversion holds up first lookups of its neighbours.
@@ -621,38 +591,19 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
      * happened in between, and find reads the whole folder before it stats
      * anything, so most names would cost a LOOKUP each. */
     conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
-    mfs_pt_init(conn, ((mfs_fs *)fuse_get_context()->private_data)->cfg.passthrough);
-    return fuse_get_context()->private_data;
+    mfs_pt_init(conn, FS()->cfg.passthrough);
 }
 
 const struct fuse_operations mfs_fuse_ops = {
-    .init = op_init,
     .getattr = op_getattr,
     .opendir = mfs_listing_opendir,
     .readdir = mfs_listing_readdir,
     .releasedir = mfs_listing_releasedir,
     .open = op_open,
-    .read = op_read,
     .read_buf = op_read_buf,
     .release = op_release,
     .readlink = op_readlink,
     .statfs = op_statfs,
     .getxattr = op_getxattr,
     .listxattr = op_listxattr,
-    .mknod = ro_mknod,
-    .mkdir = ro_mkdir,
-    .unlink = ro_unlink,
-    .rmdir = ro_rmdir,
-    .symlink = ro_symlink,
-    .rename = ro_rename,
-    .link = ro_link,
-    .chmod = ro_chmod,
-    .chown = ro_chown,
-    .truncate = ro_truncate,
-    .write = ro_write,
-    .setxattr = ro_setxattr,
-    .removexattr = ro_removexattr,
-    .create = ro_create,
-    .utimens = ro_utimens,
-    .fallocate = ro_fallocate,
 };

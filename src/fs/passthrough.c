@@ -35,6 +35,7 @@
 
 #include "fs.h"
 #include "passthrough.h"
+#include "lowlevel.h"
 
 /* linux/fuse.h of Debian 12's kernel headers predates passthrough */
 struct pt_backing_map {
@@ -126,8 +127,7 @@ void mfs_pt_init(struct fuse_conn_info *conn, int m)
 
 static int session_fd(void)
 {
-    struct fuse_context *cx = fuse_get_context();
-    return cx && cx->fuse ? fuse_session_fd(fuse_get_session(cx->fuse)) : -1;
+    return mfs_ll_session_fd();
 }
 
 /* Whether fd is the payload and nothing else, so the kernel may read it to

@@ -1,0 +1,529 @@
+/* The kernel's requests, by node id, made into the mount-path operations
+ * of ops.c and listing.c (docs/architecture.md).
+ *
+ * meshfs speaks libfuse's low-level protocol so that it, not libfuse,
+ * keeps the table of inodes the kernel holds (nodes.c), and can bound it:
+ * the high-level library keeps a node for every inode the kernel ever held
+ * and gives a filesystem no id to tell the kernel to let one go
+ * (docs/scale.md, "The kernel's inodes").  Beyond the cap a pruning thread
+ * tells the kernel to drop the least recently used files' entries, and the
+ * FORGETs that follow free them.  Everything else is what the high-level
+ * library did for meshfs: a path per request, attributes with every entry,
+ * and each reply's lookup counted. */
+#define FUSE_USE_VERSION 314
+#include <errno.h>
+#include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs.h"
+#include "listing.h"
+#include "lowlevel.h"
+#include "nodes.h"
+#include "ops.h"
+#include "passthrough.h"
+
+static mfs_nodes *nodes;
+static struct fuse_session *session;
+static double entry_timeout = 1.0, attr_timeout = 1.0, negative_timeout = 0.0;
+
+static pthread_t pruner;
+static int pruner_running, pruner_stop, pruner_wake;
+static pthread_mutex_t pruner_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pruner_cond = PTHREAD_COND_INITIALIZER;
+
+static void wake_pruner(void)
+{
+    if (!mfs_nodes_over(nodes))
+        return;
+    pthread_mutex_lock(&pruner_lock);
+    pruner_wake = 1;
+    pthread_cond_signal(&pruner_cond);
+    pthread_mutex_unlock(&pruner_lock);
+}
+
+/* The kernel may not be told to drop an entry from inside a request that
+ * holds its folder's lock (a LOOKUP, a READDIR), so a thread of its own
+ * does it, holding no lock of ours while it writes to the device. */
+static void *prune_main(void *arg)
+{
+    (void)arg;
+    mfs_node_victim *v = malloc(256 * sizeof *v);
+    if (!v)
+        return NULL;
+    pthread_mutex_lock(&pruner_lock);
+    while (!pruner_stop) {
+        if (!pruner_wake) {
+            pthread_cond_wait(&pruner_cond, &pruner_lock);
+            continue;
+        }
+        pruner_wake = 0;
+        pthread_mutex_unlock(&pruner_lock);
+        size_t k;
+        while ((k = mfs_nodes_victims(nodes, v, 256)) > 0) {
+            for (size_t i = 0; i < k; i++)
+                fuse_lowlevel_notify_inval_entry(session, v[i].parent, v[i].name,
+                                                 strlen(v[i].name));
+            if (k < 256)
+                break;
+        }
+        pthread_mutex_lock(&pruner_lock);
+    }
+    pthread_mutex_unlock(&pruner_lock);
+    free(v);
+    return NULL;
+}
+
+int mfs_ll_start(struct fuse_session *se)
+{
+    session = se;
+    pruner_stop = 0;
+    if (pthread_create(&pruner, NULL, prune_main, NULL) != 0)
+        return -1;
+    pruner_running = 1;
+    return 0;
+}
+
+void mfs_ll_stop(void)
+{
+    if (pruner_running) {
+        pthread_mutex_lock(&pruner_lock);
+        pruner_stop = 1;
+        pthread_cond_signal(&pruner_cond);
+        pthread_mutex_unlock(&pruner_lock);
+        pthread_join(pruner, NULL);
+        pruner_running = 0;
+    }
+    session = NULL;
+}
+
+int mfs_ll_session_fd(void)
+{
+    return session ? fuse_session_fd(session) : -1;
+}
+
+void mfs_ll_invalidate_path(const char *path)
+{
+    uint64_t id = nodes && session ? mfs_nodes_find(nodes, path) : 0;
+    if (id)
+        fuse_lowlevel_notify_inval_inode(session, id, 0, 0);
+}
+
+void mfs_ll_nodes_stats(mfs_nodes_stats *s)
+{
+    if (nodes)
+        mfs_nodes_get_stats(nodes, s);
+    else
+        memset(s, 0, sizeof *s);
+}
+
+/* The request's path in buf; replies with the error and returns -1 if it
+ * has none. */
+static int path_of(fuse_req_t req, fuse_ino_t ino, char *buf)
+{
+    int rc = mfs_nodes_path(nodes, ino, buf, PATH_MAX);
+    if (rc < 0) {
+        fuse_reply_err(req, -rc);
+        return -1;
+    }
+    return 0;
+}
+
+static void ll_init(void *userdata, struct fuse_conn_info *conn)
+{
+    (void)userdata;
+    mfs_ops_init(conn);
+}
+
+static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    char path[PATH_MAX];
+    int rc = mfs_nodes_child_path(nodes, parent, name, path, sizeof path);
+    struct fuse_entry_param e;
+    memset(&e, 0, sizeof e);
+    if (rc == 0)
+        rc = mfs_fuse_ops.getattr(path, &e.attr, NULL);
+    if (rc == -ENOENT && negative_timeout > 0) {
+        e.entry_timeout = negative_timeout; /* ino 0: "not there", kept that long */
+        fuse_reply_entry(req, &e);
+        return;
+    }
+    if (rc < 0) {
+        fuse_reply_err(req, -rc);
+        return;
+    }
+    e.ino = mfs_nodes_lookup(nodes, parent, name, S_ISDIR(e.attr.st_mode));
+    if (!e.ino) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    e.entry_timeout = entry_timeout;
+    e.attr_timeout = attr_timeout;
+    if (fuse_reply_entry(req, &e) != 0)
+        mfs_nodes_forget(nodes, e.ino, 1); /* interrupted: the kernel never got it */
+    wake_pruner();
+}
+
+static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+    mfs_nodes_forget(nodes, ino, nlookup);
+    fuse_reply_none(req);
+}
+
+static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
+{
+    for (size_t i = 0; i < count; i++)
+        mfs_nodes_forget(nodes, f[i].ino, f[i].nlookup);
+    fuse_reply_none(req);
+}
+
+static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    char path[PATH_MAX];
+    if (path_of(req, ino, path) < 0)
+        return;
+    struct stat st;
+    int rc = mfs_fuse_ops.getattr(path, &st, fi);
+    if (rc < 0)
+        fuse_reply_err(req, -rc);
+    else
+        fuse_reply_attr(req, &st, attr_timeout);
+}
+
+static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+    char path[PATH_MAX], target[PATH_MAX + 1];
+    if (path_of(req, ino, path) < 0)
+        return;
+    int rc = mfs_fuse_ops.readlink(path, target, sizeof target);
+    if (rc < 0)
+        fuse_reply_err(req, -rc);
+    else
+        fuse_reply_readlink(req, target);
+}
+
+static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    char path[PATH_MAX];
+    if (path_of(req, ino, path) < 0)
+        return;
+    int rc = mfs_fuse_ops.open(path, fi);
+    if (rc < 0) {
+        fuse_reply_err(req, -rc);
+        return;
+    }
+    mfs_nodes_opened(nodes, ino, 1);
+    if (fuse_reply_open(req, fi) != 0) {
+        mfs_fuse_ops.release(path, fi); /* interrupted: no release will come */
+        mfs_nodes_opened(nodes, ino, -1);
+    }
+}
+
+static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+    (void)ino;
+    struct fuse_bufvec *bv = NULL;
+    int rc = mfs_fuse_ops.read_buf(NULL, &bv, size, off, fi);
+    if (rc < 0)
+        fuse_reply_err(req, -rc);
+    else
+        fuse_reply_data(req, bv, FUSE_BUF_SPLICE_MOVE);
+    free(bv);
+}
+
+static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    mfs_fuse_ops.release(NULL, fi);
+    mfs_nodes_opened(nodes, ino, -1);
+    fuse_reply_err(req, 0);
+}
+
+static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    char path[PATH_MAX];
+    if (path_of(req, ino, path) < 0)
+        return;
+    int rc = mfs_fuse_ops.opendir(path, fi);
+    if (rc < 0) {
+        fuse_reply_err(req, -rc);
+        return;
+    }
+    if (fuse_reply_open(req, fi) != 0)
+        mfs_fuse_ops.releasedir(path, fi);
+}
+
+/* One READDIR(PLUS) reply being filled; the lookups its entries gave, to
+ * take back if the kernel never gets them. */
+typedef struct dirbuf {
+    fuse_req_t req;
+    fuse_ino_t ino;
+    int plus;
+    char *buf;
+    size_t size, len;
+    uint64_t *given;
+    size_t ngiven;
+} dirbuf;
+
+static int is_dot(const char *name)
+{
+    return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
+}
+
+static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
+                enum fuse_fill_dir_flags flags)
+{
+    dirbuf *d = ctx;
+    size_t room = d->size - d->len;
+    if (!d->plus) {
+        size_t need = fuse_add_direntry(d->req, NULL, 0, name, NULL, 0);
+        if (need > room)
+            return 1;
+        fuse_add_direntry(d->req, d->buf + d->len, room, name, st, off);
+        d->len += need;
+        return 0;
+    }
+    size_t need = fuse_add_direntry_plus(d->req, NULL, 0, name, NULL, 0);
+    if (need > room)
+        return 1;
+    struct fuse_entry_param e;
+    memset(&e, 0, sizeof e);
+    if (st && (flags & FUSE_FILL_DIR_PLUS) && !is_dot(name)) {
+        e.attr = *st;
+        e.ino = mfs_nodes_lookup(nodes, d->ino, name, S_ISDIR(st->st_mode));
+        if (e.ino) {
+            d->given[d->ngiven++] = e.ino;
+            e.entry_timeout = entry_timeout;
+            e.attr_timeout = attr_timeout;
+        }
+    } else if (st) {
+        /* ino 0: a name without attributes; the kernel makes no inode */
+        e.attr.st_ino = st->st_ino;
+        e.attr.st_mode = st->st_mode;
+    }
+    fuse_add_direntry_plus(d->req, d->buf + d->len, room, name, &e, off);
+    d->len += need;
+    return 0;
+}
+
+static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                        struct fuse_file_info *fi, int plus)
+{
+    char path[PATH_MAX];
+    if (path_of(req, ino, path) < 0)
+        return;
+    dirbuf d = {.req = req, .ino = ino, .plus = plus, .size = size};
+    d.buf = malloc(size ? size : 1);
+    /* an entry takes at least 24 bytes (plus: 152), so this bounds them */
+    d.given = plus ? malloc((size / 24 + 1) * sizeof *d.given) : NULL;
+    if (!d.buf || (plus && !d.given)) {
+        free(d.buf);
+        free(d.given);
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    int rc = mfs_listing_readdir(path, &d, fill, off, fi, plus ? FUSE_READDIR_PLUS : 0);
+    if (rc < 0 && d.len == 0) {
+        for (size_t i = 0; i < d.ngiven; i++)
+            mfs_nodes_forget(nodes, d.given[i], 1);
+        fuse_reply_err(req, -rc);
+    } else if (fuse_reply_buf(req, d.buf, d.len) != 0) {
+        for (size_t i = 0; i < d.ngiven; i++)
+            mfs_nodes_forget(nodes, d.given[i], 1);
+    }
+    free(d.buf);
+    free(d.given);
+    if (d.ngiven)
+        wake_pruner();
+}
+
+static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+    readdir_any(req, ino, size, off, fi, 0);
+}
+
+static void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi)
+{
+    readdir_any(req, ino, size, off, fi, 1);
+}
+
+static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    mfs_fuse_ops.releasedir(NULL, fi);
+    fuse_reply_err(req, 0);
+}
+
+static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+    (void)ino;
+    struct statvfs sv;
+    int rc = mfs_fuse_ops.statfs("/", &sv);
+    if (rc < 0)
+        fuse_reply_err(req, -rc);
+    else
+        fuse_reply_statfs(req, &sv);
+}
+
+static void reply_xattr(fuse_req_t req, int rc, const char *value, size_t size)
+{
+    if (rc < 0)
+        fuse_reply_err(req, -rc);
+    else if (size == 0)
+        fuse_reply_xattr(req, (size_t)rc);
+    else
+        fuse_reply_buf(req, value, (size_t)rc);
+}
+
+static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+    char path[PATH_MAX];
+    if (path_of(req, ino, path) < 0)
+        return;
+    char *value = size ? malloc(size) : NULL;
+    if (size && !value) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    reply_xattr(req, mfs_fuse_ops.getxattr(path, name, value, size), value, size);
+    free(value);
+}
+
+static void ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+    char path[PATH_MAX];
+    if (path_of(req, ino, path) < 0)
+        return;
+    char *list = size ? malloc(size) : NULL;
+    if (size && !list) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    reply_xattr(req, mfs_fuse_ops.listxattr(path, list, size), list, size);
+    free(list);
+}
+
+/* Everything that would change something: the mount is read-only at the
+ * kernel too (-o ro), so these are only reached by a kernel that asks
+ * anyway. */
+static void rofs(fuse_req_t req)
+{
+    fuse_reply_err(req, EROFS);
+}
+static void ll_setattr(fuse_req_t r, fuse_ino_t i, struct stat *a, int s, struct fuse_file_info *f)
+{
+    (void)i, (void)a, (void)s, (void)f;
+    rofs(r);
+}
+static void ll_mknod(fuse_req_t r, fuse_ino_t p, const char *n, mode_t m, dev_t d)
+{
+    (void)p, (void)n, (void)m, (void)d;
+    rofs(r);
+}
+static void ll_mkdir(fuse_req_t r, fuse_ino_t p, const char *n, mode_t m)
+{
+    (void)p, (void)n, (void)m;
+    rofs(r);
+}
+static void ll_unlink(fuse_req_t r, fuse_ino_t p, const char *n)
+{
+    (void)p, (void)n;
+    rofs(r);
+}
+static void ll_symlink(fuse_req_t r, const char *l, fuse_ino_t p, const char *n)
+{
+    (void)l, (void)p, (void)n;
+    rofs(r);
+}
+static void ll_rename(fuse_req_t r, fuse_ino_t p, const char *n, fuse_ino_t np, const char *nn,
+                      unsigned int f)
+{
+    (void)p, (void)n, (void)np, (void)nn, (void)f;
+    rofs(r);
+}
+static void ll_link(fuse_req_t r, fuse_ino_t i, fuse_ino_t np, const char *nn)
+{
+    (void)i, (void)np, (void)nn;
+    rofs(r);
+}
+static void ll_write(fuse_req_t r, fuse_ino_t i, const char *b, size_t s, off_t o,
+                     struct fuse_file_info *f)
+{
+    (void)i, (void)b, (void)s, (void)o, (void)f;
+    rofs(r);
+}
+static void ll_setxattr(fuse_req_t r, fuse_ino_t i, const char *n, const char *v, size_t s, int f)
+{
+    (void)i, (void)n, (void)v, (void)s, (void)f;
+    rofs(r);
+}
+static void ll_removexattr(fuse_req_t r, fuse_ino_t i, const char *n)
+{
+    (void)i, (void)n;
+    rofs(r);
+}
+static void ll_create(fuse_req_t r, fuse_ino_t p, const char *n, mode_t m, struct fuse_file_info *f)
+{
+    (void)p, (void)n, (void)m, (void)f;
+    rofs(r);
+}
+static void ll_fallocate(fuse_req_t r, fuse_ino_t i, int m, off_t o, off_t l,
+                         struct fuse_file_info *f)
+{
+    (void)i, (void)m, (void)o, (void)l, (void)f;
+    rofs(r);
+}
+
+const struct fuse_lowlevel_ops mfs_ll_ops = {
+    .init = ll_init,
+    .lookup = ll_lookup,
+    .forget = ll_forget,
+    .forget_multi = ll_forget_multi,
+    .getattr = ll_getattr,
+    .readlink = ll_readlink,
+    .open = ll_open,
+    .read = ll_read,
+    .release = ll_release,
+    .opendir = ll_opendir,
+    .readdir = ll_readdir,
+    .readdirplus = ll_readdirplus,
+    .releasedir = ll_releasedir,
+    .statfs = ll_statfs,
+    .getxattr = ll_getxattr,
+    .listxattr = ll_listxattr,
+    .setattr = ll_setattr,
+    .mknod = ll_mknod,
+    .mkdir = ll_mkdir,
+    .unlink = ll_unlink,
+    .rmdir = ll_unlink,
+    .symlink = ll_symlink,
+    .rename = ll_rename,
+    .link = ll_link,
+    .write = ll_write,
+    .setxattr = ll_setxattr,
+    .removexattr = ll_removexattr,
+    .create = ll_create,
+    .fallocate = ll_fallocate,
+};
+
+int mfs_ll_setup(mfs_fs *fs, size_t max_inodes, double entry_t, double attr_t, double negative_t)
+{
+    mfs_ops_fs = fs;
+    entry_timeout = entry_t;
+    attr_timeout = attr_t;
+    negative_timeout = negative_t;
+    nodes = mfs_nodes_new(max_inodes);
+    return nodes ? 0 : -1;
+}
+
+void mfs_ll_teardown(void)
+{
+    mfs_nodes_free(nodes);
+    nodes = NULL;
+}

@@ -1,0 +1,40 @@
+/* The low-level FUSE session's operations (lowlevel.c): node ids to mount
+ * paths, lookup counts, and the bound on the inodes the kernel holds. */
+#ifndef MESHFS_FS_LOWLEVEL_H
+#define MESHFS_FS_LOWLEVEL_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+#include <stddef.h>
+
+#include "fs.h"
+#include "nodes.h"
+
+extern const struct fuse_lowlevel_ops mfs_ll_ops;
+
+/* Before the session: the filesystem the operations serve, the files whose
+ * inodes the kernel may hold (nodes.h) and the kernel's cache times
+ * (-o entry_timeout, attr_timeout, negative_timeout).  0 or -1 (out of
+ * memory). */
+int mfs_ll_setup(mfs_fs *fs, size_t max_inodes, double entry_timeout, double attr_timeout,
+                 double negative_timeout);
+void mfs_ll_teardown(void);
+
+/* Once mounted: starts the thread that tells the kernel to drop entries
+ * beyond the cap; mfs_ll_stop ends it, before the session goes. */
+int mfs_ll_start(struct fuse_session *se);
+void mfs_ll_stop(void);
+
+/* The session's device descriptor (passthrough's backing ids); -1 before
+ * mfs_ll_start. */
+int mfs_ll_session_fd(void);
+
+/* Tells the kernel to drop its cached attributes and pages of the inode at
+ * a mount path, if it holds one (kview.c's "invalidate" before an open is
+ * answered). */
+void mfs_ll_invalidate_path(const char *path);
+
+/* The node table's counters (stats xattr). */
+void mfs_ll_nodes_stats(mfs_nodes_stats *s);
+
+#endif
