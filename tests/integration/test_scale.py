@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 import unittest
 
@@ -320,6 +321,109 @@ class FolderRecordTest(TreeCase):
         # so its copy is right for both (keys name content, not trees)
         self.assertEqual(st["folder_record_hits"], 1)
         self.assertEqual(st["folder_records_written"], 1)
+
+
+INODE_MEMO = 8                 # -o memo_size
+INODE_CAP = 32 * INODE_MEMO    # files whose inodes the kernel may hold
+INODE_FOLDERS, INODE_PER = 10, 100
+
+
+class InodeCapTest(TreeCase):
+    """The inodes the kernel holds (src/fs/nodes.c; docs/scale.md, "The
+    kernel's inodes"): beyond 32 x memo_size files the daemon tells the
+    kernel to drop the least recently used files' entries, and the FORGETs
+    that follow free their nodes.  Counted from the stats xattr.  A shell's
+    working directory inside the mount, a file held open and every answer
+    (names, sizes, bytes) stay right across it."""
+
+    def setUp(self):
+        super().setUp()
+        n = 0
+        for d in range(INODE_FOLDERS):
+            folder = os.path.join(self.src, f"d{d:02d}")
+            os.makedirs(folder)
+            for i in range(INODE_PER):
+                with open(os.path.join(folder, f"m{i:02d}.obj"), "w") as f:
+                    f.write(tetra(n))
+                n += 1
+
+    def sources(self):
+        return sorted(os.path.join(f"d{d:02d}", f"m{i:02d}.obj")
+                      for d in range(INODE_FOLDERS) for i in range(INODE_PER))
+
+    def test_the_kernel_drops_least_recently_used_files(self):
+        child = ("import os, sys\n"
+                 "sys.stdin.readline()\n"
+                 "print(os.getcwd())\n"
+                 "print(len(os.listdir('.')))\n"
+                 "print(os.stat('m05.obj').st_size)\n")
+        with Mount(self.src, self.mnt, self.cache, f"memo_size={INODE_MEMO}", "prefetch=0") as m:
+            self.assertEqual(m.stats()["inode_cap"], INODE_CAP)
+            view = os.path.join(self.mnt, "d00", "m01.gmf")
+            with open(view, "rb") as f:
+                before = f.read()
+            held_path = os.path.join(self.mnt, "d00", "m00.obj")
+            held = open(held_path, "rb")
+            self.addCleanup(held.close)
+            head = held.read(10)
+            cwd = os.path.join(self.mnt, "d01")
+            shell = subprocess.Popen([sys.executable, "-c", child], cwd=cwd, text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            self.addCleanup(shell.kill)
+            # every source stat'ed through the mount: 1,000 files' inodes
+            for rel in self.sources():
+                st = os.stat(os.path.join(self.mnt, rel))
+                self.assertEqual(st.st_size, os.stat(os.path.join(self.src, rel)).st_size, rel)
+            # the kernel forgets asynchronously: wait for the count to fall
+            for _ in range(500):
+                st = m.stats()
+                if st["inode_files"] <= INODE_CAP:
+                    break
+                time.sleep(0.02)
+            self.assertLessEqual(st["inode_files"], INODE_CAP, st)
+            self.assertGreaterEqual(st["inode_drops"], len(self.sources()) - INODE_CAP)
+            self.assertGreaterEqual(st["inodes_freed"], len(self.sources()) - INODE_CAP)
+            # the shell inside the mount still knows where it is
+            out, _ = shell.communicate("go\n", timeout=30)
+            where, count, size = out.split()
+            self.assertEqual(where, cwd)
+            self.assertEqual(int(count), INODE_PER * (1 + len(FORMATS)) + 1)
+            self.assertEqual(int(size), os.stat(os.path.join(self.src, "d01", "m05.obj")).st_size)
+            # the open file reads on, and was never shown as deleted
+            with open(os.path.join(self.src, "d00", "m00.obj"), "rb") as f:
+                self.assertEqual(head + held.read(), f.read())
+            self.assertEqual(os.readlink(f"/proc/self/fd/{held.fileno()}"), held_path)
+            # names dropped are looked up again: the same answers
+            for rel in self.sources():
+                a, b = os.stat(os.path.join(self.mnt, rel)), os.stat(os.path.join(self.src, rel))
+                self.assertEqual((a.st_size, a.st_mtime_ns), (b.st_size, b.st_mtime_ns), rel)
+            with open(view, "rb") as f:
+                self.assertEqual(f.read(), before)
+            self.assertEqual(m.stats()["conversions"], 1)
+
+    def test_cache_times_are_checked(self):
+        os.makedirs(self.mnt)
+        for opt, value, why in [("entry_timeout", "abc", "seconds"),
+                                ("attr_timeout", "-1", "seconds"),
+                                ("negative_timeout", "1e3", "seconds")]:
+            with self.subTest(opt=opt, value=value):
+                o = f"cache_dir={self.cache},{opt}={value}"
+                try:
+                    p = subprocess.run([tool("meshfs"), "-f", "-o", o, self.src, self.mnt],
+                                       capture_output=True, text=True, timeout=30)
+                finally:
+                    if os.path.ismount(self.mnt):
+                        subprocess.run(["fusermount3", "-u", self.mnt])
+                self.assertEqual(p.returncode, 2, f"{value}: {p.stderr}")
+                self.assertIn(f"-o {opt}={value}", p.stderr)
+        # 0 is a time too: nothing kept, every stat asks the daemon
+        with Mount(self.src, self.mnt, self.cache, "entry_timeout=0", "attr_timeout=0") as m:
+            path = os.path.join(self.mnt, "d00", "m00.obj")
+            os.stat(path)
+            before = m.stats()["attr_requests"]
+            os.stat(path)
+            os.stat(path)
+            self.assertGreaterEqual(m.stats()["attr_requests"], before + 2)
 
 
 if __name__ == "__main__":
