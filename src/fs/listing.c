@@ -38,10 +38,8 @@ typedef struct dent {
 } dent;
 
 /* An open directory: its listing, taken when reading starts at offset 0 and
- * served by offset from then on.  libfuse 3.14's high-level library drops
- * readdirplus attributes unless the filesystem gives offsets (it buffers
- * the listing and sends it with ino 0, which the kernel reads as "no
- * attributes"), and without them every name costs a LOOKUP. */
+ * served by offset from then on, each READDIR(PLUS) filling the kernel's
+ * buffer from where the last one stopped (lowlevel.c). */
 typedef struct dirh {
     char *dir;              /* relative, "" for the root */
     dent *e;
@@ -252,7 +250,6 @@ static int collect(void *ctx, const char *name, const struct stat *partial,
  * drops them and lists afresh.  A modified file changes no name, so its
  * folder's kept listing stays right; attributes are asked for separately.
  * One slot per hash of the path: a collision only costs a fresh listing. */
-#ifdef MESHFS_HAVE_FUSE_317 /* 3.14's fuse_lib_opendir drops keep_cache */
 #define DIRSIG_SLOTS 256
 static struct {
     char *dir;
@@ -289,7 +286,6 @@ static int dirsig_same(const char *dir, uint64_t sig)
     pthread_mutex_unlock(&dirsig_lock);
     return same;
 }
-#endif
 
 int mfs_listing_opendir(const char *path, struct fuse_file_info *fi)
 {
@@ -306,14 +302,13 @@ int mfs_listing_opendir(const char *path, struct fuse_file_info *fi)
     /* stats of its cold views may follow (ls -l): here, not in readdir,
      * because a listing the kernel kept sends no READDIR */
     mfs_prefetch_listed(FS(), h->dir);
-#ifdef MESHFS_HAVE_FUSE_317
-    /* libfuse before 3.16.1 drops both flags on the way to the kernel */
+    /* the low-level reply passes both flags on, 3.14 included (its
+     * high-level library dropped them before 3.16.1) */
     uint64_t sig;
     if (folder_sig(FS(), h->dir, &sig) == 0) {
         fi->cache_readdir = 1;
         fi->keep_cache = dirsig_same(h->dir, sig);
     }
-#endif
     return 0;
 }
 

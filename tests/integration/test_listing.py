@@ -269,7 +269,6 @@ class Prefetch(Base):
         self.assertRegex(log, r"converting: \d+ of 9 models done in many, \d+\.\d models/s")
         self.assertRegex(log, r"converting: 9 of 9 models done in many in \d+\.\d s, 1 failed")
 
-    @unittest.skipIf(fuse_version() < (3, 17), "libfuse < 3.17: the kernel keeps no listing")
     def test_ls_l_of_a_listing_the_kernel_kept(self):
         # ls, then ls -l: the second listing is the kernel's (no READDIR
         # reaches the daemon), and still its stats convert two at a time.
