@@ -25,7 +25,7 @@ typedef struct mfs_kview_open {
     int direct_io;  /* cached handles on another entry are open: read around
                        the page cache, which belongs to them */
     int invalidate; /* the kernel may hold another entry's size or pages:
-                       the caller must fuse_invalidate_path() before replying */
+                       the caller must mfs_ll_invalidate_path() before replying */
 } mfs_kview_open;
 
 /* A view open serving entry id (any 16 bytes naming its content) with

@@ -15,7 +15,7 @@
  *    around the page cache and not cut at i_size;
  *  - an open of B otherwise makes B the path's entry: if the kernel may
  *    hold other attributes or pages, the opener invalidates them
- *    (fuse_invalidate_path, before the open is answered), so its fstat
+ *    (mfs_ll_invalidate_path, before the open is answered), so its fstat
  *    asks again and its reads fetch B's bytes; keep_cache only when the
  *    kernel's pages and size are B's already.
  *

@@ -11,9 +11,9 @@
  * offset (docs/cache.md, "Small views inside the model entry"), which is
  * the design and not worth a line.
  *
- * The high-level API has no passthrough call, so the daemon registers the
- * file itself with FUSE_DEV_IOC_BACKING_OPEN on the session's descriptor
- * (needs CAP_SYS_ADMIN).  The kernel binds one backing file to an inode
+ * The daemon registers the file itself with FUSE_DEV_IOC_BACKING_OPEN on
+ * the session's descriptor (needs CAP_SYS_ADMIN), which works with the
+ * 3.14 headers too.  The kernel binds one backing file to an inode
  * while any passthrough open of it lasts, and fails opens of the inode
  * with another file or none; so one backing id per path, counted.  The
  * first refusal that means "not here" (no privilege, an old kernel) turns
