@@ -137,21 +137,40 @@ static void *resolver(void *arg)
 
 /* Is every view of model pm known without work?  perm: narrowed by the
  * views' read bits for a package owned like dst. */
-static int model_known(mfs_fs *fs, const char *dir, const mfs_dir_model *dm, uint64_t sizes[4],
-                       struct timespec *mtime, const struct stat *dst, mode_t *perm)
+static int model_known_hinted(mfs_fs *fs, const char *dir, const mfs_dir_model *dm,
+                              const mfs_lgepkg_hints *hints, uint64_t sizes[4],
+                              struct timespec *mtime, const struct stat *dst, mode_t *perm)
 {
     struct stat mst;
     for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
         mfs_view_ref ref = {dm->model, dm->base, mfs_lgepkg_formats[k]};
         struct stat st;
-        if (mfs_view_cached_stat(fs, dir, &ref, &mst,
-                                 k > 0 ? MFS_VIEW_INPUTS_CHECKED : MFS_VIEW_INPUTS_STAT, &st) <= 0)
+        int r;
+        if (k == 0 && hints) {
+            mfs_view_hint hint;
+            memset(&hint, 0, sizeof hint);
+            mfs_view_inputs in = hints->begin(hints->ctx, dm->model, &hint, &mst)
+                                     ? MFS_VIEW_INPUTS_GIVEN
+                                     : MFS_VIEW_INPUTS_STAT;
+            r = mfs_view_cached_stat_hinted(fs, dir, &ref, &mst, in, &hint, &st);
+            hints->end(hints->ctx, dm->model, &hint);
+        } else {
+            r = mfs_view_cached_stat(fs, dir, &ref, &mst,
+                                     k > 0 ? MFS_VIEW_INPUTS_CHECKED : MFS_VIEW_INPUTS_STAT, &st);
+        }
+        if (r <= 0)
             return 0;
         sizes[k] = (uint64_t)st.st_size;
         newer(mtime, st.st_mtim);
         *perm = mfs_perm_narrow(*perm, dst->st_uid, dst->st_gid, st.st_uid, st.st_gid, st.st_mode, 0);
     }
     return 1;
+}
+
+static int model_known(mfs_fs *fs, const char *dir, const mfs_dir_model *dm, uint64_t sizes[4],
+                       struct timespec *mtime, const struct stat *dst, mode_t *perm)
+{
+    return model_known_hinted(fs, dir, dm, NULL, sizes, mtime, dst, perm);
 }
 
 #define MAX_FANOUT 64
@@ -317,6 +336,12 @@ int mfs_lgepkg_attr(mfs_fs *fs, const char *dir, struct stat *st)
 
 int mfs_lgepkg_cached_stat(mfs_fs *fs, const char *dir, struct stat *st)
 {
+    return mfs_lgepkg_cached_stat_hinted(fs, dir, NULL, st);
+}
+
+int mfs_lgepkg_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_lgepkg_hints *hints,
+                                  struct stat *st)
+{
     /* the folder's models alone, not pkg_list's per-model records (about
      * 1 KiB each, with room for the views and a reason): a listing asks
      * this of a folder that may hold 20,000 models */
@@ -331,7 +356,7 @@ int mfs_lgepkg_cached_stat(mfs_fs *fs, const char *dir, struct stat *st)
     int known = sizes != NULL;
     for (size_t i = 0; known && i < p.n; i++) {
         uint64_t *s = sizes + packed * MFS_LGEPKG_CHUNKS;
-        known = model_known(fs, dir, &p.list[i], s, &mtime, &p.dir_st, &perm);
+        known = model_known_hinted(fs, dir, &p.list[i], hints, s, &mtime, &p.dir_st, &perm);
         /* every writer of the four emits a header, so only a failed view
          * (shown empty, its reason in user.meshfs.error) has size 0 */
         if (known && s[0] && s[1] && s[2] && s[3])

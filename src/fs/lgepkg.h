@@ -34,6 +34,22 @@ int mfs_lgepkg_attr(mfs_fs *fs, const char *dir, struct stat *st);
  * mfs_view_cached_stat): 1 with *st filled, else 0.  For listings. */
 int mfs_lgepkg_cached_stat(mfs_fs *fs, const char *dir, struct stat *st);
 
+/* What a listing knows of a model that the memo may have forgotten: the
+ * copy of its manifest in the folder's record, and the stat it took of the
+ * model file.  begin fills the hint (and *model_st, returning 1, if it has
+ * the stat); end is called once after each begin, with what the hint did. */
+typedef struct mfs_lgepkg_hints {
+    int (*begin)(void *ctx, const char *model, mfs_view_hint *hint, struct stat *model_st);
+    void (*end)(void *ctx, const char *model, mfs_view_hint *hint);
+    void *ctx;
+} mfs_lgepkg_hints;
+
+/* mfs_lgepkg_cached_stat with hints: a folder of more models than the memo
+ * holds is answered from the folder's record, not one model entry opened
+ * a model (the package's stat walks every model). */
+int mfs_lgepkg_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_lgepkg_hints *hints,
+                                  struct stat *st);
+
 /* Opens the package's bytes: found in the cache, or assembled and stored
  * there first.  hit: fd, offset, length (caller releases); key: the entry's
  * key, naming its bytes; st: the attributes of exactly those bytes.  0 or

@@ -341,38 +341,84 @@ int mfs_listing_releasedir(const char *path, struct fuse_file_info *fi)
 /* A view's attributes through mfs_view_cached_stat_hinted: with the
  * record's copy of its model's manifest, and what the query learnt kept
  * for the next record. */
-static int view_attr_listed(mfs_fs *fs, dirh *h, const dent *d, struct stat *model_st,
-                            mfs_view_inputs in, struct stat *st)
-{
-    if (!h->rec_tried)
-        record_load(fs, h);
-
+/* One model's hint from the record, between hint_begin and hint_end. */
+typedef struct hint_use {
+    mfs_fs *fs;
+    dirh *h;
     mfs_cache_manifest copy;
-    size_t at = 0;
-    int have = h->rec && mfs_cache_folder_find(h->rec, d->view.model, &at, &copy);
-    mfs_view_hint hint = {.man = have ? &copy : NULL};
-    int r = mfs_view_cached_stat_hinted(fs, h->dir, &d->view, model_st, in, &hint, st);
-    if (hint.used) {
-        h->rec_used[at] = 1;
-        atomic_fetch_add(&fs->stats.folder_record_hits, 1);
+    size_t at;
+    int have;
+} hint_use;
+
+static void hint_begin(hint_use *u, const char *model, mfs_view_hint *hint)
+{
+    if (!u->h->rec_tried)
+        record_load(u->fs, u->h);
+    u->at = 0;
+    u->have = u->h->rec && mfs_cache_folder_find(u->h->rec, model, &u->at, &u->copy);
+    memset(hint, 0, sizeof *hint);
+    hint->man = u->have ? &u->copy : NULL;
+}
+
+/* What the hint did: a copy that answered is kept in the next record, a
+ * manifest read from the cache goes into it. */
+static void hint_end(hint_use *u, const char *model, mfs_view_hint *hint)
+{
+    dirh *h = u->h;
+    if (hint->used && !h->rec_used[u->at]) { /* counted once a model */
+        h->rec_used[u->at] = 1;
+        atomic_fetch_add(&u->fs->stats.folder_record_hits, 1);
     }
-    if (hint.learned.ndeps) {
+    if (hint->learned.ndeps) {
         if (!h->learnt)
             h->learnt = mfs_cache_folder_builder_new();
         if (h->learnt)
-            mfs_cache_folder_add(h->learnt, d->view.model, &hint.learned);
+            mfs_cache_folder_add(h->learnt, model, &hint->learned);
     }
-    mfs_cache_manifest_free(&hint.learned);
-    if (have)
-        mfs_cache_manifest_free(&copy);
+    mfs_cache_manifest_free(&hint->learned);
+    if (u->have)
+        mfs_cache_manifest_free(&u->copy);
+    u->have = 0;
+}
+
+static int view_attr_listed(mfs_fs *fs, dirh *h, const dent *d, struct stat *model_st,
+                            mfs_view_inputs in, struct stat *st)
+{
+    hint_use u = {.fs = fs, .h = h};
+    mfs_view_hint hint;
+    hint_begin(&u, d->view.model, &hint);
+    int r = mfs_view_cached_stat_hinted(fs, h->dir, &d->view, model_st, in, &hint, st);
+    hint_end(&u, d->view.model, &hint);
     return r;
+}
+
+/* The package's stat walks every model of the folder: with more models
+ * than the memo holds, each would be read from its model entry (a sweep
+ * through an LRU larger than it misses every time), so it takes the same
+ * hints as the views, and the stats this listing took of the models. */
+static int pkg_begin(void *ctx, const char *model, mfs_view_hint *hint, struct stat *model_st)
+{
+    hint_use *u = ctx;
+    hint_begin(u, model, hint);
+    const struct stat *given = listed_stat(u->h, model);
+    if (given)
+        *model_st = *given;
+    return given != NULL;
+}
+
+static void pkg_end(void *ctx, const char *model, mfs_view_hint *hint)
+{
+    hint_end(ctx, model, hint);
 }
 
 static int plus_attr(mfs_fs *fs, dirh *h, const dent *d, struct stat *model_st,
                      int same_model, struct stat *st)
 {
-    if (d->is_view && d->view.format == MFS_FS_LGEPKG)
-        return mfs_lgepkg_cached_stat(fs, h->dir, st);
+    if (d->is_view && d->view.format == MFS_FS_LGEPKG) {
+        hint_use u = {.fs = fs, .h = h};
+        mfs_lgepkg_hints hints = {pkg_begin, pkg_end, &u};
+        return mfs_lgepkg_cached_stat_hinted(fs, h->dir, &hints, st);
+    }
     if (d->is_view) {
         mfs_view_inputs in = MFS_VIEW_INPUTS_CHECKED;
         if (!same_model) {

@@ -322,6 +322,26 @@ class FolderRecordTest(TreeCase):
         self.assertEqual(st["folder_record_hits"], 1)
         self.assertEqual(st["folder_records_written"], 1)
 
+    def test_a_memo_smaller_than_the_folder_still_opens_one_file(self):
+        # The listing's package (game_resources.lgepkg) stats every model of
+        # the folder; with memo_size below the folder's models each one was
+        # read from its model entry again (an LRU sweep misses every time):
+        # 42 files opened instead of the record alone.
+        with Mount(self.src, self.mnt, self.cache) as m:  # converts every model
+            want = self.sizes()
+            self.assertEqual(m.stats()["conversions"], self.models)
+        self.assertIn("game_resources.lgepkg", want)
+        for _ in range(2):  # the first writes the record, the second reads it
+            with Mount(self.src, self.mnt, self.cache, "memo_size=8") as m:
+                got = self.sizes()
+                st = ScaleTest.settled(m)
+            self.assertEqual(got, want)
+            self.assertEqual(st["conversions"], 0)
+        self.assertEqual(st["memo_size"], 8)
+        self.assertGreater(st["memo_evictions"], 0)
+        self.assertEqual(st["cache_files_opened"], 1)
+        self.assertEqual((st["folder_record_hits"], st["folder_records_written"]), (self.models, 0))
+
 
 INODE_MEMO = 8                 # -o memo_size
 INODE_CAP = 32 * INODE_MEMO    # files whose inodes the kernel may hold
