@@ -79,6 +79,17 @@ def tree_bytes(root):
     return res
 
 
+def mount_refused(src, mnt, options):
+    """`meshfs -f -o OPTIONS SRC MNT`, which the test expects to refuse: its
+    CompletedProcess (unmounted again should it have mounted after all)."""
+    try:
+        return subprocess.run([tool("meshfs"), "-f", "-o", options, src, mnt],
+                              capture_output=True, text=True, timeout=30)
+    finally:
+        if os.path.ismount(mnt):
+            subprocess.run(["fusermount3", "-u", mnt])
+
+
 def tempdir():
     return tempfile.TemporaryDirectory(prefix="meshfs-test-")
 

@@ -21,7 +21,7 @@ import threading
 import time
 import unittest
 
-from common import BUILD, SOURCE, convert, run, run_tests, tempdir, tool
+from common import BUILD, SOURCE, convert, mount_refused, run, run_tests, tempdir, tool
 from mount import Mount
 
 EXAMPLES = os.path.join(SOURCE, "examples", "assets")
@@ -479,12 +479,7 @@ class OptionValues(Base):
         for opt, why in MOUNT_BAD:
             with self.subTest(opt=opt):
                 o = opt if opt.startswith("cache_dir=") else "cache_dir=" + self.cache + "," + opt
-                try:
-                    p = subprocess.run([tool("meshfs"), "-f", "-o", o, self.src, self.mnt],
-                                       capture_output=True, text=True, timeout=30)
-                finally:
-                    if os.path.ismount(self.mnt):
-                        subprocess.run(["fusermount3", "-u", self.mnt])
+                p = mount_refused(self.src, self.mnt, o)
                 self.assertEqual(p.returncode, 2, f"{opt}: {p.stderr}")
                 self.assertIn(opt, p.stderr)
                 self.assertIn(why, p.stderr)

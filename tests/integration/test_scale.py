@@ -12,7 +12,7 @@ import sys
 import time
 import unittest
 
-from common import FORMATS, TreeCase, convert, run_tests, tool, tree_bytes
+from common import FORMATS, TreeCase, convert, mount_refused, run_tests, tool, tree_bytes
 from mount import Mount
 
 FOLDERS = 40
@@ -28,17 +28,22 @@ def tetra(i):
             "f 1 3 2\nf 1 2 4\nf 2 3 4\nf 3 1 4\n")
 
 
+def write_tetras(src, folders, per_folder):
+    """src/dNN/mNN.obj: folders x per_folder tetrahedra, each its own."""
+    n = 0
+    for d in range(folders):
+        folder = os.path.join(src, f"d{d:02d}")
+        os.makedirs(folder)
+        for i in range(per_folder):
+            with open(os.path.join(folder, f"m{i:02d}.obj"), "w") as f:
+                f.write(tetra(n))
+            n += 1
+
+
 class ScaleTest(TreeCase):
     def setUp(self):
         super().setUp()
-        n = 0
-        for d in range(FOLDERS):
-            folder = os.path.join(self.src, f"d{d:02d}")
-            os.makedirs(folder)
-            for i in range(PER_FOLDER):
-                with open(os.path.join(folder, f"m{i:02d}.obj"), "w") as f:
-                    f.write(tetra(n))
-                n += 1
+        write_tetras(self.src, FOLDERS, PER_FOLDER)
 
 
     @staticmethod
@@ -189,12 +194,7 @@ class ScaleTest(TreeCase):
                            ("1e6", "not a whole number"), ("999999999999", "at most")]:
             with self.subTest(value=value):
                 o = f"cache_dir={self.cache},memo_size={value}"
-                try:
-                    p = subprocess.run([tool("meshfs"), "-f", "-o", o, self.src, self.mnt],
-                                       capture_output=True, text=True, timeout=30)
-                finally:
-                    if os.path.ismount(self.mnt):
-                        subprocess.run(["fusermount3", "-u", self.mnt])
+                p = mount_refused(self.src, self.mnt, o)
                 self.assertEqual(p.returncode, 2, f"{value}: {p.stderr}")
                 self.assertIn(f"-o memo_size={value}", p.stderr)
                 self.assertIn(why, p.stderr)
@@ -358,14 +358,7 @@ class InodeCapTest(TreeCase):
 
     def setUp(self):
         super().setUp()
-        n = 0
-        for d in range(INODE_FOLDERS):
-            folder = os.path.join(self.src, f"d{d:02d}")
-            os.makedirs(folder)
-            for i in range(INODE_PER):
-                with open(os.path.join(folder, f"m{i:02d}.obj"), "w") as f:
-                    f.write(tetra(n))
-                n += 1
+        write_tetras(self.src, INODE_FOLDERS, INODE_PER)
 
     def sources(self):
         return sorted(os.path.join(f"d{d:02d}", f"m{i:02d}.obj")
@@ -428,12 +421,7 @@ class InodeCapTest(TreeCase):
                                 ("negative_timeout", "1e3", "seconds")]:
             with self.subTest(opt=opt, value=value):
                 o = f"cache_dir={self.cache},{opt}={value}"
-                try:
-                    p = subprocess.run([tool("meshfs"), "-f", "-o", o, self.src, self.mnt],
-                                       capture_output=True, text=True, timeout=30)
-                finally:
-                    if os.path.ismount(self.mnt):
-                        subprocess.run(["fusermount3", "-u", self.mnt])
+                p = mount_refused(self.src, self.mnt, o)
                 self.assertEqual(p.returncode, 2, f"{value}: {p.stderr}")
                 self.assertIn(f"-o {opt}={value}", p.stderr)
         # 0 is a time too: nothing kept, every stat asks the daemon
