@@ -28,22 +28,13 @@
 
 #include "meshfs/batch.h"
 #include "meshfs/convstore.h"
+#include "meshfs/jobdirs.h"
 #include "meshfs/job.h"
 #include "meshfs/keyopts.h"
 #include "meshfs/lgepkg.h"
 #include "meshfs/sandbox.h"
 #include "meshfs/spawner.h"
 #include "meshfs/views.h"
-
-/* A worker output directory under the cache's tmp/, kept between runs
- * (jobdir_take): making and removing one per model cost an inode
- * allocation and a free each, and on ext4 without a journal every
- * allocation scans past the inodes freed in the last minute or more, so a
- * batch of small models slowed itself down. */
-typedef struct jobdir {
-    char path[PATH_MAX + 32];
-    struct jobdir *next;
-} jobdir;
 
 typedef struct root {
     mfs_batch *b;
@@ -62,7 +53,7 @@ struct mfs_batch {
     int private_dir;
     pthread_mutex_t lock;
     root *roots;
-    jobdir *idle; /* job directories not in use (under lock) */
+    mfs_jobdirs *jobdirs; /* worker output directories, kept between runs */
     mfs_remote *remote; /* cfg.remote's client, or NULL */
 };
 
@@ -205,91 +196,12 @@ static int cs_extra(void *ctx, const mfs_dep *deps, uint32_t ndeps, const mfs_re
     return 0;
 }
 
-/* Empties and removes a job directory (what a worker left in it: its
- * outputs are files named after formats, a dropped-privilege worker's a
- * subdirectory of them). */
+/* For nftw: removes a private cache whole. */
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
     (void)ftw;
     return flag == FTW_DP ? rmdir(path) : unlink(path), 0;
-}
-
-static void jobdir_remove(jobdir *d)
-{
-    if (rmdir(d->path) < 0 && errno != ENOENT)
-        nftw(d->path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(d);
-}
-
-/* An empty job directory for one run: one kept from an earlier run, or a
- * new one.  A kept one is used only while it is younger than half the age
- * at which a cache open reaps tmp/ (docs/cache.md), so another process's
- * clean_tmp never takes it from under a run. */
-static jobdir *jobdir_take(mfs_batch *b, mfs_err *err)
-{
-    pthread_mutex_lock(&b->lock);
-    jobdir *d = b->idle;
-    if (d)
-        b->idle = d->next;
-    pthread_mutex_unlock(&b->lock);
-    if (d) {
-        struct stat st;
-        if (stat(d->path, &st) == 0 && S_ISDIR(st.st_mode) &&
-            (int64_t)time(NULL) - (int64_t)st.st_mtim.tv_sec < MFS_CACHE_DEFAULT_TMP_AGE / 2)
-            return d;
-        jobdir_remove(d);
-    }
-    d = malloc(sizeof *d);
-    if (!d) {
-        mfs_errf(err, "out of memory");
-        return NULL;
-    }
-    snprintf(d->path, sizeof d->path, "%s/job-XXXXXX", b->tmpdir);
-    int made = mkdtemp(d->path) != NULL;
-    if (!made && errno == ENOENT) {
-        /* the cache directory (or its tmp/) was removed meanwhile */
-        mfs_cache_revive(b->cache, NULL);
-        mkdir(b->tmpdir, 0700);
-        snprintf(d->path, sizeof d->path, "%s/job-XXXXXX", b->tmpdir);
-        made = mkdtemp(d->path) != NULL;
-    }
-    if (!made) {
-        mfs_errf(err, "cannot make a worker directory in the cache: %s", strerror(errno));
-        free(d);
-        return NULL;
-    }
-    return d;
-}
-
-/* Is name absent from the job directory? */
-static int absent(const jobdir *d, const char *name)
-{
-    char p[PATH_MAX + 64];
-    struct stat st;
-    snprintf(p, sizeof p, "%s/%s", d->path, name);
-    return lstat(p, &st) < 0 && errno == ENOENT;
-}
-
-/* Back to the pool if the run left nothing the next run would trip on
- * (the outputs of `formats`, which the next run creates O_EXCL, and a
- * dropped-privilege worker's subdirectory), else removed with whatever is
- * in it. */
-static void jobdir_give(mfs_batch *b, jobdir *d, unsigned formats, int clean)
-{
-    for (int f = 0; clean && f < MFS_FMT_COUNT; f++)
-        if ((formats & (1u << f)) && !absent(d, mfs_format_get((mfs_format)f)->name))
-            clean = 0;
-    if (clean && !absent(d, MFS_SANDBOX_OUT_SUBDIR))
-        clean = 0;
-    if (!clean) {
-        jobdir_remove(d);
-        return;
-    }
-    pthread_mutex_lock(&b->lock);
-    d->next = b->idle;
-    b->idle = d;
-    pthread_mutex_unlock(&b->lock);
 }
 
 static int host_convert(void *ctx, const char *model, const char *fmi_model, unsigned formats,
@@ -298,21 +210,21 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
     root *r = ctx;
     mfs_batch *b = r->b;
     memset(man, 0, sizeof *man);
-    jobdir *d = jobdir_take(b, err);
+    mfs_jobdir *d = mfs_jobdirs_take(b->jobdirs, NULL, err);
     if (!d)
         return -1;
-    const char *tmp = d->path;
+    const char *tmp = mfs_jobdir_path(d);
     unsigned run = mfs_keyopts_run_formats(b->key_formats, formats);
     mfs_job job = {.root = r->path, .model = model, .formats = run, .opts = b->cfg.opts,
                    .outdir = tmp, .limits = b->cfg.limits};
     job.opts.model_path = fmi_model;
     mfs_report rep;
     if (mfs_worker_convert(&job, &rep, err) < 0) {
-        jobdir_give(b, d, run, 0);
+        mfs_jobdirs_give(b->jobdirs, d, run, 0);
         return -1;
     }
     mfs_convstore cs = {.ctx = r, .cache = b->cache, .views = r->views, .hash_model = cs_hash,
-                        .failctx = cs_failctx, .extra = cs_extra};
+                        .failctx = cs_failctx, .extra = cs_extra, .keep_outputs = 1};
     mfs_cache_hit hits[MFS_FMT_COUNT];
     int rc = mfs_convstore_file(&cs, model, tmp, fmi_model, run, &rep, man, NULL, hits, err);
     if (rc >= 0) {
@@ -333,7 +245,7 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
         mfs_report_free(&rep);
     }
     /* convstore_file removed every output it filed; on -1 it may not have */
-    jobdir_give(b, d, run, rc >= 0);
+    mfs_jobdirs_give(b->jobdirs, d, run, rc >= 0);
     return rc;
 }
 
@@ -458,6 +370,11 @@ int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
         mfs_batch_close(b);
         return -1;
     }
+    if (!(b->jobdirs = mfs_jobdirs_new(b->cache, b->tmpdir))) {
+        mfs_errf(err, "out of memory");
+        mfs_batch_close(b);
+        return -1;
+    }
     if (cfg->remote && !(b->remote = mfs_remote_new(cfg->remote, b->cache, err))) {
         mfs_batch_close(b);
         return -1;
@@ -486,11 +403,7 @@ void mfs_batch_close(mfs_batch *b)
         free(r);
     }
     pins_release();
-    while (b->idle) {
-        jobdir *d = b->idle;
-        b->idle = d->next;
-        jobdir_remove(d);
-    }
+    mfs_jobdirs_free(b->jobdirs);
     mfs_cache_close(b->cache);
     if (b->private_dir)
         nftw(b->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);

@@ -130,17 +130,13 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
                    mfs_cache_manifest *man, mfs_err *err)
 {
     memset(man, 0, sizeof *man);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s/job-XXXXXX", fs->tmpdir);
-    int made = mkdtemp(tmp) != NULL;
-    if (!made && errno == ENOENT && mfs_cache_revive(fs->cache, NULL) == 1) {
-        /* the cache directory (or all in it) was removed under the mount */
+    int revived = 0;
+    mfs_jobdir *jd = mfs_jobdirs_take(fs->jobdirs, &revived, err);
+    if (revived) /* the cache directory (or all in it) was removed under the mount */
         mfs_fs_log(fs, "cache directory was removed while mounted: created it again");
-        snprintf(tmp, sizeof tmp, "%s/job-XXXXXX", fs->tmpdir);
-        made = mkdtemp(tmp) != NULL;
-    }
-    if (!made)
-        return mfs_errf(err, "cannot make a worker directory in the cache: %s", strerror(errno));
+    if (!jd)
+        return -1;
+    const char *tmp = mfs_jobdir_path(jd);
     /* With textures on, every run makes .tex too (cheap next to the import),
      * so every run reads the same files; likewise .gmf, so every run
      * computes tangents (job.c), and a run for one missing view cuts it
@@ -151,7 +147,7 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     job.opts.model_path = fmi_model;
     mfs_report rep;
     if (job_slot_take(fs) < 0) {
-        rmdir(tmp);
+        mfs_jobdirs_give(fs->jobdirs, jd, formats, 1);
         return mfs_errf(err, "not converted: the mount is going away");
     }
     struct timespec t0, t1;
@@ -169,7 +165,7 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     job_slot_give(fs);
     atomic_fetch_add(&fs->stats.conversions, 1);
     if (rc < 0) {
-        rmdir(tmp);
+        mfs_jobdirs_give(fs->jobdirs, jd, formats, 0);
         return -1;
     }
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -182,17 +178,15 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     if (rep.route[0])
         mfs_fs_log_at(fs, MFS_LOG_DEBUG, "%s: importer: %s", relpath, rep.route);
     mfs_convstore cs = {.ctx = fs, .cache = fs->cache, .views = fs->views, .hash_model = cs_hash,
-                        .failctx = cs_failctx, .errtext = cs_errtext, .log = cs_log};
+                        .failctx = cs_failctx, .errtext = cs_errtext, .log = cs_log,
+                        .keep_outputs = 1};
     mfs_cache_hit hits[MFS_FMT_COUNT];
     mfs_cache_key mk;
     rc = mfs_convstore_file(&cs, relpath, tmp, fmi_model, formats, &rep, man, &mk, hits, err);
-    if (rc < 0) {
-        mfs_report_free(&rep);
-        rmdir(tmp);
-        return -1;
-    }
-    mfs_pins_keep(fs, relpath, &mk, man, hits); /* what the cache could not hold */
     mfs_report_free(&rep);
-    rmdir(tmp);
+    mfs_jobdirs_give(fs->jobdirs, jd, formats, rc >= 0);
+    if (rc < 0)
+        return -1;
+    mfs_pins_keep(fs, relpath, &mk, man, hits); /* what the cache could not hold */
     return rc;
 }

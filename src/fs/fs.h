@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "meshfs/cache.h"
+#include "meshfs/jobdirs.h"
 #include "meshfs/formats.h"
 #include "meshfs/limits.h"
 #include "meshfs/log.h"
@@ -98,6 +99,7 @@ typedef struct mfs_fs {
     mfs_dirmaps *dirs;
     mfs_fs_stats stats;
     char tmpdir[4096];      /* worker output dirs live here (same fs as the cache) */
+    mfs_jobdirs *jobdirs;   /* and are kept between conversions (meshfs/jobdirs.h) */
     pthread_mutex_t job_lock;
     pthread_cond_t job_cond;
     unsigned jobs_running;

@@ -400,6 +400,10 @@ static int open_state(mfs_fs *fs)
         mfs_log(MFS_LOG_ERROR, "%s: %s", fs->tmpdir, strerror(errno));
         return -1;
     }
+    if (!(fs->jobdirs = mfs_jobdirs_new(fs->cache, fs->tmpdir))) {
+        mfs_log(MFS_LOG_ERROR, "out of memory");
+        return -1;
+    }
     if (fs->cfg.remote) {
         mfs_remote_cfg rc = {.url = fs->cfg.remote,
                              .timeout_ms = fs->cfg.remote_timeout_ms,
@@ -581,6 +585,7 @@ int main(int argc, char **argv)
     }
     mfs_prefetch_close(&fs); /* before what its threads use */
     mfs_remote_free(fs.remote); /* its upload thread uses the cache */
+    mfs_jobdirs_free(fs.jobdirs); /* no conversion runs any more */
     if (fs.cache)
         mfs_cache_close(fs.cache);
     mfs_views_free(fs.views);
