@@ -42,6 +42,10 @@ typedef struct mfs_convstore {
      * model), as a view is; never in *man. */
     int (*extra)(void *ctx, const mfs_dep *deps, uint32_t ndeps, const mfs_report *rep,
                  mfs_cache_key *key, uint8_t **bytes, size_t *len);
+    /* The host reuses its job directory (meshfs/jobdirs.h): each output is
+     * left there empty, and the next run of that directory writes into the
+     * same file, instead of removed. */
+    int keep_outputs;
 } mfs_convstore;
 
 /* After a worker run of relpath into tmp (report rep, which it may mark

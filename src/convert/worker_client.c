@@ -1018,7 +1018,11 @@ static int create_outputs(const mfs_job *job, int *dfd, int *out, int *rd, int *
         if (!(job->formats & (1u << f)))
             continue;
         const char *name = mfs_format_get((mfs_format)f)->name;
-        int fd = openat(*dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        /* an emptied output of an earlier run of this directory is used
+         * again (convstore.h, keep_outputs): no inode allocated a view.
+         * Its writer is gone: that run's child is dead, or held no
+         * writable handle (the lease) and can open none (its sandbox). */
+        int fd = openat(*dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
         int r = fd >= 0 ? openat(*dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
         if (r < 0) {
             if (fd >= 0) {

@@ -90,6 +90,24 @@ def mount_refused(src, mnt, options):
             subprocess.run(["fusermount3", "-u", mnt])
 
 
+def tmp_leftovers(cache):
+    """What conversions left in the cache's tmp/ besides the job folders a
+    mount or run keeps for its next conversions (include/meshfs/jobdirs.h),
+    which may hold only empty output files: [] when nothing else."""
+    left = []
+    tmp = os.path.join(cache, "tmp")
+    for name in sorted(os.listdir(tmp)):
+        p = os.path.join(tmp, name)
+        if not name.startswith("job-") or os.path.islink(p) or not os.path.isdir(p):
+            left.append(name)
+            continue
+        for f in sorted(os.listdir(p)):
+            q = os.path.join(p, f)
+            if os.path.islink(q) or not os.path.isfile(q) or os.path.getsize(q):
+                left.append(os.path.join(name, f))
+    return left
+
+
 def tempdir():
     return tempfile.TemporaryDirectory(prefix="meshfs-test-")
 

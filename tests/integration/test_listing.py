@@ -28,7 +28,7 @@ import threading
 import time
 import unittest
 
-from common import FORMATS, SOURCE, TreeCase, convert, run_tests, tool
+from common import FORMATS, SOURCE, TreeCase, convert, run_tests, tmp_leftovers, tool
 from mount import Mount
 
 EXAMPLES = os.path.join(SOURCE, "examples", "assets")
@@ -220,7 +220,7 @@ class ListingNeverWaits(Base):
             # the held model's view: its reader waits for that one conversion
             self.assertGreater(os.stat(os.path.join(md, "held.gmf")).st_size, 0)
             self.assertEqual(m.stats()["conversions"], 2)
-            self.assertEqual(os.listdir(os.path.join(self.cache, "tmp")), [])
+            self.assertEqual(tmp_leftovers(self.cache), [])
 
 
 class Prefetch(Base):
