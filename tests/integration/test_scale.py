@@ -414,6 +414,64 @@ class InodeCapTest(TreeCase):
                 self.assertEqual(f.read(), before)
             self.assertEqual(m.stats()["conversions"], 1)
 
+    def test_concurrent_lookups_reads_and_drops(self):
+        # Four threads stat, list and read across the tree while the cap
+        # (256 files) makes the daemon drop entries the whole time: every
+        # answer right, the daemon up, and the files held back under the
+        # cap once it is over.
+        import random
+        import threading
+        srcs = self.sources()
+        with open(os.path.join(self.src, srcs[0]), "rb") as f:
+            first = f.read()
+        with Mount(self.src, self.mnt, self.cache, f"memo_size={INODE_MEMO}", "prefetch=0") as m:
+            view = os.path.join(self.mnt, "d00", "m00.gmf")
+            with open(view, "rb") as f:
+                gmf = f.read()
+            errors = []
+
+            def worker(seed):
+                rnd = random.Random(seed)
+                try:
+                    for _ in range(600):
+                        rel = rnd.choice(srcs)
+                        op = rnd.randrange(4)
+                        if op == 0:
+                            a = os.stat(os.path.join(self.mnt, rel))
+                            b = os.stat(os.path.join(self.src, rel))
+                            if (a.st_size, a.st_mtime_ns) != (b.st_size, b.st_mtime_ns):
+                                errors.append(f"stat {rel}")
+                        elif op == 1:
+                            folder = os.path.dirname(rel)
+                            if len(os.listdir(os.path.join(self.mnt, folder))) != \
+                                    INODE_PER * (1 + len(FORMATS)) + 1:
+                                errors.append(f"listdir {folder}")
+                        elif op == 2:
+                            with open(os.path.join(self.mnt, srcs[0]), "rb") as f:
+                                if f.read() != first:
+                                    errors.append("read source")
+                        else:
+                            with open(view, "rb") as f:
+                                if f.read() != gmf:
+                                    errors.append("read view")
+                except OSError as e:
+                    errors.append(repr(e))
+
+            threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=300)
+            self.assertEqual(errors, [])
+            for _ in range(500):
+                st = m.stats()
+                if st["inode_files"] <= INODE_CAP:
+                    break
+                time.sleep(0.02)
+            self.assertLessEqual(st["inode_files"], INODE_CAP, st)
+            self.assertGreater(st["inode_drops"], 0)
+            self.assertEqual(st["conversions"], 1)
+
     def test_cache_times_are_checked(self):
         os.makedirs(self.mnt)
         for opt, value, why in [("entry_timeout", "abc", "seconds"),
