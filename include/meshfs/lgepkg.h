@@ -106,4 +106,21 @@ int mfs_lgepkg_size(const mfs_lgepkg_model *m, size_t n, uint64_t *size, mfs_err
 int mfs_lgepkg_write(const char *name, const char *version, const mfs_lgepkg_model *m,
                      size_t n, mfs_sink *out, mfs_err *err);
 
+/* Payloads fetched one model at a time: a folder of 20,000 models holding
+ * every view open at once would need 80,000 descriptors, past the usual
+ * limit ("Too many open files").  fetch fills model i's four sources;
+ * release(ctx, i, chunk) follows each fetch that succeeded. */
+typedef struct mfs_lgepkg_fetch {
+    int (*fetch)(void *ctx, size_t i, mfs_lge_src chunk[MFS_LGEPKG_CHUNKS], mfs_err *err);
+    void (*release)(void *ctx, size_t i, mfs_lge_src chunk[MFS_LGEPKG_CHUNKS]);
+    void *ctx;
+} mfs_lgepkg_fetch;
+
+/* mfs_lgepkg_write with payloads from f: m gives the names and each
+ * chunk's length (the package's size and header are made from them first),
+ * f the bytes; a fetched source of another length is an error ("...
+ * changed while packing"). */
+int mfs_lgepkg_write_fetched(const char *name, const char *version, const mfs_lgepkg_model *m,
+                             size_t n, const mfs_lgepkg_fetch *f, mfs_sink *out, mfs_err *err);
+
 #endif

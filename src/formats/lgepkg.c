@@ -231,8 +231,44 @@ static int pass(const mfs_lge_src *src, uint8_t *buf, MD5_CTX *md5, mfs_sink *ou
     return 0;
 }
 
+/* Model i's four chunks: the header and payload of each. */
+static int write_model(const mfs_lgepkg_model *mi, const mfs_lge_src src[MFS_LGEPKG_CHUNKS],
+                       uint8_t *buf, mfs_sink *out, mfs_err *err)
+{
+    int rc = 0;
+    for (int k = 0; k < MFS_LGEPKG_CHUNKS && rc == 0; k++) {
+        if (src[k].length != mi->chunk[k].length)
+            rc = mfs_errf(err, "changed while packing: %llu bytes, were %llu",
+                          (unsigned long long)src[k].length,
+                          (unsigned long long)mi->chunk[k].length);
+        MD5_CTX c;
+        uint8_t d[MD5_DIGEST_LENGTH];
+        MD5Init(&c);
+        if (rc == 0)
+            rc = pass(&src[k], buf, &c, NULL, err);
+        if (rc == 0) {
+            MD5Final(d, &c);
+            uint8_t ch[MFS_LGE_HEADER_BYTES];
+            mfs_lge_encode_header(ch, MFS_LGE_VERTICES + (uint32_t)k, mi->name,
+                                  (int32_t)src[k].length, mfs_lge_hash_word(d));
+            mfs_put(out, ch, sizeof ch);
+            rc = pass(&src[k], buf, NULL, out, err);
+        }
+        if (rc < 0)
+            mfs_err_prefix(err, "chunk '%s' (.%s)", mi->name,
+                           mfs_format_get(mfs_lgepkg_formats[k])->name);
+    }
+    return rc;
+}
+
 int mfs_lgepkg_write(const char *name, const char *version, const mfs_lgepkg_model *m,
                      size_t n, mfs_sink *out, mfs_err *err)
+{
+    return mfs_lgepkg_write_fetched(name, version, m, n, NULL, out, err);
+}
+
+int mfs_lgepkg_write_fetched(const char *name, const char *version, const mfs_lgepkg_model *m,
+                             size_t n, const mfs_lgepkg_fetch *f, mfs_sink *out, mfs_err *err)
 {
     if (strlen(name) >= MFS_LGEPKG_FIELD_BYTES || strlen(version) >= MFS_LGEPKG_FIELD_BYTES)
         return mfs_errf(err, "package name and version must be at most %d bytes",
@@ -249,24 +285,18 @@ int mfs_lgepkg_write(const char *name, const char *version, const mfs_lgepkg_mod
         return mfs_errf(err, "out of memory");
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        for (int k = 0; k < MFS_LGEPKG_CHUNKS && rc == 0; k++) {
-            const mfs_lge_src *src = &m[i].chunk[k];
-            MD5_CTX c;
-            uint8_t d[MD5_DIGEST_LENGTH];
-            MD5Init(&c);
-            rc = pass(src, buf, &c, NULL, err);
-            if (rc == 0) {
-                MD5Final(d, &c);
-                uint8_t ch[MFS_LGE_HEADER_BYTES];
-                mfs_lge_encode_header(ch, MFS_LGE_VERTICES + (uint32_t)k, m[i].name,
-                                      (int32_t)src->length, mfs_lge_hash_word(d));
-                mfs_put(out, ch, sizeof ch);
-                rc = pass(src, buf, NULL, out, err);
-            }
-            if (rc < 0)
-                mfs_err_prefix(err, "chunk '%s' (.%s)", m[i].name,
-                               mfs_format_get(mfs_lgepkg_formats[k])->name);
+        if (!f) {
+            rc = write_model(&m[i], m[i].chunk, buf, out, err);
+            continue;
         }
+        mfs_lge_src src[MFS_LGEPKG_CHUNKS];
+        memset(src, 0, sizeof src);
+        if ((rc = f->fetch(f->ctx, i, src, err)) < 0) {
+            mfs_err_prefix(err, "chunk '%s'", m[i].name);
+            break;
+        }
+        rc = write_model(&m[i], src, buf, out, err);
+        f->release(f->ctx, i, src);
     }
     free(buf);
     if (rc == 0 && out->err)

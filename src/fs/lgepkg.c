@@ -391,37 +391,53 @@ static int cache_flush(mfs_sink *s, const uint8_t *p, size_t n)
     return mfs_cache_writer_write(c->w, p, n, &c->err) < 0 ? EIO : 0;
 }
 
-/* Every packed view opened, re-resolved if its entry went away meanwhile
- * (which may convert again and move its key). */
-static int open_views(pkg *p, mfs_lgepkg_model *out, size_t *nout)
+/* A packed model's four views opened while its chunks are written
+ * (mfs_lgepkg_write_fetched: a folder of 20,000 models would need 80,000
+ * descriptors at once), re-resolved if an entry went away meanwhile (which
+ * may convert again).  A view whose key or size moved since the package was
+ * planned (its model changed) fails the assembly: the package's key names
+ * the views it was planned from, and its bytes must be theirs. */
+typedef struct fetch_ctx {
+    pkg *p;
+    const size_t *packed; /* packed index -> model index */
+} fetch_ctx;
+
+static void release_views(void *ctx, size_t j, mfs_lge_src chunk[MFS_LGEPKG_CHUNKS])
 {
-    size_t j = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        pkg_model *pm = &p->m[i];
-        if (!pm->ok)
-            continue;
-        memcpy(out[j].name, pm->name, sizeof out[j].name);
-        for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
-            mfs_view_info *vs = &pm->vs[k];
-            mfs_err err;
-            mfs_err_clear(&err);
-            int r = mfs_cache_lookup(p->fs->cache, &vs->key, &vs->hit, &err);
-            if (r != 1 || vs->hit.fd < 0 || vs->hit.length != vs->size) {
-                mfs_cache_hit_release(&vs->hit);
-                mfs_err verr;
-                if (mfs_view_get(p->fs, p->dir, pm->model, pm->base, mfs_lgepkg_formats[k],
-                                 MFS_VIEW_OPEN, vs, &verr) != MFS_VIEW_HIT) {
-                    mfs_fs_log(p->fs, "%s%s%s: .%s vanished while packing it", p->dir,
-                               p->dir[0] ? "/" : "", pm->model,
-                               mfs_format_get(mfs_lgepkg_formats[k])->name);
-                    return -EIO;
-                }
+    fetch_ctx *c = ctx;
+    (void)chunk;
+    for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++)
+        mfs_cache_hit_release(&c->p->m[c->packed[j]].vs[k].hit);
+}
+
+static int fetch_views(void *ctx, size_t j, mfs_lge_src chunk[MFS_LGEPKG_CHUNKS], mfs_err *err)
+{
+    fetch_ctx *c = ctx;
+    pkg *p = c->p;
+    pkg_model *pm = &p->m[c->packed[j]];
+    for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
+        mfs_view_info *vs = &pm->vs[k];
+        mfs_cache_key want = vs->key;
+        uint64_t size = vs->size;
+        mfs_err lerr;
+        mfs_err_clear(&lerr);
+        mfs_cache_hit_release(&vs->hit);
+        int r = mfs_cache_lookup(p->fs->cache, &vs->key, &vs->hit, &lerr);
+        if (r != 1 || vs->hit.fd < 0 || vs->hit.length != size) {
+            mfs_cache_hit_release(&vs->hit);
+            mfs_err verr;
+            if (mfs_view_get(p->fs, p->dir, pm->model, pm->base, mfs_lgepkg_formats[k],
+                             MFS_VIEW_OPEN, vs, &verr) != MFS_VIEW_HIT ||
+                memcmp(vs->key.b, want.b, sizeof want.b) || vs->hit.length != size) {
+                mfs_errf(err, "%s%s%s: .%s changed or vanished while packing it", p->dir,
+                         p->dir[0] ? "/" : "", pm->model,
+                         mfs_format_get(mfs_lgepkg_formats[k])->name);
+                release_views(ctx, j, chunk);
+                return -1;
             }
-            out[j].chunk[k] = (mfs_lge_src){NULL, vs->hit.fd, vs->hit.offset, vs->hit.length};
         }
-        j++;
+        chunk[k] = (mfs_lge_src){NULL, vs->hit.fd, vs->hit.offset, vs->hit.length};
     }
-    *nout = j;
     return 0;
 }
 
@@ -435,15 +451,24 @@ static int assemble(pkg *p, mfs_cache_hit *hit)
         if (!p->m[i].ok)
             mfs_fs_log(p->fs, "%s%s%s: left out %s: %s", p->dir, p->dir[0] ? "/" : "",
                        MFS_LGEPKG_FILE_NAME, p->m[i].model, p->m[i].reason);
+    size_t *packed = calloc(p->packed ? p->packed : 1, sizeof *packed);
     size_t n = 0;
-    int rc = open_views(p, mods, &n);
-    if (rc == 0 && pkg_summarise(p) < 0) /* keys may have moved */
-        rc = -ENOMEM;
+    int rc = packed ? 0 : -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < p->n; i++) {
+        if (!p->m[i].ok)
+            continue;
+        memcpy(mods[n].name, p->m[i].name, sizeof mods[n].name);
+        for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++)
+            mods[n].chunk[k] = (mfs_lge_src){NULL, -1, 0, p->m[i].vs[k].size};
+        packed[n++] = i;
+    }
     cache_sink_ctx c;
     mfs_err_clear(&c.err);
     if (rc == 0 && mfs_cache_writer_begin(p->fs->cache, &p->key, &c.w, &c.err) < 0)
         rc = -EIO;
     if (rc == 0) {
+        fetch_ctx fc = {p, packed};
+        mfs_lgepkg_fetch fetch = {fetch_views, release_views, &fc};
         mfs_sink s;
         memset(&s, 0, sizeof s);
         s.cap = 256 * 1024;
@@ -454,8 +479,9 @@ static int assemble(pkg *p, mfs_cache_hit *hit)
         mfs_err_clear(&err);
         if (!s.buf)
             rc = -ENOMEM;
-        else if (mfs_lgepkg_write(p->fs->cfg.lgepkg_name, p->fs->cfg.lgepkg_version, mods, n,
-                                  &s, &err) < 0 || mfs_sink_finish(&s) != 0) {
+        else if (mfs_lgepkg_write_fetched(p->fs->cfg.lgepkg_name, p->fs->cfg.lgepkg_version,
+                                          mods, n, &fetch, &s, &err) < 0 ||
+                 mfs_sink_finish(&s) != 0) {
             mfs_fs_log(p->fs, "%s/%s: %s", p->dir, MFS_LGEPKG_FILE_NAME,
                        err.msg[0] ? err.msg : c.err.msg);
             rc = -EIO;
@@ -475,6 +501,7 @@ static int assemble(pkg *p, mfs_cache_hit *hit)
         }
     }
     free(mods);
+    free(packed);
     return rc;
 }
 
@@ -504,7 +531,7 @@ int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_k
     }
     pthread_mutex_unlock(lock);
     if (rc == 0) {
-        *key = p.key; /* assemble re-summarises, so these are the bytes' own */
+        *key = p.key; /* assemble checked that the views are the ones planned */
         pkg_stat(&p, hit->length, p.mtime, p.perm, st);
     }
     pkg_free(&p);

@@ -34,6 +34,42 @@ static int real_package_in(const char *srcdir, int lowercase_names)
     return found;
 }
 
+/* Each packed model's four view files, opened only while its chunks are
+ * written (mfs_lgepkg_write_fetched): a folder of thousands of models
+ * would need four descriptors each at once. */
+typedef struct fetch_ctx {
+    pkg_input *const *m;
+    const size_t *packed; /* packed index -> index in m */
+} fetch_ctx;
+
+static int fetch(void *ctx, size_t j, mfs_lge_src chunk[MFS_LGEPKG_CHUNKS], mfs_err *err)
+{
+    fetch_ctx *c = ctx;
+    const pkg_input *in = c->m[c->packed[j]];
+    for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
+        int fd = open(in->view[k], O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0) {
+            mfs_errf(err, "%s: %s", in->view[k], strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            while (k-- > 0)
+                close(chunk[k].fd);
+            return -1;
+        }
+        chunk[k] = (mfs_lge_src){NULL, fd, 0, (uint64_t)st.st_size};
+    }
+    return 0;
+}
+
+static void release(void *ctx, size_t j, mfs_lge_src chunk[MFS_LGEPKG_CHUNKS])
+{
+    (void)ctx;
+    (void)j;
+    for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++)
+        close(chunk[k].fd);
+}
+
 /* The package of the n models at m (one folder, sorted by base). */
 static int write_one(pkg_input *const *m, size_t n, const char *name, const char *version,
                      FILE *out)
@@ -44,16 +80,16 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
     const char **bases = calloc(n, sizeof *bases);
     char(*names)[MFS_LGE_NAME_BYTES] = calloc(n, sizeof *names);
     mfs_lgepkg_model *pm = calloc(n, sizeof *pm);
-    int *fds = malloc(n * MFS_LGEPKG_CHUNKS * sizeof *fds);
+    size_t *packed = calloc(n, sizeof *packed);
     mfs_err err;
     mfs_err_clear(&err);
-    int rc = bases && names && pm && fds ? 0 : mfs_errf(&err, "out of memory");
+    int rc = bases && names && pm && packed ? 0 : mfs_errf(&err, "out of memory");
     for (size_t i = 0; rc == 0 && i < n; i++)
         bases[i] = m[i]->base;
     /* names over every model, packed or not, as the mount does */
     if (rc == 0)
         rc = mfs_lgepkg_chunk_names(bases, n, names, &err);
-    size_t np = 0, nfd = 0;
+    size_t np = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         int all = 1;
         for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++)
@@ -65,18 +101,14 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
         }
         memcpy(pm[np].name, names[i], sizeof pm[np].name);
         for (int k = 0; k < MFS_LGEPKG_CHUNKS && rc == 0; k++) {
-            int fd = open(m[i]->view[k], O_RDONLY | O_CLOEXEC);
             struct stat st;
-            if (fd < 0 || fstat(fd, &st) < 0) {
+            if (stat(m[i]->view[k], &st) < 0) {
                 rc = mfs_errf(&err, "%s: %s", m[i]->view[k], strerror(errno));
-                if (fd >= 0)
-                    close(fd);
                 break;
             }
-            fds[nfd++] = fd;
-            pm[np].chunk[k] = (mfs_lge_src){NULL, fd, 0, (uint64_t)st.st_size};
+            pm[np].chunk[k] = (mfs_lge_src){NULL, -1, 0, (uint64_t)st.st_size};
         }
-        np++;
+        packed[np++] = i;
     }
     int fd = -1;
     if (rc == 0) {
@@ -90,7 +122,9 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
         if (mfs_sink_init_fd(&s, fd) < 0) {
             rc = mfs_errf(&err, "out of memory");
         } else {
-            rc = mfs_lgepkg_write(name, version, pm, np, &s, &err);
+            fetch_ctx fc = {m, packed};
+            mfs_lgepkg_fetch f = {fetch, release, &fc};
+            rc = mfs_lgepkg_write_fetched(name, version, pm, np, &f, &s, &err);
             int e = mfs_sink_finish(&s);
             if (rc == 0 && e)
                 rc = mfs_errf(&err, "%s: %s", tmp, strerror(e));
@@ -107,8 +141,6 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
         if (rc < 0)
             unlink(tmp);
     }
-    for (size_t i = 0; i < nfd; i++)
-        close(fds[i]);
     if (rc < 0)
         fprintf(stderr, "meshfs-convert: %s: %s\n", path, err.msg);
     else if (out)
@@ -116,7 +148,7 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
     free(bases);
     free(names);
     free(pm);
-    free(fds);
+    free(packed);
     return rc;
 }
 

@@ -193,6 +193,30 @@ class LgepkgTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn(PKG, os.listdir(os.path.join(out3, "models")))
 
+    def test_a_folder_of_more_models_than_descriptors(self):
+        # 150 models: a package holding each view open while it was written
+        # needed 600 descriptors, and failed past the limit ("Too many open
+        # files"; a 20,000-model folder passes any usual limit).  Under a
+        # limit of 128 the views are opened four at a time, in the mount
+        # and in meshfs-convert alike.
+        many = os.path.join(self.src, "many")
+        write_models(many, {f"m{i:03d}.obj": b"v 0 0 0\nv %d 0 0\nv 0 1 0\nf 1 2 3\n" % (i + 1)
+                            for i in range(150)})
+        names = [f"m{i:03d}" for i in range(150)]
+        out = os.path.join(self.tmp, "out")
+        p = subprocess.run(["prlimit", "--nofile=128:128", tool("meshfs-convert"), "-q", "-j2",
+                            "-f", "vrt,tri,tex,sph,lgepkg", "-o", out, many],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        data = read(os.path.join(out, PKG))
+        self.check_package(data, out, names)
+        time.sleep(2.1)  # past the stat index's racy window (docs/cache.md)
+        with self.mount() as m:
+            subprocess.run(["prlimit", "--nofile=128:128", "--pid", str(m.proc.pid)], check=True)
+            got = read(os.path.join(self.mnt, "many", PKG))
+            self.assertEqual(m.stats()["conversions"], 150)
+        self.assertEqual(got, data)
+
     def test_name_and_version_options(self):
         with self.mount():
             plain = read(os.path.join(self.mnt, "models", PKG))
