@@ -6,9 +6,11 @@ too).  Bad values of memo_size exit 2 naming the option.  Mechanisms only,
 never timings."""
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -419,8 +421,6 @@ class InodeCapTest(TreeCase):
         # (256 files) makes the daemon drop entries the whole time: every
         # answer right, the daemon up, and the files held back under the
         # cap once it is over.
-        import random
-        import threading
         srcs = self.sources()
         with open(os.path.join(self.src, srcs[0]), "rb") as f:
             first = f.read()
