@@ -279,6 +279,13 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 {
     dirbuf *d = ctx;
     size_t room = d->size - d->len;
+    struct stat dot;
+    if (!st) { /* "." and "..": a folder, number unknown */
+        memset(&dot, 0, sizeof dot);
+        dot.st_mode = S_IFDIR;
+        st = &dot;
+        flags &= ~FUSE_FILL_DIR_PLUS;
+    }
     if (!d->plus) {
         size_t need = fuse_add_direntry(d->req, NULL, 0, name, NULL, 0);
         if (need > room)
@@ -300,7 +307,7 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
             e.entry_timeout = entry_timeout;
             e.attr_timeout = attr_timeout;
         }
-    } else if (st) {
+    } else {
         /* ino 0: a name without attributes; the kernel makes no inode */
         e.attr.st_ino = st->st_ino;
         e.attr.st_mode = st->st_mode;
