@@ -32,21 +32,27 @@ void mfs_fs_import_options(const mfs_fs *fs, char *buf, size_t n)
 }
 
 /* A slot of convert_jobs.  A prefetch (prefetch.h) lets requests someone
- * waits for go first, but for 10 s at most: a reader may be waiting for the
- * very model it holds (the single flight), unseen from here.  At unmount a
- * prefetch not started gives up (-1). */
+ * waits for go first, but for 10 s of yielding at most, counted from the
+ * first time it finds one waiting (not from when it began to wait: a
+ * prefetch queued behind long conversions would otherwise yield for no
+ * time at all): a reader may be waiting for the very model it holds (the
+ * single flight), unseen from here.  At unmount a prefetch not started
+ * gives up (-1). */
 static int job_slot_take(mfs_fs *fs)
 {
     int bg = mfs_prefetch_on_this_thread();
-    struct timespec yield_until;
-    clock_gettime(CLOCK_REALTIME, &yield_until);
-    yield_until.tv_sec += 10;
-    int yielding = bg;
+    struct timespec yield_until = {0, 0};
+    int yielding = bg, timed = 0;
     pthread_mutex_lock(&fs->job_lock);
     fs->jobs_fg_waiting += !bg;
     while (!(bg && mfs_prefetch_stopping(fs)) &&
            (fs->jobs_running >= fs->cfg.convert_jobs || (yielding && fs->jobs_fg_waiting))) {
-        if (!yielding)
+        if (yielding && fs->jobs_fg_waiting && !timed) {
+            clock_gettime(CLOCK_REALTIME, &yield_until);
+            yield_until.tv_sec += 10;
+            timed = 1;
+        }
+        if (!yielding || !timed)
             pthread_cond_wait(&fs->job_cond, &fs->job_lock);
         else if (pthread_cond_timedwait(&fs->job_cond, &fs->job_lock, &yield_until) == ETIMEDOUT)
             yielding = 0;
