@@ -362,6 +362,17 @@ class InodeCapTest(TreeCase):
         super().setUp()
         write_tetras(self.src, INODE_FOLDERS, INODE_PER)
 
+    def under_cap(self, m):
+        """The stats once the files held are back under the cap: the kernel
+        forgets asynchronously, after the daemon's notifications."""
+        for _ in range(500):
+            st = m.stats()
+            if st["inode_files"] <= INODE_CAP:
+                break
+            time.sleep(0.02)
+        self.assertLessEqual(st["inode_files"], INODE_CAP, st)
+        return st
+
     def sources(self):
         return sorted(os.path.join(f"d{d:02d}", f"m{i:02d}.obj")
                       for d in range(INODE_FOLDERS) for i in range(INODE_PER))
@@ -389,13 +400,7 @@ class InodeCapTest(TreeCase):
             for rel in self.sources():
                 st = os.stat(os.path.join(self.mnt, rel))
                 self.assertEqual(st.st_size, os.stat(os.path.join(self.src, rel)).st_size, rel)
-            # the kernel forgets asynchronously: wait for the count to fall
-            for _ in range(500):
-                st = m.stats()
-                if st["inode_files"] <= INODE_CAP:
-                    break
-                time.sleep(0.02)
-            self.assertLessEqual(st["inode_files"], INODE_CAP, st)
+            st = self.under_cap(m)
             self.assertGreaterEqual(st["inode_drops"], len(self.sources()) - INODE_CAP)
             self.assertGreaterEqual(st["inodes_freed"], len(self.sources()) - INODE_CAP)
             # the shell inside the mount still knows where it is
@@ -463,12 +468,7 @@ class InodeCapTest(TreeCase):
             for t in threads:
                 t.join(timeout=300)
             self.assertEqual(errors, [])
-            for _ in range(500):
-                st = m.stats()
-                if st["inode_files"] <= INODE_CAP:
-                    break
-                time.sleep(0.02)
-            self.assertLessEqual(st["inode_files"], INODE_CAP, st)
+            st = self.under_cap(m)
             self.assertGreater(st["inode_drops"], 0)
             self.assertEqual(st["conversions"], 1)
 
