@@ -60,7 +60,36 @@ typedef struct dirh {
     mfs_cache_folder *rec;
     unsigned char *rec_used; /* copies that answered: kept in the next one */
     mfs_cache_folder_builder *learnt;
+    struct dirh *prev, *next; /* every listing the kernel holds (close_all) */
 } dirh;
+
+/* The listings the kernel holds: one still open when the mount ends gets
+ * no RELEASEDIR, and is freed by mfs_listing_close_all instead. */
+static dirh *open_dirs;
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void keep(dirh *h)
+{
+    pthread_mutex_lock(&open_lock);
+    h->prev = NULL;
+    h->next = open_dirs;
+    if (open_dirs)
+        open_dirs->prev = h;
+    open_dirs = h;
+    pthread_mutex_unlock(&open_lock);
+}
+
+static void unkeep(dirh *h)
+{
+    pthread_mutex_lock(&open_lock);
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        open_dirs = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    pthread_mutex_unlock(&open_lock);
+}
 
 /* The names of a listing live in a few large blocks, not one allocation
  * each: a 20,000-model folder lists 180,000 names, and their mallocs and
@@ -298,6 +327,7 @@ int mfs_listing_opendir(const char *path, struct fuse_file_info *fi)
         return -ENOMEM;
     }
     fi->fh = (uintptr_t)h;
+    keep(h);
     atomic_fetch_add(&listing_handles, 1);
     /* stats of its cold views may follow (ls -l): here, not in readdir,
      * because a listing the kernel kept sends no READDIR */
@@ -312,16 +342,35 @@ int mfs_listing_opendir(const char *path, struct fuse_file_info *fi)
     return 0;
 }
 
+static void dirh_free(dirh *h)
+{
+    record_flush(FS(), h);
+    dirh_clear(h);
+    free(h->dir);
+    free(h);
+    atomic_fetch_sub(&listing_handles, 1);
+}
+
+void mfs_listing_close_all(void)
+{
+    pthread_mutex_lock(&open_lock);
+    dirh *h = open_dirs;
+    open_dirs = NULL;
+    pthread_mutex_unlock(&open_lock);
+    while (h) {
+        dirh *next = h->next;
+        dirh_free(h);
+        h = next;
+    }
+}
+
 int mfs_listing_releasedir(const char *path, struct fuse_file_info *fi)
 {
     dirh *h = (dirh *)(uintptr_t)fi->fh;
     if (h) {
         size_t n = h->n;
-        record_flush(FS(), h);
-        dirh_clear(h);
-        free(h->dir);
-        free(h);
-        atomic_fetch_sub(&listing_handles, 1);
+        unkeep(h);
+        dirh_free(h);
         /* a big folder's snapshot is many small blocks that malloc keeps
          * for reuse: give the pages back, or RSS stays at its largest
          * listing's high-water mark */

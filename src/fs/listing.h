@@ -12,6 +12,10 @@ int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off
                         struct fuse_file_info *fi, enum fuse_readdir_flags flags);
 int mfs_listing_releasedir(const char *path, struct fuse_file_info *fi);
 
+/* After the session loop: frees the listings still open when the mount
+ * ended (the kernel sends no RELEASEDIR for them). */
+void mfs_listing_close_all(void);
+
 /* Listings open now, and the names their handles hold (stats xattr). */
 void mfs_listing_counts(uint64_t *handles, uint64_t *names);
 

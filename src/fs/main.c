@@ -27,6 +27,7 @@
 #include "meshfs/lgepkg.h"
 #include "meshfs/log.h"
 #include "meshfs/sandbox.h"
+#include "listing.h"
 #include "lowlevel.h"
 #include "ops.h"
 #include "passthrough.h"
@@ -505,6 +506,8 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
         fuse_loop_cfg_destroy(lc);
     }
     mfs_ll_stop();
+    mfs_ops_close_all();
+    mfs_listing_close_all();
 handlers:
     fuse_remove_signal_handlers(se);
 unmount:

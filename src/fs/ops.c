@@ -37,7 +37,46 @@ typedef struct handle {
     void *kv;                /* view: its kview.c token */
     int direct;              /* view: opened with direct I/O (kview.c) */
     int backing;             /* view: its passthrough backing id, 0 if none */
+    struct handle *prev, *next; /* every handle the kernel holds (op_close_all) */
 } handle;
+
+/* The handles the kernel holds: a file still open when the mount ends gets
+ * no RELEASE, and its descriptor and handle are freed here instead. */
+static handle *open_handles;
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uintptr_t keep(handle *h)
+{
+    pthread_mutex_lock(&open_lock);
+    h->prev = NULL;
+    h->next = open_handles;
+    if (open_handles)
+        open_handles->prev = h;
+    open_handles = h;
+    pthread_mutex_unlock(&open_lock);
+    return (uintptr_t)h;
+}
+
+static void unkeep(handle *h)
+{
+    pthread_mutex_lock(&open_lock);
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        open_handles = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    pthread_mutex_unlock(&open_lock);
+}
+
+static void handle_free(handle *h)
+{
+    if (h->is_view)
+        mfs_kview_release(h->kv, h->direct);
+    mfs_pt_release(h->backing);
+    close(h->fd);
+    free(h);
+}
 
 mfs_fs *mfs_ops_fs;
 
@@ -235,7 +274,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
             free(h);
             return -e;
         }
-        fi->fh = (uintptr_t)h;
+        fi->fh = keep(h);
         return 0;
     }
     char dir[4096];
@@ -262,7 +301,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
             free(h);
             return rc;
         }
-        fi->fh = (uintptr_t)h;
+        fi->fh = keep(h);
         atomic_fetch_add(&fs->stats.views_served, 1);
         return 0;
     }
@@ -298,7 +337,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
         free(h);
         return rc;
     }
-    fi->fh = (uintptr_t)h;
+    fi->fh = keep(h);
     atomic_fetch_add(&fs->stats.views_served, 1);
     return 0;
 }
@@ -332,13 +371,23 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 {
     handle *h = (handle *)(uintptr_t)fi->fh;
     if (h) {
-        if (h->is_view)
-            mfs_kview_release(h->kv, h->direct);
-        mfs_pt_release(h->backing);
-        close(h->fd);
-        free(h);
+        unkeep(h);
+        handle_free(h);
     }
     return 0;
+}
+
+void mfs_ops_close_all(void)
+{
+    pthread_mutex_lock(&open_lock);
+    handle *h = open_handles;
+    open_handles = NULL;
+    pthread_mutex_unlock(&open_lock);
+    while (h) {
+        handle *next = h->next;
+        handle_free(h);
+        h = next;
+    }
 }
 
 static int op_readlink(const char *path, char *buf, size_t size)

@@ -12,6 +12,10 @@ extern const struct fuse_operations mfs_fuse_ops;
 /* The one filesystem the operations serve (set by mfs_ll_setup). */
 extern mfs_fs *mfs_ops_fs;
 
+/* After the session loop: frees the handles of files still open when the
+ * mount ended (the kernel sends no RELEASE for them). */
+void mfs_ops_close_all(void);
+
 /* From the session's init: what meshfs asks of the kernel. */
 void mfs_ops_init(struct fuse_conn_info *conn);
 
