@@ -18,6 +18,7 @@
 
 #include "coherence.h"
 #include "fs.h"
+#include "held.h"
 #include "lgepkg.h"
 #include "listing.h"
 #include "ops.h"
@@ -41,6 +42,7 @@ typedef struct dent {
  * served by offset from then on, each READDIR(PLUS) filling the kernel's
  * buffer from where the last one stopped (lowlevel.c). */
 typedef struct dirh {
+    mfs_held held;          /* first: the kernel holds it (held.h) */
     char *dir;              /* relative, "" for the root */
     dent *e;
     size_t n, cap;
@@ -60,36 +62,9 @@ typedef struct dirh {
     mfs_cache_folder *rec;
     unsigned char *rec_used; /* copies that answered: kept in the next one */
     mfs_cache_folder_builder *learnt;
-    struct dirh *prev, *next; /* every listing the kernel holds (close_all) */
 } dirh;
 
-/* The listings the kernel holds: one still open when the mount ends gets
- * no RELEASEDIR, and is freed by mfs_listing_close_all instead. */
-static dirh *open_dirs;
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void keep(dirh *h)
-{
-    pthread_mutex_lock(&open_lock);
-    h->prev = NULL;
-    h->next = open_dirs;
-    if (open_dirs)
-        open_dirs->prev = h;
-    open_dirs = h;
-    pthread_mutex_unlock(&open_lock);
-}
-
-static void unkeep(dirh *h)
-{
-    pthread_mutex_lock(&open_lock);
-    if (h->prev)
-        h->prev->next = h->next;
-    else
-        open_dirs = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
-    pthread_mutex_unlock(&open_lock);
-}
+static mfs_held_list open_dirs = MFS_HELD_LIST_INIT; /* held.h */
 
 /* The names of a listing live in a few large blocks, not one allocation
  * each: a 20,000-model folder lists 180,000 names, and their mallocs and
@@ -327,7 +302,7 @@ int mfs_listing_opendir(const char *path, struct fuse_file_info *fi)
         return -ENOMEM;
     }
     fi->fh = (uintptr_t)h;
-    keep(h);
+    mfs_held_add(&open_dirs, &h->held);
     atomic_fetch_add(&listing_handles, 1);
     /* stats of its cold views may follow (ls -l): here, not in readdir,
      * because a listing the kernel kept sends no READDIR */
@@ -353,14 +328,11 @@ static void dirh_free(dirh *h)
 
 void mfs_listing_close_all(void)
 {
-    pthread_mutex_lock(&open_lock);
-    dirh *h = open_dirs;
-    open_dirs = NULL;
-    pthread_mutex_unlock(&open_lock);
-    while (h) {
-        dirh *next = h->next;
-        dirh_free(h);
-        h = next;
+    mfs_held *n = mfs_held_take_all(&open_dirs);
+    while (n) {
+        mfs_held *next = n->next;
+        dirh_free((dirh *)n);
+        n = next;
     }
 }
 
@@ -369,7 +341,7 @@ int mfs_listing_releasedir(const char *path, struct fuse_file_info *fi)
     dirh *h = (dirh *)(uintptr_t)fi->fh;
     if (h) {
         size_t n = h->n;
-        unkeep(h);
+        mfs_held_remove(&open_dirs, &h->held);
         dirh_free(h);
         /* a big folder's snapshot is many small blocks that malloc keeps
          * for reuse: give the pages back, or RSS stays at its largest

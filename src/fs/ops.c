@@ -17,6 +17,7 @@
 
 #include "coherence.h"
 #include "fs.h"
+#include "held.h"
 #include "lgepkg.h"
 #include "listing.h"
 #include "lowlevel.h"
@@ -30,6 +31,7 @@
 #define XATTR_STATS "user.meshfs.stats"
 
 typedef struct handle {
+    mfs_held held;           /* first: the kernel holds it (held.h) */
     int is_view;
     int fd;
     uint64_t offset, length; /* view payload within fd */
@@ -37,36 +39,14 @@ typedef struct handle {
     void *kv;                /* view: its kview.c token */
     int direct;              /* view: opened with direct I/O (kview.c) */
     int backing;             /* view: its passthrough backing id, 0 if none */
-    struct handle *prev, *next; /* every handle the kernel holds (op_close_all) */
 } handle;
 
-/* The handles the kernel holds: a file still open when the mount ends gets
- * no RELEASE, and its descriptor and handle are freed here instead. */
-static handle *open_handles;
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static mfs_held_list open_handles = MFS_HELD_LIST_INIT; /* held.h */
 
 static uintptr_t keep(handle *h)
 {
-    pthread_mutex_lock(&open_lock);
-    h->prev = NULL;
-    h->next = open_handles;
-    if (open_handles)
-        open_handles->prev = h;
-    open_handles = h;
-    pthread_mutex_unlock(&open_lock);
+    mfs_held_add(&open_handles, &h->held);
     return (uintptr_t)h;
-}
-
-static void unkeep(handle *h)
-{
-    pthread_mutex_lock(&open_lock);
-    if (h->prev)
-        h->prev->next = h->next;
-    else
-        open_handles = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
-    pthread_mutex_unlock(&open_lock);
 }
 
 static void handle_free(handle *h)
@@ -371,7 +351,7 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 {
     handle *h = (handle *)(uintptr_t)fi->fh;
     if (h) {
-        unkeep(h);
+        mfs_held_remove(&open_handles, &h->held);
         handle_free(h);
     }
     return 0;
@@ -379,14 +359,11 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 
 void mfs_ops_close_all(void)
 {
-    pthread_mutex_lock(&open_lock);
-    handle *h = open_handles;
-    open_handles = NULL;
-    pthread_mutex_unlock(&open_lock);
-    while (h) {
-        handle *next = h->next;
-        handle_free(h);
-        h = next;
+    mfs_held *n = mfs_held_take_all(&open_handles);
+    while (n) {
+        mfs_held *next = n->next;
+        handle_free((handle *)n);
+        n = next;
     }
 }
 

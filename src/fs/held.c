@@ -1,0 +1,36 @@
+/* Handles the kernel holds (held.h). */
+#include "held.h"
+
+#include <stddef.h>
+
+void mfs_held_add(mfs_held_list *l, mfs_held *n)
+{
+    pthread_mutex_lock(&l->lock);
+    n->prev = NULL;
+    n->next = l->head;
+    if (l->head)
+        l->head->prev = n;
+    l->head = n;
+    pthread_mutex_unlock(&l->lock);
+}
+
+void mfs_held_remove(mfs_held_list *l, mfs_held *n)
+{
+    pthread_mutex_lock(&l->lock);
+    if (n->prev)
+        n->prev->next = n->next;
+    else
+        l->head = n->next;
+    if (n->next)
+        n->next->prev = n->prev;
+    pthread_mutex_unlock(&l->lock);
+}
+
+mfs_held *mfs_held_take_all(mfs_held_list *l)
+{
+    pthread_mutex_lock(&l->lock);
+    mfs_held *all = l->head;
+    l->head = NULL;
+    pthread_mutex_unlock(&l->lock);
+    return all;
+}
