@@ -80,7 +80,8 @@ static void job_slot_give(mfs_fs *fs)
  * model whose path contains a SUBSTR holds its slot, counted as running,
  * until that FILE exists (at most 120 s): a conversion that lasts exactly as
  * long as a test needs, so tests assert the order of events, not their
- * durations. */
+ * durations.  While it holds, FILE.held exists, so a test can tell which of
+ * several candidates got a slot. */
 static void test_hold(const char *relpath)
 {
     const char *v = getenv("MESHFS_TEST_CONVERT_HOLD");
@@ -94,6 +95,11 @@ static void test_hold(const char *relpath)
             snprintf(sub, sizeof sub, "%.*s", (int)(colon - v), v);
             snprintf(file, sizeof file, "%.*s", (int)(len - (size_t)(colon - v) - 1), colon + 1);
             if (strstr(relpath, sub)) {
+                char held[sizeof file + 8];
+                snprintf(held, sizeof held, "%s.held", file);
+                int fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                if (fd >= 0)
+                    close(fd);
                 for (int i = 0; i < 6000 && access(file, F_OK) != 0; i++)
                     usleep(20000);
                 return;

@@ -313,20 +313,18 @@ class Prefetch(Base):
 
     def test_a_reader_goes_before_the_queue(self):
         # Two slots: one held by a reader of other/held, one by a prefetch
-        # of many/m1 while another prefetch (m2) waits for a slot.  A reader
-        # of other/x coming then gets the next free slot, before m2.
+        # of one of m1..m4 while the others wait for a slot.  A reader of
+        # other/x coming then gets the next free slot, before them.
         self.folder("many", self.MODELS[:5])
         self.folder("other", ["x", "held"])
         release = os.path.join(self.tmp, "release")
-        release_m1 = os.path.join(self.tmp, "release-m1")
-        release_m2 = os.path.join(self.tmp, "release-m2")
-        # held, m1 and m2 last until the test lets them go: the counts below
-        # are the order of events, whatever the machine's load.  So do m3
-        # and m4: when x is done, the freed slot goes to whichever queued
-        # prefetch wakes first, and an m3 let run would be a 4th conversion.
+        release_m = {i: os.path.join(self.tmp, f"release-m{i}") for i in range(1, 5)}
+        # held and every prefetch last until the test lets them go: the
+        # counts below are the order of events, whatever the machine's load.
+        # Which queued prefetch gets the first slot is a race between the
+        # prefetch threads; the hold's FILE.held says which one it was.
         env = dict(os.environ, MESHFS_TEST_CONVERT_HOLD=",".join(
-            [f"held.obj:{release}", f"m1.obj:{release_m1}", f"m2.obj:{release_m2}",
-             f"m3.obj:{release_m2}", f"m4.obj:{release_m2}"]))
+            [f"held.obj:{release}"] + [f"m{i}.obj:{f}" for i, f in release_m.items()]))
         with Mount(self.src, self.mnt, self.cache, "formats=" + VIEWS, "convert_jobs=2",
                    env=env) as m:
             held = threading.Thread(
@@ -339,20 +337,22 @@ class Prefetch(Base):
                 md = os.path.join(self.mnt, "many")
                 os.listdir(md)
                 self.assertGreater(os.stat(os.path.join(md, "m0.gmf")).st_size, 0)
-                wait_for(lambda: m.stats()["conversions_running"] == 2, "the prefetch of m1")
+                wait_for(lambda: m.stats()["conversions_running"] == 2, "a prefetch")
                 self.assertEqual(m.stats()["conversions"], 1)  # m0
+                started = [f for f in release_m.values() if os.path.exists(f + ".held")]
+                self.assertEqual(len(started), 1, started)
                 # the reader of x waits for a slot, as the prefetch of m2 does
                 x.start()
                 wait_for(lambda: m.stats()["slot_waiters"] == 1, "the reader of x waiting")
-                open(release_m1, "w").close()
+                open(started[0], "w").close()
                 x.join(120)
                 self.assertFalse(x.is_alive())
-                # m0, m1 and x: x took m1's slot before the queued prefetches
+                # m0, the prefetch and x: x took its slot before the queued ones
                 s = m.stats()
                 self.assertEqual(s["conversions"], 3)
                 self.assertGreaterEqual(s["prefetch_queued"], 1)
             finally:
-                for f in (release_m2, release_m1, release):
+                for f in list(release_m.values()) + [release]:
                     open(f, "w").close()
                 held.join(120)
                 if x.is_alive():
