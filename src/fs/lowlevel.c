@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fs.h"
 #include "listing.h"
@@ -236,8 +237,23 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     free(bv);
 }
 
+#ifdef MESHFS_TEST_HOOKS
+/* Test builds only (tests/integration/test_passthrough.py): with
+ * MESHFS_TEST_RELEASE_DELAY_MS=N, every RELEASE is handled N ms late, as a
+ * busy daemon would: the kernel's close() has long returned by then. */
+static void test_release_delay(void)
+{
+    const char *v = getenv("MESHFS_TEST_RELEASE_DELAY_MS");
+    if (v && *v)
+        usleep((useconds_t)strtoul(v, NULL, 10) * 1000u);
+}
+#else
+static void test_release_delay(void) {}
+#endif
+
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    test_release_delay();
     mfs_fuse_ops.release(NULL, fi);
     mfs_nodes_opened(nodes, ino, -1);
     fuse_reply_err(req, 0);

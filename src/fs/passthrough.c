@@ -31,6 +31,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -56,6 +57,8 @@ typedef struct pt_node {
 } pt_node;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t released; /* a node was freed: CLOCK_MONOTONIC */
+static pthread_once_t released_once = PTHREAD_ONCE_INIT;
 static pt_node *nodes;
 static atomic_int mode;      /* MFS_PT_*, as asked */
 static atomic_int enabled;   /* negotiated with the kernel and not yet refused */
@@ -140,14 +143,55 @@ static int whole_payload(int fd, uint64_t off, uint64_t len)
     return 1;
 }
 
+static void released_init(void)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&released, &a);
+    pthread_condattr_destroy(&a);
+}
+
+static pt_node *find_node(const char *path)
+{
+    pt_node *p = nodes;
+    while (p && strcmp(p->path, path))
+        p = p->next;
+    return p;
+}
+
+/* The node of path, once no node of another key holds it or RELEASE_WAIT_MS
+ * have passed.  The kernel unbinds the backing file when the last handle
+ * closes, before close() returns, but tells the daemon with a RELEASE sent
+ * in the background: a program that closes the old view and opens the new
+ * one at once reaches here first.  Refusing then would be EBUSY for a file
+ * that nothing holds; waiting costs a held-open one that long before its
+ * EBUSY.  Called with lock held. */
+#define RELEASE_WAIT_MS 1000
+static pt_node *settled_node(const char *path, const uint8_t key[16])
+{
+    pthread_once(&released_once, released_init);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += RELEASE_WAIT_MS / 1000;
+    until.tv_nsec += (RELEASE_WAIT_MS % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pt_node *p;
+    while ((p = find_node(path)) && memcmp(p->key, key, 16) != 0)
+        if (pthread_cond_timedwait(&released, &lock, &until) == ETIMEDOUT)
+            return find_node(path);
+    return p;
+}
+
 int mfs_pt_open(const char *path, const uint8_t key[16], int fd, uint64_t off, uint64_t len)
 {
     if (!atomic_load(&enabled))
         return 0;
     pthread_mutex_lock(&lock);
-    pt_node *p = nodes;
-    while (p && strcmp(p->path, path))
-        p = p->next;
+    pt_node *p = settled_node(path, key);
     if (p) {
         int rc = p->id;
         if (memcmp(p->key, key, 16) == 0) {
@@ -222,6 +266,8 @@ void mfs_pt_release(int backing_id)
             *pp = p->next;
             free(p->path);
             free(p);
+            pthread_once(&released_once, released_init);
+            pthread_cond_broadcast(&released);
         }
         break;
     }

@@ -322,6 +322,36 @@ class Passthrough(Base):
             self.assertNotIn(self.src, busy[0])  # named relative to SRC
         self.assertEqual(new, self.converted("grid.gmf")["grid.gmf"])
 
+    def test_a_close_then_open_of_the_changed_view_opens_the_new_one(self):
+        # The kernel unbinds the old backing file before close() returns but
+        # tells the daemon later (a background RELEASE): here 300 ms later,
+        # so the open below reaches the daemon before it, every run.  The
+        # open must wait for it, not answer EBUSY for a file nothing holds.
+        model = os.path.join(self.src, "props", "grid.obj")
+        env = dict(os.environ, MESHFS_TEST_RELEASE_DELAY_MS="300")
+        with Mount(self.src, self.mnt, self.cache, env=env) as m:
+            seen = set()
+            for n in (40, 50, 60):
+                with open(self.v, "rb") as f:
+                    old = f.read()
+                    save(model, grid_obj(n))
+                    os.utime(model, ns=(os.stat(model).st_atime_ns,
+                                        os.stat(model).st_mtime_ns + n * 10**9))
+                    # the change is seen once attributes expire (1 s)
+                    deadline = time.monotonic() + 5
+                    while os.stat(self.v).st_size == len(old) and time.monotonic() < deadline:
+                        time.sleep(0.1)
+                new = read(self.v)  # at once: the RELEASE is still on its way
+                self.assertNotEqual(new, old)
+                self.assertEqual(len(new), os.stat(self.v).st_size)
+                self.assertNotIn(new, seen)
+                seen.add(new)
+            s = m.stats()
+            self.assertEqual(s["read_requests"], 0)
+            self.assertGreaterEqual(s["passthrough_opens"], 6)
+            self.assertNotIn("cannot be opened while a handle", m.output())
+        self.assertEqual(new, self.converted("grid.gmf")["grid.gmf"])
+
     def test_without_cap_sys_admin_the_daemon_serves(self):
         # The daemon gives up CAP_SYS_ADMIN once mounted (a test hook: a root
         # daemon without it cannot mount, because fusermount3 then lacks it
