@@ -1,29 +1,34 @@
 /* Which names in a folder are views, and of which model.
  *
  * A lookup of "car.fmd" must find car.fbx without scanning the folder each
- * time, so each folder's view names are kept in a sorted table, rebuilt when
- * the folder's mtime or ctime moves (entries added, removed or renamed).
- * Naming follows include/meshfs/naming.h, the same rule meshfs-convert uses;
- * the table is also where -o lowercase_names finds a shown name's real
- * entry (casemap.c), and where the rule's notes are logged, once per
- * rebuild.
+ * time, so each folder has a table: its entries and its models with their
+ * view bases, both sorted, rebuilt when the folder's mtime or ctime moves
+ * (entries added, removed or renamed).  A view name is parsed, not stored:
+ * "car.fmd" is base "car" and format fmd, and the base is looked up among
+ * the models, so a table costs per model, not per view.  Naming follows
+ * include/meshfs/naming.h, the same rule meshfs-convert uses; the table is
+ * also where -o lowercase_names finds a shown name's real entry
+ * (casemap.c), and where the rule's notes are logged, once per change.
  *
- * Bounded (docs/scale.md): the tables together hold at most
- * 8 x memo_size names (views plus lowercase_names' shown names) besides
- * the two most recently used; past it the least recently used folders'
- * tables go.  So a folder larger than the cap is still served whole, and
- * lookups alternating between it and another folder (a game loading a
- * model and then its textures) do not rebuild it (a readdir of all its
- * entries) each time.  A table is only a shortcut over the folder
- * itself: one that went is rebuilt from a readdir when next asked for.
- * Every caller copies what it needs out under the lock, so nothing outside
- * holds a table. */
+ * A table is immutable once built and counted: a listing holds the one it
+ * started with to its end (listing.c), and a rebuild makes a new one.
+ *
+ * Bounded (docs/scale.md): the tables in the map together weigh at most
+ * 8 x memo_size (entries plus models) besides the two most recently used;
+ * past it the least recently used folders' tables go.  So a folder larger
+ * than the cap is still served whole, and lookups alternating between it
+ * and another folder (a game loading a model and then its textures) do not
+ * rebuild it (a readdir of all its entries) each time.  A table is only a
+ * shortcut over the folder itself: one that went is rebuilt from a readdir
+ * when next asked for. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -31,28 +36,55 @@
 #include "lgepkg.h"
 #include "meshfs/naming.h"
 
-typedef struct vname {
-    char *name;   /* "car.fmd" */
-    char *model;  /* "car.fbx": the table's models[] copy, shared by its views */
-    int format;
-    ino_t ino;    /* the model file's, as the folder said when the table was made */
-} vname;
+/* A folder's table: its entries (sorted by name) and its models with views
+ * (sorted by base), built from one read of the folder and never changed
+ * after, so a listing holds it by reference for as long as it lasts instead
+ * of copying it: a 20,000-model folder is 20,000 entries and 20,000 models
+ * (~75 B each), where a table of every view name and a listing's copy of it
+ * were ~1.3 KiB a model (docs/scale.md). */
+typedef struct tentry {
+    const char *name;    /* real name */
+    const char *shown;   /* the name shown (lowercase_names), NULL if none */
+    ino_t ino;
+    unsigned char type;  /* DT_* */
+    unsigned char model; /* a regular file of a model's type (hide_sources) */
+    uint32_t mi;         /* 1 + its index among the models, 0 if none */
+} tentry;
 
 typedef struct cname {
-    char *shown;  /* "crate.obj" */
-    char *real;   /* "Crate.OBJ" */
+    const char *shown;   /* "crate.obj" */
+    const char *real;    /* "Crate.OBJ" */
 } cname;
+
+typedef struct arena {
+    struct arena *next;
+    size_t used, cap;
+    char data[];
+} arena;
+
+struct mfs_dirtab {
+    atomic_uint refs;
+    struct timespec mtime, ctime; /* the folder's, before it was read */
+    dev_t dev;
+    ino_t ino;
+    int racy;            /* changed too recently for its times to tell a
+                            later change: listings read the folder again */
+    tentry *e;
+    size_t n;
+    mfs_dir_model *models;
+    size_t nmodels;
+    cname *c;            /* lowercase_names: shown entries by shown name */
+    size_t nc;
+    int nf;              /* formats shown, and in name order: */
+    int order[MFS_FMT_COUNT];
+    int pkg;             /* the folder's package is listed */
+    arena *strings;
+};
 
 typedef struct dirmap {
     char *path;
-    struct timespec mtime, ctime;
-    vname *v;
-    size_t n;
-    cname *c;     /* lowercase_names: shown entries by shown name */
-    size_t nc;
-    mfs_dir_model *models; /* by view base */
-    size_t nmodels;
-    char *names;  /* every view name, one block (v[i].name points into it) */
+    mfs_dirtab *tab;     /* NULL until the first is built */
+    int building;        /* a thread reads the folder: others wait for it */
     struct dirmap *next; /* hash chain */
     uint64_t used;       /* LRU stamp */
 } dirmap;
@@ -61,6 +93,7 @@ typedef struct dirmap {
 
 struct mfs_dirmaps {
     pthread_mutex_t lock;
+    pthread_cond_t built;  /* a slot's building ended */
     dirmap *bucket[NBUCKET];
     uint64_t clock;
     size_t tables, names;  /* held now */
@@ -70,42 +103,69 @@ struct mfs_dirmaps {
 mfs_dirmaps *mfs_dirmaps_new(void)
 {
     mfs_dirmaps *d = calloc(1, sizeof *d);
-    if (d)
+    if (d) {
         pthread_mutex_init(&d->lock, NULL);
+        pthread_cond_init(&d->built, NULL);
+    }
     return d;
 }
 
-static void map_clear(dirmap *m)
+/* Strings of a table: a few large blocks, not one allocation each (a
+ * 20,000-model folder's 40,000 names were a tenth of its first listing as
+ * single mallocs, each with 16 B of overhead). */
+#define ARENA_BYTES (64 * 1024)
+static char *arena_dup(arena **a, const char *s, size_t len)
 {
-    free(m->names);
-    m->names = NULL;
-    free(m->v);
-    for (size_t i = 0; i < m->nc; i++) {
-        free(m->c[i].shown);
-        free(m->c[i].real);
+    if (!*a || (*a)->cap - (*a)->used < len + 1) {
+        size_t cap = len + 1 > ARENA_BYTES ? len + 1 : ARENA_BYTES;
+        arena *n = malloc(sizeof *n + cap);
+        if (!n)
+            return NULL;
+        *n = (arena){*a, 0, cap};
+        *a = n;
     }
-    free(m->c);
-    mfs_dir_models_free(m->models, m->nmodels);
-    m->v = NULL;
-    m->c = NULL;
-    m->models = NULL;
-    m->n = m->nc = m->nmodels = 0;
+    char *p = (*a)->data + (*a)->used;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    (*a)->used += len + 1;
+    return p;
+}
+
+static void tab_free(mfs_dirtab *t)
+{
+    while (t->strings) {
+        arena *a = t->strings;
+        t->strings = a->next;
+        free(a);
+    }
+    free(t->e);
+    free(t->models);
+    free(t->c);
+    free(t);
+}
+
+void mfs_dirtab_put(mfs_dirtab *t)
+{
+    if (t && atomic_fetch_sub(&t->refs, 1) == 1)
+        tab_free(t);
+}
+
+static mfs_dirtab *tab_ref(mfs_dirtab *t)
+{
+    atomic_fetch_add(&t->refs, 1);
+    return t;
+}
+
+static size_t names_of(const mfs_dirtab *t)
+{
+    return t ? t->n + t->nmodels + t->nc : 0;
 }
 
 static void map_free(dirmap *m)
 {
-    map_clear(m);
+    mfs_dirtab_put(m->tab);
     free(m->path);
     free(m);
-}
-
-void mfs_dir_models_free(mfs_dir_model *v, size_t n)
-{
-    for (size_t i = 0; v && i < n; i++) {
-        free(v[i].model);
-        free(v[i].base);
-    }
-    free(v);
 }
 
 void mfs_dirmaps_free(mfs_dirmaps *d)
@@ -119,6 +179,7 @@ void mfs_dirmaps_free(mfs_dirmaps *d)
             map_free(m);
         }
     pthread_mutex_destroy(&d->lock);
+    pthread_cond_destroy(&d->built);
     free(d);
 }
 
@@ -130,33 +191,15 @@ uint64_t mfs_view_ino(dev_t dev, ino_t ino, int format)
 
 /* ---- reading a folder ---- */
 
-typedef struct entry {
-    char *name;
-    unsigned char type; /* DT_* */
-    ino_t ino;
-} entry;
-
-static int cmp_entry(const void *a, const void *b)
+static int cmp_tentry(const void *a, const void *b)
 {
-    return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
+    return strcmp(((const tentry *)a)->name, ((const tentry *)b)->name);
 }
 
-static void free_entries(entry *e, size_t n)
+/* t's entries, sorted, with types resolved. */
+static int read_entries(mfs_fs *fs, const char *dir, mfs_dirtab *t)
 {
-    for (size_t i = 0; i < n; i++)
-        free(e[i].name);
-    free(e);
-}
-
-static int open_dir(mfs_fs *fs, const char *dir)
-{
-    return mfs_beneath_open(fs, dir, O_RDONLY | O_DIRECTORY);
-}
-
-/* Sorted entries of a folder, with types resolved. */
-static int read_entries(mfs_fs *fs, const char *dir, entry **out, size_t *n)
-{
-    int fd = open_dir(fs, dir);
+    int fd = mfs_beneath_open(fs, dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0)
         return -errno;
     DIR *d = fdopendir(fd);
@@ -166,24 +209,28 @@ static int read_entries(mfs_fs *fs, const char *dir, entry **out, size_t *n)
         return -e;
     }
     size_t cap = 32;
-    entry *v = malloc(cap * sizeof *v);
-    *n = 0;
+    t->e = malloc(cap * sizeof *t->e);
+    int rc = t->e ? 0 : -ENOMEM;
     struct dirent *de;
-    int rc = 0;
-    while (v && (de = readdir(d))) {
+    while (rc == 0 && (de = readdir(d))) {
+        if (t->n == UINT32_MAX) { /* models are counted in 32 bits */
+            rc = -EFBIG;
+            break;
+        }
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
-        if (*n == cap) {
-            entry *nv = realloc(v, 2 * cap * sizeof *v);
-            if (!nv) {
+        if (t->n == cap) {
+            tentry *ne = realloc(t->e, 2 * cap * sizeof *ne);
+            if (!ne) {
                 rc = -ENOMEM;
                 break;
             }
-            v = nv;
+            t->e = ne;
             cap *= 2;
         }
-        entry *e = &v[*n];
-        e->name = strdup(de->d_name);
+        tentry *e = &t->e[t->n];
+        memset(e, 0, sizeof *e);
+        e->name = arena_dup(&t->strings, de->d_name, strlen(de->d_name));
         if (!e->name) {
             rc = -ENOMEM;
             break;
@@ -197,28 +244,14 @@ static int read_entries(mfs_fs *fs, const char *dir, entry **out, size_t *n)
             if (fstatat(dirfd(d), e->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
                 e->type = IFTODT(st.st_mode);
         }
-        (*n)++;
+        e->model = e->type == DT_REG && mfs_spawner_is_model(fs->spawner, e->name);
+        t->n++;
     }
     closedir(d);
-    if (!v)
-        return -ENOMEM;
-    if (rc < 0) {
-        free_entries(v, *n);
+    if (rc < 0)
         return rc;
-    }
-    qsort(v, *n, sizeof *v, cmp_entry);
-    *out = v;
+    qsort(t->e, t->n, sizeof *t->e, cmp_tentry);
     return 0;
-}
-
-static int is_model_entry(const mfs_fs *fs, const entry *e)
-{
-    return e->type == DT_REG && mfs_spawner_is_model(fs->spawner, e->name);
-}
-
-static int cmp_vname(const void *a, const void *b)
-{
-    return strcmp(((const vname *)a)->name, ((const vname *)b)->name);
 }
 
 static unsigned naming_flags(const mfs_fs *fs)
@@ -226,137 +259,121 @@ static unsigned naming_flags(const mfs_fs *fs)
     return fs->cfg.lowercase_names ? MFS_NAMES_LOWERCASE : 0;
 }
 
-/* The naming rule over a folder's entries (include/meshfs/naming.h). */
-static int plan_names(mfs_fs *fs, const entry *e, size_t n, mfs_names *p)
-{
-    mfs_name_entry *ne = malloc((n ? n : 1) * sizeof *ne);
-    if (!ne)
-        return -ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        ne[i] = (mfs_name_entry){e[i].name, is_model_entry(fs, &e[i])};
-    int rc = mfs_names_plan(ne, n, naming_flags(fs), p);
-    free(ne);
-    return rc < 0 ? -ENOMEM : 0;
-}
-
 static int cmp_cname(const void *a, const void *b)
 {
     return strcmp(((const cname *)a)->shown, ((const cname *)b)->shown);
 }
 
-/* Fills m's tables (views; shown names; models) from the folder's
- * entries, and logs what the rule had to decide. */
 static int cmp_format_name(const void *a, const void *b)
 {
     return strcmp(mfs_format_get((mfs_format) * (const int *)a)->name,
                   mfs_format_get((mfs_format) * (const int *)b)->name);
 }
 
-/* Every format, in byte order of its name. */
-static void format_order(int order[MFS_FMT_COUNT])
+/* The formats shown, in byte order of their names: a model's views are
+ * listed in that order. */
+static void format_order(const mfs_fs *fs, mfs_dirtab *t)
 {
+    t->nf = 0;
     for (int f = 0; f < MFS_FMT_COUNT; f++)
-        order[f] = f;
-    qsort(order, MFS_FMT_COUNT, sizeof *order, cmp_format_name);
+        if (fs->cfg.shown & (1u << f))
+            t->order[t->nf++] = f;
+    qsort(t->order, (size_t)t->nf, sizeof *t->order, cmp_format_name);
 }
 
-/* "<base>.<ext>" written at *at, which moves past it.  The view names of
- * a table are one block, not one allocation each: 160,000 of them for a
- * 20,000-model folder (asprintf's formatting was a tenth of its first
- * listing, and each allocation 16 B of overhead). */
-static char *join_name(char **at, const char *base, const char *ext)
+/* The naming rule over t's entries (include/meshfs/naming.h): its models
+ * and, with lowercase_names, the shown names.  Logs what the rule had to
+ * decide when log is set (once per change of the folder). */
+static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log)
 {
-    size_t bl = strlen(base), el = strlen(ext);
-    char *s = *at;
-    memcpy(s, base, bl);
-    s[bl] = '.';
-    memcpy(s + bl + 1, ext, el + 1);
-    *at += bl + el + 2;
-    return s;
-}
-
-static int build_views(mfs_fs *fs, const char *dir, entry *e, size_t n, dirmap *m)
-{
-    mfs_names p;
-    if (plan_names(fs, e, n, &p) < 0)
+    mfs_name_entry *ne = malloc((t->n ? t->n : 1) * sizeof *ne);
+    if (!ne)
         return -ENOMEM;
-    for (size_t i = 0; i < p.nnotes; i++)
+    for (size_t i = 0; i < t->n; i++)
+        ne[i] = (mfs_name_entry){t->e[i].name, t->e[i].model};
+    mfs_names p;
+    int rc = mfs_names_plan(ne, t->n, naming_flags(fs), &p) < 0 ? -ENOMEM : 0;
+    free(ne);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; log && i < p.nnotes; i++)
         mfs_fs_log(fs, "%s: %s", dir[0] ? dir : ".", p.notes[i].text);
-    size_t nf = 0;
-    for (unsigned f = 0; f < MFS_FMT_COUNT; f++)
-        nf += (fs->cfg.shown >> f) & 1;
-    size_t bytes = 1;
-    for (size_t i = 0; i < p.nmodels; i++)
-        for (unsigned f = 0; f < MFS_FMT_COUNT; f++)
-            if (fs->cfg.shown & (1u << f))
-                bytes += strlen(p.models[i].base) + strlen(mfs_format_get((mfs_format)f)->name) + 2;
-    char *at = m->names = malloc(bytes);
-    m->v = calloc(p.nmodels * nf + 1, sizeof *m->v);
-    m->models = calloc(p.nmodels + 1, sizeof *m->models);
-    m->c = fs->cfg.lowercase_names ? calloc(n + 1, sizeof *m->c) : NULL;
-    int rc = m->names && m->v && m->models && (m->c || !fs->cfg.lowercase_names) ? 0 : -ENOMEM;
-    /* models come sorted by base, and formats are taken in name order, so
-     * the names are made in order unless a base is a prefix of another
-     * followed by a byte below '.' ("a.dem" > "a-b.dem"): checked below,
-     * sorted only then (160,000 names sorted were a sixth of a 20,000-model
-     * folder's first listing) */
-    int order[MFS_FMT_COUNT];
-    format_order(order);
+    t->models = calloc(p.nmodels + 1, sizeof *t->models);
+    t->c = fs->cfg.lowercase_names ? calloc(t->n + 1, sizeof *t->c) : NULL;
+    rc = t->models && (t->c || !fs->cfg.lowercase_names) ? 0 : -ENOMEM;
     for (size_t i = 0; i < p.nmodels && rc == 0; i++) {
         const mfs_name_model *pm = &p.models[i];
-        entry key = {(char *)pm->model, 0, 0};
-        const entry *src = bsearch(&key, e, n, sizeof *e, cmp_entry);
-        mfs_dir_model *dm = &m->models[m->nmodels++];
-        dm->model = strdup(pm->model);
-        dm->base = strdup(pm->base);
-        if (!dm->model || !dm->base)
+        mfs_dir_model *dm = &t->models[t->nmodels++];
+        dm->entry = pm->entry;
+        dm->model = t->e[pm->entry].name;
+        dm->ino = t->e[pm->entry].ino;
+        t->e[pm->entry].mi = (uint32_t)t->nmodels;
+        dm->base = arena_dup(&t->strings, pm->base, strlen(pm->base));
+        if (!dm->base)
             rc = -ENOMEM;
-        for (int k = 0; k < MFS_FMT_COUNT && rc == 0; k++) {
-            int f = order[k];
-            if (!(fs->cfg.shown & (1u << f)))
-                continue;
-            vname *v = &m->v[m->n++];
-            v->format = f;
-            v->model = dm->model;
-            v->ino = src ? src->ino : 0;
-            v->name = join_name(&at, pm->base, mfs_format_get((mfs_format)f)->name);
-            if (!v->model)
-                rc = -ENOMEM;
-        }
     }
-    for (size_t i = 0; m->c && i < n && rc == 0; i++) {
-        if (!p.shown[i])
-            continue;
-        cname *c = &m->c[m->nc++];
-        c->shown = strdup(p.shown[i]);
-        c->real = strdup(e[i].name);
-        if (!c->shown || !c->real)
-            rc = -ENOMEM;
+    for (size_t i = 0; i < t->n && rc == 0; i++) {
+        const char *shown = t->e[i].name;
+        if (fs->cfg.lowercase_names) {
+            shown = p.shown[i];
+            if (shown && strcmp(shown, t->e[i].name) &&
+                !(shown = arena_dup(&t->strings, shown, strlen(shown))))
+                rc = -ENOMEM;
+            else if (shown && !strcmp(shown, t->e[i].name))
+                shown = t->e[i].name;
+        }
+        t->e[i].shown = shown;
+        if (t->c && shown)
+            t->c[t->nc++] = (cname){shown, t->e[i].name};
+        /* a real file of the package's name wins */
+        if (shown && !strcmp(shown, MFS_LGEPKG_FILE_NAME))
+            t->pkg = -1;
     }
     mfs_names_free(&p);
-    if (rc < 0) {
-        map_clear(m);
-        return rc;
-    }
-    for (size_t i = 1; i < m->n; i++)
-        if (strcmp(m->v[i - 1].name, m->v[i].name) > 0) {
-            qsort(m->v, m->n, sizeof *m->v, cmp_vname);
-            break;
-        }
-    if (m->c)
-        qsort(m->c, m->nc, sizeof *m->c, cmp_cname);
-    return 0;
+    if (rc == 0 && t->c)
+        qsort(t->c, t->nc, sizeof *t->c, cmp_cname);
+    t->pkg = t->pkg == 0 && t->nmodels && (fs->cfg.formats & MFS_FMT_LGEPKG_BIT);
+    return rc;
 }
 
-static size_t names_of(const dirmap *m)
+/* A fresh table of folder dir, whose stat (taken before reading it) is st. */
+static int build_tab(mfs_fs *fs, const char *dir, const struct stat *st, int log,
+                     mfs_dirtab **out)
 {
-    return m->n + m->nc;
+    mfs_dirtab *t = calloc(1, sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    atomic_init(&t->refs, 1);
+    t->mtime = st->st_mtim;
+    t->ctime = st->st_ctim;
+    t->dev = st->st_dev;
+    t->ino = st->st_ino;
+    /* a change made later in the same tick of the folder's clock would
+     * leave its times as they are: a folder changed in the last two
+     * seconds (coarse clocks, FAT's 2 s, a file server's own clock) is
+     * read again by the next listing */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    time_t newest = st->st_mtim.tv_sec > st->st_ctim.tv_sec ? st->st_mtim.tv_sec : st->st_ctim.tv_sec;
+    t->racy = newest >= now.tv_sec - 2;
+    format_order(fs, t);
+    int rc = read_entries(fs, dir, t);
+    if (rc == 0)
+        rc = plan_models(fs, dir, t, log);
+    if (rc < 0) {
+        tab_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
 }
 
 /* Drops least recently used tables other than keep (the one just asked
  * for) and the one used before it, until the others hold at most
- * 8 x memo_size names.  A scan of the buckets per eviction: tables are few
- * (folders), and this runs only past the cap.  Called locked. */
+ * 8 x memo_size names (entries and models).  A scan of the buckets per
+ * eviction: tables are few (folders), and this runs only past the cap.
+ * A listing holding a dropped table keeps it until it ends.  Called
+ * locked. */
 static void evict_tables(mfs_fs *fs, const dirmap *keep)
 {
     mfs_dirmaps *d = fs->dirs;
@@ -367,19 +384,20 @@ static void evict_tables(mfs_fs *fs, const dirmap *keep)
             for (dirmap *m = d->bucket[b]; m; m = m->next)
                 if (m != keep && (!prev || m->used > prev->used))
                     prev = m;
-        size_t held = (keep ? names_of(keep) : 0) + (prev ? names_of(prev) : 0);
+        size_t held = (keep ? names_of(keep->tab) : 0) + (prev ? names_of(prev->tab) : 0);
         if (d->names - held <= cap)
             return;
         dirmap **victim = NULL;
         for (int b = 0; b < NBUCKET; b++)
             for (dirmap **pp = &d->bucket[b]; *pp; pp = &(*pp)->next)
-                if (*pp != keep && *pp != prev && (!victim || (*pp)->used < (*victim)->used))
+                if (*pp != keep && *pp != prev && !(*pp)->building &&
+                    (!victim || (*pp)->used < (*victim)->used))
                     victim = pp;
         if (!victim)
             return;
         dirmap *m = *victim;
         *victim = m->next;
-        d->names -= names_of(m);
+        d->names -= names_of(m->tab);
         d->tables--;
         d->evictions++;
         map_free(m);
@@ -405,215 +423,231 @@ static int same_time(struct timespec a, struct timespec b)
     return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
 
-/* The folder's table, current against its mtime/ctime; called locked. */
-/* The folder's table, rebuilt if the folder changed since it was made.
- * A caller that just read the folder passes its entries and the folder's
- * stat taken before reading them (a rebuild then reads nothing: a first
- * listing reads a folder once, not twice); else both are NULL.  Built from
- * entries older than a change, the table records the older times, so the
- * next call rebuilds it. */
-static dirmap *current_map_from(mfs_fs *fs, const char *dir, const struct stat *before,
-                                entry *given, size_t ngiven, int *err)
+/* The folder's table, rebuilt if the folder's mtime or ctime moved since
+ * it was made (or, for fresh, if it was made too close to its last change
+ * to tell), with a reference for the caller.  The folder is read outside
+ * the lock: a first listing of a huge folder does not hold up lookups in
+ * others.  0 or -errno. */
+static dirmap *find_slot(mfs_dirmaps *d, unsigned b, const char *dir)
 {
-    struct stat st;
-    if (before) {
-        st = *before;
-    } else if (mfs_beneath_stat(fs, dir, &st) < 0) {
-        *err = -errno;
-        return NULL;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        *err = -ENOTDIR;
-        return NULL;
-    }
-    mfs_dirmaps *d = fs->dirs;
-    unsigned b = bucket_of(dir);
-    dirmap **pp = &d->bucket[b];
-    for (; *pp; pp = &(*pp)->next)
-        if (!strcmp((*pp)->path, dir))
-            break;
-    dirmap *m = *pp;
-    if (m && same_time(m->mtime, st.st_mtim) && same_time(m->ctime, st.st_ctim)) {
-        m->used = ++d->clock;
-        return m;
-    }
-    entry *e = given;
-    size_t n = ngiven;
-    int rc = given ? 0 : read_entries(fs, dir, &e, &n);
-    if (rc < 0) {
-        *err = rc;
-        return NULL;
-    }
-    if (!m) {
-        m = calloc(1, sizeof *m);
-        if (!m || !(m->path = strdup(dir))) {
-            free(m);
-            if (!given)
-                free_entries(e, n);
-            *err = -ENOMEM;
-            return NULL;
-        }
-        m->next = d->bucket[b];
-        d->bucket[b] = m;
-        d->tables++;
-    } else {
-        d->names -= names_of(m);
-        map_clear(m);
-    }
-    rc = build_views(fs, dir, e, n, m);
-    if (!given)
-        free_entries(e, n);
-    d->names += names_of(m);
-    m->used = ++d->clock;
-    evict_tables(fs, m);
-    if (rc < 0) {
-        /* an empty table that a later call rebuilds */
-        m->mtime = m->ctime = (struct timespec){0, 0};
-        *err = rc;
-        return NULL;
-    }
-    m->mtime = st.st_mtim;
-    m->ctime = st.st_ctim;
+    dirmap *m = d->bucket[b];
+    while (m && strcmp(m->path, dir))
+        m = m->next;
     return m;
 }
 
-static dirmap *current_map(mfs_fs *fs, const char *dir, int *err)
+static void drop_slot(mfs_dirmaps *d, unsigned b, dirmap *m)
 {
-    return current_map_from(fs, dir, NULL, NULL, 0, err);
+    for (dirmap **pp = &d->bucket[b]; *pp; pp = &(*pp)->next)
+        if (*pp == m) {
+            *pp = m->next;
+            break;
+        }
+    d->names -= names_of(m->tab);
+    d->tables--;
+    map_free(m);
+}
+
+int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out)
+{
+    mfs_dirmaps *d = fs->dirs;
+    unsigned b = bucket_of(dir);
+    for (;;) {
+        struct stat st;
+        if (mfs_beneath_stat(fs, dir, &st) < 0)
+            return -errno;
+        if (!S_ISDIR(st.st_mode))
+            return -ENOTDIR;
+        pthread_mutex_lock(&d->lock);
+        dirmap *m = find_slot(d, b, dir);
+        if (m && m->building) { /* one read of a folder at a time */
+            while ((m = find_slot(d, b, dir)) && m->building)
+                pthread_cond_wait(&d->built, &d->lock);
+            pthread_mutex_unlock(&d->lock);
+            continue; /* its stat again: the table just built may be current */
+        }
+        int changed = 1;
+        if (m && m->tab) {
+            changed = !same_time(m->tab->mtime, st.st_mtim) ||
+                      !same_time(m->tab->ctime, st.st_ctim);
+            if (!changed && !(fresh && m->tab->racy)) {
+                m->used = ++d->clock;
+                *out = tab_ref(m->tab);
+                pthread_mutex_unlock(&d->lock);
+                return 0;
+            }
+        }
+        if (!m) {
+            m = calloc(1, sizeof *m);
+            if (!m || !(m->path = strdup(dir))) {
+                free(m);
+                pthread_mutex_unlock(&d->lock);
+                return -ENOMEM;
+            }
+            m->next = d->bucket[b];
+            d->bucket[b] = m;
+            d->tables++;
+        }
+        m->building = 1;
+        pthread_mutex_unlock(&d->lock);
+        mfs_dirtab *t = NULL;
+        int rc = build_tab(fs, dir, &st, changed, &t);
+        pthread_mutex_lock(&d->lock);
+        m->building = 0;
+        if (rc == 0) {
+            d->names -= names_of(m->tab);
+            mfs_dirtab_put(m->tab);
+            m->tab = tab_ref(t);
+            d->names += names_of(t);
+            m->used = ++d->clock;
+            evict_tables(fs, m);
+        } else if (!m->tab) {
+            drop_slot(d, b, m);
+        }
+        pthread_cond_broadcast(&d->built);
+        pthread_mutex_unlock(&d->lock);
+        if (rc == 0)
+            *out = t;
+        return rc;
+    }
+}
+
+/* The model whose views have base `base`: bsearch of the models. */
+static const mfs_dir_model *find_base(const mfs_dirtab *t, const char *base, size_t len)
+{
+    size_t lo = 0, hi = t->nmodels;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const char *b = t->models[mid].base;
+        int c = strncmp(b, base, len);
+        if (c == 0)
+            c = b[len] ? 1 : 0;
+        if (c == 0)
+            return &t->models[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
 }
 
 int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref)
 {
-    pthread_mutex_lock(&fs->dirs->lock);
-    int err = 0;
-    dirmap *m = current_map(fs, dir, &err);
-    int rc = 0;
-    if (!m) {
-        rc = err;
-    } else {
-        vname key = {.name = (char *)name};
-        vname *hit = bsearch(&key, m->v, m->n, sizeof *m->v, cmp_vname);
-        if (hit) {
-            ref->model = strdup(hit->model);
-            size_t ext = strlen(mfs_format_get((mfs_format)hit->format)->name) + 1;
-            ref->base = strndup(hit->name, strlen(hit->name) - ext);
-            ref->format = hit->format;
-            rc = ref->model && ref->base ? 1 : -ENOMEM;
+    mfs_dirtab *t;
+    int rc = mfs_dirtab_get(fs, dir, 0, &t);
+    if (rc < 0)
+        return rc;
+    size_t nl = strlen(name);
+    for (int k = 0; k < t->nf && rc == 0; k++) {
+        int f = t->order[k];
+        const char *ext = mfs_format_get((mfs_format)f)->name;
+        size_t el = strlen(ext);
+        if (nl < el + 2 || name[nl - el - 1] != '.' || memcmp(name + nl - el, ext, el))
+            continue;
+        const mfs_dir_model *dm = find_base(t, name, nl - el - 1);
+        if (!dm)
+            continue;
+        ref->model = strdup(dm->model);
+        ref->base = strdup(dm->base);
+        ref->format = f;
+        rc = ref->model && ref->base ? 1 : -ENOMEM;
+        if (rc < 0) {
+            free(ref->model);
+            free(ref->base);
         }
     }
-    pthread_mutex_unlock(&fs->dirs->lock);
+    mfs_dirtab_put(t);
     return rc;
 }
 
-int mfs_dir_list(mfs_fs *fs, const char *dir, mfs_dir_fill fill, void *ctx)
+size_t mfs_dirtab_entries(const mfs_dirtab *t)
 {
-    /* the folder's stat first: the table may be built from these entries */
-    struct stat dst;
-    int have_dst = mfs_beneath_stat(fs, dir, &dst) == 0 && S_ISDIR(dst.st_mode);
-    dev_t dev = have_dst ? dst.st_dev : 0;
-    entry *e;
-    size_t n;
-    int rc = read_entries(fs, dir, &e, &n);
-    if (rc < 0)
-        return rc;
-    /* lowercase_names: the entries' shown names, from these very entries
-     * (the table's notes were logged when it was built) */
-    mfs_names shown = {0};
-    if (fs->cfg.lowercase_names && plan_names(fs, e, n, &shown) < 0) {
-        free_entries(e, n);
-        return -ENOMEM;
+    return t->n;
+}
+
+size_t mfs_dirtab_count(const mfs_dirtab *t)
+{
+    return t->n + t->nmodels * (size_t)t->nf + (t->pkg ? 1 : 0);
+}
+
+int mfs_dirtab_item(const mfs_fs *fs, const mfs_dirtab *t, size_t i, char *buf, size_t bufsz,
+                    mfs_dir_item *out)
+{
+    memset(out, 0, sizeof *out);
+    if (i < t->n) {
+        const tentry *e = &t->e[i];
+        if (!e->shown || (fs->cfg.hide_sources && e->model))
+            return 0;
+        out->name = e->shown;
+        out->real = e->name;
+        out->ino = e->ino;
+        out->mode = DTTOIF(e->type);
+        return 1;
     }
-    int stop = 0, real_pkg = 0;
-    for (size_t i = 0; i < n && !stop; i++) {
-        if (fs->cfg.hide_sources && is_model_entry(fs, &e[i]))
-            continue;
-        const char *name = shown.shown ? shown.shown[i] : e[i].name;
-        if (!name)
-            continue;
-        real_pkg |= !strcmp(name, MFS_LGEPKG_FILE_NAME); /* a real file wins */
-        struct stat st;
-        memset(&st, 0, sizeof st);
-        st.st_ino = e[i].ino;
-        st.st_mode = DTTOIF(e[i].type);
-        stop = fill(ctx, name, &st, NULL);
+    i -= t->n;
+    if (i < t->nmodels * (size_t)t->nf) {
+        const mfs_dir_model *dm = &t->models[i / (size_t)t->nf];
+        int f = t->order[i % (size_t)t->nf];
+        /* not snprintf: a 20,000-model folder's listing makes 160,000 */
+        const char *ext = mfs_format_get((mfs_format)f)->name;
+        size_t bl = strlen(dm->base), el = strlen(ext);
+        if (bl + el + 2 > bufsz)
+            return 0;
+        memcpy(buf, dm->base, bl);
+        buf[bl] = '.';
+        memcpy(buf + bl + 1, ext, el + 1);
+        out->name = buf;
+        out->ino = mfs_view_ino(t->dev, dm->ino, f);
+        out->mode = S_IFREG;
+        out->is_view = 1;
+        out->model = i / (size_t)t->nf;
+        out->view = (mfs_view_ref){(char *)dm->model, (char *)dm->base, f};
+        return 1;
     }
-    mfs_names_free(&shown);
-    /* The views straight from the table, under its lock: fill only copies
-     * (fs.h), and a copy of a 20,000-model folder's table would be 320,000
-     * allocations and ~13 MiB more at the listing's peak. */
-    pthread_mutex_lock(&fs->dirs->lock);
-    int err = 0;
-    dirmap *m = have_dst ? current_map_from(fs, dir, &dst, e, n, &err) : current_map(fs, dir, &err);
-    size_t nmodels = m ? m->nmodels : 0;
-    for (size_t i = 0; m && i < m->n && !stop; i++) {
-        const vname *v = &m->v[i];
-        struct stat st;
-        memset(&st, 0, sizeof st);
-        st.st_ino = mfs_view_ino(dev, v->ino, v->format);
-        st.st_mode = S_IFREG;
-        char base[4096];
-        size_t bl = strlen(v->name) - strlen(mfs_format_get((mfs_format)v->format)->name) - 1;
-        if (bl >= sizeof base)
-            continue;
-        memcpy(base, v->name, bl);
-        base[bl] = '\0';
-        mfs_view_ref ref = {v->model, base, v->format};
-        stop = fill(ctx, v->name, &st, &ref);
+    if (i == t->nmodels * (size_t)t->nf && t->pkg) {
+        out->name = MFS_LGEPKG_FILE_NAME;
+        out->ino = mfs_view_ino(t->dev, t->ino, MFS_FS_LGEPKG);
+        out->mode = S_IFREG;
+        out->is_view = 1;
+        out->model = (size_t)-1;
+        out->view = (mfs_view_ref){"", MFS_LGEPKG_DEFAULT_NAME, MFS_FS_LGEPKG};
+        return 1;
     }
-    pthread_mutex_unlock(&fs->dirs->lock);
-    if (!stop && m && nmodels && !real_pkg && (fs->cfg.formats & MFS_FMT_LGEPKG_BIT)) {
-        /* the folder's package, the same rule as mfs_lgepkg_present */
-        struct stat st;
-        memset(&st, 0, sizeof st);
-        st.st_ino = mfs_view_ino(dev, dev ? dst.st_ino : 0, MFS_FS_LGEPKG);
-        st.st_mode = S_IFREG;
-        mfs_view_ref ref = {"", MFS_LGEPKG_DEFAULT_NAME, MFS_FS_LGEPKG};
-        fill(ctx, MFS_LGEPKG_FILE_NAME, &st, &ref);
-    }
-    free_entries(e, n);
-    return m ? 0 : err;
+    return 0;
+}
+
+const mfs_dir_model *mfs_dirtab_models(const mfs_dirtab *t, size_t *n)
+{
+    *n = t->nmodels;
+    return t->models;
+}
+
+ssize_t mfs_dirtab_entry(const mfs_dirtab *t, const char *name)
+{
+    tentry key = {.name = name};
+    const tentry *e = bsearch(&key, t->e, t->n, sizeof *t->e, cmp_tentry);
+    return e ? e - t->e : -1;
+}
+
+const mfs_dir_model *mfs_dirtab_model(const mfs_dirtab *t, const char *model)
+{
+    ssize_t i = mfs_dirtab_entry(t, model);
+    return i >= 0 && t->e[i].mi ? &t->models[t->e[i].mi - 1] : NULL;
 }
 
 int mfs_dirmap_real_name(mfs_fs *fs, const char *dir, const char *shown, char *out, size_t n)
 {
-    pthread_mutex_lock(&fs->dirs->lock);
-    int err = 0;
-    dirmap *m = current_map(fs, dir, &err);
-    int rc = m ? 0 : err;
-    if (m && m->c) {
-        cname key = {(char *)shown, NULL};
-        cname *hit = bsearch(&key, m->c, m->nc, sizeof *m->c, cmp_cname);
+    mfs_dirtab *t;
+    int rc = mfs_dirtab_get(fs, dir, 0, &t);
+    if (rc < 0)
+        return rc;
+    if (t->c) {
+        cname key = {shown, NULL};
+        cname *hit = bsearch(&key, t->c, t->nc, sizeof *t->c, cmp_cname);
         if (hit)
             rc = snprintf(out, n, "%s", hit->real) < (int)n ? 1 : -ENAMETOOLONG;
     }
-    pthread_mutex_unlock(&fs->dirs->lock);
-    return rc;
-}
-
-int mfs_dirmap_models(mfs_fs *fs, const char *dir, mfs_dir_model **out, size_t *n)
-{
-    pthread_mutex_lock(&fs->dirs->lock);
-    int err = 0;
-    dirmap *m = current_map(fs, dir, &err);
-    int rc = m ? 0 : err;
-    *out = NULL;
-    *n = 0;
-    if (m) {
-        mfs_dir_model *v = calloc(m->nmodels + 1, sizeof *v);
-        int ok = v != NULL;
-        for (size_t k = 0; ok && k < m->nmodels; k++) {
-            v[k].model = strdup(m->models[k].model);
-            v[k].base = strdup(m->models[k].base);
-            ok = v[k].model && v[k].base;
-        }
-        if (!ok) {
-            rc = -ENOMEM;
-            mfs_dir_models_free(v, v ? m->nmodels : 0); /* calloc'd: unset ones are NULL */
-        } else {
-            *out = v;
-            *n = m->nmodels;
-        }
-    }
-    pthread_mutex_unlock(&fs->dirs->lock);
+    mfs_dirtab_put(t);
     return rc;
 }

@@ -11,37 +11,40 @@
 
 #include "coherence.h"
 
-/* The model at r, as its folder's table names it: dir, and the copy of its
- * entry (model, base) in *out.  1 found, 0 not a model with views, -errno. */
-static int find_model(mfs_fs *fs, const char *r, char *dir, size_t n, mfs_dir_model *out)
+typedef struct found_model {
+    char *model, *base;
+} found_model;
+
+/* The model at r, as its folder's table names it: dir, and copies of its
+ * model and base in *out.  1 found, 0 not a model with views, -errno. */
+static int find_model(mfs_fs *fs, const char *r, char *dir, size_t n, found_model *out)
 {
     const char *slash = strrchr(r, '/');
     const char *name = slash ? slash + 1 : r;
     snprintf(dir, n, "%.*s", slash ? (int)(slash - r) : 0, r);
-    mfs_dir_model *v;
-    size_t nv;
-    int rc = mfs_dirmap_models(fs, dir, &v, &nv);
+    mfs_dirtab *t;
+    int rc = mfs_dirtab_get(fs, dir, 0, &t);
     if (rc < 0)
         return rc;
+    const mfs_dir_model *dm = mfs_dirtab_model(t, name);
     rc = 0;
-    for (size_t i = 0; i < nv && !rc; i++)
-        if (!strcmp(v[i].model, name)) {
-            out->model = strdup(v[i].model);
-            out->base = strdup(v[i].base);
-            rc = out->model && out->base ? 1 : -ENOMEM;
-            if (rc < 0) {
-                free(out->model);
-                free(out->base);
-            }
+    if (dm) {
+        out->model = strdup(dm->model);
+        out->base = strdup(dm->base);
+        rc = out->model && out->base ? 1 : -ENOMEM;
+        if (rc < 0) {
+            free(out->model);
+            free(out->base);
         }
-    mfs_dir_models_free(v, nv);
+    }
+    mfs_dirtab_put(t);
     return rc;
 }
 
 int mfs_model_errors(mfs_fs *fs, const char *r, char *out, size_t n)
 {
     char dir[4096];
-    mfs_dir_model dm;
+    found_model dm;
     int rc = find_model(fs, r, dir, sizeof dir, &dm);
     if (rc <= 0)
         return rc;

@@ -117,24 +117,14 @@ typedef struct mfs_view_ref {
 
 mfs_dirmaps *mfs_dirmaps_new(void);
 void mfs_dirmaps_free(mfs_dirmaps *d);
-/* Tables and names held now, and tables evicted for the cap
- * (8 x memo_size names, least recently used folder out first). */
+/* Tables and their weight (entries plus models) held now, and tables
+ * evicted for the cap (a weight of 8 x memo_size, least recently used
+ * folder out first). */
 void mfs_dirmaps_stats(mfs_dirmaps *d, uint64_t *tables, uint64_t *names, uint64_t *evictions);
 
 /* If `name` in folder `dir` (relative, "" for the root) is a view, fills ref
  * (model is a malloc'd copy) and returns 1; 0 if not; -errno on error. */
 int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref);
-
-/* One listed name.  st has st_ino and the type bits of st_mode; view is
- * NULL for a passed-through entry.  It may be called with the folder
- * tables' lock held: it copies what it needs and must not block, take a
- * lock or call into the fs layer. */
-typedef int (*mfs_dir_fill)(void *ctx, const char *name, const struct stat *st,
-                            const mfs_view_ref *view);
-
-/* Lists folder `dir` as the mount shows it: passed-through entries (model
- * files omitted with hide_sources) and every view.  Returns 0 or -errno. */
-int mfs_dir_list(mfs_fs *fs, const char *dir, mfs_dir_fill fill, void *ctx);
 
 /* Stable inode numbers: a source entry keeps its own, a view gets a hash of
  * (device, inode, format) with the top bit set. */
@@ -147,15 +137,53 @@ int mfs_dirmap_real_name(mfs_fs *fs, const char *dir, const char *shown, char *o
 
 /* A model with views, as the folder's table names it. */
 typedef struct mfs_dir_model {
-    char *model;            /* real file name in the folder */
-    char *base;             /* view base (views are base.<fmt>) */
+    const char *model;      /* real file name in the folder */
+    const char *base;       /* view base (views are base.<fmt>) */
+    size_t entry;           /* the model file's index among the entries */
+    ino_t ino;              /* the model file's, as the folder said */
 } mfs_dir_model;
 
-/* Every model of folder `dir` that has views, in byte order of base
- * (the same list and order meshfs-convert uses); caller frees with
- * mfs_dir_models_free.  Returns 0 or -errno. */
-int mfs_dirmap_models(mfs_fs *fs, const char *dir, mfs_dir_model **out, size_t *n);
-void mfs_dir_models_free(mfs_dir_model *v, size_t n);
+/* A folder's table: its entries and its models with views, as one read of
+ * it found them.  Immutable and shared: holders take a reference and drop
+ * it with mfs_dirtab_put; it lives until the last one does, even after a
+ * newer table replaced it.  A listing holds one for its whole length. */
+typedef struct mfs_dirtab mfs_dirtab;
+
+/* The current table of folder `dir` (relative, "" for the root), read again
+ * if the folder's mtime or ctime moved; with fresh, also if it was built
+ * within two seconds of the folder's last change (a change in the same
+ * clock tick would not show).  0 or -errno. */
+int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out);
+void mfs_dirtab_put(mfs_dirtab *t);
+
+/* Every model of the table that has views, in byte order of base (the same
+ * list and order meshfs-convert uses); borrowed from t. */
+const mfs_dir_model *mfs_dirtab_models(const mfs_dirtab *t, size_t *n);
+/* The model whose file is named `model`, or NULL. */
+const mfs_dir_model *mfs_dirtab_model(const mfs_dirtab *t, const char *model);
+/* The index of the entry of that real name, or -1. */
+ssize_t mfs_dirtab_entry(const mfs_dirtab *t, const char *name);
+
+/* One name of a folder as the mount lists it. */
+typedef struct mfs_dir_item {
+    const char *name;       /* borrowed from the table or the caller's buf */
+    const char *real;       /* an entry's real name (lowercase_names) */
+    ino_t ino;
+    mode_t mode;            /* the type bits */
+    int is_view;
+    size_t model;           /* a view's model: index into the models */
+    mfs_view_ref view;      /* is_view: borrowed from the table */
+} mfs_dir_item;
+
+/* Items 0 .. count-1 are the folder's entries (sorted by name), then each
+ * model's views (models by base, formats by name), then the package.
+ * mfs_dirtab_item fills item i and returns 1, or 0 if it is not shown (a
+ * model file under hide_sources, an entry lowercase_names hides). */
+size_t mfs_dirtab_count(const mfs_dirtab *t);
+/* The folder's entries: items 0 .. entries-1. */
+size_t mfs_dirtab_entries(const mfs_dirtab *t);
+int mfs_dirtab_item(const mfs_fs *fs, const mfs_dirtab *t, size_t i, char *buf, size_t bufsz,
+                    mfs_dir_item *out);
 
 /* ---- casemap.c: shown paths to real ones (-o lowercase_names) ---- */
 

@@ -32,7 +32,8 @@ typedef struct pkg_model {
 
 typedef struct pkg {
     const char *dir;
-    mfs_dir_model *list;
+    mfs_dirtab *tab;
+    const mfs_dir_model *list; /* borrowed from tab */
     size_t n;
     pkg_model *m;
     struct stat dir_st;
@@ -60,7 +61,7 @@ static void pkg_free(pkg *p)
         for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++)
             mfs_cache_hit_release(&p->m[i].vs[k].hit);
     free(p->m);
-    mfs_dir_models_free(p->list, p->n);
+    mfs_dirtab_put(p->tab);
     memset(p, 0, sizeof *p);
 }
 
@@ -73,9 +74,10 @@ static int pkg_list(mfs_fs *fs, const char *dir, pkg *p)
     p->dir = dir;
     if (mfs_beneath_stat(fs, dir, &p->dir_st) < 0)
         return -errno;
-    int rc = mfs_dirmap_models(fs, dir, &p->list, &p->n);
+    int rc = mfs_dirtab_get(fs, dir, 0, &p->tab);
     if (rc < 0)
         return rc;
+    p->list = mfs_dirtab_models(p->tab, &p->n);
     p->m = calloc(p->n ? p->n : 1, sizeof *p->m);
     const char **bases = calloc(p->n ? p->n : 1, sizeof *bases);
     char(*names)[MFS_LGE_NAME_BYTES] = calloc(p->n ? p->n : 1, sizeof *names);
@@ -143,7 +145,7 @@ static int model_known_hinted(mfs_fs *fs, const char *dir, const mfs_dir_model *
 {
     struct stat mst;
     for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
-        mfs_view_ref ref = {dm->model, dm->base, mfs_lgepkg_formats[k]};
+        mfs_view_ref ref = {(char *)dm->model, (char *)dm->base, mfs_lgepkg_formats[k]};
         struct stat st;
         int r;
         if (k == 0 && hints) {
@@ -298,12 +300,13 @@ int mfs_lgepkg_present(mfs_fs *fs, const char *dir)
     int r = mfs_dirmap_real_name(fs, dir, MFS_LGEPKG_FILE_NAME, real, sizeof real);
     if (r != 0)
         return r > 0 ? 0 : r;
-    mfs_dir_model *v;
-    size_t n;
-    r = mfs_dirmap_models(fs, dir, &v, &n);
+    mfs_dirtab *t;
+    r = mfs_dirtab_get(fs, dir, 0, &t);
     if (r < 0)
         return r;
-    mfs_dir_models_free(v, n);
+    size_t n;
+    mfs_dirtab_models(t, &n);
+    mfs_dirtab_put(t);
     return n > 0;
 }
 
@@ -347,8 +350,9 @@ int mfs_lgepkg_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_lgepkg_
      * this of a folder that may hold 20,000 models */
     pkg p;
     memset(&p, 0, sizeof p);
-    if (mfs_beneath_stat(fs, dir, &p.dir_st) < 0 || mfs_dirmap_models(fs, dir, &p.list, &p.n) < 0)
+    if (mfs_beneath_stat(fs, dir, &p.dir_st) < 0 || mfs_dirtab_get(fs, dir, 0, &p.tab) < 0)
         return 0;
+    p.list = mfs_dirtab_models(p.tab, &p.n);
     uint64_t *sizes = calloc(p.n ? p.n * MFS_LGEPKG_CHUNKS : 1, sizeof *sizes);
     struct timespec mtime = p.dir_st.st_mtim;
     size_t packed = 0;

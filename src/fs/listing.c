@@ -29,32 +29,21 @@ static mfs_fs *FS(void)
     return mfs_ops_fs;
 }
 
-/* One name of a listing, as mfs_dir_list gave it. */
-typedef struct dent {
-    char *name;             /* one block: name, then model and base */
-    ino_t ino;              /* and the type bits: what a listing without */
-    mode_t mode;            /* attributes sends */
-    int is_view;
-    mfs_view_ref view;      /* is_view: model and base point into name's block */
-} dent;
-
-/* An open directory: its listing, taken when reading starts at offset 0 and
- * served by offset from then on, each READDIR(PLUS) filling the kernel's
- * buffer from where the last one stopped (lowlevel.c). */
+/* An open directory: the folder's table as reading started at offset 0
+ * (dirmap.c: immutable, held by reference, never copied), served by offset
+ * from then on, each READDIR(PLUS) filling the kernel's buffer from where
+ * the last one stopped (lowlevel.c). */
 typedef struct dirh {
     mfs_held held;          /* first: the kernel holds it (held.h) */
     char *dir;              /* relative, "" for the root */
-    dent *e;
-    size_t n, cap;
-    int listed;
-    int err;                /* collect ran out of memory */
-    /* readdirplus: the stats of the passed-through entries, which come
-     * first (sorted by name), as this listing took them; a view's query
-     * then need not stat its model again */
+    mfs_dirtab *tab;        /* NULL until listed */
+    size_t count;           /* its items (mfs_dirtab_count) */
+    /* readdirplus: the stats of the folder's entries as this listing took
+     * them (by entry index); a view's query then need not stat its model
+     * again */
     size_t nsrc;
     struct stat *src_st;    /* nsrc, made at the first stat */
     unsigned char *src_have;
-    struct chunk *chunks;   /* the names' storage, newest first */
     /* the folder's record (cache.h, "folder records"): read at the first
      * view this listing asks about, and written when the listing ends if
      * it learnt a model's manifest from its model entry */
@@ -65,31 +54,6 @@ typedef struct dirh {
 } dirh;
 
 static mfs_held_list open_dirs = MFS_HELD_LIST_INIT; /* held.h */
-
-/* The names of a listing live in a few large blocks, not one allocation
- * each: a 20,000-model folder lists 180,000 names, and their mallocs and
- * frees were a tenth of its first listing. */
-#define CHUNK_BYTES (256 * 1024)
-typedef struct chunk {
-    struct chunk *next;
-    size_t used, cap;
-    char data[];
-} chunk;
-
-static char *names_alloc(dirh *h, size_t n)
-{
-    if (!h->chunks || h->chunks->cap - h->chunks->used < n) {
-        size_t cap = n > CHUNK_BYTES ? n : CHUNK_BYTES;
-        chunk *c = malloc(sizeof *c + cap);
-        if (!c)
-            return NULL;
-        *c = (chunk){h->chunks, 0, cap};
-        h->chunks = c;
-    }
-    char *p = h->chunks->data + h->chunks->used;
-    h->chunks->used += n;
-    return p;
-}
 
 /* Listing handles open now, and the names they hold (stats xattr).  A
  * handle's snapshot lives from opendir to releasedir: the kernel holds it
@@ -153,41 +117,22 @@ static void record_flush(mfs_fs *fs, dirh *h)
 
 static void dirh_clear(dirh *h)
 {
-    atomic_fetch_sub(&listing_names, h->n);
-    while (h->chunks) {
-        chunk *c = h->chunks;
-        h->chunks = c->next;
-        free(c);
-    }
-    free(h->e);
+    atomic_fetch_sub(&listing_names, h->count);
+    mfs_dirtab_put(h->tab);
     free(h->src_st);
     free(h->src_have);
-    h->e = NULL;
+    h->tab = NULL;
     h->src_st = NULL;
     h->src_have = NULL;
-    h->n = h->cap = h->nsrc = 0;
-    h->listed = 0;
-    h->err = 0;
+    h->count = h->nsrc = 0;
 }
 
-/* The stat this listing took of a passed-through entry named name, if it
- * has one. */
-static const struct stat *listed_stat(const dirh *h, const char *name)
+/* The stat this listing took of entry i, if it has one. */
+static const struct stat *listed_stat(const dirh *h, ssize_t i)
 {
-    if (!h->src_have)
+    if (!h->src_have || i < 0 || (size_t)i >= h->nsrc)
         return NULL;
-    size_t lo = 0, hi = h->nsrc;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(h->e[mid].name, name);
-        if (c == 0)
-            return h->src_have[mid] ? &h->src_st[mid] : NULL;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    return h->src_have[i] ? &h->src_st[i] : NULL;
 }
 
 static void keep_listed_stat(dirh *h, size_t i, const struct stat *st)
@@ -207,42 +152,6 @@ static void keep_listed_stat(dirh *h, size_t i, const struct stat *st)
     }
     h->src_st[i] = *st;
     h->src_have[i] = 1;
-}
-
-static int collect(void *ctx, const char *name, const struct stat *partial,
-                   const mfs_view_ref *view)
-{
-    dirh *h = ctx;
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 64;
-        dent *ne = realloc(h->e, cap * sizeof *ne);
-        if (!ne)
-            return h->err = -ENOMEM;
-        h->e = ne;
-        h->cap = cap;
-    }
-    dent *d = &h->e[h->n];
-    memset(d, 0, sizeof *d);
-    /* one block per name (name, model, base) from the handle's chunks, no
-     * struct stat: a 20,000-model folder lists 180,000 names, and each
-     * handle holds them all (docs/scale.md) */
-    size_t nl = strlen(name) + 1;
-    size_t ml = view ? strlen(view->model) + 1 : 0, bl = view ? strlen(view->base) + 1 : 0;
-    d->name = names_alloc(h, nl + ml + bl);
-    if (!d->name)
-        return h->err = -ENOMEM;
-    memcpy(d->name, name, nl);
-    d->ino = partial->st_ino;
-    d->mode = partial->st_mode;
-    if (view) {
-        d->is_view = 1;
-        d->view.model = memcpy(d->name + nl, view->model, ml);
-        d->view.base = memcpy(d->name + nl + ml, view->base, bl);
-        d->view.format = view->format;
-    }
-    h->n++;
-    atomic_fetch_add(&listing_names, 1);
-    return 0;
 }
 
 /* Listings the kernel keeps (cache_readdir).  A folder's names change only
@@ -340,10 +249,10 @@ int mfs_listing_releasedir(const char *path, struct fuse_file_info *fi)
 {
     dirh *h = (dirh *)(uintptr_t)fi->fh;
     if (h) {
-        size_t n = h->n;
+        size_t n = h->count;
         mfs_held_remove(&open_dirs, &h->held);
         dirh_free(h);
-        /* a big folder's snapshot is many small blocks that malloc keeps
+        /* a big folder's stats and records are blocks that malloc keeps
          * for reuse: give the pages back, or RSS stays at its largest
          * listing's high-water mark */
         if (n >= 4096)
@@ -402,7 +311,7 @@ static void hint_end(hint_use *u, const char *model, mfs_view_hint *hint)
     u->have = 0;
 }
 
-static int view_attr_listed(mfs_fs *fs, dirh *h, const dent *d, struct stat *model_st,
+static int view_attr_listed(mfs_fs *fs, dirh *h, const mfs_dir_item *d, struct stat *model_st,
                             mfs_view_inputs in, struct stat *st)
 {
     hint_use u = {.fs = fs, .h = h};
@@ -421,7 +330,7 @@ static int pkg_begin(void *ctx, const char *model, mfs_view_hint *hint, struct s
 {
     hint_use *u = ctx;
     hint_begin(u, model, hint);
-    const struct stat *given = listed_stat(u->h, model);
+    const struct stat *given = listed_stat(u->h, mfs_dirtab_entry(u->h->tab, model));
     if (given)
         *model_st = *given;
     return given != NULL;
@@ -432,7 +341,7 @@ static void pkg_end(void *ctx, const char *model, mfs_view_hint *hint)
     hint_end(ctx, model, hint);
 }
 
-static int plus_attr(mfs_fs *fs, dirh *h, const dent *d, struct stat *model_st,
+static int plus_attr(mfs_fs *fs, dirh *h, const mfs_dir_item *d, struct stat *model_st,
                      int same_model, struct stat *st)
 {
     if (d->is_view && d->view.format == MFS_FS_LGEPKG) {
@@ -443,7 +352,9 @@ static int plus_attr(mfs_fs *fs, dirh *h, const dent *d, struct stat *model_st,
     if (d->is_view) {
         mfs_view_inputs in = MFS_VIEW_INPUTS_CHECKED;
         if (!same_model) {
-            const struct stat *given = listed_stat(h, d->view.model);
+            size_t nm;
+            const mfs_dir_model *models = mfs_dirtab_models(h->tab, &nm);
+            const struct stat *given = listed_stat(h, (ssize_t)models[d->model].entry);
             in = given ? MFS_VIEW_INPUTS_GIVEN : MFS_VIEW_INPUTS_STAT;
             if (given)
                 *model_st = *given;
@@ -453,29 +364,25 @@ static int plus_attr(mfs_fs *fs, dirh *h, const dent *d, struct stat *model_st,
                    : view_attr_listed(fs, h, d, model_st, in, st);
     }
     char path[4200];
-    snprintf(path, sizeof path, "%s%s%s", h->dir, h->dir[0] ? "/" : "", d->name);
+    snprintf(path, sizeof path, "%s%s%s", h->dir, h->dir[0] ? "/" : "", d->real);
     return mfs_beneath_stat(fs, path, st) == 0;
 }
 
-/* Offsets: 1 and 2 are "." and "..", 3 + i the listing's entry i. */
+/* Offsets: 1 and 2 are "." and "..", 3 + i the table's item i. */
 int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
                         struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
     mfs_fs *fs = FS();
     dirh *h = (dirh *)(uintptr_t)fi->fh;
     atomic_fetch_add(&fs->stats.readdir_requests, 1);
-    if (off == 0 || !h->listed) {
+    if (off == 0 || !h->tab) {
         dirh_clear(h);
-        int rc = mfs_dir_list(fs, h->dir, collect, h);
-        if (rc == 0)
-            rc = h->err;
-        if (rc < 0) {
-            dirh_clear(h);
+        int rc = mfs_dirtab_get(fs, h->dir, 1, &h->tab);
+        if (rc < 0)
             return rc;
-        }
-        h->listed = 1;
-        while (h->nsrc < h->n && !h->e[h->nsrc].is_view)
-            h->nsrc++;
+        h->count = mfs_dirtab_count(h->tab);
+        atomic_fetch_add(&listing_names, h->count);
+        h->nsrc = mfs_dirtab_entries(h->tab);
     }
     if (off < 1 && filler(buf, ".", NULL, 1, 0))
         return 0;
@@ -484,44 +391,47 @@ int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off
     int plus = (flags & FUSE_READDIR_PLUS) != 0;
     if (plus)
         mfs_beneath_walk_begin(fs, h->dir);
-    const char *checked = NULL; /* model whose inputs the last view checked */
-    const char *cold = NULL;    /* model the last view found nothing of */
-    struct stat model_st;       /* and that model file's stat */
-    for (size_t i = off > 2 ? (size_t)off - 2 : 0; i < h->n; i++) {
-        const dent *d = &h->e[i];
+    const size_t none = (size_t)-1;
+    size_t checked = none;   /* model whose inputs the last view checked */
+    size_t cold = none;      /* model the last view found nothing of */
+    struct stat model_st;    /* and that model file's stat */
+    char name[4200];
+    for (size_t i = off > 2 ? (size_t)off - 2 : 0; i < h->count; i++) {
+        mfs_dir_item d;
+        if (!mfs_dirtab_item(fs, h->tab, i, name, sizeof name, &d))
+            continue;
         struct stat st;
         int have = 0;
-        if (fs->cfg.hide_failed && d->is_view && d->view.format != MFS_FS_LGEPKG &&
-            mfs_view_known_failed(fs, h->dir, &d->view))
+        if (fs->cfg.hide_failed && d.is_view && d.view.format != MFS_FS_LGEPKG &&
+            mfs_view_known_failed(fs, h->dir, &d.view))
             continue; /* -o hide_failed: a view known to have failed is not listed */
-        if (plus && !(d->is_view && cold && !strcmp(cold, d->view.model))) {
-            int same = d->is_view && checked && !strcmp(checked, d->view.model);
-            have = plus_attr(fs, h, d, &model_st, same, &st);
-            cold = d->is_view && have < 0 ? d->view.model : NULL;
+        int pkg = d.is_view && d.view.format == MFS_FS_LGEPKG;
+        if (plus && !(d.is_view && !pkg && d.model == cold)) {
+            int same = d.is_view && !pkg && d.model == checked;
+            have = plus_attr(fs, h, &d, &model_st, same, &st);
+            cold = d.is_view && !pkg && have < 0 ? d.model : none;
             have = have > 0;
-            if (have && !d->is_view)
+            if (have && !d.is_view)
                 keep_listed_stat(h, i, &st);
-            checked = d->is_view && have ? d->view.model : NULL;
-            if (have && d->is_view) {
+            checked = d.is_view && !pkg && have ? d.model : none;
+            if (have && d.is_view) {
                 char vpath[4200];
-                snprintf(vpath, sizeof vpath, "%s/%s", strcmp(path, "/") ? path : "", d->name);
+                snprintf(vpath, sizeof vpath, "%s/%s", strcmp(path, "/") ? path : "", d.name);
                 mfs_kview_attr(vpath, &st);
             }
         }
         if (!have) {
             memset(&st, 0, sizeof st);
-            st.st_ino = d->ino;
-            st.st_mode = d->mode;
+            st.st_ino = d.ino;
+            st.st_mode = d.mode;
         }
-        if (filler(buf, d->name, &st, (off_t)(i + 3),
-                   have ? FUSE_FILL_DIR_PLUS : 0))
+        if (filler(buf, d.name, &st, (off_t)(i + 3), have ? FUSE_FILL_DIR_PLUS : 0))
             break;
     }
     if (plus)
         mfs_beneath_walk_end();
     return 0;
 }
-
 
 void mfs_listing_counts(uint64_t *handles, uint64_t *names)
 {

@@ -314,10 +314,11 @@ void mfs_prefetch_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
         return; /* warm: no conversion is coming, the mark waits for one */
     if (!mark_fresh(pf, dir, 1))
         return; /* another stat of this listing took it */
-    mfs_dir_model *models;
-    size_t nm;
-    if (mfs_dirmap_models(fs, dir, &models, &nm) < 0)
+    mfs_dirtab *tab;
+    if (mfs_dirtab_get(fs, dir, 0, &tab) < 0)
         return;
+    size_t nm;
+    const mfs_dir_model *models = mfs_dirtab_models(tab, &nm);
     /* which are cold: asked here, outside the lock, with the listing's
      * query (never waits, never converts); this model goes first */
     char **want = calloc(nm + 1, sizeof *want), **wbase = calloc(nm + 1, sizeof *wbase);
@@ -329,17 +330,22 @@ void mfs_prefetch_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
         for (size_t i = 0; i < nm && nw < pf->cap && nw; i++) {
             if (!strcmp(models[i].model, ref->model))
                 continue;
-            mfs_view_ref r = {.model = models[i].model, .base = models[i].base,
+            mfs_view_ref r = {.model = (char *)models[i].model, .base = (char *)models[i].base,
                               .format = ref->format};
             if (mfs_view_cached_stat(fs, dir, &r, &mst, MFS_VIEW_INPUTS_STAT, &st) > 0)
                 continue;
-            want[nw] = models[i].model;
-            wbase[nw] = models[i].base;
-            models[i].model = models[i].base = NULL; /* taken */
+            want[nw] = strdup(models[i].model);
+            wbase[nw] = strdup(models[i].base);
+            if (!want[nw] || !wbase[nw]) {
+                free(want[nw]);
+                free(wbase[nw]);
+                want[nw] = wbase[nw] = NULL;
+                break;
+            }
             nw++;
         }
     }
-    mfs_dir_models_free(models, nm);
+    mfs_dirtab_put(tab);
     char line[512] = "";
     pthread_mutex_lock(&pf->mu);
     fill *f = NULL;
