@@ -189,6 +189,37 @@ class ScaleTest(TreeCase):
             self.assertEqual(st["memo_entries"], PER_FOLDER)
             self.assertEqual(st["memo_evictions"], 0)
 
+    def test_a_folder_table_costs_per_model_and_a_listing_holds_it(self):
+        # dirmap.c: a table is the folder's entries and its models (view
+        # names are parsed, not stored), so its weight is 2 a model, not 8
+        # views and a source; a listing holds the table it started with
+        # instead of a copy, and finishes with the names it started with
+        # though the folder changes under it
+        d00 = os.path.join(self.mnt, "d00")
+        per_model = 1 + len(FORMATS)
+        with Mount(self.src, self.mnt, self.cache) as m:
+            # the first listing (the kernel keeps none yet), in three
+            # READDIRs of about 200 names: the folder gains a model after
+            # the first
+            with os.scandir(d00) as it:
+                got = [next(it).name]
+                st = m.stats()
+                self.assertEqual((st["dirmap_tables"], st["dirmap_names"]), (1, 2 * PER_FOLDER))
+                with open(os.path.join(self.src, "d00", "new.obj"), "w") as f:
+                    f.write(tetra(99999))
+                got += [e.name for e in it]
+            self.assertEqual(len(got), PER_FOLDER * per_model + 1)
+            self.assertEqual(len(set(got)), len(got))
+            self.assertNotIn("new.obj", got)
+            self.assertIn("m49.gmf", got)
+            again = sorted(os.listdir(d00))
+            self.assertEqual(len(again), PER_FOLDER * per_model + 1 + per_model)
+            self.assertIn("new.obj", again)
+            self.assertIn("new.gmf", again)
+            st = self.settled(m)
+            self.assertEqual(st["dirmap_names"], 2 * (PER_FOLDER + 1))
+            self.assertEqual(st["listing_names"], 0)
+
     def test_bad_memo_size_exits_2(self):
         os.makedirs(self.mnt)
         for value, why in [("0", "must be at least 1"), ("-5", "not a whole number"),
