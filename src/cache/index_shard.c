@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -253,8 +254,23 @@ static int open_log(mfs_cache *c, unsigned no, int flags, struct stat *st)
     return fd;
 }
 
+/* Misses come in runs: a listing asks about a folder's files one after
+ * another, and files made together share a shard (by inode), so a cold
+ * folder of 20,000 models was 20,000 fstatats of ~300 shard files.  Other
+ * processes' appends are looked for at most this often per shard; one
+ * missed meanwhile costs a hash of the file, never a wrong answer. */
+#define REFRESH_EVERY_NS (100 * 1000000LL)
+
+static int64_t coarse_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
 void idx_shard_load(mfs_cache *c, idx_shard *s)
 {
+    s->refreshed_ns = coarse_now_ns();
     s->loaded = 1;
     s->fdev = s->fino = 0;
     s->read_pos = IDX_HDR_LEN;
@@ -293,6 +309,10 @@ void idx_shard_load(mfs_cache *c, idx_shard *s)
 
 int idx_shard_refresh(mfs_cache *c, idx_shard *s)
 {
+    int64_t now = coarse_now_ns();
+    if (s->refreshed_ns && now - s->refreshed_ns < REFRESH_EVERY_NS)
+        return 0;
+    s->refreshed_ns = now;
     char name[MFS_CACHE_PATH_MAX];
     shard_name(s->no, name);
     struct stat st;

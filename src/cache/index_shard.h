@@ -33,6 +33,7 @@ typedef struct idx_shard {
     uint64_t fdev, fino;   /* the file read; 0, 0: none (absent) */
     uint64_t read_pos;     /* its bytes parsed so far */
     uint64_t log_records;  /* records in it, as far as we know */
+    int64_t refreshed_ns;  /* CLOCK_MONOTONIC_COARSE of the last refresh */
     struct idx_shard *newer, *older; /* LRU list of loaded shards (index.c) */
 } idx_shard;
 

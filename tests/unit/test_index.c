@@ -269,7 +269,10 @@ static void test_two_handles(void **state)
     assert_int_equal(stats(b).index_shard_loads, 1);
     /* ... a appends x to it ... */
     assert_int_equal(mfs_index_record(a, &x, hx), 0);
-    /* ... and b picks the append up before calling it unknown. */
+    /* ... and b picks the append up before calling it unknown, once its
+     * shard was last looked at longer ago than the refresh interval
+     * (index_shard.c: 100 ms) */
+    usleep(150 * 1000);
     assert_true(known(b, &x, 5000));
     assert_int_equal(stats(b).index_shard_loads, 1);
     assert_int_equal(mfs_index_record(b, &y, hy), 0);
@@ -288,6 +291,7 @@ static void test_two_handles(void **state)
     struct stat after;
     assert_int_equal(stat(shard, &after), 0);
     assert_true(after.st_ino != before.st_ino);
+    usleep(150 * 1000);
     assert_true(known(b, &x, 5000));
     assert_true(known(b, &y, 5001));
     assert_int_equal(stats(b).index_shard_loads, 2); /* read whole again, once */
