@@ -29,6 +29,19 @@ static mfs_fs *FS(void)
     return mfs_ops_fs;
 }
 
+/* What a view's query and the package's stat use of a source entry's stat
+ * (models.c, views.c): half a struct stat, kept for every entry of a
+ * listing, which may be a 100,000-model folder's.  mode 0: none taken. */
+struct listed_st {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime, ctime;
+    mode_t mode;
+    uid_t uid;
+    gid_t gid;
+};
+
 /* An open directory: the folder's table as reading started at offset 0
  * (dirmap.c: immutable, held by reference, never copied), served by offset
  * from then on, each READDIR(PLUS) filling the kernel's buffer from where
@@ -42,8 +55,7 @@ typedef struct dirh {
      * them (by entry index); a view's query then need not stat its model
      * again */
     size_t nsrc;
-    struct stat *src_st;    /* nsrc, made at the first stat */
-    unsigned char *src_have;
+    struct listed_st *src_st; /* nsrc, made at the first stat */
     /* the folder's record (cache.h, "folder records"): read at the first
      * view this listing asks about, and written when the listing ends if
      * it learnt a model's manifest from its model entry */
@@ -120,38 +132,38 @@ static void dirh_clear(dirh *h)
     atomic_fetch_sub(&listing_names, h->count);
     mfs_dirtab_put(h->tab);
     free(h->src_st);
-    free(h->src_have);
     h->tab = NULL;
     h->src_st = NULL;
-    h->src_have = NULL;
     h->count = h->nsrc = 0;
 }
 
-/* The stat this listing took of entry i, if it has one. */
-static const struct stat *listed_stat(const dirh *h, ssize_t i)
+/* The stat this listing took of entry i into *st, if it has one. */
+static const struct stat *listed_stat(const dirh *h, ssize_t i, struct stat *st)
 {
-    if (!h->src_have || i < 0 || (size_t)i >= h->nsrc)
+    if (!h->src_st || i < 0 || (size_t)i >= h->nsrc || !h->src_st[i].mode)
         return NULL;
-    return h->src_have[i] ? &h->src_st[i] : NULL;
+    const struct listed_st *l = &h->src_st[i];
+    memset(st, 0, sizeof *st);
+    st->st_dev = l->dev;
+    st->st_ino = l->ino;
+    st->st_size = l->size;
+    st->st_mtim = l->mtime;
+    st->st_ctim = l->ctime;
+    st->st_mode = l->mode;
+    st->st_uid = l->uid;
+    st->st_gid = l->gid;
+    st->st_nlink = 1;
+    return st;
 }
 
 static void keep_listed_stat(dirh *h, size_t i, const struct stat *st)
 {
     if (i >= h->nsrc)
         return;
-    if (!h->src_st) {
-        h->src_st = malloc(h->nsrc * sizeof *h->src_st);
-        h->src_have = calloc(h->nsrc, 1);
-        if (!h->src_st || !h->src_have) {
-            free(h->src_st);
-            free(h->src_have);
-            h->src_st = NULL;
-            h->src_have = NULL;
-            return;
-        }
-    }
-    h->src_st[i] = *st;
-    h->src_have[i] = 1;
+    if (!h->src_st && !(h->src_st = calloc(h->nsrc, sizeof *h->src_st)))
+        return;
+    h->src_st[i] = (struct listed_st){st->st_dev, st->st_ino, st->st_size, st->st_mtim,
+                                      st->st_ctim, st->st_mode, st->st_uid, st->st_gid};
 }
 
 /* Listings the kernel keeps (cache_readdir).  A folder's names change only
@@ -330,10 +342,7 @@ static int pkg_begin(void *ctx, const char *model, mfs_view_hint *hint, struct s
 {
     hint_use *u = ctx;
     hint_begin(u, model, hint);
-    const struct stat *given = listed_stat(u->h, mfs_dirtab_entry(u->h->tab, model));
-    if (given)
-        *model_st = *given;
-    return given != NULL;
+    return listed_stat(u->h, mfs_dirtab_entry(u->h->tab, model), model_st) != NULL;
 }
 
 static void pkg_end(void *ctx, const char *model, mfs_view_hint *hint)
@@ -354,10 +363,8 @@ static int plus_attr(mfs_fs *fs, dirh *h, const mfs_dir_item *d, struct stat *mo
         if (!same_model) {
             size_t nm;
             const mfs_dir_model *models = mfs_dirtab_models(h->tab, &nm);
-            const struct stat *given = listed_stat(h, (ssize_t)models[d->model].entry);
+            const struct stat *given = listed_stat(h, (ssize_t)models[d->model].entry, model_st);
             in = given ? MFS_VIEW_INPUTS_GIVEN : MFS_VIEW_INPUTS_STAT;
-            if (given)
-                *model_st = *given;
         }
         return in == MFS_VIEW_INPUTS_CHECKED
                    ? mfs_view_cached_stat(fs, h->dir, &d->view, model_st, in, st)
