@@ -336,6 +336,21 @@ static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log)
     return rc;
 }
 
+int mfs_dir_times_settled(const struct stat *st)
+{
+    /* whole seconds in both times: a file system that keeps no more (FAT
+     * keeps 2 s); else the kernel's clock tick (4-10 ms) with room to
+     * spare; a folder whose clock runs ahead of ours stays unsettled */
+    int64_t window = st->st_mtim.tv_nsec == 0 && st->st_ctim.tv_nsec == 0 ? 2000000000LL
+                                                                         : 50000000LL;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t n = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+    int64_t m = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+    int64_t c = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
+    return (m > c ? m : c) <= n - window;
+}
+
 /* A fresh table of folder dir, whose stat (taken before reading it) is st. */
 static int build_tab(mfs_fs *fs, const char *dir, const struct stat *st, int log,
                      mfs_dirtab **out)
@@ -348,14 +363,7 @@ static int build_tab(mfs_fs *fs, const char *dir, const struct stat *st, int log
     t->ctime = st->st_ctim;
     t->dev = st->st_dev;
     t->ino = st->st_ino;
-    /* a change made later in the same tick of the folder's clock would
-     * leave its times as they are: a folder changed in the last two
-     * seconds (coarse clocks, FAT's 2 s, a file server's own clock) is
-     * read again by the next listing */
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    time_t newest = st->st_mtim.tv_sec > st->st_ctim.tv_sec ? st->st_mtim.tv_sec : st->st_ctim.tv_sec;
-    t->racy = newest >= now.tv_sec - 2;
+    t->racy = !mfs_dir_times_settled(st);
     format_order(fs, t);
     int rc = read_entries(fs, dir, t);
     if (rc == 0)
@@ -448,10 +456,17 @@ static void drop_slot(mfs_dirmaps *d, unsigned b, dirmap *m)
     map_free(m);
 }
 
+/* 1 if a is later than b. */
+static int later(struct timespec a, struct timespec b)
+{
+    return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec > b.tv_nsec);
+}
+
 int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out)
 {
     mfs_dirmaps *d = fs->dirs;
     unsigned b = bucket_of(dir);
+    int waited = 0, restats = 0;
     for (;;) {
         struct stat st;
         if (mfs_beneath_stat(fs, dir, &st) < 0)
@@ -460,22 +475,31 @@ int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out)
             return -ENOTDIR;
         pthread_mutex_lock(&d->lock);
         dirmap *m = find_slot(d, b, dir);
-        if (m && m->building) { /* one read of a folder at a time */
-            while ((m = find_slot(d, b, dir)) && m->building)
-                pthread_cond_wait(&d->built, &d->lock);
-            pthread_mutex_unlock(&d->lock);
-            continue; /* its stat again: the table just built may be current */
-        }
         int changed = 1;
         if (m && m->tab) {
             changed = !same_time(m->tab->mtime, st.st_mtim) ||
                       !same_time(m->tab->ctime, st.st_ctim);
-            if (!changed && !(fresh && m->tab->racy)) {
+            /* racy matters only to a listing, and not to one that waited
+             * for this very table: it was read after the listing began */
+            if (!changed && !(fresh && m->tab->racy && !waited)) {
                 m->used = ++d->clock;
                 *out = tab_ref(m->tab);
                 pthread_mutex_unlock(&d->lock);
                 return 0;
             }
+            if (later(m->tab->ctime, st.st_ctim) && restats++ < 3) {
+                /* a newer table went in since this stat: stat again (a
+                 * few times: a clock set back would keep it newer) */
+                pthread_mutex_unlock(&d->lock);
+                continue;
+            }
+        }
+        if (m && m->building) { /* one read of a folder at a time */
+            while ((m = find_slot(d, b, dir)) && m->building)
+                pthread_cond_wait(&d->built, &d->lock);
+            pthread_mutex_unlock(&d->lock);
+            waited = 1;
+            continue; /* its stat again: the table just built may be current */
         }
         if (!m) {
             m = calloc(1, sizeof *m);

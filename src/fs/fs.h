@@ -38,6 +38,7 @@ typedef struct mfs_fs_config {
     size_t memo_size;       /* -o memo_size: models whose records are kept
                                (0: MFS_VIEWS_MEMO_DEFAULT; docs/scale.md) */
     int foreground;
+    int single_thread;      /* -s: one thread serves every request */
     /* -o remote=... (NULL: no remote tier; docs/cache.md, "Remote tier") */
     const char *remote;
     unsigned remote_timeout_ms, remote_data_timeout_s;
@@ -151,10 +152,16 @@ typedef struct mfs_dirtab mfs_dirtab;
 
 /* The current table of folder `dir` (relative, "" for the root), read again
  * if the folder's mtime or ctime moved; with fresh, also if it was built
- * within two seconds of the folder's last change (a change in the same
- * clock tick would not show).  0 or -errno. */
+ * before the folder's times settled (mfs_dir_times_settled), unless the
+ * caller waited for that very build.  0 or -errno. */
 int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out);
 void mfs_dirtab_put(mfs_dirtab *t);
+
+/* Whether a folder's times are old enough that a change made now would
+ * move them: a change within the same tick of its file system's clock
+ * (whole seconds on some) leaves them as they were.  Tables made, and
+ * listings kept by the kernel, before a folder settles are read again. */
+int mfs_dir_times_settled(const struct stat *st);
 
 /* Every model of the table that has views, in byte order of base (the same
  * list and order meshfs-convert uses); borrowed from t. */

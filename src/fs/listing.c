@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <xxhash.h>
 
 #include "coherence.h"
@@ -182,11 +183,15 @@ static struct {
 } dirsigs[DIRSIG_SLOTS];
 static pthread_mutex_t dirsig_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int folder_sig(mfs_fs *fs, const char *dir, uint64_t *sig)
+/* *recent: the folder has not settled (mfs_dir_times_settled): a further
+ * change could leave its times as they are, so the kernel must not keep
+ * its listing. */
+static int folder_sig(mfs_fs *fs, const char *dir, uint64_t *sig, int *recent)
 {
     struct stat st;
     if (mfs_beneath_stat(fs, dir[0] ? dir : ".", &st) < 0)
         return -1;
+    *recent = !mfs_dir_times_settled(&st);
     uint64_t v[10] = {(uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_mode,
                       (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec,
                       (uint64_t)st.st_ctim.tv_sec, (uint64_t)st.st_ctim.tv_nsec,
@@ -231,9 +236,12 @@ int mfs_listing_opendir(const char *path, struct fuse_file_info *fi)
     /* the low-level reply passes both flags on, 3.14 included (its
      * high-level library dropped them before 3.16.1) */
     uint64_t sig;
-    if (folder_sig(FS(), h->dir, &sig) == 0) {
+    int recent;
+    if (folder_sig(FS(), h->dir, &sig, &recent) == 0) {
         fi->cache_readdir = 1;
-        fi->keep_cache = dirsig_same(h->dir, sig);
+        /* a listing of an unsettled folder is never kept, nor is one that
+         * follows it: it may have missed a change in the same tick */
+        fi->keep_cache = dirsig_same(h->dir, recent ? 0 : sig | 1) && !recent;
     }
     return 0;
 }

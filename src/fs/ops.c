@@ -617,7 +617,7 @@ void mfs_ops_init(struct fuse_conn_info *conn)
      * happened in between, and find reads the whole folder before it stats
      * anything, so most names would cost a LOOKUP each. */
     conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
-    mfs_pt_init(conn, FS()->cfg.passthrough);
+    mfs_pt_init(conn, FS()->cfg.passthrough, !FS()->cfg.single_thread);
 }
 
 const struct fuse_operations mfs_fuse_ops = {

@@ -64,6 +64,8 @@ static atomic_int mode;      /* MFS_PT_*, as asked */
 static atomic_int enabled;   /* negotiated with the kernel and not yet refused */
 static atomic_int logged;    /* the read path in use was logged */
 static atomic_int trailer_logged;
+static atomic_int may_wait;  /* other threads can serve the RELEASE */
+static atomic_int waiting;   /* opens waiting for one now */
 
 /* The read path, once per mount.  A fallback is worth a warning only when
  * passthrough was asked for by name (-o passthrough=on); under auto it is
@@ -98,9 +100,10 @@ static int have_sys_admin(void)
     return (d[CAP_SYS_ADMIN / 32].effective >> (CAP_SYS_ADMIN % 32)) & 1;
 }
 
-void mfs_pt_init(struct fuse_conn_info *conn, int m)
+void mfs_pt_init(struct fuse_conn_info *conn, int m, int wait_ok)
 {
     atomic_store(&mode, m);
+    atomic_store(&may_wait, wait_ok);
     if (m == MFS_PT_OFF) {
         log_path(0, "through the daemon (-o passthrough=off)");
         return;
@@ -166,11 +169,21 @@ static pt_node *find_node(const char *path)
  * in the background: a program that closes the old view and opens the new
  * one at once reaches here first.  Refusing then would be EBUSY for a file
  * that nothing holds; waiting costs a held-open one that long before its
- * EBUSY.  Called with lock held. */
+ * EBUSY.  Each waiter holds a worker thread, and the RELEASE needs one: so
+ * never with one thread (-s), and at most MAX_WAITING at once, the rest
+ * answered at once.  Called with lock held. */
 #define RELEASE_WAIT_MS 1000
+#define MAX_WAITING 4
 static pt_node *settled_node(const char *path, const uint8_t key[16])
 {
     pthread_once(&released_once, released_init);
+    pt_node *p = find_node(path);
+    if (!p || memcmp(p->key, key, 16) == 0 || !atomic_load(&may_wait))
+        return p;
+    if (atomic_fetch_add(&waiting, 1) >= MAX_WAITING) {
+        atomic_fetch_sub(&waiting, 1);
+        return p;
+    }
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += RELEASE_WAIT_MS / 1000;
@@ -179,10 +192,12 @@ static pt_node *settled_node(const char *path, const uint8_t key[16])
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
-    pt_node *p;
     while ((p = find_node(path)) && memcmp(p->key, key, 16) != 0)
-        if (pthread_cond_timedwait(&released, &lock, &until) == ETIMEDOUT)
-            return find_node(path);
+        if (pthread_cond_timedwait(&released, &lock, &until) == ETIMEDOUT) {
+            p = find_node(path);
+            break;
+        }
+    atomic_fetch_sub(&waiting, 1);
     return p;
 }
 

@@ -21,8 +21,10 @@ enum { MFS_PT_OFF = 0, MFS_PT_AUTO = 1, MFS_PT_ON = 2 };
 int mfs_pt_parse(const char *name, const char *value, int *mode, mfs_err *err);
 
 /* From init: asks the kernel for passthrough if mode allows and it is
- * offered; logs which read path the mount uses when it is decided. */
-void mfs_pt_init(struct fuse_conn_info *conn, int mode);
+ * offered; logs which read path the mount uses when it is decided.
+ * may_wait: other threads serve requests meanwhile, so an open may wait
+ * for a RELEASE (single-threaded, the RELEASE would queue behind it). */
+void mfs_pt_init(struct fuse_conn_info *conn, int mode, int may_wait);
 
 /* An open of the view at `path` (the kernel's path: one kernel inode)
  * showing entry `key`, whose payload is `len` bytes at `off` in `fd`.
@@ -31,7 +33,8 @@ void mfs_pt_init(struct fuse_conn_info *conn, int mode);
  * 0: serve this open the ordinary way;
  * -EBUSY: the path is open with passthrough on another entry (the kernel
  * takes one backing file per inode at a time, and fails other opens of it
- * while any passthrough handle lasts); logged once per entry pair. */
+ * while any passthrough handle lasts), after waiting up to a second for a
+ * RELEASE on its way; logged once per entry pair. */
 int mfs_pt_open(const char *path, const uint8_t key[16], int fd, uint64_t off, uint64_t len);
 
 /* Drops a reference mfs_pt_open gave (0 is no reference). */

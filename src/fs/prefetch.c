@@ -326,7 +326,12 @@ void mfs_prefetch_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
     if (want && wbase) {
         want[nw] = strdup(ref->model);
         wbase[nw] = strdup(ref->base);
-        nw += want[nw] && wbase[nw];
+        if (want[nw] && wbase[nw]) {
+            nw++;
+        } else {
+            free(want[nw]);
+            free(wbase[nw]);
+        }
         for (size_t i = 0; i < nm && nw < pf->cap && nw; i++) {
             if (!strcmp(models[i].model, ref->model))
                 continue;

@@ -108,6 +108,21 @@ def tmp_leftovers(cache):
     return left
 
 
+def settle(*folders):
+    """Waits until each folder's newest time (mtime, ctime) is 100 ms old.
+    The mount keeps no listing of a folder changed within a tick of its
+    clock (a change in the same tick would not move its times), so a test
+    that counts kept listings lets the folders it made settle first
+    (docs/listing.md, "Listings the kernel keeps")."""
+    import time
+    for f in folders:
+        st = os.stat(f)
+        newest = max(st.st_mtime_ns, st.st_ctime_ns)
+        wait = newest + 100_000_000 - time.time_ns()
+        if wait > 0:
+            time.sleep(wait / 1e9)
+
+
 def tempdir():
     return tempfile.TemporaryDirectory(prefix="meshfs-test-")
 

@@ -28,7 +28,7 @@ import threading
 import time
 import unittest
 
-from common import FORMATS, SOURCE, TreeCase, convert, run_tests, tmp_leftovers, tool
+from common import FORMATS, SOURCE, TreeCase, convert, run_tests, settle, tmp_leftovers, tool
 from mount import Mount
 
 EXAMPLES = os.path.join(SOURCE, "examples", "assets")
@@ -274,6 +274,7 @@ class Prefetch(Base):
         # reaches the daemon), and still its stats convert two at a time.
         d = self.folder("many", self.MODELS[:4])
         want = self.expected_sizes(d)
+        settle(d)
         with self.mount("convert_jobs=2") as m:
             md = os.path.join(self.mnt, "many")
             names = sorted(os.listdir(md))

@@ -32,7 +32,7 @@ import threading
 import time
 import unittest
 
-from common import SOURCE, convert, run_tests, tempdir, tool
+from common import SOURCE, convert, run_tests, settle, tempdir, tool
 from mount import Mount
 
 EXAMPLES = os.path.join(SOURCE, "examples", "assets")
@@ -69,6 +69,7 @@ class Base(unittest.TestCase):
 class ListingKeptByKernel(Base):
     def test_repeat_listing_costs_no_readdir(self):
         d = os.path.join(self.mnt, "props")
+        settle(os.path.join(self.src, "props"))
         with Mount(self.src, self.mnt, self.cache) as m:
             first = sorted(os.listdir(d))
             self.assertIn("tetra.stl", first)
@@ -83,8 +84,12 @@ class ListingKeptByKernel(Base):
             open(os.path.join(self.src, "props", "new.txt"), "w").close()
             again = sorted(os.listdir(d))
             self.assertIn("new.txt", again)
+            self.assertGreater(m.stats()["readdir_requests"], n1)
+            # a listing of a folder changed this instant is not kept (a
+            # change in the same clock tick would not show): once it settles
+            settle(os.path.join(self.src, "props"))
+            self.assertEqual(sorted(os.listdir(d)), again)
             n2 = m.stats()["readdir_requests"]
-            self.assertGreater(n2, n1)
             self.assertEqual(sorted(os.listdir(d)), again)
             self.assertEqual(m.stats()["readdir_requests"], n2)
             # a removed model: its views leave the listing at once
@@ -97,6 +102,35 @@ class ListingKeptByKernel(Base):
             n3 = m.stats()["readdir_requests"]
             self.assertEqual(os.listdir(self.mnt), ["props"])
             self.assertEqual(m.stats()["readdir_requests"], n3)
+
+    def test_an_unsettled_folder_is_listed_afresh(self):
+        # A folder whose times are too recent for a change to move them
+        # (here: its mtime ahead of the clock, as a file server's may be) is
+        # never kept by the kernel, and its table is read again each time:
+        # a file added then shows at once
+        props = os.path.join(self.src, "props")
+        d = os.path.join(self.mnt, "props")
+        ahead = time.time_ns() + 30 * 10**9
+        os.utime(props, ns=(ahead, ahead))
+        with Mount(self.src, self.mnt, self.cache) as m:
+            first = sorted(os.listdir(d))
+            n = m.stats()["readdir_requests"]
+            for i in range(3):
+                self.assertEqual(sorted(os.listdir(d)), first)
+                self.assertGreater(m.stats()["readdir_requests"], n, i)
+                n = m.stats()["readdir_requests"]
+            # a file added with the folder's times put back as they were:
+            # only its ctime moved, and a listing still shows it
+            open(os.path.join(props, "new.txt"), "w").close()
+            os.utime(props, ns=(ahead, ahead))
+            self.assertIn("new.txt", os.listdir(d))
+            # settled: kept again
+            os.utime(props, ns=(ahead - 60 * 10**9, ahead - 60 * 10**9))
+            settle(props)
+            again = sorted(os.listdir(d))
+            n = m.stats()["readdir_requests"]
+            self.assertEqual(sorted(os.listdir(d)), again)
+            self.assertEqual(m.stats()["readdir_requests"], n)
 
     def test_hide_failed_listing_follows_a_failure(self):
         # The listing was kept while the view was not known to fail; the
