@@ -572,14 +572,8 @@ int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_re
         const mfs_dir_model *dm = find_base(t, name, nl - el - 1);
         if (!dm)
             continue;
-        ref->model = strdup(dm->model);
-        ref->base = strdup(dm->base);
         ref->format = f;
-        rc = ref->model && ref->base ? 1 : -ENOMEM;
-        if (rc < 0) {
-            free(ref->model);
-            free(ref->base);
-        }
+        rc = mfs_dir_model_copy(dm, &ref->model, &ref->base);
     }
     mfs_dirtab_put(t);
     return rc;
@@ -645,6 +639,18 @@ const mfs_dir_model *mfs_dirtab_models(const mfs_dirtab *t, size_t *n)
 {
     *n = t->nmodels;
     return t->models;
+}
+
+int mfs_dir_model_copy(const mfs_dir_model *dm, char **model, char **base)
+{
+    *model = strdup(dm->model);
+    *base = strdup(dm->base);
+    if (*model && *base)
+        return 1;
+    free(*model);
+    free(*base);
+    *model = *base = NULL;
+    return -ENOMEM;
 }
 
 ssize_t mfs_dirtab_entry(const mfs_dirtab *t, const char *name)

@@ -27,16 +27,7 @@ static int find_model(mfs_fs *fs, const char *r, char *dir, size_t n, found_mode
     if (rc < 0)
         return rc;
     const mfs_dir_model *dm = mfs_dirtab_model(t, name);
-    rc = 0;
-    if (dm) {
-        out->model = strdup(dm->model);
-        out->base = strdup(dm->base);
-        rc = out->model && out->base ? 1 : -ENOMEM;
-        if (rc < 0) {
-            free(out->model);
-            free(out->base);
-        }
-    }
+    rc = dm ? mfs_dir_model_copy(dm, &out->model, &out->base) : 0;
     mfs_dirtab_put(t);
     return rc;
 }

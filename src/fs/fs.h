@@ -168,6 +168,9 @@ int mfs_dir_times_settled(const struct stat *st);
 const mfs_dir_model *mfs_dirtab_models(const mfs_dirtab *t, size_t *n);
 /* The model whose file is named `model`, or NULL. */
 const mfs_dir_model *mfs_dirtab_model(const mfs_dirtab *t, const char *model);
+/* Copies of dm's model and base into *model and *base (both set or both
+ * NULL).  1, or -ENOMEM. */
+int mfs_dir_model_copy(const mfs_dir_model *dm, char **model, char **base);
 /* The index of the entry of that real name, or -1. */
 ssize_t mfs_dirtab_entry(const mfs_dirtab *t, const char *name);
 

@@ -26,11 +26,15 @@ void mfs_held_remove(mfs_held_list *l, mfs_held *n)
     pthread_mutex_unlock(&l->lock);
 }
 
-mfs_held *mfs_held_take_all(mfs_held_list *l)
+void mfs_held_free_all(mfs_held_list *l, void (*free_one)(mfs_held *))
 {
     pthread_mutex_lock(&l->lock);
-    mfs_held *all = l->head;
+    mfs_held *n = l->head;
     l->head = NULL;
     pthread_mutex_unlock(&l->lock);
-    return all;
+    while (n) {
+        mfs_held *next = n->next;
+        free_one(n);
+        n = next;
+    }
 }

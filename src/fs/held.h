@@ -21,7 +21,8 @@ typedef struct mfs_held_list {
 void mfs_held_add(mfs_held_list *l, mfs_held *n);
 void mfs_held_remove(mfs_held_list *l, mfs_held *n);
 
-/* Every handle still on the list, linked by next; the list is left empty. */
-mfs_held *mfs_held_take_all(mfs_held_list *l);
+/* Frees every handle still on the list with free_one; the list is left
+ * empty. */
+void mfs_held_free_all(mfs_held_list *l, void (*free_one)(mfs_held *));
 
 #endif

@@ -255,14 +255,14 @@ static void dirh_free(dirh *h)
     atomic_fetch_sub(&listing_handles, 1);
 }
 
+static void held_free(mfs_held *n)
+{
+    dirh_free((dirh *)n);
+}
+
 void mfs_listing_close_all(void)
 {
-    mfs_held *n = mfs_held_take_all(&open_dirs);
-    while (n) {
-        mfs_held *next = n->next;
-        dirh_free((dirh *)n);
-        n = next;
-    }
+    mfs_held_free_all(&open_dirs, held_free);
 }
 
 int mfs_listing_releasedir(const char *path, struct fuse_file_info *fi)

@@ -357,14 +357,14 @@ static int op_release(const char *path, struct fuse_file_info *fi)
     return 0;
 }
 
+static void held_free(mfs_held *n)
+{
+    handle_free((handle *)n);
+}
+
 void mfs_ops_close_all(void)
 {
-    mfs_held *n = mfs_held_take_all(&open_handles);
-    while (n) {
-        mfs_held *next = n->next;
-        handle_free((handle *)n);
-        n = next;
-    }
+    mfs_held_free_all(&open_handles, held_free);
 }
 
 static int op_readlink(const char *path, char *buf, size_t size)
