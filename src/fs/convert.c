@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "coherence.h"
 #include "fs.h"
@@ -36,18 +37,98 @@ void mfs_fs_import_options(const mfs_fs *fs, char *buf, size_t n)
  * first time it finds one waiting (not from when it began to wait: a
  * prefetch queued behind long conversions would otherwise yield for no
  * time at all): a reader may be waiting for the very model it holds (the
- * single flight), unseen from here.  At unmount a prefetch not started
- * gives up (-1). */
-static int job_slot_take(mfs_fs *fs)
+ * single flight), unseen from here.  A request that has only queued the
+ * prefetches so far (mfs_fs_fg_coming) counts as waiting: else a prefetch
+ * thread takes the free slot it was about to ask for.  At unmount a
+ * prefetch not started gives up (-1). */
+#define NCOMING (sizeof ((mfs_fs *)0)->jobs_fg_coming / sizeof ((mfs_fs *)0)->jobs_fg_coming[0])
+
+static _Thread_local uint64_t fg_coming_here; /* the model this thread said it comes for */
+
+static uint64_t model_key(const char *relpath)
+{
+    return XXH3_64bits(relpath, strlen(relpath)) | 1;
+}
+
+/* Called locked: this thread's model is no longer coming. */
+static void fg_arrived(mfs_fs *fs)
+{
+    for (size_t i = 0; fg_coming_here && i < NCOMING; i++)
+        if (fs->jobs_fg_coming[i].model == fg_coming_here) {
+            if (--fs->jobs_fg_coming[i].n == 0)
+                fs->jobs_fg_coming[i].model = 0;
+            break;
+        }
+    fg_coming_here = 0;
+}
+
+void mfs_fs_fg_coming(mfs_fs *fs, const char *dir, const char *model)
+{
+    char rel[4200];
+    snprintf(rel, sizeof rel, "%s%s%s", dir, dir[0] ? "/" : "", model);
+    uint64_t key = model_key(rel);
+    pthread_mutex_lock(&fs->job_lock);
+    fg_arrived(fs);
+    size_t free_at = NCOMING;
+    for (size_t i = 0; i < NCOMING; i++) {
+        if (fs->jobs_fg_coming[i].model == key) {
+            fs->jobs_fg_coming[i].n++;
+            fg_coming_here = key;
+            break;
+        }
+        if (!fs->jobs_fg_coming[i].model && free_at == NCOMING)
+            free_at = i;
+    }
+    if (!fg_coming_here && free_at < NCOMING) { /* else: no priority, no harm */
+        fs->jobs_fg_coming[free_at].model = key;
+        fs->jobs_fg_coming[free_at].n = 1;
+        fg_coming_here = key;
+    }
+    pthread_mutex_unlock(&fs->job_lock);
+}
+
+void mfs_fs_fg_done(mfs_fs *fs)
+{
+    if (!fg_coming_here)
+        return;
+    pthread_mutex_lock(&fs->job_lock);
+    fg_arrived(fs);
+    pthread_cond_broadcast(&fs->job_cond);
+    pthread_mutex_unlock(&fs->job_lock);
+}
+
+/* Called locked: requests coming for models other than key.  A prefetch of
+ * a model a request comes for is that request's work: taking a slot for
+ * it serves them (their entry goes). */
+static int others_coming(mfs_fs *fs, uint64_t key)
+{
+    int others = 0;
+    for (size_t i = 0; i < NCOMING; i++)
+        others |= fs->jobs_fg_coming[i].model && fs->jobs_fg_coming[i].model != key;
+    return others;
+}
+
+static void coming_served(mfs_fs *fs, uint64_t key)
+{
+    for (size_t i = 0; i < NCOMING; i++)
+        if (fs->jobs_fg_coming[i].model == key)
+            fs->jobs_fg_coming[i].model = 0, fs->jobs_fg_coming[i].n = 0;
+}
+
+static int job_slot_take(mfs_fs *fs, const char *relpath)
 {
     int bg = mfs_prefetch_on_this_thread();
+    uint64_t key = model_key(relpath);
     struct timespec yield_until = {0, 0};
     int yielding = bg, timed = 0;
     pthread_mutex_lock(&fs->job_lock);
+    if (!bg)
+        fg_arrived(fs); /* from coming to waiting, in one step */
     fs->jobs_fg_waiting += !bg;
     while (!(bg && mfs_prefetch_stopping(fs)) &&
-           (fs->jobs_running >= fs->cfg.convert_jobs || (yielding && fs->jobs_fg_waiting))) {
-        if (yielding && fs->jobs_fg_waiting && !timed) {
+           (fs->jobs_running >= fs->cfg.convert_jobs ||
+            (yielding && (fs->jobs_fg_waiting || others_coming(fs, key))))) {
+        if (yielding && (fs->jobs_fg_waiting || others_coming(fs, key)) && !timed) {
             clock_gettime(CLOCK_REALTIME, &yield_until);
             yield_until.tv_sec += 10;
             timed = 1;
@@ -60,6 +141,8 @@ static int job_slot_take(mfs_fs *fs)
     fs->jobs_fg_waiting -= !bg;
     int rc = bg && mfs_prefetch_stopping(fs) ? -1 : 0;
     fs->jobs_running += rc == 0;
+    if (rc == 0 && bg)
+        coming_served(fs, key);
     pthread_mutex_unlock(&fs->job_lock);
     if (rc == 0 && bg)
         atomic_fetch_add(&fs->stats.prefetched, 1);
@@ -158,7 +241,7 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
                    .opts = fs->cfg.opts, .outdir = tmp, .limits = fs->cfg.limits};
     job.opts.model_path = fmi_model;
     mfs_report rep;
-    if (job_slot_take(fs) < 0) {
+    if (job_slot_take(fs, relpath) < 0) {
         mfs_jobdirs_give(fs->jobdirs, jd, formats, 1);
         return mfs_errf(err, "not converted: the mount is going away");
     }

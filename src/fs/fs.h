@@ -105,6 +105,10 @@ typedef struct mfs_fs {
     pthread_cond_t job_cond;
     unsigned jobs_running;
     unsigned jobs_fg_waiting; /* requests (not prefetches) waiting for a slot */
+    struct {                  /* requests about to ask for one (mfs_fs_fg_coming), */
+        uint64_t model;       /* by model path hash; 0: a free entry */
+        unsigned n;
+    } jobs_fg_coming[16];
     mfs_prefetch *prefetch;   /* prefetch.h; NULL with -o prefetch=0 */
 } mfs_fs;
 
@@ -296,6 +300,14 @@ void mfs_fs_errtext(const mfs_fs *fs, const char *in, char *out, size_t n);
  * says the first), or -1 with err (no conversion). */
 int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsigned formats,
                    mfs_cache_manifest *man, mfs_err *err);
+
+/* A request on this thread is about to convert model `dir`/`model`, and has
+ * just queued prefetches that would otherwise take the free slots first (a
+ * stat after a listing): prefetches of other models yield to it as to a
+ * request waiting, until it asks for its slot, a prefetch of its model
+ * takes one, or mfs_fs_fg_done says it needed none. */
+void mfs_fs_fg_coming(mfs_fs *fs, const char *dir, const char *model);
+void mfs_fs_fg_done(mfs_fs *fs);
 
 /* Option text for a format's cache key (fmi_model: the .fmi model= path),
  * and for the manifest. */

@@ -140,6 +140,21 @@ static int failure_errno(const mfs_fs *fs, mfs_view_outcome o, const mfs_view_in
     return -EIO;
 }
 
+#ifdef MESHFS_TEST_HOOKS
+/* Test builds only (tests/integration/test_listing.py): with
+ * MESHFS_TEST_FG_DELAY_MS=N, a stat that queued prefetches waits N ms
+ * before it resolves its own view, so the prefetch threads always reach
+ * the free slots first. */
+static void test_fg_delay(void)
+{
+    const char *v = getenv("MESHFS_TEST_FG_DELAY_MS");
+    if (v && *v)
+        usleep((useconds_t)strtoul(v, NULL, 10) * 1000u);
+}
+#else
+static void test_fg_delay(void) {}
+#endif
+
 static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struct stat *st)
 {
     if (ref->format == MFS_FS_LGEPKG)
@@ -151,10 +166,13 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
         return -errno;
     mfs_view_info vi;
     mfs_err err;
-    /* cold right after a listing (ls -l): its neighbours convert meanwhile */
+    /* cold right after a listing (ls -l): its neighbours convert meanwhile,
+     * after this one has its slot (mfs_fs_fg_coming) */
     mfs_prefetch_attr(fs, dir, ref);
+    test_fg_delay();
     mfs_view_outcome o = mfs_view_get(fs, dir, ref->model, ref->base, ref->format,
                                       MFS_VIEW_ATTR, &vi, &err);
+    mfs_fs_fg_done(fs);
     if (o == MFS_VIEW_FAILED_MACHINE) {
         /* failed for now (e.g. the cache disk is full): like a failed
          * conversion, an empty view whose reason can be read; with no

@@ -351,6 +351,8 @@ void mfs_prefetch_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
         }
     }
     mfs_dirtab_put(tab);
+    if (nw)
+        mfs_fs_fg_coming(fs, dir, ref->model); /* the caller's own first */
     char line[512] = "";
     pthread_mutex_lock(&pf->mu);
     fill *f = NULL;

@@ -40,7 +40,9 @@ void mfs_prefetch_listed(mfs_fs *fs, const char *dir);
 
 /* A stat of view ref in `dir` is about to resolve it: if the view is cold
  * and its folder was just listed, queue the folder's cold models (this one
- * first, then the others in name order) before the caller converts. */
+ * first, then the others in name order) before the caller converts; the
+ * caller's own conversion gets a slot first (mfs_fs_fg_coming: the caller
+ * ends it with mfs_fs_fg_done). */
 void mfs_prefetch_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref);
 
 /* Whether the calling thread is one of the prefetcher's (convert.c's slot

@@ -327,7 +327,10 @@ class Prefetch(Base):
         # counts below are the order of events, whatever the machine's load.
         # Which queued prefetch gets the first slot is a race between the
         # prefetch threads; the hold's FILE.held says which one it was.
-        env = dict(os.environ, MESHFS_TEST_CONVERT_HOLD=",".join(
+        # The stat of m0 waits 300 ms after queueing the prefetches, so the
+        # prefetch threads reach the free slot first, every run: they must
+        # leave it to m0's own conversion (convert.c, mfs_fs_fg_coming).
+        env = dict(os.environ, MESHFS_TEST_FG_DELAY_MS="300", MESHFS_TEST_CONVERT_HOLD=",".join(
             [f"held.obj:{release}"] + [f"m{i}.obj:{f}" for i, f in release_m.items()]))
         with Mount(self.src, self.mnt, self.cache, "formats=" + VIEWS, "convert_jobs=2",
                    env=env) as m:
