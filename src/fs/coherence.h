@@ -22,23 +22,43 @@
 
 typedef struct mfs_kview_open {
     int keep_cache; /* the kernel's pages are this entry's: keep them */
-    int direct_io;  /* cached handles on another entry are open: read around
-                       the page cache, which belongs to them */
+    int direct_io;  /* no record could be made (out of memory): read around
+                       the page cache, whose pages may be another entry's */
     int invalidate; /* the kernel may hold another entry's size or pages:
                        the caller must mfs_ll_invalidate_path() before replying */
+    int renew;      /* handles on another entry hold this inode: the view
+                       needs a new one (mfs_kview_detach, then a new node id) */
 } mfs_kview_open;
 
 /* A view open serving entry id (any 16 bytes naming its content) with
- * attributes st.  Returns the token for mfs_kview_release (NULL on out of
- * memory: then plain direct I/O is the safe choice, and res says so). */
+ * attributes st.  Returns the token for mfs_kview_release; NULL when
+ * res->renew or res->direct_io says the open cannot be recorded. */
 void *mfs_kview_opened(const char *path, const uint8_t id[16], const struct stat *st,
                        mfs_kview_open *res);
 void mfs_kview_release(void *token, int direct_io);
 
-/* Attributes about to be told to the kernel for a view (getattr, lookup,
- * a listing's readdirplus): while cached handles are open, the kernel must
- * keep their entry's size, so st becomes theirs.  Records what is told. */
+/* The path's view moves to a new kernel inode (a new node id): its record
+ * leaves with the old inode's handles, whose tokens stay valid until
+ * released, and the path starts afresh, as a file the kernel never held. */
+void mfs_kview_detach(const char *path);
+
+/* 1 with *served (the attributes they read) when handles are open on the
+ * path's inode, and, if st is given, on another entry than st describes
+ * (size or mtime differ): the view needs a new inode before the kernel is
+ * told st by name. */
+int mfs_kview_held(const char *path, const struct stat *st, struct stat *served);
+
+/* Attributes about to be told to the kernel for a view (getattr, a
+ * listing's readdirplus): while handles are open on the path's inode, the
+ * kernel must keep their entry's size, so st becomes theirs.  Records what
+ * is told. */
 void mfs_kview_attr(const char *path, struct stat *st);
+
+/* The same, asked through the open handle `token` (a GETATTR with a file
+ * handle): st stays the handle's own entry when its inode is no longer the
+ * path's. */
+void mfs_kview_handle_attr(void *token, const char *path, struct stat *st);
+
 
 /* The most records kept (0: the default), least recently used out first;
  * never one with cached handles open (kview.c).  And how many are held
@@ -46,6 +66,18 @@ void mfs_kview_attr(const char *path, struct stat *st);
 #define MFS_KVIEW_DEFAULT_CAP (8 * (size_t)MFS_VIEWS_MEMO_DEFAULT)
 void mfs_kview_set_cap(size_t n);
 void mfs_kview_stats(uint64_t *entries, uint64_t *evicted);
+
+/* ---- renew.c: a view moves to a new kernel inode ---- */
+
+/* From an OPEN of node `node` that the kernel cannot serve on that inode
+ * (its handles hold an older entry): the view's name moves to a new node,
+ * and the open is answered ESTALE, so the kernel looks the name up again. */
+void mfs_renew_view(mfs_fs *fs, const char *path, uint64_t node);
+
+/* A view's attributes st, about to be given with its name (LOOKUP,
+ * readdirplus): recorded (mfs_kview_lookup), and the name moved to a new
+ * node first if its inode holds an older entry for open handles. */
+void mfs_renew_named_attr(mfs_fs *fs, const char *path, struct stat *st);
 
 /* ---- pins.c: entries evicted as soon as they were stored ----
  *

@@ -38,7 +38,6 @@ typedef struct mfs_fs_config {
     size_t memo_size;       /* -o memo_size: models whose records are kept
                                (0: MFS_VIEWS_MEMO_DEFAULT; docs/scale.md) */
     int foreground;
-    int single_thread;      /* -s: one thread serves every request */
     /* -o remote=... (NULL: no remote tier; docs/cache.md, "Remote tier") */
     const char *remote;
     unsigned remote_timeout_ms, remote_data_timeout_s;
@@ -55,6 +54,7 @@ typedef struct mfs_fs_stats {
                                              attributes saves one per name */
     atomic_uint_least64_t read_requests;     /* READ that reached the daemon */
     atomic_uint_least64_t passthrough_opens; /* opens the kernel serves itself */
+    atomic_uint_least64_t views_renewed;     /* views moved to a new kernel inode (ops.c) */
     atomic_uint_least64_t readdir_requests;  /* READDIR that reached the daemon
                                                 (0 for a listing the kernel kept) */
     atomic_uint_least64_t conversions_running;  /* workers running now */

@@ -51,6 +51,7 @@ typedef struct kslot {
     struct stat served;  /* its attributes */
     unsigned nopen;      /* cached handles open on id */
     int told;            /* the kernel may hold told_size/told_mtime */
+    int detached;        /* its inode is no longer the path's: held by handles only */
     off_t told_size;
     struct timespec told_mtime;
 } kslot;
@@ -169,16 +170,22 @@ void *mfs_kview_opened(const char *path, const uint8_t id[16], const struct stat
 {
     pthread_mutex_lock(&mu);
     kslot *s = slot_of(path);
-    if (!s || (s->nopen && memcmp(s->id, id, 16) != 0)) {
-        /* the page cache and i_size are the open A handles' */
-        *res = (mfs_kview_open){.keep_cache = 1, .direct_io = 1, .invalidate = 0};
+    if (!s) {
+        /* out of memory: read around whatever the kernel holds */
+        *res = (mfs_kview_open){.keep_cache = 1, .direct_io = 1};
         pthread_mutex_unlock(&mu);
-        return s;
+        return NULL;
+    }
+    if (s->nopen && memcmp(s->id, id, 16) != 0) {
+        /* the inode's size and pages are the open A handles': B needs an
+         * inode of its own */
+        *res = (mfs_kview_open){.renew = 1};
+        pthread_mutex_unlock(&mu);
+        return NULL;
     }
     int attrs_ok = !s->told || (s->told_size == st->st_size && same_time(s->told_mtime, st->st_mtim));
     int pages_ok = s->opened && memcmp(s->id, id, 16) == 0;
-    res->direct_io = 0;
-    res->keep_cache = attrs_ok && pages_ok;
+    *res = (mfs_kview_open){.keep_cache = attrs_ok && pages_ok};
     res->invalidate = !res->keep_cache && (s->told || s->opened);
     s->opened = 1;
     memcpy(s->id, id, 16);
@@ -190,6 +197,53 @@ void *mfs_kview_opened(const char *path, const uint8_t id[16], const struct stat
     return s;
 }
 
+/* Takes *pp out of its bucket and the LRU list; its handles' tokens keep it
+ * alive until the last is released. */
+static void detach_locked(kslot **pp)
+{
+    kslot *s = *pp;
+    *pp = s->next;
+    s->next = NULL;
+    lru_unlink(s);
+    count--;
+    if (s->nopen) {
+        s->detached = 1;
+    } else {
+        free(s->path);
+        free(s);
+    }
+}
+
+static kslot **find_locked(const char *path)
+{
+    uint64_t h = XXH3_64bits(path, strlen(path));
+    kslot **pp = &bucket[h % NBUCKET];
+    while (*pp && strcmp((*pp)->path, path))
+        pp = &(*pp)->next;
+    return pp;
+}
+
+void mfs_kview_detach(const char *path)
+{
+    pthread_mutex_lock(&mu);
+    kslot **pp = find_locked(path);
+    if (*pp)
+        detach_locked(pp);
+    pthread_mutex_unlock(&mu);
+}
+
+int mfs_kview_held(const char *path, const struct stat *st, struct stat *served)
+{
+    pthread_mutex_lock(&mu);
+    kslot *s = *find_locked(path);
+    int held = s && s->nopen &&
+               (!st || s->served.st_size != st->st_size || !same_time(s->served.st_mtim, st->st_mtim));
+    if (held)
+        *served = s->served;
+    pthread_mutex_unlock(&mu);
+    return held;
+}
+
 void mfs_kview_release(void *token, int direct_io)
 {
     kslot *s = token;
@@ -198,21 +252,46 @@ void mfs_kview_release(void *token, int direct_io)
     pthread_mutex_lock(&mu);
     if (s->nopen)
         s->nopen--;
+    if (s->detached) {
+        if (s->nopen == 0) {
+            free(s->path);
+            free(s);
+        }
+        pthread_mutex_unlock(&mu);
+        return;
+    }
     if (count > cap)
         evict_locked(NULL);
     pthread_mutex_unlock(&mu);
+}
+
+static void told_locked(kslot *s, struct stat *st)
+{
+    if (s->nopen)
+        *st = s->served;
+    s->told = 1;
+    s->told_size = st->st_size;
+    s->told_mtime = st->st_mtim;
 }
 
 void mfs_kview_attr(const char *path, struct stat *st)
 {
     pthread_mutex_lock(&mu);
     kslot *s = slot_of(path);
-    if (s) {
-        if (s->nopen)
-            *st = s->served;
-        s->told = 1;
-        s->told_size = st->st_size;
-        s->told_mtime = st->st_mtim;
-    }
+    if (s)
+        told_locked(s, st);
     pthread_mutex_unlock(&mu);
 }
+
+void mfs_kview_handle_attr(void *token, const char *path, struct stat *st)
+{
+    pthread_mutex_lock(&mu);
+    kslot *s = token;
+    if (!s || !s->detached) {
+        pthread_mutex_unlock(&mu);
+        mfs_kview_attr(path, st);
+        return;
+    }
+    pthread_mutex_unlock(&mu); /* its inode is no longer the path's */
+}
+

@@ -114,6 +114,16 @@ void mfs_ll_invalidate_path(const char *path)
         fuse_lowlevel_notify_inval_inode(session, id, 0, 0);
 }
 
+void mfs_ll_renew(const char *path, uint64_t node, const struct stat *kept)
+{
+    if (!nodes)
+        return;
+    if (!node)
+        node = mfs_nodes_find(nodes, path);
+    if (node)
+        mfs_nodes_detach(nodes, node, kept);
+}
+
 void mfs_ll_nodes_stats(mfs_nodes_stats *s)
 {
     if (nodes)
@@ -147,7 +157,7 @@ static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     struct fuse_entry_param e;
     memset(&e, 0, sizeof e);
     if (rc == 0)
-        rc = mfs_fuse_ops.getattr(path, &e.attr, NULL);
+        rc = mfs_ops_lookup(path, &e.attr);
     if (rc == -ENOENT && negative_timeout > 0) {
         e.entry_timeout = negative_timeout; /* ino 0: "not there", kept that long */
         fuse_reply_entry(req, &e);
@@ -188,7 +198,12 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     if (path_of(req, ino, path) < 0)
         return;
     struct stat st;
-    int rc = mfs_fuse_ops.getattr(path, &st, fi);
+    /* a node whose name moved on answers for the entry its handles read;
+     * asked again after the path's answer, which may be the new entry's if
+     * the name moved meanwhile (renew.c moves the node first) */
+    int rc = !fi && mfs_nodes_kept_attr(nodes, ino, &st) ? 0 : mfs_fuse_ops.getattr(path, &st, fi);
+    if (rc == 0 && !fi)
+        mfs_nodes_kept_attr(nodes, ino, &st);
     if (rc < 0)
         fuse_reply_err(req, -rc);
     else
@@ -212,7 +227,14 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     char path[PATH_MAX];
     if (path_of(req, ino, path) < 0)
         return;
-    int rc = mfs_fuse_ops.open(path, fi);
+    /* its name has moved to a new node (renew.c): an open that walked to
+     * this one before the kernel heard looks again (the VFS retries an
+     * ESTALE open once, with a fresh lookup) */
+    if (mfs_nodes_is_detached(nodes, ino)) {
+        fuse_reply_err(req, ESTALE);
+        return;
+    }
+    int rc = mfs_ops_open(path, ino, fi);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return;

@@ -6,6 +6,7 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "fs.h"
 #include "nodes.h"
@@ -33,6 +34,14 @@ int mfs_ll_session_fd(void);
  * a mount path, if it holds one (kview.c's "invalidate" before an open is
  * answered). */
 void mfs_ll_invalidate_path(const char *path);
+
+/* The view at path moves to a new kernel inode: its node (`node`, or the
+ * node its name has now when 0) leaves the name index, so the name's next
+ * LOOKUP makes a new one, and answers GETATTR with `kept` (if not NULL:
+ * the attributes of the entry its open handles read) until the kernel
+ * forgets it.  Called before the reply that makes the kernel look again
+ * (an OPEN's ESTALE, a LOOKUP's new id). */
+void mfs_ll_renew(const char *path, uint64_t node, const struct stat *kept);
 
 /* The node table's counters (stats xattr). */
 void mfs_ll_nodes_stats(mfs_nodes_stats *s);

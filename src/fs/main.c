@@ -466,7 +466,6 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
         return 2;
     }
     fs->cfg.foreground = opts.foreground;
-    fs->cfg.single_thread = opts.singlethread;
     if (opts.debug && !log_level_given)
         mfs_log_setup("meshfs", MFS_LOG_DEBUG);
     fuse_set_log_func(fuse_log_stderr);

@@ -3,6 +3,7 @@
 #include "nodes.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,15 +19,25 @@ typedef struct node {
     uint32_t open;
     uint32_t hash;                /* of (parent id, name) */
     uint8_t is_dir;
+    uint8_t detached;             /* out of the name index (mfs_nodes_detach) */
     char name[];
 } node;
 
+/* The attributes a detached node answers GETATTR with: few (one per view
+ * renewed while a handle is open), so a list. */
+typedef struct kept {
+    struct kept *next;
+    uint64_t id;
+    struct stat st;
+} kept;
+
 struct mfs_nodes {
     pthread_mutex_t lock;
+    kept *kept;
     node **by_name, **by_id;
     size_t buckets; /* of each table, a power of two */
     size_t count, files, cap;
-    uint64_t next_id, offered, freed;
+    uint64_t next_id, offered, freed, detached;
     node *oldest, *newest;
     node *root;
 };
@@ -102,7 +113,7 @@ static void grow(mfs_nodes *t)
     }
     for (size_t i = 0; i < t->buckets; i++) {
         for (node *n = t->by_name[i], *next; n; n = next) {
-            next = n->by_name;
+            next = n->by_name; /* detached nodes are in no name chain */
             n->by_name = bn[n->hash & (nb - 1)];
             bn[n->hash & (nb - 1)] = n;
         }
@@ -134,12 +145,33 @@ static void unchain(node **head, node *n, int name_chain)
     }
 }
 
+static kept **find_kept(mfs_nodes *t, uint64_t id)
+{
+    kept **pp = &t->kept;
+    while (*pp && (*pp)->id != id)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+static void drop_kept(mfs_nodes *t, uint64_t id)
+{
+    kept **pp = find_kept(t, id);
+    if (*pp) {
+        kept *k = *pp;
+        *pp = k->next;
+        free(k);
+    }
+}
+
 /* Frees n, and its parent in turn, once nothing holds them. */
 static void release(mfs_nodes *t, node *n)
 {
     while (n && n != t->root && n->nlookup == 0 && n->children == 0 && n->open == 0) {
         node *parent = n->parent;
-        unchain(&t->by_name[n->hash & (t->buckets - 1)], n, 1);
+        if (!n->detached)
+            unchain(&t->by_name[n->hash & (t->buckets - 1)], n, 1);
+        else
+            drop_kept(t, n->id);
         unchain(&t->by_id[id_slot(t, n->id)], n, 0);
         if (!n->is_dir) {
             lru_unlink(t, n);
@@ -189,6 +221,11 @@ void mfs_nodes_free(mfs_nodes *t)
             next = n->by_id;
             free(n);
         }
+    }
+    while (t->kept) {
+        kept *k = t->kept;
+        t->kept = k->next;
+        free(k);
     }
     free(t->by_name);
     free(t->by_id);
@@ -312,6 +349,55 @@ void mfs_nodes_opened(mfs_nodes *t, uint64_t id, int delta)
     pthread_mutex_unlock(&t->lock);
 }
 
+int mfs_nodes_detach(mfs_nodes *t, uint64_t id, const struct stat *st)
+{
+    pthread_mutex_lock(&t->lock);
+    node *n = by_id(t, id);
+    int rc = 0;
+    if (!n || n == t->root || n->is_dir) {
+        rc = n ? -EISDIR : -ESTALE;
+    } else {
+        if (!n->detached) {
+            unchain(&t->by_name[n->hash & (t->buckets - 1)], n, 1);
+            n->by_name = NULL;
+            n->detached = 1;
+            t->detached++;
+        }
+        kept *k = st ? *find_kept(t, id) : NULL;
+        if (st && !k && (k = calloc(1, sizeof *k)) != NULL) {
+            k->id = id;
+            k->next = t->kept;
+            t->kept = k;
+        }
+        if (k)
+            k->st = *st;
+        else if (st)
+            rc = -ENOMEM; /* detached; GETATTR falls back to the path */
+    }
+    pthread_mutex_unlock(&t->lock);
+    return rc;
+}
+
+int mfs_nodes_is_detached(mfs_nodes *t, uint64_t id)
+{
+    pthread_mutex_lock(&t->lock);
+    node *n = by_id(t, id);
+    int d = n && n->detached;
+    pthread_mutex_unlock(&t->lock);
+    return d;
+}
+
+int mfs_nodes_kept_attr(mfs_nodes *t, uint64_t id, struct stat *st)
+{
+    pthread_mutex_lock(&t->lock);
+    node *n = by_id(t, id);
+    kept *k = n && n->detached ? *find_kept(t, id) : NULL;
+    if (k)
+        *st = k->st;
+    pthread_mutex_unlock(&t->lock);
+    return k != NULL;
+}
+
 void mfs_nodes_touch(mfs_nodes *t, uint64_t id)
 {
     pthread_mutex_lock(&t->lock);
@@ -363,7 +449,8 @@ size_t mfs_nodes_victims(mfs_nodes *t, mfs_node_victim *v, size_t max)
     for (size_t seen = 0, files = t->files; k < max && k < want && seen < files; seen++) {
         node *n = t->oldest;
         touch(t, n);
-        if (n->open || strlen(n->name) >= sizeof v[k].name)
+        /* a detached node's name is another node's now */
+        if (n->open || n->detached || strlen(n->name) >= sizeof v[k].name)
             continue;
         v[k].parent = n->parent->id;
         strcpy(v[k].name, n->name);
@@ -378,6 +465,7 @@ void mfs_nodes_get_stats(mfs_nodes *t, mfs_nodes_stats *s)
 {
     pthread_mutex_lock(&t->lock);
     *s = (mfs_nodes_stats){.nodes = t->count, .files = t->files, .cap = t->cap,
-                           .offered = t->offered, .freed = t->freed};
+                           .offered = t->offered, .freed = t->freed,
+                           .detached = t->detached};
     pthread_mutex_unlock(&t->lock);
 }

@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define MFS_NODE_ROOT 1 /* FUSE_ROOT_ID */
 
@@ -48,6 +49,23 @@ void mfs_nodes_forget(mfs_nodes *t, uint64_t id, uint64_t n);
  * /proc/PID/fd and buys nothing: the open file holds the inode). */
 void mfs_nodes_opened(mfs_nodes *t, uint64_t id, int delta);
 
+/* Takes file node id out of the name index: it keeps its id, path and
+ * counts for the requests the kernel sends by id (its open handles, its
+ * FORGET), and the next lookup of its name makes a new node.  For a view
+ * whose kernel inode holds an older cache entry for its open handles
+ * (kview.c, passthrough.c): the name moves to a fresh inode.  st, if not
+ * NULL: the attributes the old node is to answer GETATTR with from now on
+ * (those of the entry its handles read; mfs_nodes_kept_attr).  0; -ESTALE
+ * (unknown id); -EISDIR (a folder or the root, never detached); -ENOMEM
+ * (detached, st not kept). */
+int mfs_nodes_detach(mfs_nodes *t, uint64_t id, const struct stat *st);
+
+/* 1 when id is a detached node. */
+int mfs_nodes_is_detached(mfs_nodes *t, uint64_t id);
+
+/* 1 with *st when id is a detached node with attributes of its own. */
+int mfs_nodes_kept_attr(mfs_nodes *t, uint64_t id, struct stat *st);
+
 /* Marks id used now (the LRU order). */
 void mfs_nodes_touch(mfs_nodes *t, uint64_t id);
 
@@ -76,6 +94,7 @@ typedef struct mfs_nodes_stats {
     uint64_t cap;
     uint64_t offered; /* victims offered so far */
     uint64_t freed;   /* nodes freed after the kernel forgot them */
+    uint64_t detached; /* names moved to a new node (mfs_nodes_detach) */
 } mfs_nodes_stats;
 void mfs_nodes_get_stats(mfs_nodes *t, mfs_nodes_stats *s);
 

@@ -188,18 +188,12 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
     return 0;
 }
 
-static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+/* The attributes the kernel is to hold for path.  lookup: for a LOOKUP of
+ * the name, which moves a view to a new inode when the one it has holds
+ * another entry for open handles (kview.c). */
+static int path_attr(const char *path, struct stat *st, int lookup)
 {
     mfs_fs *fs = FS();
-    atomic_fetch_add(&fs->stats.attr_requests, 1);
-    handle *fh = fi ? (handle *)(uintptr_t)fi->fh : NULL;
-    if (fh && fh->is_view) {
-        /* asked through an open view (a read past the size it knows): the
-         * entry that handle serves, as kview.c allows */
-        *st = fh->st;
-        mfs_kview_attr(path, st);
-        return 0;
-    }
     const char *r = mfs_ops_rel(path);
     if (!r)
         return -errno;
@@ -214,25 +208,59 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
         return v == 0 ? -ENOENT : v;
     int rc = view_attr(fs, dir, &ref, st);
     ref_free(&ref);
-    if (rc == 0)
-        mfs_kview_attr(path, st); /* what the kernel will hold (kview.c) */
-    return rc;
+    if (rc < 0)
+        return rc;
+    /* what the kernel will hold (kview.c) */
+    if (lookup)
+        mfs_renew_named_attr(fs, path, st);
+    else
+        mfs_kview_attr(path, st);
+    return 0;
+}
+
+static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+    atomic_fetch_add(&FS()->stats.attr_requests, 1);
+    handle *fh = fi ? (handle *)(uintptr_t)fi->fh : NULL;
+    if (fh && fh->is_view) {
+        /* asked through an open view (a read past the size it knows): the
+         * entry that handle serves, as kview.c allows */
+        *st = fh->st;
+        mfs_kview_handle_attr(fh->kv, path, st);
+        return 0;
+    }
+    return path_attr(path, st, 0);
+}
+
+int mfs_ops_lookup(const char *path, struct stat *st)
+{
+    atomic_fetch_add(&FS()->stats.attr_requests, 1);
+    return path_attr(path, st, 1);
 }
 
 /* How the kernel is to treat this open of a view (kview.c), and whether it
  * reads the bytes itself (passthrough.c): never with direct I/O or
- * keep_cache, which the kernel refuses with passthrough.  0 or -errno.
- * -EBUSY: a passthrough handle on an older entry of this path is open, and
- * the kernel fails any other open of the inode meanwhile (even a direct
- * I/O one served here: EIO, tried on Linux 6.18), so it is refused with an
- * errno that says so. */
-static int kview_open(const char *path, struct fuse_file_info *fi, handle *h, const uint8_t id[16])
+ * keep_cache, which the kernel refuses with passthrough.  0 or -errno;
+ * -ESTALE when kernel inode `node` holds an older entry of the view for
+ * handles (open, or released with the RELEASE still on its way): the view
+ * moved to a new inode (renew.c) and the kernel will look again. */
+static int kview_open(const char *path, uint64_t node, struct fuse_file_info *fi, handle *h,
+                      const uint8_t id[16])
 {
-    int b = mfs_pt_open(path, id, h->fd, h->offset, h->length);
+    int b = mfs_pt_open(node, id, h->fd, h->offset, h->length);
+    if (b == -ESTALE) {
+        mfs_renew_view(FS(), path, node);
+        return -ESTALE;
+    }
     if (b < 0)
         return b;
     mfs_kview_open res;
     h->kv = mfs_kview_opened(path, id, &h->st, &res);
+    if (res.renew) {
+        mfs_pt_release(b);
+        mfs_renew_view(FS(), path, node);
+        return -ESTALE;
+    }
     if (b > 0 && res.direct_io) {
         mfs_pt_release(b);
         b = 0;
@@ -253,7 +281,7 @@ static int kview_open(const char *path, struct fuse_file_info *fi, handle *h, co
     return 0;
 }
 
-static int op_open(const char *path, struct fuse_file_info *fi)
+int mfs_ops_open(const char *path, uint64_t node, struct fuse_file_info *fi)
 {
     mfs_fs *fs = FS();
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT)))
@@ -294,7 +322,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
         }
         *h = (handle){.is_view = 1, .fd = hit.fd, .offset = hit.offset, .length = hit.length,
                       .st = pst};
-        if ((rc = kview_open(path, fi, h, key.b)) < 0) {
+        if ((rc = kview_open(path, node, fi, h, key.b)) < 0) {
             close(h->fd);
             free(h);
             return rc;
@@ -330,7 +358,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
      * as long as this path still shows the same entry; kview.c decides,
      * from what the kernel was last told. */
     mfs_view_stat(&mst, &vi, format, &h->st);
-    if ((rc = kview_open(path, fi, h, vi.key.b)) < 0) {
+    if ((rc = kview_open(path, node, fi, h, vi.key.b)) < 0) {
         close(h->fd);
         free(h);
         return rc;
@@ -489,8 +517,8 @@ static int stats_text_base(mfs_fs *fs, char *buf, size_t n)
                     "cache_misses=%llu cache_negative_hits=%llu cache_stores=%llu "
                     "cache_corrupt_discarded=%llu cache_evictions=%llu files_hashed=%llu "
                     "readdir_requests=%llu conversions_running=%llu conversions_peak=%llu "
-                    "read_requests=%llu passthrough_opens=%llu prefetched=%llu prefetch_queued=%u "
-                    "slot_waiters=%u\n",
+                    "read_requests=%llu passthrough_opens=%llu views_renewed=%llu prefetched=%llu "
+                    "prefetch_queued=%u slot_waiters=%u\n",
                     (unsigned long long)atomic_load(&fs->stats.conversions),
                     (unsigned long long)atomic_load(&fs->stats.conversion_failures),
                     (unsigned long long)atomic_load(&fs->stats.views_served),
@@ -504,6 +532,7 @@ static int stats_text_base(mfs_fs *fs, char *buf, size_t n)
                     (unsigned long long)atomic_load(&fs->stats.conversions_peak),
                     (unsigned long long)atomic_load(&fs->stats.read_requests),
                     (unsigned long long)atomic_load(&fs->stats.passthrough_opens),
+                    (unsigned long long)atomic_load(&fs->stats.views_renewed),
                     (unsigned long long)atomic_load(&fs->stats.prefetched), mfs_prefetch_waiting(fs),
                     slot_waiters);
 }
@@ -635,7 +664,7 @@ void mfs_ops_init(struct fuse_conn_info *conn)
      * happened in between, and find reads the whole folder before it stats
      * anything, so most names would cost a LOOKUP each. */
     conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
-    mfs_pt_init(conn, FS()->cfg.passthrough, !FS()->cfg.single_thread);
+    mfs_pt_init(conn, FS()->cfg.passthrough);
 }
 
 const struct fuse_operations mfs_fuse_ops = {
@@ -643,7 +672,6 @@ const struct fuse_operations mfs_fuse_ops = {
     .opendir = mfs_listing_opendir,
     .readdir = mfs_listing_readdir,
     .releasedir = mfs_listing_releasedir,
-    .open = op_open,
     .read_buf = op_read_buf,
     .release = op_release,
     .readlink = op_readlink,

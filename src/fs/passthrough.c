@@ -15,7 +15,9 @@
  * the session's descriptor (needs CAP_SYS_ADMIN), which works with the
  * 3.14 headers too.  The kernel binds one backing file to an inode
  * while any passthrough open of it lasts, and fails opens of the inode
- * with another file or none; so one backing id per path, counted.  The
+ * with another file or none; so one backing id per kernel inode (node
+ * id), counted, and an open of a newer entry of a view asks for a new
+ * inode (-ESTALE: renew.c moves the name to a new node).  The
  * first refusal that means "not here" (no privilege, an old kernel) turns
  * passthrough off for the mount, logged once. */
 #define FUSE_USE_VERSION 314
@@ -31,7 +33,6 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -49,23 +50,18 @@ struct pt_backing_map {
 
 typedef struct pt_node {
     struct pt_node *next;
-    char *path;
+    uint64_t node; /* the kernel inode's node id */
     uint8_t key[16];
-    uint8_t refused[16]; /* the newer entry last refused here (logged) */
     int id;
     unsigned refs;
 } pt_node;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t released; /* a node was freed: CLOCK_MONOTONIC */
-static pthread_once_t released_once = PTHREAD_ONCE_INIT;
 static pt_node *nodes;
 static atomic_int mode;      /* MFS_PT_*, as asked */
 static atomic_int enabled;   /* negotiated with the kernel and not yet refused */
 static atomic_int logged;    /* the read path in use was logged */
 static atomic_int trailer_logged;
-static atomic_int may_wait;  /* other threads can serve the RELEASE */
-static atomic_int waiting;   /* opens waiting for one now */
 
 /* The read path, once per mount.  A fallback is worth a warning only when
  * passthrough was asked for by name (-o passthrough=on); under auto it is
@@ -100,10 +96,9 @@ static int have_sys_admin(void)
     return (d[CAP_SYS_ADMIN / 32].effective >> (CAP_SYS_ADMIN % 32)) & 1;
 }
 
-void mfs_pt_init(struct fuse_conn_info *conn, int m, int wait_ok)
+void mfs_pt_init(struct fuse_conn_info *conn, int m)
 {
     atomic_store(&mode, m);
-    atomic_store(&may_wait, wait_ok);
     if (m == MFS_PT_OFF) {
         log_path(0, "through the daemon (-o passthrough=off)");
         return;
@@ -146,82 +141,28 @@ static int whole_payload(int fd, uint64_t off, uint64_t len)
     return 1;
 }
 
-static void released_init(void)
-{
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(&released, &a);
-    pthread_condattr_destroy(&a);
-}
-
-static pt_node *find_node(const char *path)
+static pt_node *find_node(uint64_t node)
 {
     pt_node *p = nodes;
-    while (p && strcmp(p->path, path))
+    while (p && p->node != node)
         p = p->next;
     return p;
 }
 
-/* The node of path, once no node of another key holds it or RELEASE_WAIT_MS
- * have passed.  The kernel unbinds the backing file when the last handle
- * closes, before close() returns, but tells the daemon with a RELEASE sent
- * in the background: a program that closes the old view and opens the new
- * one at once reaches here first.  Refusing then would be EBUSY for a file
- * that nothing holds; waiting costs a held-open one that long before its
- * EBUSY.  Each waiter holds a worker thread, and the RELEASE needs one: so
- * never with one thread (-s), and at most MAX_WAITING at once, the rest
- * answered at once.  Called with lock held. */
-#define RELEASE_WAIT_MS 1000
-#define MAX_WAITING 4
-static pt_node *settled_node(const char *path, const uint8_t key[16])
-{
-    pthread_once(&released_once, released_init);
-    pt_node *p = find_node(path);
-    if (!p || memcmp(p->key, key, 16) == 0 || !atomic_load(&may_wait))
-        return p;
-    if (atomic_fetch_add(&waiting, 1) >= MAX_WAITING) {
-        atomic_fetch_sub(&waiting, 1);
-        return p;
-    }
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += RELEASE_WAIT_MS / 1000;
-    until.tv_nsec += (RELEASE_WAIT_MS % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    while ((p = find_node(path)) && memcmp(p->key, key, 16) != 0)
-        if (pthread_cond_timedwait(&released, &lock, &until) == ETIMEDOUT) {
-            p = find_node(path);
-            break;
-        }
-    atomic_fetch_sub(&waiting, 1);
-    return p;
-}
-
-int mfs_pt_open(const char *path, const uint8_t key[16], int fd, uint64_t off, uint64_t len)
+int mfs_pt_open(uint64_t node, const uint8_t key[16], int fd, uint64_t off, uint64_t len)
 {
     if (!atomic_load(&enabled))
         return 0;
     pthread_mutex_lock(&lock);
-    pt_node *p = settled_node(path, key);
+    pt_node *p = find_node(node);
     if (p) {
-        int rc = p->id;
-        if (memcmp(p->key, key, 16) == 0) {
+        /* the kernel binds one backing file to an inode while a passthrough
+         * handle lasts, and fails any other open of it: a newer entry needs
+         * a new inode.  So does an open racing the RELEASE of the last old
+         * handle, which the kernel sends after close() has returned. */
+        int rc = memcmp(p->key, key, 16) == 0 ? p->id : -ESTALE;
+        if (rc > 0)
             p->refs++;
-        } else {
-            rc = -EBUSY;
-            if (memcmp(p->refused, key, 16) != 0) {
-                memcpy(p->refused, key, 16);
-                mfs_log(MFS_LOG_WARNING,
-                        "%s: its model changed, but the new view cannot be opened while a "
-                        "handle on the old one is open (the kernel reads one backing file "
-                        "per file at a time): Device or resource busy until it is closed",
-                        path[0] == '/' && path[1] ? path + 1 : path);
-            }
-        }
         pthread_mutex_unlock(&lock);
         return rc;
     }
@@ -236,11 +177,12 @@ int mfs_pt_open(const char *path, const uint8_t key[16], int fd, uint64_t off, u
     int rc = 0;
     int sfd = session_fd();
     pt_node *nn = calloc(1, sizeof *nn);
-    if (sfd >= 0 && nn && (nn->path = strdup(path))) {
+    if (sfd >= 0 && nn) {
         struct pt_backing_map map = {.fd = fd};
         int id = ioctl(sfd, PT_IOC_BACKING_OPEN, &map);
         if (id > 0) {
             memcpy(nn->key, key, 16);
+            nn->node = node;
             nn->id = id;
             nn->refs = 1;
             nn->next = nodes;
@@ -257,8 +199,6 @@ int mfs_pt_open(const char *path, const uint8_t key[16], int fd, uint64_t off, u
                     "%s%s)", strerror(e), e == EPERM ? ": the daemon lacks CAP_SYS_ADMIN" : "");
         }
     }
-    if (nn)
-        free(nn->path);
     free(nn);
     pthread_mutex_unlock(&lock);
     return rc;
@@ -279,10 +219,7 @@ void mfs_pt_release(int backing_id)
             if (sfd >= 0)
                 ioctl(sfd, PT_IOC_BACKING_CLOSE, &id);
             *pp = p->next;
-            free(p->path);
             free(p);
-            pthread_once(&released_once, released_init);
-            pthread_cond_broadcast(&released);
         }
         break;
     }

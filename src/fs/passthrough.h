@@ -21,21 +21,20 @@ enum { MFS_PT_OFF = 0, MFS_PT_AUTO = 1, MFS_PT_ON = 2 };
 int mfs_pt_parse(const char *name, const char *value, int *mode, mfs_err *err);
 
 /* From init: asks the kernel for passthrough if mode allows and it is
- * offered; logs which read path the mount uses when it is decided.
- * may_wait: other threads serve requests meanwhile, so an open may wait
- * for a RELEASE (single-threaded, the RELEASE would queue behind it). */
-void mfs_pt_init(struct fuse_conn_info *conn, int mode, int may_wait);
+ * offered; logs which read path the mount uses when it is decided. */
+void mfs_pt_init(struct fuse_conn_info *conn, int mode);
 
-/* An open of the view at `path` (the kernel's path: one kernel inode)
- * showing entry `key`, whose payload is `len` bytes at `off` in `fd`.
- * Only a file that is the payload, offset 0 to its end, can back a view.
+/* An open of the view on kernel inode `node` (a node id) showing entry
+ * `key`, whose payload is `len` bytes at `off` in `fd`.  Only a file that
+ * is the payload, offset 0 to its end, can back a view.
  * > 0: the backing id to give the kernel (a reference: mfs_pt_release);
  * 0: serve this open the ordinary way;
- * -EBUSY: the path is open with passthrough on another entry (the kernel
- * takes one backing file per inode at a time, and fails other opens of it
- * while any passthrough handle lasts), after waiting up to a second for a
- * RELEASE on its way; logged once per entry pair. */
-int mfs_pt_open(const char *path, const uint8_t key[16], int fd, uint64_t off, uint64_t len);
+ * -ESTALE: the inode is bound to another entry's backing file by an open
+ * handle, or by one whose RELEASE is still on its way (the kernel takes one
+ * backing file per inode at a time and fails every other open of it), so
+ * this entry needs an inode of its own: the caller moves the view's name to
+ * a new node and the kernel, told ESTALE, looks the name up again. */
+int mfs_pt_open(uint64_t node, const uint8_t key[16], int fd, uint64_t off, uint64_t len);
 
 /* Drops a reference mfs_pt_open gave (0 is no reference). */
 void mfs_pt_release(int backing_id);

@@ -12,6 +12,7 @@ B10 the cache directory removed while mounted is made again
 hide_failed  failed views out of the listing, reasons on the model, rsync 0
 """
 import errno
+import mmap
 import os
 import random
 import shutil
@@ -176,27 +177,89 @@ class ReaderSeesOneVersion(Base):
 
     def test_open_old_handle_while_new_version_is_read(self):
         """A handle opened on the old view keeps reading it whole while a
-        newer one is opened and read: both see their own bytes.  Through the
-        daemon's read path only: with passthrough (the default as root) the
-        kernel binds one backing file to the inode while the old handle is
-        open and the newer open fails with EBUSY (test_passthrough.py)."""
+        newer one is opened, read and mapped: both see their own bytes and
+        their own size, because the newer view opens as a new file (a new
+        inode) beside the old one.  Both read paths: the daemon's, and with
+        passthrough the kernel's (it binds one backing file to an inode
+        while a handle is open on it)."""
+        small, big = grid_obj(3), grid_obj(40)
+        exp_small, exp_big = self.expected(small)["vrt"], self.expected(big)["vrt"]
+        model = os.path.join(self.src, "m.obj")
+        for opt in ("passthrough=off", "passthrough=auto"):
+            with self.subTest(opt=opt):
+                save(model, big)
+                with self.mount(opt) as m:
+                    view = os.path.join(self.mnt, "m.vrt")
+                    with open(view, "rb") as old:
+                        first = old.read(100)
+                        old_ino = os.fstat(old.fileno()).st_ino
+                        save(model, small)
+                        with open(view, "rb") as new:
+                            self.assertEqual(os.fstat(new.fileno()).st_size, len(exp_small))
+                            self.assertEqual(new.read(), exp_small)
+                            with mmap.mmap(new.fileno(), 0, prot=mmap.PROT_READ) as mm:
+                                self.assertEqual(mm[:], exp_small)
+                        self.assertEqual(os.stat(view).st_size, len(exp_small))
+                        rest = old.read()
+                        self.assertEqual(first + rest, exp_big)
+                        self.assertEqual(os.fstat(old.fileno()).st_size, len(exp_big))
+                        self.assertEqual(os.fstat(old.fileno()).st_ino, old_ino)
+                        with mmap.mmap(old.fileno(), 0, prot=mmap.PROT_READ) as mm:
+                            self.assertEqual(mm[:], exp_big)
+                        self.assertEqual(m.stats()["views_renewed"], 1)
+                    self.assertEqual(read(view), exp_small)
+                    self.assertEqual(os.stat(view).st_size, len(exp_small))
+                    self.assertEqual(m.stats()["views_renewed"], 1)
+
+
+    def test_a_lookup_after_a_save_shows_the_new_view_beside_an_open_old_one(self):
+        """A path looked up after its model was saved shows the new view
+        (size and bytes) even while a handle on the old one is open: the
+        name moves to a new inode at the lookup, not only at an open.
+        entry_timeout=0 makes every path walk a LOOKUP."""
         small, big = grid_obj(3), grid_obj(40)
         exp_small, exp_big = self.expected(small)["vrt"], self.expected(big)["vrt"]
         model = os.path.join(self.src, "m.obj")
         save(model, big)
-        with self.mount("passthrough=off"):
+        with self.mount("entry_timeout=0", "attr_timeout=0") as m:
             view = os.path.join(self.mnt, "m.vrt")
-            old = open(view, "rb")
-            try:
+            with open(view, "rb") as old:
                 first = old.read(100)
                 save(model, small)
+                self.assertEqual(os.stat(view).st_size, len(exp_small))
+                self.assertEqual(m.stats()["views_renewed"], 1)  # at the lookup
+                self.assertEqual(os.fstat(old.fileno()).st_size, len(exp_big))
+                self.assertEqual(first + old.read(), exp_big)
                 self.assertEqual(read(view), exp_small)
-                rest = old.read()
-                self.assertEqual(first + rest, exp_big)
-            finally:
-                old.close()
-            self.assertEqual(read(view), exp_small)
+                self.assertEqual(m.stats()["views_renewed"], 1)  # the open needed none
             self.assertEqual(os.stat(view).st_size, len(exp_small))
+
+
+    def test_a_listing_after_a_save_shows_the_new_view_beside_an_open_old_one(self):
+        """The same through a listing: its readdirplus entry gives the name
+        a new inode with the new view's size, and the stat that follows
+        takes it from the kernel without a lookup."""
+        small, big = grid_obj(3), grid_obj(40)
+        exp_small, exp_big = self.expected(small)["vrt"], self.expected(big)["vrt"]
+        model = os.path.join(self.src, "m.obj")
+        with self.mount("entry_timeout=30", "attr_timeout=30") as m:
+            view = os.path.join(self.mnt, "m.vrt")
+            save(model, small)  # converted, so the listing knows its size
+            self.assertEqual(read(view), exp_small)
+            save(model, big)
+            os.utime(model, ns=(0, os.stat(model).st_mtime_ns + 10**9))  # past the kept attributes
+            with open(view, "rb") as old:
+                self.assertEqual(os.fstat(old.fileno()).st_size, len(exp_big))
+                save(model, small)
+                os.stat(os.path.join(self.mnt, "m.gmf"))  # hashes the model: the listing knows it
+                self.assertEqual(m.stats()["views_renewed"], 0)
+                os.listdir(self.mnt)
+                self.assertEqual(m.stats()["views_renewed"], 1)  # at the listing
+                self.assertEqual(os.stat(view).st_size, len(exp_small))
+                self.assertEqual(read(view), exp_small)
+                self.assertEqual(old.read(), exp_big)
+                self.assertEqual(os.fstat(old.fileno()).st_size, len(exp_big))
+                self.assertEqual(m.stats()["views_renewed"], 1)
 
 
 class FailuresRememberTheirLimits(Base):

@@ -10,8 +10,9 @@ passthrough     by default (-o passthrough=auto; as root, Linux >= 6.9) the
                 kernel reads open views from their cache entry files: cat,
                 mmap, cp and cp -a give meshfs-convert's bytes and no READ
                 reaches the daemon; views small enough to live inside their
-                model's entry (16 KiB) are read through the daemon; an open handle keeps its bytes when the
-                model changes while a new open says EBUSY; without
+                model's entry (16 KiB) are read through the daemon; an open
+                handle keeps its bytes when the model changes, while new
+                opens read the new view from a new inode; without
                 CAP_SYS_ADMIN, with -o passthrough=off or for an entry in
                 the trailer form the daemon serves, and the log says which
                 path is in use, once; a bad value exits 2
@@ -316,51 +317,54 @@ class Passthrough(Base):
                 self.assertFalse(os.path.ismount(self.mnt))
 
     def test_open_handle_keeps_its_bytes_when_the_model_changes(self):
+        # The kernel binds one backing file to an inode while a passthrough
+        # handle lasts and fails every other open of it, so the new view is
+        # opened as a new file (a new node id) beside the old one: the old
+        # handle keeps the old bytes, the new opens read the new ones.
         model = os.path.join(self.src, "props", "grid.obj")
         with Mount(self.src, self.mnt, self.cache) as m:
             old = read(self.v)
             with open(self.v, "rb") as f:
                 head = f.read(4096)
+                ino_old = os.fstat(f.fileno()).st_ino
                 save(model, grid_obj(40))
                 os.utime(model, ns=(os.stat(model).st_atime_ns, os.stat(model).st_mtime_ns + 10**9))
-                # the kernel binds one backing file to an inode while a
-                # passthrough handle is open, and fails any other open of it
-                # (even one the daemon would serve), so the new bytes cannot be
-                # opened beside the old: the open says EBUSY, logged once
                 deadline = time.monotonic() + 5
-                with self.assertRaises(OSError) as cm:
-                    while time.monotonic() < deadline:  # attributes may be cached a moment
-                        open(self.v, "rb").close()
-                        time.sleep(0.1)
-                self.assertEqual(cm.exception.errno, errno.EBUSY)
-                for _ in range(3):
-                    with self.assertRaises(OSError) as cm:
-                        open(self.v, "rb")
-                    self.assertEqual(cm.exception.errno, errno.EBUSY)
+                new = old
+                while new == old and time.monotonic() < deadline:  # attributes may be cached a moment
+                    new = read(self.v)
+                    time.sleep(0.05)
+                self.assertNotEqual(new, old)
+                self.assertGreater(len(new), 16384)  # its own entry file, passed through
+                with open(self.v, "rb") as g, open(self.v, "rb") as g2:
+                    self.assertEqual(g.read(), new)
+                    self.assertEqual(os.fstat(g.fileno()).st_size, len(new))
+                    self.assertEqual(g2.read(), new)  # the new inode's backing file, shared
+                    with mmap.mmap(g.fileno(), 0, prot=mmap.PROT_READ) as mm:
+                        self.assertEqual(mm[:], new)
+                self.assertEqual(os.stat(self.v).st_size, len(new))
                 self.assertEqual(head + f.read(), old)  # the old handle keeps its bytes
+                self.assertEqual(os.fstat(f.fileno()).st_size, len(old))
                 f.seek(0)
                 with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
                     self.assertEqual(mm[:], old)
-            new = read(self.v)  # the old handle closed: the new view opens
-            self.assertNotEqual(new, old)
-            self.assertGreater(len(new), 16384)  # its own entry file, passed through
-            self.assertEqual(len(new), os.stat(self.v).st_size)
-            with open(self.v, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
-                self.assertEqual(mm[:], new)
+                self.assertEqual(os.fstat(f.fileno()).st_ino, ino_old)
+                s = m.stats()
+                self.assertEqual(s["views_renewed"], 1)
+            # the old handle closed: the new view still opens, on its inode
+            self.assertEqual(read(self.v), new)
             s = m.stats()
             self.assertEqual(s["read_requests"], 0)
-            log = m.output()
-            busy = [l for l in log.splitlines() if "cannot be opened while a handle" in l]
-            self.assertEqual(len(busy), 1, log)
-            self.assertIn("props/grid.gmf:", busy[0])
-            self.assertNotIn(self.src, busy[0])  # named relative to SRC
+            self.assertEqual(s["views_renewed"], 1)
+            self.assertNotIn("cannot be opened", m.output())
         self.assertEqual(new, self.converted("grid.gmf")["grid.gmf"])
 
     def test_a_close_then_open_of_the_changed_view_opens_the_new_one(self):
         # The kernel unbinds the old backing file before close() returns but
         # tells the daemon later (a background RELEASE): here 300 ms later,
-        # so the open below reaches the daemon before it, every run.  The
-        # open must wait for it, not answer EBUSY for a file nothing holds.
+        # so the open below reaches the daemon before it, every run, on an
+        # inode still bound to the old entry: the view moves to a new inode
+        # instead of failing for a file nothing holds.
         model = os.path.join(self.src, "props", "grid.obj")
         env = dict(os.environ, MESHFS_TEST_RELEASE_DELAY_MS="300")
         with Mount(self.src, self.mnt, self.cache, env=env) as m:
@@ -379,7 +383,7 @@ class Passthrough(Base):
             s = m.stats()
             self.assertEqual(s["read_requests"], 0)
             self.assertGreaterEqual(s["passthrough_opens"], 6)
-            self.assertNotIn("cannot be opened while a handle", m.output())
+            self.assertEqual(s["views_renewed"], 3)
         self.assertEqual(new, self.converted("grid.gmf")["grid.gmf"])
 
     def test_without_cap_sys_admin_the_daemon_serves(self):

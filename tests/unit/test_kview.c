@@ -64,10 +64,11 @@ static void test_open_record_is_never_evicted(void **state)
     struct stat st = sized(999);
     mfs_kview_attr("/held.gmf", &st);
     assert_int_equal(st.st_size, 100);
-    /* ...and an open of another entry reads around A's pages */
+    /* ...and an open of another entry needs an inode of its own */
     void *tok2 = mfs_kview_opened("/held.gmf", b, &sb, &res);
-    assert_int_equal(res.direct_io, 1);
-    mfs_kview_release(tok2, 1);
+    assert_null(tok2);
+    assert_int_equal(res.renew, 1);
+    assert_int_equal(res.direct_io, 0);
     mfs_kview_release(tok, 0);
     uint64_t n, ev;
     fill_others(200, 8);
@@ -103,12 +104,72 @@ static void test_evicted_path_reopens_with_invalidation(void **state)
     mfs_kview_release(tok, res.direct_io);
 }
 
+/* The path moves to a new inode while A's handles are open: their record
+ * leaves with them (their tokens stay good), and the path starts afresh,
+ * so the new inode hears B's size and opens without direct I/O. */
+static void test_detach_leaves_the_old_handles_their_record(void **state)
+{
+    (void)state;
+    mfs_kview_set_cap(64);
+    uint8_t a[16] = {21}, b[16] = {22};
+    struct stat sa = sized(500), sb = sized(600);
+    mfs_kview_open res;
+    uint64_t n0, n, ev;
+    mfs_kview_stats(&n0, &ev);
+    void *tok = mfs_kview_opened("/moved.gmf", a, &sa, &res);
+    void *tok2 = mfs_kview_opened("/moved.gmf", a, &sa, &res);
+    mfs_kview_stats(&n, &ev);
+    assert_int_equal(n, n0 + 1);
+    /* a GETATTR of the path still hears A's size: its inode is A's */
+    struct stat st = sb;
+    mfs_kview_attr("/moved.gmf", &st);
+    assert_int_equal(st.st_size, 500);
+    /* held by A's handles: for B's attributes, not for A's own */
+    struct stat served = sized(0);
+    assert_int_equal(mfs_kview_held("/moved.gmf", &sa, &served), 0);
+    assert_int_equal(served.st_size, 0);
+    assert_int_equal(mfs_kview_held("/moved.gmf", &sb, &served), 1);
+    assert_int_equal(served.st_size, 500);
+    served = sized(0);
+    assert_int_equal(mfs_kview_held("/moved.gmf", NULL, &served), 1);
+    assert_int_equal(served.st_size, 500);
+    mfs_kview_detach("/moved.gmf");
+    mfs_kview_stats(&n, &ev);
+    assert_int_equal(n, n0);
+    assert_int_equal(mfs_kview_held("/moved.gmf", NULL, &served), 0);
+    st = sb;
+    mfs_kview_attr("/moved.gmf", &st); /* the new inode hears B's size */
+    assert_int_equal(st.st_size, 600);
+    /* asked through an A handle: A's own attributes, not the path's */
+    st = sb;
+    mfs_kview_handle_attr(tok, "/moved.gmf", &st);
+    assert_int_equal(st.st_size, 600);
+    st = sa;
+    mfs_kview_handle_attr(tok, "/moved.gmf", &st);
+    assert_int_equal(st.st_size, 500);
+    void *tok3 = mfs_kview_opened("/moved.gmf", b, &sb, &res);
+    assert_non_null(tok3);
+    assert_int_equal(res.direct_io, 0);
+    assert_int_equal(res.renew, 0);
+    mfs_kview_release(tok, 0); /* the old handles close: their record goes */
+    mfs_kview_release(tok2, 0);
+    st = sa;
+    mfs_kview_attr("/moved.gmf", &st); /* B's handle is the path's now */
+    assert_int_equal(st.st_size, 600);
+    mfs_kview_release(tok3, 0);
+    mfs_kview_detach("/moved.gmf"); /* no handles: freed at once */
+    mfs_kview_detach("/never.gmf");  /* no record: nothing to do */
+    mfs_kview_stats(&n, &ev);
+    assert_int_equal(n, n0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cap_holds_and_evicts_lru),
         cmocka_unit_test(test_open_record_is_never_evicted),
         cmocka_unit_test(test_evicted_path_reopens_with_invalidation),
+        cmocka_unit_test(test_detach_leaves_the_old_handles_their_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,6 +94,57 @@ static void test_open_handle_keeps_node(void **state)
     mfs_nodes_free(t);
 }
 
+/* A detached node keeps its id and path for the kernel's requests by id,
+ * the name's next lookup makes a new node, and the old one goes with its
+ * last handle and lookup; it is never offered as a victim (its name is the
+ * new node's).  Folders are never detached. */
+static void test_detach_moves_the_name_to_a_new_node(void **state)
+{
+    (void)state;
+    mfs_nodes *t = mfs_nodes_new(1);
+    uint64_t dir = mfs_nodes_lookup(t, MFS_NODE_ROOT, "d", 1);
+    uint64_t old = mfs_nodes_lookup(t, dir, "v.gmf", 0);
+    mfs_nodes_opened(t, old, 1);
+    struct stat st, kept = {.st_size = 1234};
+    assert_int_equal(mfs_nodes_kept_attr(t, old, &st), 0);
+    assert_int_equal(mfs_nodes_detach(t, old, NULL), 0);
+    assert_int_equal(mfs_nodes_kept_attr(t, old, &st), 0); /* none given */
+    assert_int_equal(mfs_nodes_detach(t, old, &kept), 0); /* again: no harm */
+    assert_int_equal(mfs_nodes_kept_attr(t, old, &st), 1);
+    assert_int_equal(st.st_size, 1234);
+    assert_int_equal(mfs_nodes_detach(t, dir, NULL), -EISDIR);
+    assert_int_equal(mfs_nodes_detach(t, MFS_NODE_ROOT, NULL), -EISDIR);
+    assert_int_equal(mfs_nodes_detach(t, 999, NULL), -ESTALE);
+    char p[64];
+    assert_int_equal(mfs_nodes_path(t, old, p, sizeof p), 0);
+    assert_string_equal(p, "/d/v.gmf");
+    assert_int_equal(mfs_nodes_find(t, "/d/v.gmf"), 0);
+    uint64_t fresh = mfs_nodes_lookup(t, dir, "v.gmf", 0);
+    assert_true(fresh > old);
+    assert_int_equal(mfs_nodes_find(t, "/d/v.gmf"), fresh);
+    assert_int_equal(mfs_nodes_lookup(t, dir, "v.gmf", 0), fresh);
+    assert_int_equal(mfs_nodes_kept_attr(t, fresh, &st), 0);
+    /* over the cap of 1: only the new node's name is offered */
+    mfs_node_victim v[4];
+    mfs_nodes_opened(t, old, -1);
+    mfs_nodes_opened(t, old, 1);
+    assert_int_equal(mfs_nodes_victims(t, v, 4), 1);
+    assert_string_equal(v[0].name, "v.gmf");
+    mfs_nodes_opened(t, old, -1);
+    mfs_nodes_forget(t, old, 1);
+    assert_int_equal(mfs_nodes_path(t, old, p, sizeof p), -ESTALE);
+    assert_int_equal(mfs_nodes_kept_attr(t, old, &st), 0);
+    assert_int_equal(mfs_nodes_find(t, "/d/v.gmf"), fresh); /* untouched */
+    mfs_nodes_stats s;
+    mfs_nodes_get_stats(t, &s);
+    assert_int_equal(s.detached, 1);
+    assert_int_equal(s.files, 1);
+    mfs_nodes_forget(t, fresh, 2);
+    mfs_nodes_get_stats(t, &s);
+    assert_int_equal(s.nodes, 2); /* the root and d, looked up once */
+    mfs_nodes_free(t);
+}
+
 /* 20 files under a cap of 8: victims bring them to 7 (7/8 of 8), oldest
  * first, skipping folders and open files; used files move to the back. */
 static void test_victims_lru_files_only(void **state)
@@ -192,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_paths_and_errors),
         cmocka_unit_test(test_forget_frees_and_ids_are_not_reused),
         cmocka_unit_test(test_open_handle_keeps_node),
+        cmocka_unit_test(test_detach_moves_the_name_to_a_new_node),
         cmocka_unit_test(test_victims_lru_files_only),
         cmocka_unit_test(test_kept_victims_rotate),
         cmocka_unit_test(test_growth),
