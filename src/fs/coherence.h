@@ -43,9 +43,11 @@ void mfs_kview_release(void *token, int direct_io);
 void mfs_kview_detach(const char *path);
 
 /* 1 with *served (the attributes they read) when handles are open on the
- * path's inode, and, if st is given, on another entry than st describes
- * (size or mtime differ): the view needs a new inode before the kernel is
- * told st by name. */
+ * path's inode and, if st is given, st is a newer entry's (a later mtime):
+ * the view needs a new inode before the kernel is told st by name.  Only a
+ * later one: a listing may carry attributes from a moment before, and an
+ * entry that differs otherwise is caught by its open (mfs_kview_opened
+ * compares entry ids). */
 int mfs_kview_held(const char *path, const struct stat *st, struct stat *served);
 
 /* Attributes about to be told to the kernel for a view (getattr, a
@@ -69,14 +71,21 @@ void mfs_kview_stats(uint64_t *entries, uint64_t *evicted);
 
 /* ---- renew.c: a view moves to a new kernel inode ---- */
 
-/* From an OPEN of node `node` that the kernel cannot serve on that inode
- * (its handles hold an older entry): the view's name moves to a new node,
- * and the open is answered ESTALE, so the kernel looks the name up again. */
+/* An open's decisions (passthrough.c, kview.c) are taken between these, so
+ * that no view moves meanwhile.  0; or -ESTALE, holding nothing, when
+ * `node` is no longer its name's (the name moved on after the kernel
+ * walked to it): the open answers ESTALE and the kernel looks again. */
+int mfs_renew_open_begin(uint64_t node);
+void mfs_renew_open_end(void);
+
+/* Between those, from an open of node `node` that the kernel cannot serve
+ * on that inode (its handles hold an older entry): the view's name moves to
+ * a new node, and the open answers ESTALE, so the kernel looks again. */
 void mfs_renew_view(mfs_fs *fs, const char *path, uint64_t node);
 
 /* A view's attributes st, about to be given with its name (LOOKUP,
- * readdirplus): recorded (mfs_kview_lookup), and the name moved to a new
- * node first if its inode holds an older entry for open handles. */
+ * readdirplus): recorded (mfs_kview_attr), and the name moved to a new
+ * node first if handles hold its inode on an older entry (mfs_kview_held). */
 void mfs_renew_named_attr(mfs_fs *fs, const char *path, struct stat *st);
 
 /* ---- pins.c: entries evicted as soon as they were stored ----

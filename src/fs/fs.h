@@ -322,4 +322,9 @@ void mfs_fs_log(mfs_fs *fs, const char *fmt, ...) __attribute__((format(printf, 
 void mfs_fs_log_at(mfs_fs *fs, mfs_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Test builds only: sleeps the milliseconds the environment variable `var`
+ * gives (MESHFS_TEST_RELEASE_DELAY_MS, _FG_DELAY_MS, _OPEN_DELAY_MS; each
+ * named where it is used); does nothing in other builds. */
+void mfs_test_delay(const char *var);
+
 #endif

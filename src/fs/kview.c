@@ -165,6 +165,11 @@ static int same_time(struct timespec a, struct timespec b)
     return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
 
+static int later(struct timespec a, struct timespec b)
+{
+    return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec > b.tv_nsec);
+}
+
 void *mfs_kview_opened(const char *path, const uint8_t id[16], const struct stat *st,
                        mfs_kview_open *res)
 {
@@ -236,8 +241,7 @@ int mfs_kview_held(const char *path, const struct stat *st, struct stat *served)
 {
     pthread_mutex_lock(&mu);
     kslot *s = *find_locked(path);
-    int held = s && s->nopen &&
-               (!st || s->served.st_size != st->st_size || !same_time(s->served.st_mtim, st->st_mtim));
+    int held = s && s->nopen && (!st || later(st->st_mtim, s->served.st_mtim));
     if (held)
         *served = s->served;
     pthread_mutex_unlock(&mu);
@@ -287,11 +291,11 @@ void mfs_kview_handle_attr(void *token, const char *path, struct stat *st)
 {
     pthread_mutex_lock(&mu);
     kslot *s = token;
-    if (!s || !s->detached) {
-        pthread_mutex_unlock(&mu);
-        mfs_kview_attr(path, st);
-        return;
+    if (!s || !s->detached) { /* else its inode is no longer the path's */
+        s = slot_of(path);
+        if (s)
+            told_locked(s, st);
     }
-    pthread_mutex_unlock(&mu); /* its inode is no longer the path's */
+    pthread_mutex_unlock(&mu);
 }
 

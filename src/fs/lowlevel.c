@@ -114,14 +114,18 @@ void mfs_ll_invalidate_path(const char *path)
         fuse_lowlevel_notify_inval_inode(session, id, 0, 0);
 }
 
-void mfs_ll_renew(const char *path, uint64_t node, const struct stat *kept)
+int mfs_ll_renew(const char *path, uint64_t node, const struct stat *kept)
 {
     if (!nodes)
-        return;
+        return 0;
     if (!node)
         node = mfs_nodes_find(nodes, path);
-    if (node)
-        mfs_nodes_detach(nodes, node, kept);
+    return node && mfs_nodes_detach(nodes, node, kept) == 1;
+}
+
+int mfs_ll_node_current(uint64_t node)
+{
+    return nodes && !mfs_nodes_is_detached(nodes, node);
 }
 
 void mfs_ll_nodes_stats(mfs_nodes_stats *s)
@@ -227,13 +231,6 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     char path[PATH_MAX];
     if (path_of(req, ino, path) < 0)
         return;
-    /* its name has moved to a new node (renew.c): an open that walked to
-     * this one before the kernel heard looks again (the VFS retries an
-     * ESTALE open once, with a fresh lookup) */
-    if (mfs_nodes_is_detached(nodes, ino)) {
-        fuse_reply_err(req, ESTALE);
-        return;
-    }
     int rc = mfs_ops_open(path, ino, fi);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
@@ -259,19 +256,13 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     free(bv);
 }
 
-#ifdef MESHFS_TEST_HOOKS
 /* Test builds only (tests/integration/test_passthrough.py): with
  * MESHFS_TEST_RELEASE_DELAY_MS=N, every RELEASE is handled N ms late, as a
  * busy daemon would: the kernel's close() has long returned by then. */
 static void test_release_delay(void)
 {
-    const char *v = getenv("MESHFS_TEST_RELEASE_DELAY_MS");
-    if (v && *v)
-        usleep((useconds_t)strtoul(v, NULL, 10) * 1000u);
+    mfs_test_delay("MESHFS_TEST_RELEASE_DELAY_MS");
 }
-#else
-static void test_release_delay(void) {}
-#endif
 
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {

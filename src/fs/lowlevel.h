@@ -40,8 +40,12 @@ void mfs_ll_invalidate_path(const char *path);
  * LOOKUP makes a new one, and answers GETATTR with `kept` (if not NULL:
  * the attributes of the entry its open handles read) until the kernel
  * forgets it.  Called before the reply that makes the kernel look again
- * (an OPEN's ESTALE, a LOOKUP's new id). */
-void mfs_ll_renew(const char *path, uint64_t node, const struct stat *kept);
+ * (an OPEN's ESTALE, a LOOKUP's new id).  1 if it moved now; 0 if it had
+ * already (or there is no such node). */
+int mfs_ll_renew(const char *path, uint64_t node, const struct stat *kept);
+
+/* Whether node is still its name's (not moved off by mfs_ll_renew). */
+int mfs_ll_node_current(uint64_t node);
 
 /* The node table's counters (stats xattr). */
 void mfs_ll_nodes_stats(mfs_nodes_stats *s);

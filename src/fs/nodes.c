@@ -353,26 +353,23 @@ int mfs_nodes_detach(mfs_nodes *t, uint64_t id, const struct stat *st)
 {
     pthread_mutex_lock(&t->lock);
     node *n = by_id(t, id);
-    int rc = 0;
+    int rc = 1;
     if (!n || n == t->root || n->is_dir) {
         rc = n ? -EISDIR : -ESTALE;
+    } else if (n->detached) {
+        rc = 0; /* its attributes stay those of its first move */
     } else {
-        if (!n->detached) {
-            unchain(&t->by_name[n->hash & (t->buckets - 1)], n, 1);
-            n->by_name = NULL;
-            n->detached = 1;
-            t->detached++;
-        }
-        kept *k = st ? *find_kept(t, id) : NULL;
-        if (st && !k && (k = calloc(1, sizeof *k)) != NULL) {
+        unchain(&t->by_name[n->hash & (t->buckets - 1)], n, 1);
+        n->by_name = NULL;
+        n->detached = 1;
+        t->detached++;
+        kept *k = st ? calloc(1, sizeof *k) : NULL;
+        if (k) {
             k->id = id;
+            k->st = *st;
             k->next = t->kept;
             t->kept = k;
-        }
-        if (k)
-            k->st = *st;
-        else if (st)
-            rc = -ENOMEM; /* detached; GETATTR falls back to the path */
+        } /* else GETATTR answers from the path */
     }
     pthread_mutex_unlock(&t->lock);
     return rc;

@@ -53,11 +53,11 @@ void mfs_nodes_opened(mfs_nodes *t, uint64_t id, int delta);
  * counts for the requests the kernel sends by id (its open handles, its
  * FORGET), and the next lookup of its name makes a new node.  For a view
  * whose kernel inode holds an older cache entry for its open handles
- * (kview.c, passthrough.c): the name moves to a fresh inode.  st, if not
- * NULL: the attributes the old node is to answer GETATTR with from now on
- * (those of the entry its handles read; mfs_nodes_kept_attr).  0; -ESTALE
- * (unknown id); -EISDIR (a folder or the root, never detached); -ENOMEM
- * (detached, st not kept). */
+ * (renew.c): the name moves to a fresh inode.  st, if not NULL: the
+ * attributes the old node answers GETATTR with from now on (those of the
+ * entry its handles read; mfs_nodes_kept_attr; not kept when out of
+ * memory).  1: detached now; 0: it already was (st ignored); -ESTALE
+ * (unknown id); -EISDIR (a folder or the root, never detached). */
 int mfs_nodes_detach(mfs_nodes *t, uint64_t id, const struct stat *st);
 
 /* 1 when id is a detached node. */

@@ -140,20 +140,14 @@ static int failure_errno(const mfs_fs *fs, mfs_view_outcome o, const mfs_view_in
     return -EIO;
 }
 
-#ifdef MESHFS_TEST_HOOKS
 /* Test builds only (tests/integration/test_listing.py): with
  * MESHFS_TEST_FG_DELAY_MS=N, a stat that queued prefetches waits N ms
  * before it resolves its own view, so the prefetch threads always reach
  * the free slots first. */
 static void test_fg_delay(void)
 {
-    const char *v = getenv("MESHFS_TEST_FG_DELAY_MS");
-    if (v && *v)
-        usleep((useconds_t)strtoul(v, NULL, 10) * 1000u);
+    mfs_test_delay("MESHFS_TEST_FG_DELAY_MS");
 }
-#else
-static void test_fg_delay(void) {}
-#endif
 
 static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struct stat *st)
 {
@@ -240,12 +234,15 @@ int mfs_ops_lookup(const char *path, struct stat *st)
 
 /* How the kernel is to treat this open of a view (kview.c), and whether it
  * reads the bytes itself (passthrough.c): never with direct I/O or
- * keep_cache, which the kernel refuses with passthrough.  0 or -errno;
- * -ESTALE when kernel inode `node` holds an older entry of the view for
- * handles (open, or released with the RELEASE still on its way): the view
- * moved to a new inode (renew.c) and the kernel will look again. */
-static int kview_open(const char *path, uint64_t node, struct fuse_file_info *fi, handle *h,
-                      const uint8_t id[16])
+ * keep_cache, which the kernel refuses with passthrough.  1: invalidate
+ * what the kernel holds of the path before replying; 0; -errno.  -ESTALE
+ * when kernel inode `node` cannot show this entry: its name moved on, or
+ * its handles hold an older entry (open, or released with the RELEASE
+ * still on its way), and then the view moves to a new inode (renew.c);
+ * the kernel looks again either way.  Called between
+ * mfs_renew_open_begin/end. */
+static int decide_open(const char *path, uint64_t node, struct fuse_file_info *fi, handle *h,
+                       const uint8_t id[16])
 {
     int b = mfs_pt_open(node, id, h->fd, h->offset, h->length);
     if (b == -ESTALE) {
@@ -276,9 +273,23 @@ static int kview_open(const char *path, uint64_t node, struct fuse_file_info *fi
         atomic_fetch_add(&FS()->stats.passthrough_opens, 1);
     }
 #endif
-    if (res.invalidate)
+    return res.invalidate;
+}
+
+static int kview_open(const char *path, uint64_t node, struct fuse_file_info *fi, handle *h,
+                      const uint8_t id[16])
+{
+    /* test builds (test_coherence.py): an open slow to decide, so a listing
+     * can move the view's name while it resolves */
+    mfs_test_delay("MESHFS_TEST_OPEN_DELAY_MS");
+    int rc = mfs_renew_open_begin(node);
+    if (rc < 0)
+        return rc;
+    rc = decide_open(path, node, fi, h, id);
+    mfs_renew_open_end();
+    if (rc == 1) /* from the OPEN handler itself: kview.c says why */
         mfs_ll_invalidate_path(path);
-    return 0;
+    return rc < 0 ? rc : 0;
 }
 
 int mfs_ops_open(const char *path, uint64_t node, struct fuse_file_info *fi)

@@ -10,43 +10,56 @@
  * moment the kernel asks by name (a LOOKUP, a readdirplus entry) or, when
  * its cached entry still points at the old inode, at the OPEN, which is
  * answered ESTALE so that the kernel looks the name up again. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "coherence.h"
 #include "lowlevel.h"
 
-/* One move at a time, and the node before the record: a GETATTR of the old
- * node that reads the record after it went finds the node detached, with
- * the old entry's attributes kept (lowlevel.c looks again), so the new
- * entry's attributes never reach the old inode, whose handles need theirs. */
+/* One move at a time, and no open deciding while one happens.  The node
+ * moves before the record: a GETATTR of the old node that reads the record
+ * after it went finds the node detached, with the old entry's attributes
+ * kept (lowlevel.c looks again), so the new entry's attributes never reach
+ * the old inode, whose handles need theirs. */
 static pthread_mutex_t moving = PTHREAD_MUTEX_INITIALIZER;
 
-static void move(const char *path, uint64_t node, const struct stat *served)
+static int move(mfs_fs *fs, const char *path, uint64_t node, const struct stat *served)
 {
-    mfs_ll_renew(path, node, served);
+    if (!mfs_ll_renew(path, node, served))
+        return 0;
     mfs_kview_detach(path);
+    atomic_fetch_add(&fs->stats.views_renewed, 1);
+    return 1;
+}
+
+int mfs_renew_open_begin(uint64_t node)
+{
+    pthread_mutex_lock(&moving);
+    if (mfs_ll_node_current(node))
+        return 0;
+    pthread_mutex_unlock(&moving);
+    return -ESTALE;
+}
+
+void mfs_renew_open_end(void)
+{
+    pthread_mutex_unlock(&moving);
 }
 
 void mfs_renew_view(mfs_fs *fs, const char *path, uint64_t node)
 {
     struct stat served;
-    pthread_mutex_lock(&moving);
     int held = mfs_kview_held(path, NULL, &served);
-    move(path, node, held ? &served : NULL);
-    pthread_mutex_unlock(&moving);
-    atomic_fetch_add(&fs->stats.views_renewed, 1);
+    move(fs, path, node, held ? &served : NULL);
 }
 
 void mfs_renew_named_attr(mfs_fs *fs, const char *path, struct stat *st)
 {
     struct stat served;
     pthread_mutex_lock(&moving);
-    int renew = mfs_kview_held(path, st, &served);
-    if (renew)
-        move(path, 0, &served);
+    if (mfs_kview_held(path, st, &served))
+        move(fs, path, 0, &served);
     mfs_kview_attr(path, st);
     pthread_mutex_unlock(&moving);
-    if (renew)
-        atomic_fetch_add(&fs->stats.views_renewed, 1);
 }

@@ -225,7 +225,9 @@ class ReaderSeesOneVersion(Base):
             view = os.path.join(self.mnt, "m.vrt")
             with open(view, "rb") as old:
                 first = old.read(100)
+                t = os.stat(model).st_mtime_ns
                 save(model, small)
+                os.utime(model, ns=(t, t + 10**6))  # later, even within a clock tick
                 self.assertEqual(os.stat(view).st_size, len(exp_small))
                 self.assertEqual(m.stats()["views_renewed"], 1)  # at the lookup
                 self.assertEqual(os.fstat(old.fileno()).st_size, len(exp_big))
@@ -247,10 +249,11 @@ class ReaderSeesOneVersion(Base):
             save(model, small)  # converted, so the listing knows its size
             self.assertEqual(read(view), exp_small)
             save(model, big)
-            os.utime(model, ns=(0, os.stat(model).st_mtime_ns + 10**9))  # past the kept attributes
             with open(view, "rb") as old:
                 self.assertEqual(os.fstat(old.fileno()).st_size, len(exp_big))
+                t = os.stat(model).st_mtime_ns
                 save(model, small)
+                os.utime(model, ns=(t, t + 10**6))  # later, even within a clock tick
                 os.stat(os.path.join(self.mnt, "m.gmf"))  # hashes the model: the listing knows it
                 self.assertEqual(m.stats()["views_renewed"], 0)
                 os.listdir(self.mnt)
@@ -260,6 +263,47 @@ class ReaderSeesOneVersion(Base):
                 self.assertEqual(old.read(), exp_big)
                 self.assertEqual(os.fstat(old.fileno()).st_size, len(exp_big))
                 self.assertEqual(m.stats()["views_renewed"], 1)
+
+
+    def test_an_open_that_the_name_moved_under_opens_the_new_view(self):
+        """An open that reached the old inode (its name cached by the kernel)
+        while a listing moved the name to a new one: it must not serve the
+        new entry on the old inode, whose size is the old handle's; it says
+        ESTALE and the kernel's retry opens the new inode.  Every open waits
+        400 ms before it decides (a test-build hook), so the listing moves
+        the name during the open, every run; the daemon serves reads
+        (passthrough=off), where a wrong inode would show as a wrong size."""
+        small, big = grid_obj(3), grid_obj(40)
+        exp_small, exp_big = self.expected(small)["vrt"], self.expected(big)["vrt"]
+        model = os.path.join(self.src, "m.obj")
+        env = dict(os.environ, MESHFS_TEST_OPEN_DELAY_MS="400")
+        with self.mount("passthrough=off", "entry_timeout=30", "attr_timeout=0", env=env) as m:
+            view = os.path.join(self.mnt, "m.vrt")
+            save(model, small)  # converted, so the listing knows its size
+            self.assertEqual(read(view), exp_small)
+            save(model, big)
+            with open(view, "rb") as old:
+                t = os.stat(model).st_mtime_ns
+                save(model, small)
+                os.utime(model, ns=(t, t + 10**6))
+                os.stat(os.path.join(self.mnt, "m.gmf"))  # hashes the model: the listing knows it
+                got = {}
+
+                def reader():
+                    with open(view, "rb") as f:
+                        got["size"] = os.fstat(f.fileno()).st_size
+                        got["data"] = f.read()
+                th = threading.Thread(target=reader)
+                th.start()
+                time.sleep(0.15)  # the open is waiting in the daemon
+                os.listdir(self.mnt)
+                self.assertEqual(m.stats()["views_renewed"], 1)
+                th.join()
+                self.assertEqual(got["data"], exp_small)
+                self.assertEqual(got["size"], len(exp_small))
+                self.assertEqual(old.read(), exp_big)
+                self.assertEqual(os.fstat(old.fileno()).st_size, len(exp_big))
+            self.assertEqual(m.stats()["views_renewed"], 1)
 
 
 class FailuresRememberTheirLimits(Base):

@@ -105,11 +105,13 @@ static void test_detach_moves_the_name_to_a_new_node(void **state)
     uint64_t dir = mfs_nodes_lookup(t, MFS_NODE_ROOT, "d", 1);
     uint64_t old = mfs_nodes_lookup(t, dir, "v.gmf", 0);
     mfs_nodes_opened(t, old, 1);
-    struct stat st, kept = {.st_size = 1234};
+    struct stat st, kept = {.st_size = 1234}, later = {.st_size = 99};
     assert_int_equal(mfs_nodes_kept_attr(t, old, &st), 0);
-    assert_int_equal(mfs_nodes_detach(t, old, NULL), 0);
-    assert_int_equal(mfs_nodes_kept_attr(t, old, &st), 0); /* none given */
-    assert_int_equal(mfs_nodes_detach(t, old, &kept), 0); /* again: no harm */
+    assert_int_equal(mfs_nodes_detach(t, old, &kept), 1);
+    assert_int_equal(mfs_nodes_kept_attr(t, old, &st), 1);
+    assert_int_equal(st.st_size, 1234);
+    /* again: nothing moves, and the first move's attributes stay */
+    assert_int_equal(mfs_nodes_detach(t, old, &later), 0);
     assert_int_equal(mfs_nodes_kept_attr(t, old, &st), 1);
     assert_int_equal(st.st_size, 1234);
     assert_int_equal(mfs_nodes_detach(t, dir, NULL), -EISDIR);
@@ -124,6 +126,13 @@ static void test_detach_moves_the_name_to_a_new_node(void **state)
     assert_int_equal(mfs_nodes_find(t, "/d/v.gmf"), fresh);
     assert_int_equal(mfs_nodes_lookup(t, dir, "v.gmf", 0), fresh);
     assert_int_equal(mfs_nodes_kept_attr(t, fresh, &st), 0);
+    /* moved without attributes: GETATTR answers from the path */
+    uint64_t other = mfs_nodes_lookup(t, dir, "w.gmf", 0);
+    assert_int_equal(mfs_nodes_detach(t, other, NULL), 1);
+    assert_int_equal(mfs_nodes_is_detached(t, other), 1);
+    assert_int_equal(mfs_nodes_is_detached(t, fresh), 0);
+    assert_int_equal(mfs_nodes_kept_attr(t, other, &st), 0);
+    mfs_nodes_forget(t, other, 1);
     /* over the cap of 1: only the new node's name is offered */
     mfs_node_victim v[4];
     mfs_nodes_opened(t, old, -1);
@@ -137,7 +146,7 @@ static void test_detach_moves_the_name_to_a_new_node(void **state)
     assert_int_equal(mfs_nodes_find(t, "/d/v.gmf"), fresh); /* untouched */
     mfs_nodes_stats s;
     mfs_nodes_get_stats(t, &s);
-    assert_int_equal(s.detached, 1);
+    assert_int_equal(s.detached, 2);
     assert_int_equal(s.files, 1);
     mfs_nodes_forget(t, fresh, 2);
     mfs_nodes_get_stats(t, &s);
