@@ -43,12 +43,14 @@ void mfs_kview_release(void *token, int direct_io);
 void mfs_kview_detach(const char *path);
 
 /* 1 with *served (the attributes they read) when handles are open on the
- * path's inode and, if st is given, st is a newer entry's (a later mtime):
- * the view needs a new inode before the kernel is told st by name.  Only a
- * later one: a listing may carry attributes from a moment before, and an
- * entry that differs otherwise is caught by its open (mfs_kview_opened
- * compares entry ids). */
-int mfs_kview_held(const char *path, const struct stat *st, struct stat *served);
+ * path's inode on another entry than the one the kernel is about to be
+ * told by name: id, when the caller knows the current entry's (a LOOKUP);
+ * else, when st is given, only if st has a later mtime (a listing may carry
+ * attributes from a moment before; an entry that differs otherwise is
+ * caught at its open, where mfs_kview_opened compares ids); with neither,
+ * whenever handles are open.  The view then needs a new inode. */
+int mfs_kview_held(const char *path, const uint8_t id[16], const struct stat *st,
+                   struct stat *served);
 
 /* Attributes about to be told to the kernel for a view (getattr, a
  * listing's readdirplus): while handles are open on the path's inode, the
@@ -84,9 +86,10 @@ void mfs_renew_open_end(void);
 void mfs_renew_view(mfs_fs *fs, const char *path, uint64_t node);
 
 /* A view's attributes st, about to be given with its name (LOOKUP,
- * readdirplus): recorded (mfs_kview_attr), and the name moved to a new
- * node first if handles hold its inode on an older entry (mfs_kview_held). */
-void mfs_renew_named_attr(mfs_fs *fs, const char *path, struct stat *st);
+ * readdirplus; id: its entry's key when known): recorded (mfs_kview_attr),
+ * and the name moved to a new node first if handles hold its inode on
+ * another entry (mfs_kview_held). */
+void mfs_renew_named_attr(mfs_fs *fs, const char *path, const uint8_t id[16], struct stat *st);
 
 /* ---- pins.c: entries evicted as soon as they were stored ----
  *

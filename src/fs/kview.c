@@ -237,11 +237,13 @@ void mfs_kview_detach(const char *path)
     pthread_mutex_unlock(&mu);
 }
 
-int mfs_kview_held(const char *path, const struct stat *st, struct stat *served)
+int mfs_kview_held(const char *path, const uint8_t id[16], const struct stat *st,
+                   struct stat *served)
 {
     pthread_mutex_lock(&mu);
     kslot *s = *find_locked(path);
-    int held = s && s->nopen && (!st || later(st->st_mtim, s->served.st_mtim));
+    int held = s && s->nopen &&
+               (id ? memcmp(s->id, id, 16) != 0 : !st || later(st->st_mtim, s->served.st_mtim));
     if (held)
         *served = s->served;
     pthread_mutex_unlock(&mu);

@@ -432,7 +432,7 @@ int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off
             if (have && d.is_view) {
                 char vpath[4200];
                 snprintf(vpath, sizeof vpath, "%s/%s", strcmp(path, "/") ? path : "", d.name);
-                mfs_renew_named_attr(fs, vpath, &st);
+                mfs_renew_named_attr(fs, vpath, NULL, &st);
             }
         }
         if (!have) {

@@ -149,8 +149,11 @@ static void test_fg_delay(void)
     mfs_test_delay("MESHFS_TEST_FG_DELAY_MS");
 }
 
-static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struct stat *st)
+/* The view's attributes; *have_key and key: its entry's, when it has one. */
+static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struct stat *st,
+                     uint8_t key[16], int *have_key)
 {
+    *have_key = 0;
     if (ref->format == MFS_FS_LGEPKG)
         return mfs_lgepkg_attr(fs, dir, st);
     char mpath[4200];
@@ -178,6 +181,10 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
     } else if (o == MFS_VIEW_FAILED_MODEL && fs->cfg.hide_failed) {
         return failure_errno(fs, o, &vi);
     }
+    if (o == MFS_VIEW_HIT || o == MFS_VIEW_FAILED_MODEL) {
+        memcpy(key, vi.key.b, 16);
+        *have_key = 1;
+    }
     mfs_view_stat(&mst, &vi, ref->format, st);
     return 0;
 }
@@ -200,13 +207,15 @@ static int path_attr(const char *path, struct stat *st, int lookup)
     int v = find_view(fs, r, dir, sizeof dir, &ref);
     if (v <= 0)
         return v == 0 ? -ENOENT : v;
-    int rc = view_attr(fs, dir, &ref, st);
+    uint8_t key[16];
+    int have_key;
+    int rc = view_attr(fs, dir, &ref, st, key, &have_key);
     ref_free(&ref);
     if (rc < 0)
         return rc;
     /* what the kernel will hold (kview.c) */
     if (lookup)
-        mfs_renew_named_attr(fs, path, st);
+        mfs_renew_named_attr(fs, path, have_key ? key : NULL, st);
     else
         mfs_kview_attr(path, st);
     return 0;

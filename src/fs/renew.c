@@ -50,15 +50,15 @@ void mfs_renew_open_end(void)
 void mfs_renew_view(mfs_fs *fs, const char *path, uint64_t node)
 {
     struct stat served;
-    int held = mfs_kview_held(path, NULL, &served);
+    int held = mfs_kview_held(path, NULL, NULL, &served);
     move(fs, path, node, held ? &served : NULL);
 }
 
-void mfs_renew_named_attr(mfs_fs *fs, const char *path, struct stat *st)
+void mfs_renew_named_attr(mfs_fs *fs, const char *path, const uint8_t id[16], struct stat *st)
 {
     struct stat served;
     pthread_mutex_lock(&moving);
-    if (mfs_kview_held(path, st, &served))
+    if (mfs_kview_held(path, id, st, &served))
         move(fs, path, 0, &served);
     mfs_kview_attr(path, st);
     pthread_mutex_unlock(&moving);

@@ -126,17 +126,27 @@ static void test_detach_leaves_the_old_handles_their_record(void **state)
     assert_int_equal(st.st_size, 500);
     /* held by A's handles: for B's attributes, not for A's own */
     struct stat served = sized(0);
-    assert_int_equal(mfs_kview_held("/moved.gmf", &sa, &served), 0);
+    assert_int_equal(mfs_kview_held("/moved.gmf", a, &sb, &served), 0); /* A's id: A */
     assert_int_equal(served.st_size, 0);
-    assert_int_equal(mfs_kview_held("/moved.gmf", &sb, &served), 1);
+    assert_int_equal(mfs_kview_held("/moved.gmf", b, &sa, &served), 1); /* B's id */
+    assert_int_equal(served.st_size, 500);
+    /* attributes alone: only a later mtime says another entry */
+    served = sized(0);
+    assert_int_equal(mfs_kview_held("/moved.gmf", NULL, &sa, &served), 0);
+    struct stat older = sb;
+    older.st_mtim.tv_sec = sa.st_mtim.tv_sec - 1;
+    assert_int_equal(mfs_kview_held("/moved.gmf", NULL, &older, &served), 0);
+    struct stat newer = sb;
+    newer.st_mtim.tv_sec = sa.st_mtim.tv_sec + 1;
+    assert_int_equal(mfs_kview_held("/moved.gmf", NULL, &newer, &served), 1);
     assert_int_equal(served.st_size, 500);
     served = sized(0);
-    assert_int_equal(mfs_kview_held("/moved.gmf", NULL, &served), 1);
+    assert_int_equal(mfs_kview_held("/moved.gmf", NULL, NULL, &served), 1);
     assert_int_equal(served.st_size, 500);
     mfs_kview_detach("/moved.gmf");
     mfs_kview_stats(&n, &ev);
     assert_int_equal(n, n0);
-    assert_int_equal(mfs_kview_held("/moved.gmf", NULL, &served), 0);
+    assert_int_equal(mfs_kview_held("/moved.gmf", NULL, NULL, &served), 0);
     st = sb;
     mfs_kview_attr("/moved.gmf", &st); /* the new inode hears B's size */
     assert_int_equal(st.st_size, 600);
