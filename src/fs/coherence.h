@@ -52,6 +52,11 @@ void mfs_kview_detach(const char *path);
 int mfs_kview_held(const char *path, const uint8_t id[16], const struct stat *st,
                    struct stat *served);
 
+/* The kernel is about to be told st by name (id as for mfs_kview_held): 0
+ * when st was recorded, as mfs_kview_attr does; 1 with nothing recorded
+ * when mfs_kview_held says the view needs a new inode first. */
+int mfs_kview_named(const char *path, const uint8_t id[16], struct stat *st, struct stat *served);
+
 /* Attributes about to be told to the kernel for a view (getattr, a
  * listing's readdirplus): while handles are open on the path's inode, the
  * kernel must keep their entry's size, so st becomes theirs.  Records what

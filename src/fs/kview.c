@@ -237,15 +237,40 @@ void mfs_kview_detach(const char *path)
     pthread_mutex_unlock(&mu);
 }
 
-int mfs_kview_held(const char *path, const uint8_t id[16], const struct stat *st,
-                   struct stat *served)
+static void told_locked(kslot *s, struct stat *st)
 {
-    pthread_mutex_lock(&mu);
-    kslot *s = *find_locked(path);
+    if (s->nopen)
+        *st = s->served;
+    s->told = 1;
+    s->told_size = st->st_size;
+    s->told_mtime = st->st_mtim;
+}
+
+static int held_locked(kslot *s, const uint8_t id[16], const struct stat *st, struct stat *served)
+{
     int held = s && s->nopen &&
                (id ? memcmp(s->id, id, 16) != 0 : !st || later(st->st_mtim, s->served.st_mtim));
     if (held)
         *served = s->served;
+    return held;
+}
+
+int mfs_kview_held(const char *path, const uint8_t id[16], const struct stat *st,
+                   struct stat *served)
+{
+    pthread_mutex_lock(&mu);
+    int held = held_locked(*find_locked(path), id, st, served);
+    pthread_mutex_unlock(&mu);
+    return held;
+}
+
+int mfs_kview_named(const char *path, const uint8_t id[16], struct stat *st, struct stat *served)
+{
+    pthread_mutex_lock(&mu);
+    int held = held_locked(*find_locked(path), id, st, served);
+    kslot *s = held ? NULL : slot_of(path);
+    if (s)
+        told_locked(s, st);
     pthread_mutex_unlock(&mu);
     return held;
 }
@@ -269,15 +294,6 @@ void mfs_kview_release(void *token, int direct_io)
     if (count > cap)
         evict_locked(NULL);
     pthread_mutex_unlock(&mu);
-}
-
-static void told_locked(kslot *s, struct stat *st)
-{
-    if (s->nopen)
-        *st = s->served;
-    s->told = 1;
-    s->told_size = st->st_size;
-    s->told_mtime = st->st_mtim;
 }
 
 void mfs_kview_attr(const char *path, struct stat *st)

@@ -57,9 +57,15 @@ void mfs_renew_view(mfs_fs *fs, const char *path, uint64_t node)
 void mfs_renew_named_attr(mfs_fs *fs, const char *path, const uint8_t id[16], struct stat *st)
 {
     struct stat served;
+    /* the common case, no handles on another entry: one lock, not the
+     * moving one (a move in progress detaches the node before the record,
+     * so a record found without handles means the name's node is new) */
+    if (!mfs_kview_named(path, id, st, &served))
+        return;
     pthread_mutex_lock(&moving);
-    if (mfs_kview_held(path, id, st, &served))
+    if (mfs_kview_named(path, id, st, &served)) {
         move(fs, path, 0, &served);
-    mfs_kview_attr(path, st);
+        mfs_kview_attr(path, st);
+    }
     pthread_mutex_unlock(&moving);
 }

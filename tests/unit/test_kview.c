@@ -143,6 +143,13 @@ static void test_detach_leaves_the_old_handles_their_record(void **state)
     served = sized(0);
     assert_int_equal(mfs_kview_held("/moved.gmf", NULL, NULL, &served), 1);
     assert_int_equal(served.st_size, 500);
+    /* told by name: B's id is held (nothing recorded), A's is recorded */
+    st = sb;
+    assert_int_equal(mfs_kview_named("/moved.gmf", b, &st, &served), 1);
+    assert_int_equal(st.st_size, 600);
+    st = sb;
+    assert_int_equal(mfs_kview_named("/moved.gmf", a, &st, &served), 0);
+    assert_int_equal(st.st_size, 500); /* the handles' size, as mfs_kview_attr */
     mfs_kview_detach("/moved.gmf");
     mfs_kview_stats(&n, &ev);
     assert_int_equal(n, n0);
