@@ -37,6 +37,10 @@ void *mfs_kview_opened(const char *path, const uint8_t id[16], const struct stat
                        mfs_kview_open *res);
 void mfs_kview_release(void *token, int direct_io);
 
+/* One more handle on token's entry (a handle opened as a copy of another:
+ * ops.c's reopen of a moved view); released like the others. */
+void mfs_kview_ref(void *token);
+
 /* The path's view moves to a new kernel inode (a new node id): its record
  * leaves with the old inode's handles, whose tokens stay valid until
  * released, and the path starts afresh, as a file the kernel never held. */

@@ -26,6 +26,16 @@ void mfs_held_remove(mfs_held_list *l, mfs_held *n)
     pthread_mutex_unlock(&l->lock);
 }
 
+int mfs_held_visit(mfs_held_list *l, int (*fn)(mfs_held *, void *), void *arg)
+{
+    int rc = 0;
+    pthread_mutex_lock(&l->lock);
+    for (mfs_held *n = l->head; n && !rc; n = n->next)
+        rc = fn(n, arg);
+    pthread_mutex_unlock(&l->lock);
+    return rc;
+}
+
 void mfs_held_free_all(mfs_held_list *l, void (*free_one)(mfs_held *))
 {
     pthread_mutex_lock(&l->lock);

@@ -21,6 +21,10 @@ typedef struct mfs_held_list {
 void mfs_held_add(mfs_held_list *l, mfs_held *n);
 void mfs_held_remove(mfs_held_list *l, mfs_held *n);
 
+/* Calls fn on each handle, under the list's lock (so none is freed
+ * meanwhile), until one returns nonzero; returns that, or 0. */
+int mfs_held_visit(mfs_held_list *l, int (*fn)(mfs_held *, void *), void *arg);
+
 /* Frees every handle still on the list with free_one; the list is left
  * empty. */
 void mfs_held_free_all(mfs_held_list *l, void (*free_one)(mfs_held *));

@@ -275,6 +275,16 @@ int mfs_kview_named(const char *path, const uint8_t id[16], struct stat *st, str
     return held;
 }
 
+void mfs_kview_ref(void *token)
+{
+    kslot *s = token;
+    if (!s)
+        return;
+    pthread_mutex_lock(&mu);
+    s->nopen++;
+    pthread_mutex_unlock(&mu);
+}
+
 void mfs_kview_release(void *token, int direct_io)
 {
     kslot *s = token;

@@ -128,6 +128,11 @@ int mfs_ll_node_current(uint64_t node)
     return nodes && !mfs_nodes_is_detached(nodes, node);
 }
 
+int mfs_ll_refuse_moved(uint64_t node)
+{
+    return !nodes || mfs_nodes_refuse_once(nodes, node);
+}
+
 void mfs_ll_nodes_stats(mfs_nodes_stats *s)
 {
     if (nodes)

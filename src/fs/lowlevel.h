@@ -47,6 +47,12 @@ int mfs_ll_renew(const char *path, uint64_t node, const struct stat *kept);
 /* Whether node is still its name's (not moved off by mfs_ll_renew). */
 int mfs_ll_node_current(uint64_t node);
 
+/* An OPEN of a node moved off its name: 1 to answer ESTALE (the kernel's
+ * retry looks the name up again, and a path walk gets the new view), 0 to
+ * serve it (the retry came back to the same node: an open that does not go
+ * through the name, such as /proc/PID/fd/N).  By turns (nodes.h). */
+int mfs_ll_refuse_moved(uint64_t node);
+
 /* The node table's counters (stats xattr). */
 void mfs_ll_nodes_stats(mfs_nodes_stats *s);
 

@@ -20,6 +20,7 @@ typedef struct node {
     uint32_t hash;                /* of (parent id, name) */
     uint8_t is_dir;
     uint8_t detached;             /* out of the name index (mfs_nodes_detach) */
+    uint8_t refused;              /* its last OPEN was refused (mfs_nodes_refuse_once) */
     char name[];
 } node;
 
@@ -382,6 +383,17 @@ int mfs_nodes_is_detached(mfs_nodes *t, uint64_t id)
     int d = n && n->detached;
     pthread_mutex_unlock(&t->lock);
     return d;
+}
+
+int mfs_nodes_refuse_once(mfs_nodes *t, uint64_t id)
+{
+    pthread_mutex_lock(&t->lock);
+    node *n = by_id(t, id);
+    int refuse = n && n->detached && !n->refused;
+    if (n && n->detached)
+        n->refused = (uint8_t)refuse;
+    pthread_mutex_unlock(&t->lock);
+    return refuse;
 }
 
 int mfs_nodes_kept_attr(mfs_nodes *t, uint64_t id, struct stat *st)

@@ -63,6 +63,11 @@ int mfs_nodes_detach(mfs_nodes *t, uint64_t id, const struct stat *st);
 /* 1 when id is a detached node. */
 int mfs_nodes_is_detached(mfs_nodes *t, uint64_t id);
 
+/* For OPENs of a detached node: 1 (refuse) and 0 (serve) by turns, so that
+ * an open that the kernel retries on the same node is served the second
+ * time (lowlevel.c: the retry of a reopen through /proc/PID/fd). */
+int mfs_nodes_refuse_once(mfs_nodes *t, uint64_t id);
+
 /* 1 with *st when id is a detached node with attributes of its own. */
 int mfs_nodes_kept_attr(mfs_nodes *t, uint64_t id, struct stat *st);
 

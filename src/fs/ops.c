@@ -39,6 +39,8 @@ typedef struct handle {
     void *kv;                /* view: its kview.c token */
     int direct;              /* view: opened with direct I/O (kview.c) */
     int backing;             /* view: its passthrough backing id, 0 if none */
+    uint64_t node;           /* view: the kernel inode's node id */
+    uint8_t key[16];         /* view: its entry's key */
 } handle;
 
 static mfs_held_list open_handles = MFS_HELD_LIST_INIT; /* held.h */
@@ -288,6 +290,8 @@ static int decide_open(const char *path, uint64_t node, struct fuse_file_info *f
 static int kview_open(const char *path, uint64_t node, struct fuse_file_info *fi, handle *h,
                       const uint8_t id[16])
 {
+    h->node = node;
+    memcpy(h->key, id, 16);
     /* test builds (test_coherence.py): an open slow to decide, so a listing
      * can move the view's name while it resolves */
     mfs_test_delay("MESHFS_TEST_OPEN_DELAY_MS");
@@ -301,11 +305,75 @@ static int kview_open(const char *path, uint64_t node, struct fuse_file_info *fi
     return rc < 0 ? rc : 0;
 }
 
+/* What a reopen of a moved view copies from a handle of the same node. */
+typedef struct like {
+    uint64_t node;
+    handle *out;
+    struct fuse_file_info *fi;
+} like;
+
+static int copy_like(mfs_held *n, void *arg)
+{
+    handle *o = (handle *)n;
+    like *a = arg;
+    if (!o->is_view || o->node != a->node)
+        return 0;
+    handle *h = a->out;
+    *h = (handle){.is_view = 1, .offset = o->offset, .length = o->length, .st = o->st,
+                  .node = o->node, .direct = o->direct};
+    memcpy(h->key, o->key, 16);
+    if ((h->fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return -errno;
+    h->kv = o->kv;
+    mfs_kview_ref(h->kv);
+    a->fi->direct_io = o->direct;
+    a->fi->keep_cache = !o->direct; /* the inode's pages are this entry's */
+    if (o->backing > 0) {
+        /* the same entry on the same inode: its backing id, one more ref */
+        h->backing = mfs_pt_open(o->node, o->key, h->fd, h->offset, h->length);
+        if (h->backing < 0)
+            h->backing = 0;
+#ifdef MESHFS_HAVE_FUSE_317
+        a->fi->keep_cache = 0;
+        a->fi->backing_id = h->backing;
+#endif
+    }
+    return 1;
+}
+
+/* An OPEN of a node whose name moved to another (renew.c).  A path walk
+ * that reached it before the move is answered ESTALE: the VFS retries with
+ * a fresh lookup and opens the new view.  An open that comes back to this
+ * node on its retry does not go through the name (/proc/PID/fd/N,
+ * /dev/stdin redirected from a view): it is served the entry this node's
+ * open handles read, as a reopen of a replaced file reads the old one. */
+static int open_moved(uint64_t node, struct fuse_file_info *fi)
+{
+    if (mfs_ll_refuse_moved(node))
+        return -ESTALE;
+    handle *h = calloc(1, sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    like a = {.node = node, .out = h, .fi = fi};
+    int rc = mfs_held_visit(&open_handles, copy_like, &a);
+    if (rc <= 0) {
+        free(h);
+        return rc < 0 ? rc : -ESTALE; /* no handle left to copy */
+    }
+    fi->fh = keep(h);
+    atomic_fetch_add(&FS()->stats.views_served, 1);
+    if (h->backing > 0)
+        atomic_fetch_add(&FS()->stats.passthrough_opens, 1);
+    return 0;
+}
+
 int mfs_ops_open(const char *path, uint64_t node, struct fuse_file_info *fi)
 {
     mfs_fs *fs = FS();
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT)))
         return -EROFS;
+    if (!mfs_ll_node_current(node))
+        return open_moved(node, fi);
     const char *r = mfs_ops_rel(path);
     if (!r)
         return -errno;
