@@ -25,7 +25,7 @@ typedef struct mfs_kview_open {
     int direct_io;  /* no record could be made (out of memory): read around
                        the page cache, whose pages may be another entry's */
     int invalidate; /* the kernel may hold another entry's size or pages:
-                       the caller must mfs_ll_invalidate_path() before replying */
+                       the caller must mfs_ll_invalidate_node() before replying */
     int renew;      /* handles on another entry hold this inode: the view
                        needs a new one (mfs_kview_detach, then a new node id) */
 } mfs_kview_open;
@@ -39,7 +39,7 @@ void mfs_kview_release(void *token, int direct_io);
 
 /* One more handle on token's entry (a handle opened as a copy of another:
  * ops.c's reopen of a moved view); released like the others. */
-void mfs_kview_ref(void *token);
+void mfs_kview_ref(void *token, int direct_io);
 
 /* The path's view moves to a new kernel inode (a new node id): its record
  * leaves with the old inode's handles, whose tokens stay valid until

@@ -15,7 +15,7 @@
  *    around the page cache and not cut at i_size;
  *  - an open of B otherwise makes B the path's entry: if the kernel may
  *    hold other attributes or pages, the opener invalidates them
- *    (mfs_ll_invalidate_path, before the open is answered), so its fstat
+ *    (mfs_ll_invalidate_node, before the open is answered), so its fstat
  *    asks again and its reads fetch B's bytes; keep_cache only when the
  *    kernel's pages and size are B's already.
  *
@@ -207,6 +207,11 @@ void *mfs_kview_opened(const char *path, const uint8_t id[16], const struct stat
 static void detach_locked(kslot **pp)
 {
     kslot *s = *pp;
+    /* what the kernel was told by name around the move may have been
+     * either entry's: the path's next record starts unknown, so its first
+     * open invalidates */
+    uint64_t h = XXH3_64bits(s->path, strlen(s->path));
+    gone[(h % GONE_BITS) / 8] |= (uint8_t)(1u << (h % 8));
     *pp = s->next;
     s->next = NULL;
     lru_unlink(s);
@@ -275,10 +280,10 @@ int mfs_kview_named(const char *path, const uint8_t id[16], struct stat *st, str
     return held;
 }
 
-void mfs_kview_ref(void *token)
+void mfs_kview_ref(void *token, int direct_io)
 {
     kslot *s = token;
-    if (!s)
+    if (!s || direct_io) /* as mfs_kview_release counts them */
         return;
     pthread_mutex_lock(&mu);
     s->nopen++;

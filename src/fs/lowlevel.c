@@ -107,13 +107,6 @@ int mfs_ll_session_fd(void)
     return session ? fuse_session_fd(session) : -1;
 }
 
-void mfs_ll_invalidate_path(const char *path)
-{
-    uint64_t id = nodes && session ? mfs_nodes_find(nodes, path) : 0;
-    if (id)
-        fuse_lowlevel_notify_inval_inode(session, id, 0, 0);
-}
-
 int mfs_ll_renew(const char *path, uint64_t node, const struct stat *kept)
 {
     if (!nodes)
@@ -128,9 +121,15 @@ int mfs_ll_node_current(uint64_t node)
     return nodes && !mfs_nodes_is_detached(nodes, node);
 }
 
-int mfs_ll_refuse_moved(uint64_t node)
+int mfs_ll_retry_of(uint64_t node, uint32_t tid)
 {
-    return !nodes || mfs_nodes_refuse_once(nodes, node);
+    return nodes && mfs_nodes_retry_of(nodes, node, tid);
+}
+
+void mfs_ll_invalidate_node(uint64_t node)
+{
+    if (session)
+        fuse_lowlevel_notify_inval_inode(session, node, 0, 0);
 }
 
 void mfs_ll_nodes_stats(mfs_nodes_stats *s)
@@ -236,7 +235,10 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     char path[PATH_MAX];
     if (path_of(req, ino, path) < 0)
         return;
-    int rc = mfs_ops_open(path, ino, fi);
+    uint32_t tid = (uint32_t)fuse_req_ctx(req)->pid;
+    int rc = mfs_ops_open(path, ino, tid, fi);
+    if (rc == -ESTALE) /* the retry may come back here (nodes.h) */
+        mfs_nodes_refused(nodes, ino, tid);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return;

@@ -30,11 +30,6 @@ void mfs_ll_stop(void);
  * mfs_ll_start. */
 int mfs_ll_session_fd(void);
 
-/* Tells the kernel to drop its cached attributes and pages of the inode at
- * a mount path, if it holds one (kview.c's "invalidate" before an open is
- * answered). */
-void mfs_ll_invalidate_path(const char *path);
-
 /* The view at path moves to a new kernel inode: its node (`node`, or the
  * node its name has now when 0) leaves the name index, so the name's next
  * LOOKUP makes a new one, and answers GETATTR with `kept` (if not NULL:
@@ -47,11 +42,15 @@ int mfs_ll_renew(const char *path, uint64_t node, const struct stat *kept);
 /* Whether node is still its name's (not moved off by mfs_ll_renew). */
 int mfs_ll_node_current(uint64_t node);
 
-/* An OPEN of a node moved off its name: 1 to answer ESTALE (the kernel's
- * retry looks the name up again, and a path walk gets the new view), 0 to
- * serve it (the retry came back to the same node: an open that does not go
- * through the name, such as /proc/PID/fd/N).  By turns (nodes.h). */
-int mfs_ll_refuse_moved(uint64_t node);
+/* An OPEN by thread tid of a node moved off its name: 1 when it is the
+ * retry of an OPEN of the same node answered ESTALE (an open that does not
+ * go through the name, such as /proc/PID/fd/N: serve it); 0 otherwise
+ * (answer ESTALE: a path walk's retry looks the name up again). */
+int mfs_ll_retry_of(uint64_t node, uint32_t tid);
+
+/* Tells the kernel to drop its cached attributes and pages of node id
+ * (kview.c's "invalidate" before an open is answered). */
+void mfs_ll_invalidate_node(uint64_t node);
 
 /* The node table's counters (stats xattr). */
 void mfs_ll_nodes_stats(mfs_nodes_stats *s);

@@ -20,7 +20,6 @@ typedef struct node {
     uint32_t hash;                /* of (parent id, name) */
     uint8_t is_dir;
     uint8_t detached;             /* out of the name index (mfs_nodes_detach) */
-    uint8_t refused;              /* its last OPEN was refused (mfs_nodes_refuse_once) */
     char name[];
 } node;
 
@@ -29,6 +28,8 @@ typedef struct node {
 typedef struct kept {
     struct kept *next;
     uint64_t id;
+    uint32_t refused_tid; /* the thread whose OPEN of it was last answered ESTALE */
+    int has_st;
     struct stat st;
 } kept;
 
@@ -360,17 +361,24 @@ int mfs_nodes_detach(mfs_nodes *t, uint64_t id, const struct stat *st)
     } else if (n->detached) {
         rc = 0; /* its attributes stay those of its first move */
     } else {
-        unchain(&t->by_name[n->hash & (t->buckets - 1)], n, 1);
-        n->by_name = NULL;
-        n->detached = 1;
-        t->detached++;
-        kept *k = st ? calloc(1, sizeof *k) : NULL;
-        if (k) {
+        /* every moved node has its record: the attributes its handles
+         * read (or none known: GETATTR answers from the path) and the
+         * retry of a refused OPEN */
+        kept *k = calloc(1, sizeof *k);
+        if (!k) {
+            rc = -ENOMEM; /* not moved: the name keeps this node */
+        } else {
             k->id = id;
-            k->st = *st;
+            if (st)
+                k->st = *st;
+            k->has_st = st != NULL;
             k->next = t->kept;
             t->kept = k;
-        } /* else GETATTR answers from the path */
+            unchain(&t->by_name[n->hash & (t->buckets - 1)], n, 1);
+            n->by_name = NULL;
+            n->detached = 1;
+            t->detached++;
+        }
     }
     pthread_mutex_unlock(&t->lock);
     return rc;
@@ -385,15 +393,24 @@ int mfs_nodes_is_detached(mfs_nodes *t, uint64_t id)
     return d;
 }
 
-int mfs_nodes_refuse_once(mfs_nodes *t, uint64_t id)
+void mfs_nodes_refused(mfs_nodes *t, uint64_t id, uint32_t tid)
 {
     pthread_mutex_lock(&t->lock);
-    node *n = by_id(t, id);
-    int refuse = n && n->detached && !n->refused;
-    if (n && n->detached)
-        n->refused = (uint8_t)refuse;
+    kept *k = by_id(t, id) ? *find_kept(t, id) : NULL;
+    if (k)
+        k->refused_tid = tid;
     pthread_mutex_unlock(&t->lock);
-    return refuse;
+}
+
+int mfs_nodes_retry_of(mfs_nodes *t, uint64_t id, uint32_t tid)
+{
+    pthread_mutex_lock(&t->lock);
+    kept *k = by_id(t, id) ? *find_kept(t, id) : NULL;
+    int retry = k && tid && k->refused_tid == tid;
+    if (retry)
+        k->refused_tid = 0;
+    pthread_mutex_unlock(&t->lock);
+    return retry;
 }
 
 int mfs_nodes_kept_attr(mfs_nodes *t, uint64_t id, struct stat *st)
@@ -401,10 +418,11 @@ int mfs_nodes_kept_attr(mfs_nodes *t, uint64_t id, struct stat *st)
     pthread_mutex_lock(&t->lock);
     node *n = by_id(t, id);
     kept *k = n && n->detached ? *find_kept(t, id) : NULL;
-    if (k)
+    int have = k && k->has_st;
+    if (have)
         *st = k->st;
     pthread_mutex_unlock(&t->lock);
-    return k != NULL;
+    return have;
 }
 
 void mfs_nodes_touch(mfs_nodes *t, uint64_t id)

@@ -55,18 +55,21 @@ void mfs_nodes_opened(mfs_nodes *t, uint64_t id, int delta);
  * whose kernel inode holds an older cache entry for its open handles
  * (renew.c): the name moves to a fresh inode.  st, if not NULL: the
  * attributes the old node answers GETATTR with from now on (those of the
- * entry its handles read; mfs_nodes_kept_attr; not kept when out of
- * memory).  1: detached now; 0: it already was (st ignored); -ESTALE
- * (unknown id); -EISDIR (a folder or the root, never detached). */
+ * entry its handles read; mfs_nodes_kept_attr).  1: detached now; 0: it
+ * already was (st ignored); -ENOMEM (not detached); -ESTALE (unknown id);
+ * -EISDIR (a folder or the root, never detached). */
 int mfs_nodes_detach(mfs_nodes *t, uint64_t id, const struct stat *st);
 
 /* 1 when id is a detached node. */
 int mfs_nodes_is_detached(mfs_nodes *t, uint64_t id);
 
-/* For OPENs of a detached node: 1 (refuse) and 0 (serve) by turns, so that
- * an open that the kernel retries on the same node is served the second
- * time (lowlevel.c: the retry of a reopen through /proc/PID/fd). */
-int mfs_nodes_refuse_once(mfs_nodes *t, uint64_t id);
+/* An OPEN of detached node id by thread tid was answered ESTALE.  The VFS
+ * retries such an open once, from the same thread: a path walk looks the
+ * name up again and lands elsewhere, an open that does not go through the
+ * name (/proc/PID/fd/N) comes back here.  mfs_nodes_retry_of: 1 (once)
+ * when tid's last OPEN of id was refused, so this one is its retry. */
+void mfs_nodes_refused(mfs_nodes *t, uint64_t id, uint32_t tid);
+int mfs_nodes_retry_of(mfs_nodes *t, uint64_t id, uint32_t tid);
 
 /* 1 with *st when id is a detached node with attributes of its own. */
 int mfs_nodes_kept_attr(mfs_nodes *t, uint64_t id, struct stat *st);

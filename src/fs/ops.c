@@ -301,7 +301,7 @@ static int kview_open(const char *path, uint64_t node, struct fuse_file_info *fi
     rc = decide_open(path, node, fi, h, id);
     mfs_renew_open_end();
     if (rc == 1) /* from the OPEN handler itself: kview.c says why */
-        mfs_ll_invalidate_path(path);
+        mfs_ll_invalidate_node(node);
     return rc < 0 ? rc : 0;
 }
 
@@ -324,20 +324,22 @@ static int copy_like(mfs_held *n, void *arg)
     memcpy(h->key, o->key, 16);
     if ((h->fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 0)) < 0)
         return -errno;
-    h->kv = o->kv;
-    mfs_kview_ref(h->kv);
-    a->fi->direct_io = o->direct;
-    a->fi->keep_cache = !o->direct; /* the inode's pages are this entry's */
     if (o->backing > 0) {
-        /* the same entry on the same inode: its backing id, one more ref */
+        /* the same entry on the same inode: its backing id, one more ref;
+         * an inode bound to a backing file takes no other kind of open */
         h->backing = mfs_pt_open(o->node, o->key, h->fd, h->offset, h->length);
-        if (h->backing < 0)
-            h->backing = 0;
-#ifdef MESHFS_HAVE_FUSE_317
-        a->fi->keep_cache = 0;
-        a->fi->backing_id = h->backing;
-#endif
+        if (h->backing <= 0) {
+            close(h->fd);
+            return -EIO;
+        }
     }
+    h->kv = o->kv;
+    mfs_kview_ref(h->kv, h->direct);
+    a->fi->direct_io = h->direct;
+    a->fi->keep_cache = !h->direct && !h->backing; /* the inode's pages are this entry's */
+#ifdef MESHFS_HAVE_FUSE_317
+    a->fi->backing_id = h->backing;
+#endif
     return 1;
 }
 
@@ -347,9 +349,9 @@ static int copy_like(mfs_held *n, void *arg)
  * node on its retry does not go through the name (/proc/PID/fd/N,
  * /dev/stdin redirected from a view): it is served the entry this node's
  * open handles read, as a reopen of a replaced file reads the old one. */
-static int open_moved(uint64_t node, struct fuse_file_info *fi)
+static int open_moved(uint64_t node, uint32_t tid, struct fuse_file_info *fi)
 {
-    if (mfs_ll_refuse_moved(node))
+    if (!mfs_ll_retry_of(node, tid))
         return -ESTALE;
     handle *h = calloc(1, sizeof *h);
     if (!h)
@@ -367,13 +369,13 @@ static int open_moved(uint64_t node, struct fuse_file_info *fi)
     return 0;
 }
 
-int mfs_ops_open(const char *path, uint64_t node, struct fuse_file_info *fi)
+int mfs_ops_open(const char *path, uint64_t node, uint32_t tid, struct fuse_file_info *fi)
 {
     mfs_fs *fs = FS();
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT)))
         return -EROFS;
     if (!mfs_ll_node_current(node))
-        return open_moved(node, fi);
+        return open_moved(node, tid, fi);
     const char *r = mfs_ops_rel(path);
     if (!r)
         return -errno;

@@ -306,32 +306,36 @@ class ReaderSeesOneVersion(Base):
 
     def test_a_reopen_through_proc_of_an_old_handle_reads_its_view(self):
         """A reopen that goes to the file, not through its name
-        (/proc/self/fd/N, as `tool /dev/stdin < view` does), after the name
-        moved to the new view: the old view's bytes and size, on both read
-        paths.  The kernel's first open of it is answered ESTALE (a path
-        walk would find the new view on its retry); the retry comes back to
-        the same inode and is served."""
+        (/proc/self/fd/N, as `tool /dev/stdin < view` does), after its model
+        was saved: the old view's bytes and size, on both read paths, whether
+        a lookup moved the name first or the reopen is the first to meet the
+        new entry.  Its first OPEN is answered ESTALE (a path walk would find
+        the new view on its retry); the retry comes back to the same inode
+        from the same thread and is served."""
         small, big = grid_obj(3), grid_obj(40)
         exp_small, exp_big = self.expected(small)["vrt"], self.expected(big)["vrt"]
         model = os.path.join(self.src, "m.obj")
         for opt in ("passthrough=auto", "passthrough=off"):
-            with self.subTest(opt=opt):
-                save(model, big)
-                with self.mount(opt, "entry_timeout=0") as m:
-                    view = os.path.join(self.mnt, "m.vrt")
-                    with open(view, "rb") as old:
-                        t = os.stat(model).st_mtime_ns
-                        save(model, small)
-                        os.utime(model, ns=(t, t + 10**6))
-                        self.assertEqual(os.stat(view).st_size, len(exp_small))
-                        self.assertEqual(m.stats()["views_renewed"], 1)
-                        for _ in range(2):
-                            with open(f"/proc/self/fd/{old.fileno()}", "rb") as again:
-                                self.assertEqual(os.fstat(again.fileno()).st_size, len(exp_big))
-                                self.assertEqual(again.read(), exp_big)
+            for lookup_first in (True, False):
+                with self.subTest(opt=opt, lookup_first=lookup_first):
+                    save(model, big)
+                    with self.mount(opt, "entry_timeout=0") as m:
+                        view = os.path.join(self.mnt, "m.vrt")
+                        with open(view, "rb") as old:
+                            t = os.stat(model).st_mtime_ns
+                            save(model, small)
+                            os.utime(model, ns=(t, t + 10**6))
+                            if lookup_first:
+                                self.assertEqual(os.stat(view).st_size, len(exp_small))
+                                self.assertEqual(m.stats()["views_renewed"], 1)
+                            for _ in range(2):
+                                with open(f"/proc/self/fd/{old.fileno()}", "rb") as again:
+                                    self.assertEqual(os.fstat(again.fileno()).st_size, len(exp_big))
+                                    self.assertEqual(again.read(), exp_big)
+                            self.assertEqual(m.stats()["views_renewed"], 1)
+                            self.assertEqual(read(view), exp_small)
+                            self.assertEqual(old.read(), exp_big)
                         self.assertEqual(read(view), exp_small)
-                        self.assertEqual(old.read(), exp_big)
-                    self.assertEqual(read(view), exp_small)
 
     def test_a_listing_after_a_save_shows_the_new_view_beside_an_open_old_one(self):
         """The same through a listing: its readdirplus entry gives the name

@@ -132,6 +132,14 @@ static void test_detach_moves_the_name_to_a_new_node(void **state)
     assert_int_equal(mfs_nodes_is_detached(t, other), 1);
     assert_int_equal(mfs_nodes_is_detached(t, fresh), 0);
     assert_int_equal(mfs_nodes_kept_attr(t, other, &st), 0);
+    /* a refused OPEN's retry from the same thread, once; no other thread's */
+    assert_int_equal(mfs_nodes_retry_of(t, other, 77), 0);
+    mfs_nodes_refused(t, other, 77);
+    assert_int_equal(mfs_nodes_retry_of(t, other, 78), 0);
+    assert_int_equal(mfs_nodes_retry_of(t, other, 77), 1);
+    assert_int_equal(mfs_nodes_retry_of(t, other, 77), 0);
+    mfs_nodes_refused(t, fresh, 77); /* not moved: nothing to retry */
+    assert_int_equal(mfs_nodes_retry_of(t, fresh, 77), 0);
     mfs_nodes_forget(t, other, 1);
     /* over the cap of 1: only the new node's name is offered */
     mfs_node_victim v[4];
