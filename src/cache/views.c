@@ -16,6 +16,7 @@
 #include <xxhash.h>
 
 #include "meshfs/formats.h"
+#include "meshfs/timespec.h"
 #include "meshfs/views.h"
 
 typedef struct sig {
@@ -292,8 +293,7 @@ static int same_dir_sig(const sig *a, const sig *b)
 static int same_sig(const sig *a, const sig *b)
 {
     return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
-           a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+           mfs_ts_equal(a->mtime, b->mtime) && mfs_ts_equal(a->ctime, b->ctime);
 }
 
 static mfs_view_path input_kind(uint32_t i)
@@ -408,7 +408,7 @@ static int memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man
         if (take_sig(v, man->deps[i].path, input_kind(i), &m->input_sigs[i]) < 0)
             return -EAGAIN; /* vanished meanwhile: resolve again */
         struct timespec t = m->input_sigs[i].mtime;
-        if (t.tv_sec > m->newest.tv_sec || (t.tv_sec == m->newest.tv_sec && t.tv_nsec > m->newest.tv_nsec))
+        if (mfs_ts_later(t, m->newest))
             m->newest = t;
     }
     int prc = memo_perm(v, m);

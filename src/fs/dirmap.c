@@ -33,6 +33,7 @@
 #include <xxhash.h>
 
 #include "fs.h"
+#include "meshfs/timespec.h"
 #include "lgepkg.h"
 #include "meshfs/naming.h"
 
@@ -426,11 +427,6 @@ static unsigned bucket_of(const char *dir)
     return (unsigned)(XXH3_64bits(dir, strlen(dir)) % NBUCKET);
 }
 
-static int same_time(struct timespec a, struct timespec b)
-{
-    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
-}
-
 /* The folder's table, rebuilt if the folder's mtime or ctime moved since
  * it was made (or, for fresh, if it was made too close to its last change
  * to tell), with a reference for the caller.  The folder is read outside
@@ -456,12 +452,6 @@ static void drop_slot(mfs_dirmaps *d, unsigned b, dirmap *m)
     map_free(m);
 }
 
-/* 1 if a is later than b. */
-static int later(struct timespec a, struct timespec b)
-{
-    return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec > b.tv_nsec);
-}
-
 int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out)
 {
     mfs_dirmaps *d = fs->dirs;
@@ -477,8 +467,8 @@ int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out)
         dirmap *m = find_slot(d, b, dir);
         int changed = 1;
         if (m && m->tab) {
-            changed = !same_time(m->tab->mtime, st.st_mtim) ||
-                      !same_time(m->tab->ctime, st.st_ctim);
+            changed = !mfs_ts_equal(m->tab->mtime, st.st_mtim) ||
+                      !mfs_ts_equal(m->tab->ctime, st.st_ctim);
             /* racy matters only to a listing, and not to one that waited
              * for this very table: it was read after the listing began */
             if (!changed && !(fresh && m->tab->racy && !waited)) {
@@ -487,7 +477,7 @@ int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out)
                 pthread_mutex_unlock(&d->lock);
                 return 0;
             }
-            if (later(m->tab->ctime, st.st_ctim) && restats++ < 3) {
+            if (mfs_ts_later(m->tab->ctime, st.st_ctim) && restats++ < 3) {
                 /* a newer table went in since this stat: stat again (a
                  * few times: a clock set back would keep it newer) */
                 pthread_mutex_unlock(&d->lock);

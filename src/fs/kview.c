@@ -41,6 +41,7 @@
 #include <xxhash.h>
 
 #include "coherence.h"
+#include "meshfs/timespec.h"
 
 typedef struct kslot {
     char *path;
@@ -160,16 +161,6 @@ void mfs_kview_stats(uint64_t *entries, uint64_t *evicted)
     pthread_mutex_unlock(&mu);
 }
 
-static int same_time(struct timespec a, struct timespec b)
-{
-    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
-}
-
-static int later(struct timespec a, struct timespec b)
-{
-    return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec > b.tv_nsec);
-}
-
 void *mfs_kview_opened(const char *path, const uint8_t id[16], const struct stat *st,
                        mfs_kview_open *res)
 {
@@ -188,7 +179,7 @@ void *mfs_kview_opened(const char *path, const uint8_t id[16], const struct stat
         pthread_mutex_unlock(&mu);
         return NULL;
     }
-    int attrs_ok = !s->told || (s->told_size == st->st_size && same_time(s->told_mtime, st->st_mtim));
+    int attrs_ok = !s->told || (s->told_size == st->st_size && mfs_ts_equal(s->told_mtime, st->st_mtim));
     int pages_ok = s->opened && memcmp(s->id, id, 16) == 0;
     *res = (mfs_kview_open){.keep_cache = attrs_ok && pages_ok};
     res->invalidate = !res->keep_cache && (s->told || s->opened);
@@ -254,7 +245,7 @@ static void told_locked(kslot *s, struct stat *st)
 static int held_locked(kslot *s, const uint8_t id[16], const struct stat *st, struct stat *served)
 {
     int held = s && s->nopen &&
-               (id ? memcmp(s->id, id, 16) != 0 : !st || later(st->st_mtim, s->served.st_mtim));
+               (id ? memcmp(s->id, id, 16) != 0 : !st || mfs_ts_later(st->st_mtim, s->served.st_mtim));
     if (held)
         *served = s->served;
     return held;

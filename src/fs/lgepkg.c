@@ -21,6 +21,7 @@
 #include <xxhash.h>
 
 #include "lgepkg.h"
+#include "meshfs/timespec.h"
 
 typedef struct pkg_model {
     const char *model, *base; /* borrowed from the mfs_dir_model list */
@@ -51,7 +52,7 @@ typedef struct pkg {
 
 static void newer(struct timespec *t, struct timespec c)
 {
-    if (c.tv_sec > t->tv_sec || (c.tv_sec == t->tv_sec && c.tv_nsec > t->tv_nsec))
+    if (mfs_ts_later(c, *t))
         *t = c;
 }
 
