@@ -389,7 +389,6 @@ int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off
 {
     mfs_fs *fs = FS();
     dirh *h = (dirh *)(uintptr_t)fi->fh;
-    atomic_fetch_add(&fs->stats.readdir_requests, 1);
     if (off == 0 || !h->tab) {
         dirh_clear(h);
         int rc = mfs_dirtab_get(fs, h->dir, 1, &h->tab);

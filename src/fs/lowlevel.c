@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dirreply.h"
 #include "fs.h"
-#include "listing.h"
 #include "lowlevel.h"
 #include "nodes.h"
 #include "ops.h"
@@ -284,73 +284,13 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     char path[PATH_MAX];
     if (path_of(req, ino, path) < 0)
         return;
-    int rc = mfs_fuse_ops.opendir(path, fi);
+    int rc = mfs_dirreply_opendir(path, fi);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return;
     }
     if (fuse_reply_open(req, fi) != 0)
-        mfs_fuse_ops.releasedir(path, fi);
-}
-
-/* One READDIR(PLUS) reply being filled; the lookups its entries gave, to
- * take back if the kernel never gets them. */
-typedef struct dirbuf {
-    fuse_req_t req;
-    fuse_ino_t ino;
-    int plus;
-    char *buf;
-    size_t size, len;
-    uint64_t *given;
-    size_t ngiven;
-} dirbuf;
-
-static int is_dot(const char *name)
-{
-    return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
-}
-
-static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
-                enum fuse_fill_dir_flags flags)
-{
-    dirbuf *d = ctx;
-    size_t room = d->size - d->len;
-    struct stat dot;
-    if (!st) { /* "." and "..": a folder, number unknown */
-        memset(&dot, 0, sizeof dot);
-        dot.st_mode = S_IFDIR;
-        st = &dot;
-        flags &= ~FUSE_FILL_DIR_PLUS;
-    }
-    if (!d->plus) {
-        size_t need = fuse_add_direntry(d->req, NULL, 0, name, NULL, 0);
-        if (need > room)
-            return 1;
-        fuse_add_direntry(d->req, d->buf + d->len, room, name, st, off);
-        d->len += need;
-        return 0;
-    }
-    size_t need = fuse_add_direntry_plus(d->req, NULL, 0, name, NULL, 0);
-    if (need > room)
-        return 1;
-    struct fuse_entry_param e;
-    memset(&e, 0, sizeof e);
-    if (st && (flags & FUSE_FILL_DIR_PLUS) && !is_dot(name)) {
-        e.attr = *st;
-        e.ino = mfs_nodes_lookup(nodes, d->ino, name, S_ISDIR(st->st_mode));
-        if (e.ino) {
-            d->given[d->ngiven++] = e.ino;
-            e.entry_timeout = entry_timeout;
-            e.attr_timeout = attr_timeout;
-        }
-    } else {
-        /* ino 0: a name without attributes; the kernel makes no inode */
-        e.attr.st_ino = st->st_ino;
-        e.attr.st_mode = st->st_mode;
-    }
-    fuse_add_direntry_plus(d->req, d->buf + d->len, room, name, &e, off);
-    d->len += need;
-    return 0;
+        mfs_dirreply_releasedir(fi);
 }
 
 static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -359,29 +299,7 @@ static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     char path[PATH_MAX];
     if (path_of(req, ino, path) < 0)
         return;
-    dirbuf d = {.req = req, .ino = ino, .plus = plus, .size = size};
-    d.buf = malloc(size ? size : 1);
-    /* an entry takes at least 24 bytes (plus: 152), so this bounds them */
-    d.given = plus ? malloc((size / 24 + 1) * sizeof *d.given) : NULL;
-    if (!d.buf || (plus && !d.given)) {
-        free(d.buf);
-        free(d.given);
-        fuse_reply_err(req, ENOMEM);
-        return;
-    }
-    int rc = mfs_listing_readdir(path, &d, fill, off, fi, plus ? FUSE_READDIR_PLUS : 0);
-    if (rc < 0 && d.len == 0) {
-        for (size_t i = 0; i < d.ngiven; i++)
-            mfs_nodes_forget(nodes, d.given[i], 1);
-        fuse_reply_err(req, -rc);
-    } else if (fuse_reply_buf(req, d.buf, d.len) != 0) {
-        for (size_t i = 0; i < d.ngiven; i++)
-            mfs_nodes_forget(nodes, d.given[i], 1);
-    }
-    free(d.buf);
-    free(d.given);
-    if (d.ngiven)
-        wake_pruner();
+    mfs_dirreply_readdir(req, ino, path, size, off, fi, plus);
 }
 
 static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -399,7 +317,7 @@ static void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)ino;
-    mfs_fuse_ops.releasedir(NULL, fi);
+    mfs_dirreply_releasedir(fi);
     fuse_reply_err(req, 0);
 }
 
@@ -562,6 +480,7 @@ int mfs_ll_setup(mfs_fs *fs, size_t max_inodes, double entry_t, double attr_t, d
     attr_timeout = attr_t;
     negative_timeout = negative_t;
     nodes = mfs_nodes_new(max_inodes);
+    mfs_dirreply_setup(nodes, entry_t, attr_t, wake_pruner);
     return nodes ? 0 : -1;
 }
 

@@ -27,6 +27,7 @@
 #include "meshfs/lgepkg.h"
 #include "meshfs/log.h"
 #include "meshfs/sandbox.h"
+#include "dirreply.h"
 #include "listing.h"
 #include "lowlevel.h"
 #include "ops.h"
@@ -507,6 +508,7 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
     }
     mfs_ll_stop();
     mfs_ops_close_all();
+    mfs_dirreply_close_all(); /* before the listings its handles hold */
     mfs_listing_close_all();
 handlers:
     fuse_remove_signal_handlers(se);

@@ -1,0 +1,302 @@
+/* READDIR(PLUS) replies (dirreply.h).
+ *
+ * A first listing of a big cold folder alternates two kinds of work: the
+ * daemon fills a reply (a stat per source, a node per entry sent with
+ * attributes), then the kernel, on the lister's side, makes a dentry and
+ * an inode for each of its entries, and only then asks for the next.
+ * Done in turn they add up; on two cores they need not.  So once a
+ * READDIRPLUS reply that stopped at the kernel's size is sent, the thread
+ * that sent it goes on to fill the next one (same size, the offset after
+ * its last entry) while the kernel takes in the first; the next request
+ * finds it ready, or waits for it.  One reply ahead at most, per handle.
+ *
+ * A reply built ahead holds the lookups of its entries (nodes.h), which
+ * the kernel owns only once it gets them: one that is never sent (the next
+ * request asks for another offset or size, or the listing ends) gives them
+ * back.  One is also dropped, and built again, if a view moved to a new
+ * inode meanwhile (renew.c): it could name the old one. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dirreply.h"
+#include "fs.h"
+#include "held.h"
+#include "listing.h"
+#include "ops.h"
+
+static mfs_nodes *nodes;
+static double entry_timeout = 1.0, attr_timeout = 1.0;
+static void (*gave_lookups)(void);
+static atomic_uint_least64_t ahead_sent, ahead_dropped;
+
+/* One reply being filled or kept: the request it answers and the lookups
+ * its entries gave. */
+typedef struct reply {
+    fuse_req_t req; /* NULL when built ahead (no request yet) */
+    fuse_ino_t ino;
+    int plus;
+    off_t off;
+    char *buf;
+    size_t size, len;
+    off_t last;     /* the offset of its last entry */
+    int full;       /* it stopped at size: more entries follow */
+    uint64_t *given;
+    size_t ngiven;
+    uint64_t moves; /* views moved (renew.c) when it was filled */
+} reply;
+
+/* This layer's handle: the listing's, and the reply built ahead. */
+typedef struct dirhandle {
+    mfs_held held; /* first: the kernel holds it (held.h) */
+    uint64_t fh;   /* listing.c's */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int building;  /* a thread is filling `ahead` */
+    reply ahead;   /* .buf: filled, not sent */
+} dirhandle;
+
+static mfs_held_list open_handles = MFS_HELD_LIST_INIT;
+
+void mfs_dirreply_setup(mfs_nodes *n, double entry_t, double attr_t, void (*gave)(void))
+{
+    nodes = n;
+    entry_timeout = entry_t;
+    attr_timeout = attr_t;
+    gave_lookups = gave;
+}
+
+static uint64_t moves_now(void)
+{
+    return atomic_load(&mfs_ops_fs->stats.views_renewed);
+}
+
+static int is_dot(const char *name)
+{
+    return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
+}
+
+static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
+                enum fuse_fill_dir_flags flags)
+{
+    reply *r = ctx;
+    size_t room = r->size - r->len;
+    struct stat dot;
+    if (!st) { /* "." and "..": a folder, number unknown */
+        memset(&dot, 0, sizeof dot);
+        dot.st_mode = S_IFDIR;
+        st = &dot;
+        flags &= ~FUSE_FILL_DIR_PLUS;
+    }
+    if (!r->plus) {
+        size_t need = fuse_add_direntry(r->req, NULL, 0, name, NULL, 0);
+        if (need > room)
+            return r->full = 1;
+        fuse_add_direntry(r->req, r->buf + r->len, room, name, st, off);
+        r->len += need;
+        r->last = off;
+        return 0;
+    }
+    size_t need = fuse_add_direntry_plus(r->req, NULL, 0, name, NULL, 0);
+    if (need > room)
+        return r->full = 1;
+    struct fuse_entry_param e;
+    memset(&e, 0, sizeof e);
+    if ((flags & FUSE_FILL_DIR_PLUS) && !is_dot(name)) {
+        e.attr = *st;
+        e.ino = mfs_nodes_lookup(nodes, r->ino, name, S_ISDIR(st->st_mode));
+        if (e.ino) {
+            r->given[r->ngiven++] = e.ino;
+            e.entry_timeout = entry_timeout;
+            e.attr_timeout = attr_timeout;
+        }
+    } else {
+        /* ino 0: a name without attributes; the kernel makes no inode */
+        e.attr.st_ino = st->st_ino;
+        e.attr.st_mode = st->st_mode;
+    }
+    fuse_add_direntry_plus(r->req, r->buf + r->len, room, name, &e, off);
+    r->len += need;
+    r->last = off;
+    return 0;
+}
+
+static void reply_free(reply *r)
+{
+    free(r->buf);
+    free(r->given);
+    memset(r, 0, sizeof *r);
+}
+
+/* Gives back the lookups of a reply the kernel will not get. */
+static void reply_drop(reply *r)
+{
+    for (size_t i = 0; i < r->ngiven; i++)
+        mfs_nodes_forget(nodes, r->given[i], 1);
+    reply_free(r);
+}
+
+/* Fills r (its ino, plus, off and size set) from the listing.  0, or
+ * -errno when nothing could be listed. */
+static int reply_build(reply *r, const char *path, uint64_t fh)
+{
+    r->buf = malloc(r->size ? r->size : 1);
+    /* an entry takes at least 24 bytes (plus: 152), so this bounds them */
+    r->given = r->plus ? malloc((r->size / 24 + 1) * sizeof *r->given) : NULL;
+    if (!r->buf || (r->plus && !r->given)) {
+        reply_free(r);
+        return -ENOMEM;
+    }
+    r->moves = moves_now();
+    struct fuse_file_info fi = {.fh = fh};
+    int rc = mfs_listing_readdir(path, r, fill, r->off, &fi, r->plus ? FUSE_READDIR_PLUS : 0);
+    if (rc < 0 && r->len == 0) {
+        reply_drop(r);
+        return rc;
+    }
+    return 0;
+}
+
+int mfs_dirreply_opendir(const char *path, struct fuse_file_info *fi)
+{
+    dirhandle *h = calloc(1, sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    int rc = mfs_fuse_ops.opendir(path, fi);
+    if (rc < 0) {
+        free(h);
+        return rc;
+    }
+    h->fh = fi->fh;
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->cond, NULL);
+    mfs_held_add(&open_handles, &h->held);
+    fi->fh = (uintptr_t)h;
+    return 0;
+}
+
+/* The reply built ahead, if it answers this request: taken out of h. */
+static int take_ahead(dirhandle *h, reply *r)
+{
+    int took = 0;
+    pthread_mutex_lock(&h->lock);
+    while (h->building)
+        pthread_cond_wait(&h->cond, &h->lock);
+    if (h->ahead.buf) {
+        reply *a = &h->ahead;
+        if (a->ino == r->ino && a->plus == r->plus && a->off == r->off && a->size == r->size &&
+            a->moves == moves_now()) {
+            *r = *a;
+            memset(a, 0, sizeof *a);
+            took = 1;
+        } else {
+            reply_drop(a);
+            atomic_fetch_add(&ahead_dropped, 1);
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    return took;
+}
+
+/* Fills the reply after r, sent, into h->ahead (h->building is set). */
+static void build_ahead(dirhandle *h, const reply *r, const char *path)
+{
+    reply a = {.ino = r->ino, .plus = r->plus, .off = r->last, .size = r->size};
+    int ok = reply_build(&a, path, h->fh) == 0 && a.len > 0;
+    if (!ok)
+        reply_drop(&a);
+    else if (a.ngiven && gave_lookups)
+        gave_lookups();
+    pthread_mutex_lock(&h->lock);
+    if (ok)
+        h->ahead = a;
+    h->building = 0;
+    pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+}
+
+void mfs_dirreply_readdir(fuse_req_t req, fuse_ino_t ino, const char *path, size_t size,
+                          off_t off, struct fuse_file_info *fi, int plus)
+{
+    dirhandle *h = (dirhandle *)(uintptr_t)fi->fh;
+    atomic_fetch_add(&mfs_ops_fs->stats.readdir_requests, 1);
+    reply r = {.req = req, .ino = ino, .plus = plus, .off = off, .size = size};
+    int took = take_ahead(h, &r);
+    if (took) {
+        r.req = req;
+        atomic_fetch_add(&ahead_sent, 1);
+    } else {
+        int rc = reply_build(&r, path, h->fh);
+        if (rc < 0) {
+            fuse_reply_err(req, -rc);
+            return;
+        }
+    }
+    /* Marked before the reply goes: the kernel's next request may reach
+     * another thread before this one is back from sending it, and must
+     * wait rather than fill the listing beside this thread. */
+    int ahead = plus && r.full && r.last > 0; /* offset 0 would start the listing over */
+    if (ahead) {
+        pthread_mutex_lock(&h->lock);
+        h->building = 1;
+        pthread_mutex_unlock(&h->lock);
+    }
+    if (fuse_reply_buf(req, r.buf, r.len) != 0) {
+        reply_drop(&r);
+        ahead = 0;
+        pthread_mutex_lock(&h->lock);
+        h->building = 0;
+        pthread_cond_broadcast(&h->cond);
+        pthread_mutex_unlock(&h->lock);
+    } else {
+        if (r.ngiven && !took && gave_lookups)
+            gave_lookups();
+        if (ahead)
+            build_ahead(h, &r, path);
+        reply_free(&r);
+    }
+}
+
+static void handle_free(dirhandle *h)
+{
+    pthread_mutex_lock(&h->lock);
+    while (h->building)
+        pthread_cond_wait(&h->cond, &h->lock);
+    if (h->ahead.buf) {
+        reply_drop(&h->ahead);
+        atomic_fetch_add(&ahead_dropped, 1);
+    }
+    pthread_mutex_unlock(&h->lock);
+    struct fuse_file_info fi = {.fh = h->fh};
+    mfs_fuse_ops.releasedir(NULL, &fi);
+    pthread_mutex_destroy(&h->lock);
+    pthread_cond_destroy(&h->cond);
+    free(h);
+}
+
+void mfs_dirreply_releasedir(struct fuse_file_info *fi)
+{
+    dirhandle *h = (dirhandle *)(uintptr_t)fi->fh;
+    mfs_held_remove(&open_handles, &h->held);
+    handle_free(h);
+}
+
+static void held_free(mfs_held *n)
+{
+    handle_free((dirhandle *)n);
+}
+
+void mfs_dirreply_close_all(void)
+{
+    mfs_held_free_all(&open_handles, held_free);
+}
+
+void mfs_dirreply_counts(uint64_t *sent, uint64_t *dropped)
+{
+    *sent = atomic_load(&ahead_sent);
+    *dropped = atomic_load(&ahead_dropped);
+}

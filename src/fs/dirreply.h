@@ -1,0 +1,40 @@
+/* READDIR(PLUS) replies (dirreply.c): each filled by the listing
+ * (listing.c) into a buffer of the kernel's size, with a lookup counted
+ * for every entry sent with attributes; and with readdirplus the next
+ * reply of a listing built while the kernel takes in the last one
+ * (docs/listing.md, "Replies built ahead"). */
+#ifndef MESHFS_FS_DIRREPLY_H
+#define MESHFS_FS_DIRREPLY_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include "nodes.h"
+
+/* Before the session: the node table entries' lookups are counted in, the
+ * kernel's cache times, and what to call when a reply gave lookups (the
+ * pruner's wake-up). */
+void mfs_dirreply_setup(mfs_nodes *nodes, double entry_timeout, double attr_timeout,
+                        void (*gave)(void));
+
+/* OPENDIR through the listing (listing.h); fi->fh becomes this layer's
+ * handle around the listing's.  0 or -errno. */
+int mfs_dirreply_opendir(const char *path, struct fuse_file_info *fi);
+
+/* Answers one READDIR (plus 0) or READDIRPLUS (1) of the folder at path. */
+void mfs_dirreply_readdir(fuse_req_t req, fuse_ino_t ino, const char *path, size_t size,
+                          off_t off, struct fuse_file_info *fi, int plus);
+
+/* RELEASEDIR: waits for a reply being built ahead, takes back the lookups
+ * of one never sent, and releases the listing's handle. */
+void mfs_dirreply_releasedir(struct fuse_file_info *fi);
+
+/* After the session loop: handles the kernel never released. */
+void mfs_dirreply_close_all(void);
+
+/* Counters for the stats xattr: replies sent that had been built ahead,
+ * and those built ahead but dropped (the next request asked for another
+ * offset or size, a view moved meanwhile, or the listing ended). */
+void mfs_dirreply_counts(uint64_t *ahead_sent, uint64_t *ahead_dropped);
+
+#endif
