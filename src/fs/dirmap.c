@@ -197,6 +197,55 @@ static int cmp_tentry(const void *a, const void *b)
     return strcmp(((const tentry *)a)->name, ((const tentry *)b)->name);
 }
 
+/* Byte order of names, as strcmp's, at a sort's pace: a name's first 8
+ * bytes as one big-endian number (0-padded) decide most pairs without
+ * reading the names, which come in the file system's hash order, so that
+ * nearly every read of one misses the cache.  A 20,000-model folder's
+ * sort took a quarter of its table's build with strcmp alone. */
+typedef struct sortkey {
+    uint64_t k;
+    const char *name;
+    size_t i;
+} sortkey;
+
+static uint64_t name_key(const char *s)
+{
+    uint64_t k = 0;
+    int i = 0;
+    for (; i < 8 && s[i]; i++)
+        k = k << 8 | (unsigned char)s[i];
+    return k << (8 * (8 - i));
+}
+
+static int cmp_sortkey(const void *a, const void *b)
+{
+    const sortkey *x = a, *y = b;
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* t's entries in byte order of their names. */
+static int sort_entries(mfs_dirtab *t)
+{
+    sortkey *k = malloc((t->n ? t->n : 1) * sizeof *k);
+    tentry *sorted = malloc((t->n ? t->n : 1) * sizeof *sorted);
+    if (!k || !sorted) {
+        free(k);
+        free(sorted);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < t->n; i++)
+        k[i] = (sortkey){name_key(t->e[i].name), t->e[i].name, i};
+    qsort(k, t->n, sizeof *k, cmp_sortkey);
+    for (size_t i = 0; i < t->n; i++)
+        sorted[i] = t->e[k[i].i];
+    free(k);
+    free(t->e);
+    t->e = sorted;
+    return 0;
+}
+
 /* t's entries, sorted, with types resolved. */
 static int read_entries(mfs_fs *fs, const char *dir, mfs_dirtab *t)
 {
@@ -249,10 +298,7 @@ static int read_entries(mfs_fs *fs, const char *dir, mfs_dirtab *t)
         t->n++;
     }
     closedir(d);
-    if (rc < 0)
-        return rc;
-    qsort(t->e, t->n, sizeof *t->e, cmp_tentry);
-    return 0;
+    return rc < 0 ? rc : sort_entries(t);
 }
 
 static unsigned naming_flags(const mfs_fs *fs)
