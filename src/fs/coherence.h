@@ -46,6 +46,11 @@ void mfs_kview_ref(void *token, int direct_io);
  * released, and the path starts afresh, as a file the kernel never held. */
 void mfs_kview_detach(const char *path);
 
+/* What the kernel holds of path is not known any more (a listing reply
+ * that recorded attributes for it was never sent, dirreply.c): its next
+ * open invalidates. */
+void mfs_kview_unknown(const char *path);
+
 /* 1 with *served (the attributes they read) when handles are open on the
  * path's inode on another entry than the one the kernel is about to be
  * told by name: id, when the caller knows the current entry's (a LOOKUP);

@@ -214,7 +214,7 @@ static uint64_t name_key(const char *s)
     int i = 0;
     for (; i < 8 && s[i]; i++)
         k = k << 8 | (unsigned char)s[i];
-    return k << (8 * (8 - i));
+    return i ? k << (8 * (8 - i)) : 0; /* no shift by 64 */
 }
 
 static int cmp_sortkey(const void *a, const void *b)

@@ -13,26 +13,40 @@
  * A reply built ahead holds the lookups of its entries (nodes.h), which
  * the kernel owns only once it gets them: one that is never sent (the next
  * request asks for another offset or size, or the listing ends) gives them
- * back.  One is also dropped, and built again, if a view moved to a new
- * inode meanwhile (renew.c): it could name the old one. */
+ * back.  It is also dropped, and built again on request, if it could
+ * overwrite something newer in the kernel: its stats were taken before
+ * the request that carries it was sent, so the kernel's own guard (an
+ * inode changed since the request went) does not cover them.  So it goes
+ * only if no LOOKUP, GETATTR or OPEN began since it was started, no view
+ * moved to a new inode (renew.c), and it is at most AHEAD_MAX_MS old.  A
+ * dropped one also marks what it recorded of its views as unknown
+ * (kview.c), so their next open invalidates. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "dirreply.h"
 #include "fs.h"
 #include "held.h"
+#include "coherence.h"
 #include "listing.h"
+#include "lowlevel.h"
 #include "ops.h"
+
+/* A streaming lister asks for the next reply within a millisecond; one
+ * that pauses longer gets it built afresh. */
+#define AHEAD_MAX_MS 20
 
 static mfs_nodes *nodes;
 static double entry_timeout = 1.0, attr_timeout = 1.0;
 static void (*gave_lookups)(void);
-static atomic_uint_least64_t ahead_sent, ahead_dropped;
+static atomic_uint_least64_t ahead_sent, ahead_dropped, ahead_waiting;
 
 /* One reply being filled or kept: the request it answers and the lookups
  * its entries gave. */
@@ -47,13 +61,17 @@ typedef struct reply {
     int full;       /* it stopped at size: more entries follow */
     uint64_t *given;
     size_t ngiven;
-    uint64_t moves; /* views moved (renew.c) when it was filled */
+    char **names;   /* built ahead: the given entries' names (for kview) */
+    uint64_t moves; /* views moved (renew.c) when it was started */
+    uint64_t tells; /* mfs_ll_tells() when it was started */
+    struct timespec done;
 } reply;
 
 /* This layer's handle: the listing's, and the reply built ahead. */
 typedef struct dirhandle {
     mfs_held held; /* first: the kernel holds it (held.h) */
     uint64_t fh;   /* listing.c's */
+    char *path;    /* the folder's mount path, "/cars" */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int building;  /* a thread is filling `ahead` */
@@ -110,6 +128,8 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
         e.attr = *st;
         e.ino = mfs_nodes_lookup(nodes, r->ino, name, S_ISDIR(st->st_mode));
         if (e.ino) {
+            if (r->names)
+                r->names[r->ngiven] = strdup(name); /* NULL: forgotten harmlessly */
             r->given[r->ngiven++] = e.ino;
             e.entry_timeout = entry_timeout;
             e.attr_timeout = attr_timeout;
@@ -127,16 +147,26 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
 
 static void reply_free(reply *r)
 {
+    for (size_t i = 0; r->names && i < r->ngiven; i++)
+        free(r->names[i]);
+    free(r->names);
     free(r->buf);
     free(r->given);
     memset(r, 0, sizeof *r);
 }
 
-/* Gives back the lookups of a reply the kernel will not get. */
-static void reply_drop(reply *r)
+/* Gives back the lookups of a reply the kernel will not get, and (built
+ * ahead) forgets what the listing recorded of its views as told. */
+static void reply_drop(reply *r, const char *dir)
 {
-    for (size_t i = 0; i < r->ngiven; i++)
+    for (size_t i = 0; i < r->ngiven; i++) {
+        if (r->names && r->names[i]) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s/%s", strcmp(dir, "/") ? dir : "", r->names[i]);
+            mfs_kview_unknown(path);
+        }
         mfs_nodes_forget(nodes, r->given[i], 1);
+    }
     reply_free(r);
 }
 
@@ -144,20 +174,24 @@ static void reply_drop(reply *r)
  * -errno when nothing could be listed. */
 static int reply_build(reply *r, const char *path, uint64_t fh)
 {
+    /* a readdirplus entry takes at least 152 bytes, so this bounds them */
+    size_t most = r->size / 152 + 1;
     r->buf = malloc(r->size ? r->size : 1);
-    /* an entry takes at least 24 bytes (plus: 152), so this bounds them */
-    r->given = r->plus ? malloc((r->size / 24 + 1) * sizeof *r->given) : NULL;
-    if (!r->buf || (r->plus && !r->given)) {
+    r->given = r->plus ? malloc(most * sizeof *r->given) : NULL;
+    r->names = r->plus && !r->req ? calloc(most, sizeof *r->names) : NULL;
+    if (!r->buf || (r->plus && !r->given) || (r->plus && !r->req && !r->names)) {
         reply_free(r);
         return -ENOMEM;
     }
     r->moves = moves_now();
+    r->tells = mfs_ll_tells();
     struct fuse_file_info fi = {.fh = fh};
     int rc = mfs_listing_readdir(path, r, fill, r->off, &fi, r->plus ? FUSE_READDIR_PLUS : 0);
     if (rc < 0 && r->len == 0) {
-        reply_drop(r);
+        reply_drop(r, path);
         return rc;
     }
+    clock_gettime(CLOCK_MONOTONIC, &r->done);
     return 0;
 }
 
@@ -172,11 +206,25 @@ int mfs_dirreply_opendir(const char *path, struct fuse_file_info *fi)
         return rc;
     }
     h->fh = fi->fh;
+    if (!(h->path = strdup(path))) {
+        mfs_fuse_ops.releasedir(NULL, fi);
+        free(h);
+        return -ENOMEM;
+    }
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->cond, NULL);
     mfs_held_add(&open_handles, &h->held);
     fi->fh = (uintptr_t)h;
     return 0;
+}
+
+static int fresh(const reply *a)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t ms = (int64_t)(now.tv_sec - a->done.tv_sec) * 1000 +
+                 (now.tv_nsec - a->done.tv_nsec) / 1000000;
+    return ms <= AHEAD_MAX_MS && a->moves == moves_now() && a->tells == mfs_ll_tells();
 }
 
 /* The reply built ahead, if it answers this request: taken out of h. */
@@ -189,12 +237,14 @@ static int take_ahead(dirhandle *h, reply *r)
     if (h->ahead.buf) {
         reply *a = &h->ahead;
         if (a->ino == r->ino && a->plus == r->plus && a->off == r->off && a->size == r->size &&
-            a->moves == moves_now()) {
+            fresh(a)) {
             *r = *a;
             memset(a, 0, sizeof *a);
             took = 1;
+            atomic_fetch_sub(&ahead_waiting, 1);
         } else {
-            reply_drop(a);
+            reply_drop(a, h->path);
+            atomic_fetch_sub(&ahead_waiting, 1);
             atomic_fetch_add(&ahead_dropped, 1);
         }
     }
@@ -208,12 +258,14 @@ static void build_ahead(dirhandle *h, const reply *r, const char *path)
     reply a = {.ino = r->ino, .plus = r->plus, .off = r->last, .size = r->size};
     int ok = reply_build(&a, path, h->fh) == 0 && a.len > 0;
     if (!ok)
-        reply_drop(&a);
+        reply_drop(&a, path);
     else if (a.ngiven && gave_lookups)
         gave_lookups();
     pthread_mutex_lock(&h->lock);
-    if (ok)
+    if (ok) {
         h->ahead = a;
+        atomic_fetch_add(&ahead_waiting, 1);
+    }
     h->building = 0;
     pthread_cond_broadcast(&h->cond);
     pthread_mutex_unlock(&h->lock);
@@ -228,7 +280,6 @@ void mfs_dirreply_readdir(fuse_req_t req, fuse_ino_t ino, const char *path, size
     int took = take_ahead(h, &r);
     if (took) {
         r.req = req;
-        atomic_fetch_add(&ahead_sent, 1);
     } else {
         int rc = reply_build(&r, path, h->fh);
         if (rc < 0) {
@@ -246,13 +297,15 @@ void mfs_dirreply_readdir(fuse_req_t req, fuse_ino_t ino, const char *path, size
         pthread_mutex_unlock(&h->lock);
     }
     if (fuse_reply_buf(req, r.buf, r.len) != 0) {
-        reply_drop(&r);
+        reply_drop(&r, path);
         ahead = 0;
         pthread_mutex_lock(&h->lock);
         h->building = 0;
         pthread_cond_broadcast(&h->cond);
         pthread_mutex_unlock(&h->lock);
     } else {
+        if (took)
+            atomic_fetch_add(&ahead_sent, 1);
         if (r.ngiven && !took && gave_lookups)
             gave_lookups();
         if (ahead)
@@ -267,10 +320,12 @@ static void handle_free(dirhandle *h)
     while (h->building)
         pthread_cond_wait(&h->cond, &h->lock);
     if (h->ahead.buf) {
-        reply_drop(&h->ahead);
+        reply_drop(&h->ahead, h->path);
         atomic_fetch_add(&ahead_dropped, 1);
+        atomic_fetch_sub(&ahead_waiting, 1);
     }
     pthread_mutex_unlock(&h->lock);
+    free(h->path);
     struct fuse_file_info fi = {.fh = h->fh};
     mfs_fuse_ops.releasedir(NULL, &fi);
     pthread_mutex_destroy(&h->lock);
@@ -295,8 +350,9 @@ void mfs_dirreply_close_all(void)
     mfs_held_free_all(&open_handles, held_free);
 }
 
-void mfs_dirreply_counts(uint64_t *sent, uint64_t *dropped)
+void mfs_dirreply_counts(uint64_t *sent, uint64_t *dropped, uint64_t *waiting)
 {
     *sent = atomic_load(&ahead_sent);
     *dropped = atomic_load(&ahead_dropped);
+    *waiting = atomic_load(&ahead_waiting);
 }

@@ -33,8 +33,9 @@ void mfs_dirreply_releasedir(struct fuse_file_info *fi);
 void mfs_dirreply_close_all(void);
 
 /* Counters for the stats xattr: replies sent that had been built ahead,
- * and those built ahead but dropped (the next request asked for another
- * offset or size, a view moved meanwhile, or the listing ended). */
-void mfs_dirreply_counts(uint64_t *ahead_sent, uint64_t *ahead_dropped);
+ * those built ahead but dropped (the next request asked for another
+ * offset or size, something newer may have reached the kernel meanwhile,
+ * or the listing ended), and those built and waiting now. */
+void mfs_dirreply_counts(uint64_t *ahead_sent, uint64_t *ahead_dropped, uint64_t *ahead_waiting);
 
 #endif

@@ -224,6 +224,17 @@ static kslot **find_locked(const char *path)
     return pp;
 }
 
+void mfs_kview_unknown(const char *path)
+{
+    pthread_mutex_lock(&mu);
+    kslot **pp = find_locked(path);
+    if (*pp) {
+        (*pp)->told = 1;
+        (*pp)->told_size = -1; /* matches no entry: the next open invalidates */
+    }
+    pthread_mutex_unlock(&mu);
+}
+
 void mfs_kview_detach(const char *path)
 {
     pthread_mutex_lock(&mu);

@@ -16,6 +16,7 @@
 #include <fuse_lowlevel.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -36,6 +37,16 @@ static pthread_t pruner;
 static int pruner_running, pruner_stop, pruner_wake;
 static pthread_mutex_t pruner_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pruner_cond = PTHREAD_COND_INITIALIZER;
+
+/* LOOKUPs, GETATTRs and OPENs begun: each may tell the kernel a view's
+ * attributes, or record what it holds (kview.c), which a listing reply
+ * filled before it must not then overwrite (dirreply.c). */
+static atomic_uint_least64_t tells;
+
+uint64_t mfs_ll_tells(void)
+{
+    return atomic_load(&tells);
+}
 
 static void wake_pruner(void)
 {
@@ -160,6 +171,7 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
 
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+    atomic_fetch_add(&tells, 1);
     char path[PATH_MAX];
     int rc = mfs_nodes_child_path(nodes, parent, name, path, sizeof path);
     struct fuse_entry_param e;
@@ -202,6 +214,7 @@ static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    atomic_fetch_add(&tells, 1);
     char path[PATH_MAX];
     if (path_of(req, ino, path) < 0)
         return;
@@ -232,6 +245,7 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    atomic_fetch_add(&tells, 1);
     char path[PATH_MAX];
     if (path_of(req, ino, path) < 0)
         return;

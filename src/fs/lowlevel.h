@@ -6,6 +6,7 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "fs.h"
@@ -51,6 +52,9 @@ int mfs_ll_retry_of(uint64_t node, uint32_t tid);
 /* Tells the kernel to drop its cached attributes and pages of node id
  * (kview.c's "invalidate" before an open is answered). */
 void mfs_ll_invalidate_node(uint64_t node);
+
+/* LOOKUP, GETATTR and OPEN requests begun so far (dirreply.c). */
+uint64_t mfs_ll_tells(void);
 
 /* The node table's counters (stats xattr). */
 void mfs_ll_nodes_stats(mfs_nodes_stats *s);

@@ -536,8 +536,8 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
     mfs_cache_get_stats(fs->cache, &cs);
     uint64_t lh, ln;
     mfs_listing_counts(&lh, &ln);
-    uint64_t ahead_sent, ahead_dropped;
-    mfs_dirreply_counts(&ahead_sent, &ahead_dropped);
+    uint64_t ahead_sent, ahead_dropped, ahead_waiting;
+    mfs_dirreply_counts(&ahead_sent, &ahead_dropped, &ahead_waiting);
     mfs_nodes_stats ns;
     mfs_ll_nodes_stats(&ns);
     return snprintf(buf, n,
@@ -547,7 +547,8 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
                     "index_records=%llu index_shard_loads=%llu index_shard_drops=%llu "
                     "cache_files_opened=%llu folder_record_hits=%llu folder_records_written=%llu "
                     "inodes=%llu inode_files=%llu inode_cap=%llu inode_drops=%llu "
-                    "inodes_freed=%llu readdir_ahead_sent=%llu readdir_ahead_dropped=%llu",
+                    "inodes_freed=%llu readdir_ahead_sent=%llu readdir_ahead_dropped=%llu "
+                    "readdir_ahead_waiting=%llu",
                     (unsigned long long)vs.cap, (unsigned long long)vs.entries,
                     (unsigned long long)vs.evictions, (unsigned long long)kv,
                     (unsigned long long)kv_ev, (unsigned long long)dt, (unsigned long long)dn,
@@ -559,7 +560,7 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
                     (unsigned long long)ns.nodes, (unsigned long long)ns.files,
                     (unsigned long long)ns.cap, (unsigned long long)ns.offered,
                     (unsigned long long)ns.freed, (unsigned long long)ahead_sent,
-                    (unsigned long long)ahead_dropped);
+                    (unsigned long long)ahead_dropped, (unsigned long long)ahead_waiting);
 }
 
 static int stats_text_base(mfs_fs *fs, char *buf, size_t n);
