@@ -39,6 +39,16 @@ class Mount:
         raw = os.getxattr(self.mnt, "user.meshfs.stats").decode()
         return {k: int(v) for k, v in (kv.split("=") for kv in raw.split())}
 
+    def stats_released(self):
+        """The stats once the kernel has released every listing handle
+        (RELEASEDIR follows closedir asynchronously); as they are after 5 s."""
+        for _ in range(250):
+            st = self.stats()
+            if st["listing_handles"] == 0:
+                break
+            time.sleep(0.02)
+        return st
+
     def output(self):
         with open(self.log, errors="replace") as f:  # hostile names are bytes
             return f.read()

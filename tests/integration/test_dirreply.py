@@ -56,16 +56,10 @@ class AheadTest(TreeCase):
             names.update(f"{m}.{fmt}" for fmt in FORMATS)
         return names
 
-    @staticmethod
-    def released(m):
-        """The stats once the kernel has released every listing handle
-        (RELEASEDIR follows closedir asynchronously)."""
-        for _ in range(250):
-            st = m.stats()
-            if st["listing_handles"] == 0:
-                return st
-            time.sleep(0.02)
-        raise AssertionError(f"a listing handle was never released: {st}")
+    def released(self, m):
+        st = m.stats_released()
+        self.assertEqual(st["listing_handles"], 0, "a listing handle was never released")
+        return st
 
     def test_a_listing_is_sent_from_replies_built_ahead(self):
         with Mount(self.src, self.mnt, self.cache, "prefetch=0") as m:

@@ -50,14 +50,7 @@ class ScaleTest(TreeCase):
 
     @staticmethod
     def settled(m):
-        """The stats once the kernel has released every listing handle
-        (RELEASEDIR follows closedir asynchronously)."""
-        for _ in range(250):
-            st = m.stats()
-            if st["listing_handles"] == 0:
-                break
-            time.sleep(0.02)
-        return st
+        return m.stats_released()
 
     def within_caps(self, st, where):
         self.assertEqual(st["memo_size"], MEMO)
