@@ -73,6 +73,8 @@ enum {
     MFS_PLAN_MOUNT_VIEW = 1u << 1,
 };
 
+typedef struct mfs_plan_folder mfs_plan_folder;
+
 typedef struct mfs_plan {
     unsigned flags;
     FILE *warn;      /* naming warnings ("meshfs-convert: warning: ..."), NULL: none */
@@ -83,6 +85,7 @@ typedef struct mfs_plan {
     size_t nnotes;
     mfs_plan_other *other;
     size_t nother, other_cap;
+    mfs_plan_folder *last; /* the folder of the last file named, as planned */
 } mfs_plan;
 
 void mfs_plan_init(mfs_plan *p, unsigned flags, const char *prog, FILE *warn);

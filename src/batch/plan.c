@@ -149,15 +149,47 @@ static void add_other(mfs_plan *p, mfs_plan_other_kind kind, const char *src, co
                                              target ? xstrdup(target) : NULL, kind};
 }
 
-/* A folder's names under the naming rule, the same the mount shows:
- * models are regular files, not links, as the mount sees them.  force: an
- * entry that counts as a model whatever it is (a file named on the command
- * line; then only its notes are printed, else every note is). */
-static mfs_name_entry *plan_folder(const mfs_plan *p, const char *path, char **names, size_t n,
-                                   const char *force, mfs_names *np)
+/* A folder's names under the naming rule, the same the mount shows, with
+ * each entry's model (models are regular files, not links, as the mount
+ * sees them).  force: an entry that counts as a model whatever it is (a
+ * file named on the command line that is not a model file by its name). */
+struct mfs_plan_folder {
+    char *path;
+    char **names;         /* sorted by strcmp */
+    size_t n;
+    mfs_name_entry *e;
+    mfs_names np;
+    const mfs_name_model **model_at; /* per entry: its model, or NULL */
+    size_t *note_at;      /* entry i's notes: np.notes[note_idx[note_at[i] ..
+                             note_at[i + 1] - 1]], in the plan's order */
+    size_t *note_idx;
+};
+
+static void folder_free(mfs_plan_folder *f)
 {
+    if (!f)
+        return;
+    mfs_names_free(&f->np);
+    free(f->model_at);
+    free(f->note_at);
+    free(f->note_idx);
+    free(f->e);
+    free_list(f->names, f->n);
+    free(f->path);
+    free(f);
+}
+
+/* NULL with errno when the folder cannot be listed. */
+static mfs_plan_folder *folder_plan(const mfs_plan *p, const char *path, const char *force)
+{
+    size_t n;
+    char **names = list_dir(path, &n);
+    if (!names)
+        return NULL;
+    mfs_plan_folder *f = calloc(1, sizeof *f);
     mfs_name_entry *e = malloc((n ? n : 1) * sizeof *e);
-    if (!e)
+    const mfs_name_model **at = calloc(n ? n : 1, sizeof *at);
+    if (!f || !e || !at)
         oom();
     for (size_t i = 0; i < n; i++) {
         char *full = join(path, names[i]);
@@ -167,27 +199,59 @@ static mfs_name_entry *plan_folder(const mfs_plan *p, const char *path, char **n
                                               (force && !strcmp(force, names[i]))};
         free(full);
     }
-    if (mfs_names_plan(e, n, p->flags & MFS_PLAN_LOWERCASE ? MFS_NAMES_LOWERCASE : 0, np) < 0)
+    if (mfs_names_plan(e, n, p->flags & MFS_PLAN_LOWERCASE ? MFS_NAMES_LOWERCASE : 0, &f->np) < 0)
         oom();
-    for (size_t i = 0; i < np->nnotes; i++)
-        if (!force || !strcmp(names[np->notes[i].entry], force))
-            warn(p, path, np->notes[i].text);
-    return e;
+    for (size_t k = 0; k < f->np.nmodels; k++)
+        at[f->np.models[k].entry] = &f->np.models[k];
+    size_t nn = f->np.nnotes;
+    f->note_at = calloc(n + 1, sizeof *f->note_at);
+    f->note_idx = malloc((nn ? nn : 1) * sizeof *f->note_idx);
+    if (!f->note_at || !f->note_idx)
+        oom();
+    for (size_t k = 0; k < nn; k++)
+        f->note_at[f->np.notes[k].entry + 1]++;
+    for (size_t i = 0; i < n; i++)
+        f->note_at[i + 1] += f->note_at[i];
+    size_t *fill = malloc((n ? n : 1) * sizeof *fill);
+    if (!fill)
+        oom();
+    memcpy(fill, f->note_at, n * sizeof *fill);
+    for (size_t k = 0; k < nn; k++) /* in the plan's order within an entry */
+        f->note_idx[fill[f->np.notes[k].entry]++] = k;
+    free(fill);
+    f->path = xstrdup(path);
+    f->names = names;
+    f->n = n;
+    f->e = e;
+    f->model_at = at;
+    return f;
 }
 
-static const char *note_of(const mfs_names *np, size_t i, mfs_name_note_kind kind)
+/* The index of name among the folder's entries, or n. */
+static size_t folder_find(const mfs_plan_folder *f, const char *name)
 {
-    for (size_t k = 0; k < np->nnotes; k++)
-        if (np->notes[k].entry == i && np->notes[k].kind == kind)
-            return np->notes[k].text;
-    return NULL;
+    char **hit = f->n ? bsearch(&name, f->names, f->n, sizeof *f->names, cmp_str) : NULL;
+    return hit ? (size_t)(hit - f->names) : f->n;
 }
 
-static const mfs_name_model *model_of(const mfs_names *np, size_t i)
+/* The folder's naming notes as warnings: every one, or those about entry
+ * `only` (a file named on the command line) when only < n. */
+static void folder_warn(const mfs_plan *p, const mfs_plan_folder *f, size_t only)
 {
-    for (size_t k = 0; k < np->nmodels; k++)
-        if (np->models[k].entry == i)
-            return &np->models[k];
+    if (only >= f->n) {
+        for (size_t k = 0; k < f->np.nnotes; k++)
+            warn(p, f->path, f->np.notes[k].text);
+        return;
+    }
+    for (size_t k = f->note_at[only]; k < f->note_at[only + 1]; k++)
+        warn(p, f->path, f->np.notes[f->note_idx[k]].text);
+}
+
+static const char *note_of(const mfs_plan_folder *f, size_t i, mfs_name_note_kind kind)
+{
+    for (size_t k = f->note_at[i]; k < f->note_at[i + 1]; k++)
+        if (f->np.notes[f->note_idx[k]].kind == kind)
+            return f->np.notes[f->note_idx[k]].text;
     return NULL;
 }
 
@@ -201,27 +265,27 @@ static void refuse(mfs_plan_item *it, const char *why)
 /* Entry i of a planned folder, a model: an item with its view names, or a
  * refused one.  rel_dir is the model's folder under root, out_dir the same
  * folder as the output shows it, shown_dir as the user gave it. */
-static void add_model(mfs_plan *p, const mfs_names *np, size_t i, const char *root,
+static void add_model(mfs_plan *p, const mfs_plan_folder *f, size_t i, const char *root,
                       const char *rel_dir, const char *out_dir, const char *shown,
                       const char *name)
 {
+    const mfs_names *np = &f->np;
     char *model = join(rel_dir, name);
     mfs_plan_item *it = new_item(p, root, model, shown);
     free(model);
     it->outdir = xstrdup(out_dir);
-    const mfs_name_model *m = model_of(np, i);
+    const mfs_name_model *m = f->model_at[i];
     if (!m) {
-        const char *why = note_of(np, i, MFS_NOTE_CASE);
-        refuse(it, why ? why : note_of(np, i, MFS_NOTE_NO_VIEWS));
+        const char *why = note_of(f, i, MFS_NOTE_CASE);
+        refuse(it, why ? why : note_of(f, i, MFS_NOTE_NO_VIEWS));
         it->base = xstrdup(np->shown[i] ? np->shown[i] : name);
         it->fmi_model = join(out_dir, it->base);
         return;
     }
     it->base = xstrdup(m->base);
     it->fmi_model = join(out_dir, m->base);
-    for (size_t k = 0; k < np->nnotes; k++)
-        if (np->notes[k].entry == i)
-            add_warning(it, np->notes[k].text);
+    for (size_t k = f->note_at[i]; k < f->note_at[i + 1]; k++)
+        add_warning(it, np->notes[f->note_idx[k]].text);
 }
 
 /* Why a symbolic link to a folder is not followed, or NULL to follow it.
@@ -265,9 +329,8 @@ static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char 
 {
     int mount_view = (p->flags & MFS_PLAN_MOUNT_VIEW) != 0;
     char *path = join(root, rel_dir);
-    size_t n;
-    char **names = list_dir(path, &n);
-    if (!names) {
+    mfs_plan_folder *f = folder_plan(p, path, NULL);
+    if (!f) {
         warn(p, path, strerror(errno));
         add_note(p, path, strerror(errno));
         free(path);
@@ -275,16 +338,17 @@ static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char 
     }
     if (mount_view)
         add_other(p, MFS_PLAN_DIR, path, out_dir, NULL);
-    mfs_names np;
-    mfs_name_entry *e = plan_folder(p, path, names, n, NULL, &np);
-    for (size_t i = 0; i < n; i++) {
+    folder_warn(p, f, f->n);
+    const mfs_names *np = &f->np;
+    char **names = f->names;
+    for (size_t i = 0; i < f->n; i++) {
         /* hidden names: the mount shows them; without --copy-other the
          * walk leaves them out (and its own temporary folders with them) */
         if (names[i][0] == '.' && !mount_view)
             continue;
         char *full = join(path, names[i]);
-        const char *hidden = np.shown[i] ? NULL : note_of(&np, i, MFS_NOTE_CASE);
-        char *odst = np.shown[i] ? join(out_dir, np.shown[i]) : NULL;
+        const char *hidden = np->shown[i] ? NULL : note_of(f, i, MFS_NOTE_CASE);
+        char *odst = np->shown[i] ? join(out_dir, np->shown[i]) : NULL;
         struct stat lst, st;
         int have = lstat(full, &lst) == 0;
         int link = have && S_ISLNK(lst.st_mode);
@@ -306,8 +370,8 @@ static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char 
                     walk(p, root, sub, odst, depth + 1);
                     free(sub);
                 }
-            } else if (e[i].is_model) {
-                add_model(p, &np, i, root, rel_dir, out_dir, full, names[i]);
+            } else if (f->e[i].is_model) {
+                add_model(p, f, i, root, rel_dir, out_dir, full, names[i]);
             } else if (hidden) {
                 add_note(p, full, hidden);
             } else if (mount_view && S_ISREG(st.st_mode)) {
@@ -317,9 +381,7 @@ static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char 
         free(odst);
         free(full);
     }
-    mfs_names_free(&np);
-    free(e);
-    free_list(names, n);
+    folder_free(f);
     free(path);
 }
 
@@ -351,17 +413,23 @@ void mfs_plan_add_input(mfs_plan *p, const char *in)
         dir = copy[0] ? copy : "/";
         name = slash + 1;
     }
-    size_t n;
-    char **sib = list_dir(dir, &n);
-    mfs_names np;
-    memset(&np, 0, sizeof np);
-    if (sib)
-        free(plan_folder(p, dir, sib, n, name, &np));
-    size_t i = 0;
-    while (sib && i < n && strcmp(sib[i], name))
-        i++;
-    if (sib && i < n) {
-        add_model(p, &np, i, dir, "", "", in, name);
+    /* Files named one by one (a shell glob) mostly share a folder: it is
+     * listed and planned once, not once a file. */
+    if (!p->last || strcmp(p->last->path, dir)) {
+        folder_free(p->last);
+        p->last = folder_plan(p, dir, NULL);
+    }
+    mfs_plan_folder *f = p->last, *forced = NULL;
+    size_t i = f ? folder_find(f, name) : 0;
+    if (f && i < f->n && !f->e[i].is_model) {
+        /* named, so a model whatever its name says; the folder's names
+         * change with it, so this plan is not kept */
+        forced = f = folder_plan(p, dir, name);
+        i = f ? folder_find(f, name) : 0;
+    }
+    if (f && i < f->n) {
+        folder_warn(p, f, i);
+        add_model(p, f, i, dir, "", "", in, name);
     } else { /* the folder cannot be listed: named alone */
         mfs_plan_item *it = new_item(p, dir, name, in);
         it->outdir = xstrdup("");
@@ -373,9 +441,7 @@ void mfs_plan_add_input(mfs_plan *p, const char *in)
         it->base = xstrdup(base);
         it->fmi_model = xstrdup(base);
     }
-    if (sib)
-        mfs_names_free(&np);
-    free_list(sib, n);
+    folder_free(forced);
     free(copy);
 }
 
@@ -406,5 +472,6 @@ void mfs_plan_free(mfs_plan *p)
         free(p->other[i].target);
     }
     free(p->other);
+    folder_free(p->last);
     memset(p, 0, sizeof *p);
 }
