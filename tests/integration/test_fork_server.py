@@ -70,6 +70,32 @@ def workers_of(pid):
     return out
 
 
+def sleeping_descendant(root):
+    """A process below root asleep in nanosleep: the worker in its job under
+    MESHFS_TEST_WORKER_SLEEP (its sandbox entered; the tool, the server and
+    a spare wait in other calls)."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    for pid in parent:
+        up = pid
+        while up in parent and up != root:
+            up = parent[up]
+        if up == root and pid != root:
+            try:
+                with open(f"/proc/{pid}/wchan") as f:
+                    if "nanosleep" in f.read():
+                        return True
+            except OSError:
+                pass
+    return False
+
+
 class ConvertTest(unittest.TestCase):
     def test_one_server_for_all_conversions(self):
         with tempdir() as tmp:
@@ -130,7 +156,10 @@ class ConvertTest(unittest.TestCase):
             deadline = time.monotonic() + 20
             while removed is None and time.monotonic() < deadline and p.poll() is None:
                 tmpdir = os.path.join(cache, "tmp")
-                for d in os.listdir(tmpdir) if os.path.isdir(tmpdir) else []:
+                # once the child sleeps in its job: before that, it has yet
+                # to enter the folder (its sandbox), a failure of another kind
+                in_job = sleeping_descendant(p.pid)
+                for d in os.listdir(tmpdir) if in_job and os.path.isdir(tmpdir) else []:
                     if d.startswith("job-") and os.path.exists(os.path.join(tmpdir, d, "vrt")):
                         removed = os.path.join(tmpdir, d)
                         shutil.rmtree(removed)
