@@ -298,7 +298,7 @@ class FolderRecordTest(TreeCase):
             got = self.sizes()
             st = ScaleTest.settled(m)
         self.assertEqual({k: got[k] for k in expected}, expected)
-        self.assertEqual(st["cache_files_opened"], 1)
+        self.assertEqual(st["cache_files_opened"], 1, st)
         self.assertEqual((st["folder_record_hits"], st["folder_records_written"]), (self.models, 0))
         self.assertLess(st["attr_requests"], 5)
         self.assertEqual(st["conversions"], 0)
@@ -321,7 +321,7 @@ class FolderRecordTest(TreeCase):
         with Mount(self.src, self.mnt, self.cache) as m:
             self.assertIn("m00.gmf", os.listdir(os.path.join(self.mnt, "d")))
             st = ScaleTest.settled(m)
-        self.assertEqual(st["cache_files_opened"], 1)
+        self.assertEqual(st["cache_files_opened"], 1, st)
         self.assertEqual(st["folder_record_hits"], self.models - 1)
         self.assertEqual(st["conversions"], 0)
 
@@ -365,7 +365,7 @@ class FolderRecordTest(TreeCase):
             self.assertEqual(st["conversions"], 0)
         self.assertEqual(st["memo_size"], 8)
         self.assertGreater(st["memo_evictions"], 0)
-        self.assertEqual(st["cache_files_opened"], 1)
+        self.assertEqual(st["cache_files_opened"], 1, st)
         self.assertEqual((st["folder_record_hits"], st["folder_records_written"]), (self.models, 0))
 
 
