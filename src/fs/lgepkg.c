@@ -139,35 +139,37 @@ static void *resolver(void *arg)
 }
 
 /* Is every view of model pm known without work?  perm: narrowed by the
- * views' read bits for a package owned like dst. */
+ * views' read bits for a package owned like dst.  With hints (a listing's),
+ * the record's copy of the model's manifest answers all four views: a memo
+ * smaller than the folder may drop the model between two of them (another
+ * thread's lookups, a reply built ahead), and without the copy each would
+ * read the model's entry again. */
 static int model_known_hinted(mfs_fs *fs, const char *dir, const mfs_dir_model *dm,
                               const mfs_lgepkg_hints *hints, uint64_t sizes[4],
                               struct timespec *mtime, const struct stat *dst, mode_t *perm)
 {
     struct stat mst;
+    mfs_view_hint hint;
+    memset(&hint, 0, sizeof hint);
+    mfs_view_inputs in = MFS_VIEW_INPUTS_STAT;
+    if (hints && hints->begin(hints->ctx, dm->model, &hint, &mst))
+        in = MFS_VIEW_INPUTS_GIVEN;
+    int known = 1;
     for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
         mfs_view_ref ref = {(char *)dm->model, (char *)dm->base, mfs_lgepkg_formats[k]};
         struct stat st;
-        int r;
-        if (k == 0 && hints) {
-            mfs_view_hint hint;
-            memset(&hint, 0, sizeof hint);
-            mfs_view_inputs in = hints->begin(hints->ctx, dm->model, &hint, &mst)
-                                     ? MFS_VIEW_INPUTS_GIVEN
-                                     : MFS_VIEW_INPUTS_STAT;
-            r = mfs_view_cached_stat_hinted(fs, dir, &ref, &mst, in, &hint, &st);
-            hints->end(hints->ctx, dm->model, &hint);
-        } else {
-            r = mfs_view_cached_stat(fs, dir, &ref, &mst,
-                                     k > 0 ? MFS_VIEW_INPUTS_CHECKED : MFS_VIEW_INPUTS_STAT, &st);
+        if (mfs_view_cached_stat_hinted(fs, dir, &ref, &mst, k > 0 ? MFS_VIEW_INPUTS_CHECKED : in,
+                                        hints ? &hint : NULL, &st) <= 0) {
+            known = 0;
+            break;
         }
-        if (r <= 0)
-            return 0;
         sizes[k] = (uint64_t)st.st_size;
         newer(mtime, st.st_mtim);
         *perm = mfs_perm_narrow(*perm, dst->st_uid, dst->st_gid, st.st_uid, st.st_gid, st.st_mode, 0);
     }
-    return 1;
+    if (hints)
+        hints->end(hints->ctx, dm->model, &hint);
+    return known;
 }
 
 static int model_known(mfs_fs *fs, const char *dir, const mfs_dir_model *dm, uint64_t sizes[4],
