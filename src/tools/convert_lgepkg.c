@@ -34,6 +34,33 @@ static int real_package_in(const char *srcdir, int lowercase_names)
     return found;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* real_package_in for the source folders of n models that share an output
+ * folder: each folder listed once (they are mostly one folder, and listing
+ * it once a model made a folder of n models cost n listings of n names). */
+static int any_real_package_in(pkg_input *const *m, size_t n, int lowercase_names)
+{
+    const char **dirs = malloc(n * sizeof *dirs);
+    int found = 0;
+    if (!dirs) { /* the slow way, still right */
+        for (size_t k = 0; k < n && !found; k++)
+            found = real_package_in(m[k]->srcdir, lowercase_names);
+        return found;
+    }
+    for (size_t k = 0; k < n; k++)
+        dirs[k] = m[k]->srcdir;
+    qsort(dirs, n, sizeof *dirs, cmp_str);
+    for (size_t k = 0; k < n && !found; k++)
+        if (k == 0 || strcmp(dirs[k], dirs[k - 1]))
+            found = real_package_in(dirs[k], lowercase_names);
+    free(dirs);
+    return found;
+}
+
 /* Each packed model's four view files, opened only while its chunks are
  * written (mfs_lgepkg_write_fetched): a folder of thousands of models
  * would need four descriptors each at once. */
@@ -170,9 +197,7 @@ size_t mfs_convert_packages(const pkg_input *in, size_t n, const char *name, con
         size_t j = i + 1;
         while (j < n && !strcmp(v[j]->outdir, v[i]->outdir))
             j++;
-        int shadowed = 0;
-        for (size_t k = i; k < j && !shadowed; k++)
-            shadowed = real_package_in(v[k]->srcdir, lowercase_names);
+        int shadowed = any_real_package_in(v + i, j - i, lowercase_names);
         if (shadowed)
             fprintf(stderr, "meshfs-convert: %s: the source folder has its own %s, which wins "
                     "(as in the mount): none written\n", v[i]->outdir, MFS_LGEPKG_FILE_NAME);
