@@ -175,13 +175,27 @@ static void keep_listed_stat(dirh *h, size_t i, const struct stat *st)
  * names it kept (keep_cache) and no READDIR reaches the daemon; otherwise it
  * drops them and lists afresh.  A modified file changes no name, so its
  * folder's kept listing stays right; attributes are asked for separately.
+ *
+ * But only while the names and attributes that listing sent are still
+ * valid in the kernel (keep_s: the shorter of the two timeouts).  Past
+ * that, a kept listing makes every stat of a name its own LOOKUP (`ls -l`,
+ * `find -ls`, rsync, a file manager a minute later: a round trip per name,
+ * 100-270 us each on these VMs), where listing afresh sends them back with
+ * their attributes, a few dozen names a request (docs/listing.md).
  * One slot per hash of the path: a collision only costs a fresh listing. */
 #define DIRSIG_SLOTS 256
 static struct {
     char *dir;
     uint64_t sig;
+    struct timespec listed; /* when the daemon last listed it (opendir) */
 } dirsigs[DIRSIG_SLOTS];
 static pthread_mutex_t dirsig_lock = PTHREAD_MUTEX_INITIALIZER;
+static double keep_s = 1.0;
+
+void mfs_listing_setup(double keep)
+{
+    keep_s = keep;
+}
 
 /* *recent: the folder has not settled (mfs_dir_times_settled): a further
  * change could leave its times as they are, so the kernel must not keep
@@ -201,20 +215,33 @@ static int folder_sig(mfs_fs *fs, const char *dir, uint64_t *sig, int *recent)
     return 0;
 }
 
-/* 1 if dir's last listing had this signature; records it either way. */
-static int dirsig_same(const char *dir, uint64_t sig)
+static double since(const struct timespec *t)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+/* 1 if the kernel may keep dir's listing: its last listing had this
+ * signature and what it sent is still valid there.  0: a fresh listing
+ * follows, recorded as dir's last. */
+static int dirsig_keep(const char *dir, uint64_t sig)
 {
     unsigned slot = (unsigned)(XXH3_64bits(dir, strlen(dir)) % DIRSIG_SLOTS);
     pthread_mutex_lock(&dirsig_lock);
-    int same = dirsigs[slot].dir && !strcmp(dirsigs[slot].dir, dir) && dirsigs[slot].sig == sig;
-    if (!same) {
-        char *copy = strdup(dir);
-        free(dirsigs[slot].dir);
-        dirsigs[slot].dir = copy; /* NULL on out of memory: the next one lists afresh */
+    int keep = dirsigs[slot].dir && !strcmp(dirsigs[slot].dir, dir) && dirsigs[slot].sig == sig &&
+               since(&dirsigs[slot].listed) < keep_s;
+    if (!keep) {
+        if (!dirsigs[slot].dir || strcmp(dirsigs[slot].dir, dir)) {
+            char *copy = strdup(dir);
+            free(dirsigs[slot].dir);
+            dirsigs[slot].dir = copy; /* NULL on out of memory: the next one lists afresh */
+        }
         dirsigs[slot].sig = sig;
+        clock_gettime(CLOCK_MONOTONIC, &dirsigs[slot].listed);
     }
     pthread_mutex_unlock(&dirsig_lock);
-    return same;
+    return keep;
 }
 
 int mfs_listing_opendir(const char *path, struct fuse_file_info *fi)
@@ -241,7 +268,7 @@ int mfs_listing_opendir(const char *path, struct fuse_file_info *fi)
         fi->cache_readdir = 1;
         /* a listing of an unsettled folder is never kept, nor is one that
          * follows it: it may have missed a change in the same tick */
-        fi->keep_cache = dirsig_same(h->dir, recent ? 0 : sig | 1) && !recent;
+        fi->keep_cache = dirsig_keep(h->dir, recent ? 0 : sig | 1) && !recent;
     }
     return 0;
 }

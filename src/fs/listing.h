@@ -7,6 +7,11 @@
 #include <fuse.h>
 #include <stdint.h>
 
+/* How long the kernel may keep a folder's listing after the daemon listed
+ * it: the shorter of the entry and attribute timeouts the listing's
+ * entries were sent with (default 1 s). */
+void mfs_listing_setup(double keep_s);
+
 int mfs_listing_opendir(const char *path, struct fuse_file_info *fi);
 int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
                         struct fuse_file_info *fi, enum fuse_readdir_flags flags);

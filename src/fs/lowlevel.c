@@ -24,6 +24,7 @@
 
 #include "dirreply.h"
 #include "fs.h"
+#include "listing.h"
 #include "lowlevel.h"
 #include "nodes.h"
 #include "ops.h"
@@ -495,6 +496,7 @@ int mfs_ll_setup(mfs_fs *fs, size_t max_inodes, double entry_t, double attr_t, d
     negative_timeout = negative_t;
     nodes = mfs_nodes_new(max_inodes);
     mfs_dirreply_setup(nodes, entry_t, attr_t, wake_pruner);
+    mfs_listing_setup(entry_t < attr_t ? entry_t : attr_t);
     return nodes ? 0 : -1;
 }
 

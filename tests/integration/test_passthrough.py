@@ -104,6 +104,44 @@ class ListingKeptByKernel(Base):
             self.assertEqual(os.listdir(self.mnt), ["props"])
             self.assertEqual(m.stats()["readdir_requests"], n3)
 
+    def test_a_kept_listing_ends_when_what_it_sent_expires(self):
+        # The kernel keeps a listing only while the names and attributes it
+        # carried are valid (the shorter timeout): past that, a kept listing
+        # made every stat its own LOOKUP (ls -l, find -ls, rsync a minute
+        # later: a round trip a name), where a fresh one brings them back
+        # with their attributes.  Within the window it is still kept.
+        props = os.path.join(self.src, "props")
+        for i in range(10):
+            shutil.copy(os.path.join(props, "tetra.stl"), os.path.join(props, f"t{i}.stl"))
+        settle(props)
+        d = os.path.join(self.mnt, "props")
+
+        def stat_all():
+            return {e.name: e.stat(follow_symlinks=False).st_size for e in os.scandir(d)}
+
+        with Mount(self.src, self.mnt, self.cache) as m:  # both timeouts 1 s
+            first = stat_all()  # converts: every view's size is known after it
+            self.assertEqual(len(first), 11 * 9 + 1)  # and the package
+            time.sleep(1.5)
+            warm = stat_all()
+            self.assertEqual(warm, first)
+            s0 = m.stats()
+            time.sleep(1.5)  # past both timeouts: the next listing is fresh
+            self.assertEqual(stat_all(), first)
+            s1 = m.stats()
+            self.assertGreater(s1["readdir_requests"], s0["readdir_requests"])
+            # the folder's own LOOKUP and GETATTR (they expired too), not
+            # one for each of its 100 names
+            self.assertLessEqual(s1["attr_requests"] - s0["attr_requests"], 2)
+        with Mount(self.src, self.mnt, self.cache, "entry_timeout=60", "attr_timeout=60") as m:
+            self.assertEqual(stat_all(), first)
+            s0 = m.stats()
+            time.sleep(0.8)  # well within the timeouts: kept, and nothing asked
+            self.assertEqual(stat_all(), first)
+            s1 = m.stats()
+            self.assertEqual(s1["readdir_requests"], s0["readdir_requests"])
+            self.assertEqual(s1["attr_requests"], s0["attr_requests"])
+
     def test_an_unsettled_folder_is_listed_afresh(self):
         # A folder whose times are too recent for a change to move them
         # (here: its mtime ahead of the clock, as a file server's may be) is
