@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "meshfs/timespec.h"
 #include "dirreply.h"
 #include "fs.h"
 #include "held.h"
@@ -64,7 +65,7 @@ typedef struct reply {
     char **names;   /* built ahead: the given entries' names (for kview) */
     uint64_t moves; /* views moved (renew.c) when it was started */
     uint64_t tells; /* mfs_ll_tells() when it was started */
-    struct timespec done;
+    double done;    /* when it was filled (mfs_mono_s) */
 } reply;
 
 /* This layer's handle: the listing's, and the reply built ahead. */
@@ -191,7 +192,7 @@ static int reply_build(reply *r, const char *path, uint64_t fh)
         reply_drop(r, path);
         return rc;
     }
-    clock_gettime(CLOCK_MONOTONIC, &r->done);
+    r->done = mfs_mono_s();
     return 0;
 }
 
@@ -220,11 +221,7 @@ int mfs_dirreply_opendir(const char *path, struct fuse_file_info *fi)
 
 static int fresh(const reply *a)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t ms = (int64_t)(now.tv_sec - a->done.tv_sec) * 1000 +
-                 (now.tv_nsec - a->done.tv_nsec) / 1000000;
-    return ms <= AHEAD_MAX_MS && a->moves == moves_now() && a->tells == mfs_ll_tells();
+    return (mfs_mono_s() - a->done) * 1000 <= AHEAD_MAX_MS && a->moves == moves_now() && a->tells == mfs_ll_tells();
 }
 
 /* The reply built ahead, if it answers this request: taken out of h. */

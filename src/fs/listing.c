@@ -17,6 +17,7 @@
 #include <time.h>
 #include <xxhash.h>
 
+#include "meshfs/timespec.h"
 #include "coherence.h"
 #include "fs.h"
 #include "held.h"
@@ -187,7 +188,7 @@ static void keep_listed_stat(dirh *h, size_t i, const struct stat *st)
 static struct {
     char *dir;
     uint64_t sig;
-    struct timespec listed; /* when the daemon last listed it (opendir) */
+    double listed; /* when the daemon last listed it (opendir; mfs_mono_s) */
 } dirsigs[DIRSIG_SLOTS];
 static pthread_mutex_t dirsig_lock = PTHREAD_MUTEX_INITIALIZER;
 static double keep_s = 1.0;
@@ -215,13 +216,6 @@ static int folder_sig(mfs_fs *fs, const char *dir, uint64_t *sig, int *recent)
     return 0;
 }
 
-static double since(const struct timespec *t)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
-}
-
 /* 1 if the kernel may keep dir's listing: its last listing had this
  * signature and what it sent is still valid there.  0: a fresh listing
  * follows, recorded as dir's last. */
@@ -230,7 +224,7 @@ static int dirsig_keep(const char *dir, uint64_t sig)
     unsigned slot = (unsigned)(XXH3_64bits(dir, strlen(dir)) % DIRSIG_SLOTS);
     pthread_mutex_lock(&dirsig_lock);
     int keep = dirsigs[slot].dir && !strcmp(dirsigs[slot].dir, dir) && dirsigs[slot].sig == sig &&
-               since(&dirsigs[slot].listed) < keep_s;
+               mfs_mono_s() - dirsigs[slot].listed < keep_s;
     if (!keep) {
         if (!dirsigs[slot].dir || strcmp(dirsigs[slot].dir, dir)) {
             char *copy = strdup(dir);
@@ -238,7 +232,7 @@ static int dirsig_keep(const char *dir, uint64_t sig)
             dirsigs[slot].dir = copy; /* NULL on out of memory: the next one lists afresh */
         }
         dirsigs[slot].sig = sig;
-        clock_gettime(CLOCK_MONOTONIC, &dirsigs[slot].listed);
+        dirsigs[slot].listed = mfs_mono_s();
     }
     pthread_mutex_unlock(&dirsig_lock);
     return keep;

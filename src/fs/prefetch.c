@@ -11,6 +11,7 @@
 #include <time.h>
 #include <xxhash.h>
 
+#include "meshfs/timespec.h"
 #include "lgepkg.h"
 #include "prefetch.h"
 
@@ -57,13 +58,6 @@ struct mfs_prefetch {
 
 static _Thread_local int on_prefetch_thread;
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static unsigned mark_slot(const char *dir)
 {
     return (unsigned)(XXH3_64bits(dir, strlen(dir)) % MARKS);
@@ -102,7 +96,7 @@ void mfs_prefetch_listed(mfs_fs *fs, const char *dir)
     pthread_mutex_lock(&pf->mu);
     free(pf->marks[s].dir);
     pf->marks[s].dir = copy;
-    pf->marks[s].at = now_s();
+    pf->marks[s].at = mfs_mono_s();
     pthread_mutex_unlock(&pf->mu);
 }
 
@@ -112,7 +106,7 @@ static int mark_fresh(mfs_prefetch *pf, const char *dir, int take)
     unsigned s = mark_slot(dir);
     pthread_mutex_lock(&pf->mu);
     int fresh = pf->marks[s].dir && !strcmp(pf->marks[s].dir, dir) &&
-                now_s() - pf->marks[s].at <= MARK_TTL_S;
+                mfs_mono_s() - pf->marks[s].at <= MARK_TTL_S;
     if (fresh && take) {
         free(pf->marks[s].dir);
         pf->marks[s].dir = NULL;
@@ -155,7 +149,7 @@ static void fill_settle(mfs_prefetch *pf, fill *f, char *line, size_t n)
     line[0] = '\0';
     if (f->done + f->dropped < f->total)
         return;
-    fill_line(f, now_s(), 1, line, n);
+    fill_line(f, mfs_mono_s(), 1, line, n);
     for (fill **p = &pf->fills; *p; p = &(*p)->next)
         if (*p == f) {
             *p = f->next;
@@ -235,7 +229,7 @@ static void *reporter(void *arg)
         pthread_cond_timedwait(&pf->tick, &pf->mu, &until);
         if (atomic_load(&pf->stop))
             break;
-        double now = now_s();
+        double now = mfs_mono_s();
         char lines[4][512];
         int nl = 0;
         for (fill *f = pf->fills; f && nl < 4; f = f->next) {
@@ -360,7 +354,7 @@ void mfs_prefetch_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
         if (!strcmp(g->dir, dir))
             f = g;
     if (!f && nw && (f = calloc(1, sizeof *f)) && (f->dir = strdup(dir))) {
-        f->start = now_s();
+        f->start = mfs_mono_s();
         f->next = pf->fills;
         pf->fills = f;
     } else if (f && !f->dir) {
