@@ -133,10 +133,6 @@ int mfs_ll_node_current(uint64_t node)
     return nodes && !mfs_nodes_is_detached(nodes, node);
 }
 
-int mfs_ll_retry_of(uint64_t node, uint32_t tid)
-{
-    return nodes && mfs_nodes_retry_of(nodes, node, tid);
-}
 
 void mfs_ll_invalidate_node(uint64_t node)
 {
@@ -251,8 +247,8 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (path_of(req, ino, path) < 0)
         return;
     uint32_t tid = (uint32_t)fuse_req_ctx(req)->pid;
-    int rc = mfs_ops_open(path, ino, tid, fi);
-    if (rc == -ESTALE) /* the retry may come back here (nodes.h) */
+    int rc = mfs_ops_open(path, ino, mfs_nodes_retry_of(nodes, ino, tid), fi);
+    if (rc == -ESTALE) /* its retry comes next (nodes.h) */
         mfs_nodes_refused(nodes, ino, tid);
     if (rc < 0) {
         fuse_reply_err(req, -rc);

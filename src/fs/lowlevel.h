@@ -43,12 +43,6 @@ int mfs_ll_renew(const char *path, uint64_t node, const struct stat *kept);
 /* Whether node is still its name's (not moved off by mfs_ll_renew). */
 int mfs_ll_node_current(uint64_t node);
 
-/* An OPEN by thread tid of a node moved off its name: 1 when it is the
- * retry of an OPEN of the same node answered ESTALE (an open that does not
- * go through the name, such as /proc/PID/fd/N: serve it); 0 otherwise
- * (answer ESTALE: a path walk's retry looks the name up again). */
-int mfs_ll_retry_of(uint64_t node, uint32_t tid);
-
 /* Tells the kernel to drop its cached attributes and pages of node id
  * (kview.c's "invalidate" before an open is answered). */
 void mfs_ll_invalidate_node(uint64_t node);

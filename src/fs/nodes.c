@@ -28,14 +28,22 @@ typedef struct node {
 typedef struct kept {
     struct kept *next;
     uint64_t id;
-    uint32_t refused_tid; /* the thread whose OPEN of it was last answered ESTALE */
     int has_st;
     struct stat st;
 } kept;
 
+/* A thread's last OPEN answered ESTALE, and the name it was of: the
+ * VFS's retry comes from the same thread, next (mfs_nodes_retry_of). */
+typedef struct refusal {
+    uint32_t tid;
+    uint32_t hash; /* the node's (parent, name) hash */
+} refusal;
+#define REFUSALS 64
+
 struct mfs_nodes {
     pthread_mutex_t lock;
     kept *kept;
+    refusal refused[REFUSALS]; /* by tid: a clash costs a retry's ESTALE */
     node **by_name, **by_id;
     size_t buckets; /* of each table, a power of two */
     size_t count, files, cap;
@@ -362,8 +370,7 @@ int mfs_nodes_detach(mfs_nodes *t, uint64_t id, const struct stat *st)
         rc = 0; /* its attributes stay those of its first move */
     } else {
         /* every moved node has its record: the attributes its handles
-         * read (or none known: GETATTR answers from the path) and the
-         * retry of a refused OPEN */
+         * read (or none known: GETATTR answers from the path) */
         kept *k = calloc(1, sizeof *k);
         if (!k) {
             rc = -ENOMEM; /* not moved: the name keeps this node */
@@ -396,19 +403,22 @@ int mfs_nodes_is_detached(mfs_nodes *t, uint64_t id)
 void mfs_nodes_refused(mfs_nodes *t, uint64_t id, uint32_t tid)
 {
     pthread_mutex_lock(&t->lock);
-    kept *k = by_id(t, id) ? *find_kept(t, id) : NULL;
-    if (k)
-        k->refused_tid = tid;
+    node *n = by_id(t, id);
+    if (n && tid)
+        t->refused[tid % REFUSALS] = (refusal){.tid = tid, .hash = n->hash};
     pthread_mutex_unlock(&t->lock);
 }
 
 int mfs_nodes_retry_of(mfs_nodes *t, uint64_t id, uint32_t tid)
 {
     pthread_mutex_lock(&t->lock);
-    kept *k = by_id(t, id) ? *find_kept(t, id) : NULL;
-    int retry = k && tid && k->refused_tid == tid;
-    if (retry)
-        k->refused_tid = 0;
+    refusal *r = &t->refused[tid % REFUSALS];
+    int retry = 0;
+    if (tid && r->tid == tid) {
+        node *n = by_id(t, id);
+        retry = n && r->hash == n->hash;
+        *r = (refusal){0}; /* one retry per refusal, whatever it opens */
+    }
     pthread_mutex_unlock(&t->lock);
     return retry;
 }

@@ -63,11 +63,13 @@ int mfs_nodes_detach(mfs_nodes *t, uint64_t id, const struct stat *st);
 /* 1 when id is a detached node. */
 int mfs_nodes_is_detached(mfs_nodes *t, uint64_t id);
 
-/* An OPEN of detached node id by thread tid was answered ESTALE.  The VFS
- * retries such an open once, from the same thread: a path walk looks the
- * name up again and lands elsewhere, an open that does not go through the
- * name (/proc/PID/fd/N) comes back here.  mfs_nodes_retry_of: 1 (once)
- * when tid's last OPEN of id was refused, so this one is its retry. */
+/* An OPEN of node id by thread tid was answered ESTALE.  The VFS retries
+ * such an open once, at once, from the same thread: a path walk looks the
+ * name up again and opens the node it has then, an open that does not go
+ * through the name (/proc/PID/fd/N) comes back to id.  mfs_nodes_retry_of,
+ * asked at each OPEN: 1 when tid's last OPEN was refused and was of the
+ * same name as id (so this is its retry); either way tid's refusal is
+ * spent. */
 void mfs_nodes_refused(mfs_nodes *t, uint64_t id, uint32_t tid);
 int mfs_nodes_retry_of(mfs_nodes *t, uint64_t id, uint32_t tid);
 

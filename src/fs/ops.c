@@ -344,15 +344,17 @@ static int copy_like(mfs_held *n, void *arg)
     return 1;
 }
 
-/* An OPEN of a node whose name moved to another (renew.c).  A path walk
- * that reached it before the move is answered ESTALE: the VFS retries with
- * a fresh lookup and opens the new view.  An open that comes back to this
- * node on its retry does not go through the name (/proc/PID/fd/N,
- * /dev/stdin redirected from a view): it is served the entry this node's
- * open handles read, as a reopen of a replaced file reads the old one. */
-static int open_moved(uint64_t node, uint32_t tid, struct fuse_file_info *fi)
+/* An OPEN of a node whose name moved to another (renew.c), before this
+ * open or during it.  A first try is answered ESTALE: the VFS retries with
+ * a fresh lookup and opens the new view.  The retry is served the entry
+ * this node's open handles read, as an open of a file replaced meanwhile
+ * reads the old one: an open that does not go through the name
+ * (/proc/PID/fd/N, /dev/stdin redirected from a view) always comes back
+ * here, and a path walk's retry lands here when the model was saved again
+ * while it looked the name up, with another reader holding that view. */
+static int open_moved(uint64_t node, int retry, struct fuse_file_info *fi)
 {
-    if (!mfs_ll_retry_of(node, tid))
+    if (!retry)
         return -ESTALE;
     handle *h = calloc(1, sizeof *h);
     if (!h)
@@ -370,13 +372,10 @@ static int open_moved(uint64_t node, uint32_t tid, struct fuse_file_info *fi)
     return 0;
 }
 
-int mfs_ops_open(const char *path, uint64_t node, uint32_t tid, struct fuse_file_info *fi)
+/* An OPEN of a node that is its name's; -ESTALE when it moves off. */
+static int open_current(const char *path, uint64_t node, struct fuse_file_info *fi)
 {
     mfs_fs *fs = FS();
-    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT)))
-        return -EROFS;
-    if (!mfs_ll_node_current(node))
-        return open_moved(node, tid, fi);
     const char *r = mfs_ops_rel(path);
     if (!r)
         return -errno;
@@ -457,6 +456,18 @@ int mfs_ops_open(const char *path, uint64_t node, uint32_t tid, struct fuse_file
     fi->fh = keep(h);
     atomic_fetch_add(&fs->stats.views_served, 1);
     return 0;
+}
+
+int mfs_ops_open(const char *path, uint64_t node, int retry, struct fuse_file_info *fi)
+{
+    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT)))
+        return -EROFS;
+    if (mfs_ll_node_current(node)) {
+        int rc = open_current(path, node, fi);
+        if (rc != -ESTALE || mfs_ll_node_current(node))
+            return rc;
+    }
+    return open_moved(node, retry, fi);
 }
 
 /* Hands the kernel a descriptor range instead of copied bytes, so libfuse

@@ -9,15 +9,16 @@
  * The write operations are lowlevel.c's (EROFS). */
 extern const struct fuse_operations mfs_fuse_ops;
 
-/* OPEN of the file at path, whose kernel inode is node id `node`, by
- * thread tid (fuse_req_ctx's pid): 0 with
+/* OPEN of the file at path, whose kernel inode is node id `node`: 0 with
  * fi filled (fh, and how the kernel is to read it), or -errno.  -ESTALE:
  * the view's model changed while that inode holds the old view for open
  * handles (its size and pages, or with passthrough its backing file, which
  * fails every other open of the inode), so the view moved to a new inode
  * (mfs_ll_renew) and the kernel, told ESTALE, looks the name up again and
- * opens that (docs/coherence.md, B1). */
-int mfs_ops_open(const char *path, uint64_t node, uint32_t tid, struct fuse_file_info *fi);
+ * opens that (docs/coherence.md, B1).  retry: this OPEN is the kernel's
+ * retry of one answered ESTALE (mfs_nodes_retry_of); it is then served the
+ * entry the moved inode's handles read rather than refused again. */
+int mfs_ops_open(const char *path, uint64_t node, int retry, struct fuse_file_info *fi);
 
 /* LOOKUP of path: its attributes, 0 or -errno, as GETATTR; a view whose
  * inode holds an older entry for open handles moves to a new one first

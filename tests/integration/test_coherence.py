@@ -165,8 +165,11 @@ class ReaderSeesOneVersion(Base):
         handle still reads its own bytes when it is read again later.  (Before
         views moved to new inodes, a third of such reads had fstat say the
         other version's size.)  An open that meets two saves and a second
-        reader within its own retry gets ESTALE; at this save rate that is a
-        handful in ten thousand, and the test allows 1%."""
+        reader within its own retry is served the version its retry looked
+        up, as the kernel does not retry a retry: before nodes.c knew a
+        retry by its name, it got ESTALE, 0.3% of opens here and 1.3% under
+        ASan.  One that finds the other reader's handle gone as well still
+        would: the test allows 0.1%."""
         small, big = grid_obj(3), grid_obj(40)
         formats = ("gmf", "vrt", "dem")
         exp = {"small": self.expected(small), "big": self.expected(big)}
@@ -219,7 +222,7 @@ class ReaderSeesOneVersion(Base):
                 self.assertTrue(m.alive())
                 self.assertEqual(bad[:5], [])
                 self.assertLessEqual(set(errs), {errno.ESTALE}, errs)
-                self.assertLessEqual(errs.get(errno.ESTALE, 0) * 100, opens[0], errs)
+                self.assertLessEqual(errs.get(errno.ESTALE, 0) * 1000, opens[0], errs)
                 self.assertGreater(opens[0], 300)
                 self.assertGreater(m.stats()["views_renewed"], 0)
                 print(f"\n{opt}: {opens[0]} opens, {errs} errors, "

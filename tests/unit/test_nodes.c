@@ -132,14 +132,21 @@ static void test_detach_moves_the_name_to_a_new_node(void **state)
     assert_int_equal(mfs_nodes_is_detached(t, other), 1);
     assert_int_equal(mfs_nodes_is_detached(t, fresh), 0);
     assert_int_equal(mfs_nodes_kept_attr(t, other, &st), 0);
-    /* a refused OPEN's retry from the same thread, once; no other thread's */
+    /* a refused OPEN's retry: that thread's next OPEN, once, when it is of
+     * the same name, on the node refused (a reopen through /proc) or on the
+     * name's node now (a path walk's retry looked the name up again) */
     assert_int_equal(mfs_nodes_retry_of(t, other, 77), 0);
-    mfs_nodes_refused(t, other, 77);
-    assert_int_equal(mfs_nodes_retry_of(t, other, 78), 0);
-    assert_int_equal(mfs_nodes_retry_of(t, other, 77), 1);
-    assert_int_equal(mfs_nodes_retry_of(t, other, 77), 0);
-    mfs_nodes_refused(t, fresh, 77); /* not moved: nothing to retry */
+    mfs_nodes_refused(t, old, 77);
+    assert_int_equal(mfs_nodes_retry_of(t, fresh, 78), 0);
+    assert_int_equal(mfs_nodes_retry_of(t, fresh, 77), 1);
     assert_int_equal(mfs_nodes_retry_of(t, fresh, 77), 0);
+    mfs_nodes_refused(t, old, 77);
+    assert_int_equal(mfs_nodes_retry_of(t, old, 77), 1);
+    mfs_nodes_refused(t, old, 77);
+    assert_int_equal(mfs_nodes_retry_of(t, other, 77), 0); /* another name's open */
+    assert_int_equal(mfs_nodes_retry_of(t, old, 77), 0);   /* ended the retry */
+    mfs_nodes_refused(t, 999, 77); /* no such node: nothing to retry */
+    assert_int_equal(mfs_nodes_retry_of(t, old, 77), 0);
     mfs_nodes_forget(t, other, 1);
     /* over the cap of 1: only the new node's name is offered */
     mfs_node_victim v[4];
