@@ -230,6 +230,9 @@ int mfs_cache_store_failure(mfs_cache *c, const mfs_cache_key *k, const char *re
 
 /* Drops the entry under k (e.g. to retry a failure); absent is not an error. */
 int mfs_cache_remove(mfs_cache *c, const mfs_cache_key *k, mfs_err *err);
+/* The same for the model entry under mk (mfs_cache_manifest_store's), with
+ * the views embedded in it.  A reader's open descriptor keeps its bytes. */
+int mfs_cache_remove_model(mfs_cache *c, const mfs_cache_key *mk, mfs_err *err);
 
 /* ---- manifests: the model's entry ----------------------------------- */
 

@@ -60,12 +60,43 @@ struct mfs_batch {
 /* The model this thread is resolving: the converter reports into it, and
  * the views its run stored stay readable here even if the cache evicted
  * them at once (the mount's pins.c, per thread). */
+/* FILED_MAX: what one model's conversions file, several runs over. */
+#define FILED_MAX (4 * (MFS_FMT_COUNT + 2))
 static _Thread_local struct {
     mfs_batch_result *res;
     mfs_cache_key key[MFS_FMT_COUNT];
     mfs_cache_hit pin[MFS_FMT_COUNT];
     int npins;
+    /* --no-cache: the entries this model's conversions filed (filed_model:
+     * a model entry), removed once it is resolved */
+    mfs_cache_key filed[FILED_MAX];
+    unsigned char filed_model[FILED_MAX];
+    int nfiled;
 } tl;
+
+static void note_filed(const mfs_cache_key *k, int model)
+{
+    if (tl.nfiled == FILED_MAX)
+        return; /* left for the private cache's removal at the end */
+    tl.filed[tl.nfiled] = *k;
+    tl.filed_model[tl.nfiled++] = (unsigned char)model;
+}
+
+/* --no-cache's private cache holds a model's entries only while it is
+ * resolved: its hits keep their bytes through their descriptors until
+ * its outputs are written, and nothing reads them again.  So the private
+ * cache needs room for the models in flight, not for the whole run. */
+static void remove_filed(mfs_batch *b)
+{
+    for (int i = 0; i < tl.nfiled; i++) {
+        mfs_err e;
+        if (tl.filed_model[i])
+            mfs_cache_remove_model(b->cache, &tl.filed[i], &e);
+        else
+            mfs_cache_remove(b->cache, &tl.filed[i], &e);
+    }
+    tl.nfiled = 0;
+}
 
 static void pins_release(void)
 {
@@ -226,7 +257,18 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
     mfs_convstore cs = {.ctx = r, .cache = b->cache, .views = r->views, .hash_model = cs_hash,
                         .failctx = cs_failctx, .extra = cs_extra, .keep_outputs = 1};
     mfs_cache_hit hits[MFS_FMT_COUNT];
-    int rc = mfs_convstore_file(&cs, model, tmp, fmi_model, run, &rep, man, NULL, hits, err);
+    mfs_cache_key mk;
+    int rc = mfs_convstore_file(&cs, model, tmp, fmi_model, run, &rep, man, &mk, hits, err);
+    if (rc >= 0 && b->private_dir) {
+        mfs_cache_key rk;
+        mfs_err e;
+        note_filed(&mk, 1);
+        for (uint32_t i = 0; i < man->nviews; i++)
+            if (!man->views[i].embedded)
+                note_filed(&man->views[i].key, 0); /* an entry, or a failure's */
+        if (man->ndeps && report_key(r, man->deps, man->ndeps, &rk, &e) == 0)
+            note_filed(&rk, 0); /* when too large to embed */
+    }
     if (rc >= 0) {
         pins_release();
         for (uint32_t i = 0; i < man->nviews && i < MFS_FMT_COUNT; i++) {
@@ -488,6 +530,8 @@ int mfs_batch_resolve(mfs_batch *b, const char *rootpath, const char *model, con
     res->remembered = failed_model && !res->converted;
     if (!res->have_report)
         load_report(r, model, res);
+    if (b->private_dir)
+        remove_filed(b);
     return 0;
 }
 

@@ -430,13 +430,23 @@ int mfs_cache_store_failure(mfs_cache *c, const mfs_cache_key *k, const char *re
     return r;
 }
 
-int mfs_cache_remove(mfs_cache *c, const mfs_cache_key *k, mfs_err *err)
+static int remove_entry(mfs_cache *c, const mfs_cache_key *k, char suffix, mfs_err *err)
 {
     char path[MFS_CACHE_PATH_MAX];
-    mfs_cache_key_path(k, 'e', path);
+    mfs_cache_key_path(k, suffix, path);
     if (unlinkat(c->dirfd, path, 0) < 0 && errno != ENOENT)
         return mfs_errf(err, "cache %s: removing %s: %s", c->dir, path, strerror(errno));
     return 0;
+}
+
+int mfs_cache_remove(mfs_cache *c, const mfs_cache_key *k, mfs_err *err)
+{
+    return remove_entry(c, k, 'e', err);
+}
+
+int mfs_cache_remove_model(mfs_cache *c, const mfs_cache_key *mk, mfs_err *err)
+{
+    return remove_entry(c, mk, 'm', err);
 }
 
 /* ---- reading ---------------------------------------------------------- */

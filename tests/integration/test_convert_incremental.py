@@ -192,6 +192,43 @@ class Incremental(Base):
         self.assertEqual(os.listdir(tmpdir), [])
         self.assertFalse(os.path.exists(self.cache))
 
+    def test_no_cache_needs_room_in_tmpdir_for_the_models_in_flight_only(self):
+        """A run's views far larger than TMPDIR (a 3 MiB tmpfs, as /tmp is
+        on many systems a slice of RAM): each model's entries leave the
+        private cache once it is resolved.  The private cache used to keep
+        every view of the run until its end, and failed here with ENOSPC
+        from the fourth model on."""
+        src = os.path.join(self.tmp, "grids")
+        os.mkdir(src)
+        n = 60
+        for m in range(16):
+            with open(os.path.join(src, f"g{m:02d}.obj"), "w") as f:
+                f.writelines(f"v {i} {j} {(i * j + m) % 7}\n" for i in range(n) for j in range(n))
+                for i in range(n - 1):
+                    for j in range(n - 1):
+                        a = i * n + j + 1
+                        f.write(f"f {a} {a + 1} {a + n}\nf {a + 1} {a + n + 1} {a + n}\n")
+        tmpdir = os.path.join(self.tmp, "small")
+        os.mkdir(tmpdir)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", tmpdir], check=True)
+        try:
+            env = dict(os.environ, TMPDIR=tmpdir)
+            ref = self.convert(src=src, out="ref")
+            self.assertEqual(summary(ref), (16, 0, 0), ref.stderr)
+            want = tree(os.path.join(self.tmp, "ref"))
+            self.assertGreater(sum(len(v[1]) for v in want.values() if v[0] == "file"), 5 << 20)
+            for jobs in ("1", "2"):
+                with self.subTest(jobs=jobs):
+                    out = "nc" + jobs
+                    p = self.convert("--no-cache", "-j", jobs, cache=False, src=src, out=out, env=env)
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    self.assertEqual(summary(p), (16, 0, 0))
+                    self.assertNotIn("No space left", p.stderr)
+                    self.assertEqual(tree(os.path.join(self.tmp, out)), want)
+                    self.assertEqual(os.listdir(tmpdir), [])
+        finally:
+            subprocess.run(["umount", tmpdir], check=True)
+
     def test_no_cache_removes_what_a_killed_run_left(self):
         tmpdir = os.path.join(self.tmp, "tmpdir")
         os.mkdir(tmpdir)
