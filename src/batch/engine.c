@@ -57,11 +57,12 @@ struct mfs_batch {
     mfs_remote *remote; /* cfg.remote's client, or NULL */
 };
 
+/* FILED_MAX: what one model's conversions file, several runs over. */
+#define FILED_MAX (4 * (MFS_FMT_COUNT + 2))
+
 /* The model this thread is resolving: the converter reports into it, and
  * the views its run stored stay readable here even if the cache evicted
  * them at once (the mount's pins.c, per thread). */
-/* FILED_MAX: what one model's conversions file, several runs over. */
-#define FILED_MAX (4 * (MFS_FMT_COUNT + 2))
 static _Thread_local struct {
     mfs_batch_result *res;
     mfs_cache_key key[MFS_FMT_COUNT];

@@ -133,7 +133,6 @@ int mfs_ll_node_current(uint64_t node)
     return nodes && !mfs_nodes_is_detached(nodes, node);
 }
 
-
 void mfs_ll_invalidate_node(uint64_t node)
 {
     if (session)
