@@ -6,15 +6,18 @@
  * Comparing costs a read of the old file, which is far cheaper than the
  * network copy or rebuild it saves.  Everything else is written to a
  * temporary name beside dst and renamed over it, so a reader never sees a
- * half-written file and an interrupted run leaves the old one.  The bytes
- * go by copy_file_range where the kernel can (copy_in_kernel). */
+ * half-written file and an interrupted run leaves the old one.  A view
+ * that is its cache entry's whole file shares its extents where the file
+ * system can (clone_whole). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,25 +70,18 @@ static int same_bytes(int src, uint64_t off, uint64_t len, const char *dst)
     return same;
 }
 
-/* Copies what it can of len bytes of src from off to fd's start in the
- * kernel: no trip through this process's memory, and on a file system that
- * shares extents (XFS, Btrfs) with the cache's, no second copy on disk.
- * Returns the bytes copied; the caller writes the rest itself (a kernel or
- * pair of file systems without it: ENOSYS, EXDEV, EINVAL, EOPNOTSUPP; or a
- * short source, which its own reads then report). */
-static uint64_t copy_in_kernel(int src, uint64_t off, uint64_t len, int fd)
+/* 1 if fd (empty) now shares src's extents: when the bytes are src's whole
+ * file (a view kept in an entry file of its own), on a file system that
+ * shares extents (XFS, Btrfs) with the cache's.  A metadata operation, and
+ * no second copy of the bytes on disk.  Elsewhere FICLONE fails at once
+ * (EOPNOTSUPP, EXDEV, EINVAL) and the caller copies.  copy_file_range
+ * would share them too, but where it cannot it copies through a pipe:
+ * on ext4, 15% slower than the caller's loop for a 67 MB view. */
+static int clone_whole(int src, uint64_t off, uint64_t len, int fd)
 {
-    uint64_t done = 0;
-    while (done < len) {
-        loff_t in = (loff_t)(off + done), out = (loff_t)done;
-        ssize_t n = copy_file_range(src, &in, fd, &out, (size_t)(len - done), 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        done += (uint64_t)n;
-    }
-    return done;
+    struct stat st;
+    return off == 0 && len > 0 && fstat(src, &st) == 0 && (uint64_t)st.st_size == len &&
+           ioctl(fd, FICLONE, src) == 0;
 }
 
 /* Writes len bytes of src from off to dst through a temporary name. */
@@ -99,7 +95,7 @@ static int write_bytes(int src, uint64_t off, uint64_t len, const char *dst, mfs
     int fd = mkstemp(tmp);
     if (fd < 0)
         return mfs_errf(err, "%s", strerror(errno));
-    uint64_t done = copy_in_kernel(src, off, len, fd);
+    uint64_t done = clone_whole(src, off, len, fd) ? len : 0;
     char *buf = done < len ? malloc(CHUNK) : NULL;
     int rc = buf || done == len ? 0 : mfs_errf(err, "out of memory");
     while (rc == 0 && done < len) {
