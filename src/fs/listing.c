@@ -400,7 +400,8 @@ static int plus_attr(mfs_fs *fs, dirh *h, const mfs_dir_item *d, struct stat *mo
                    : view_attr_listed(fs, h, d, model_st, in, st);
     }
     char path[4200];
-    snprintf(path, sizeof path, "%s%s%s", h->dir, h->dir[0] ? "/" : "", d->real);
+    if (mfs_join(path, sizeof path, h->dir, d->real) < 0)
+        return 0;
     return mfs_beneath_stat(fs, path, st) == 0;
 }
 

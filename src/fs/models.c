@@ -163,28 +163,27 @@ int mfs_fs_views_open(mfs_fs *fs)
 
 /* ---- the fs layer's calls into the resolver ---- */
 
-static void join_path(char *out, size_t n, const char *dir, const char *name)
+/* The model's path and its .fmi model= path (lowercase where FGE opens it);
+ * -1 when either is longer than a path can be. */
+static int view_paths(mfs_fs *fs, const char *dir, const char *name, const char *base,
+                      char path[4096], char fmi_model[4096])
 {
-    if (dir[0])
-        snprintf(out, n, "%s/%s", dir, name);
-    else
-        snprintf(out, n, "%s", name);
-}
-
-/* The model's path and its .fmi model= path (lowercase where FGE opens it). */
-static void view_paths(mfs_fs *fs, const char *dir, const char *name, const char *base,
-                       char path[4096], char fmi_model[4096])
-{
-    join_path(path, 4096, dir, name);
-    join_path(fmi_model, 4096, dir, base);
+    if (mfs_join(path, 4096, dir, name) < 0 || mfs_join(fmi_model, 4096, dir, base) < 0)
+        return -1;
     mfs_casemap_fold(fs, fmi_model);
+    return 0;
 }
 
 mfs_view_outcome mfs_view_get(mfs_fs *fs, const char *dir, const char *name, const char *base,
                               int format, mfs_view_mode mode, mfs_view_info *info, mfs_err *err)
 {
     char path[4096], fmi_model[4096];
-    view_paths(fs, dir, name, base, path, fmi_model);
+    if (view_paths(fs, dir, name, base, path, fmi_model) < 0) {
+        memset(info, 0, sizeof *info);
+        info->errnum = EIO;
+        mfs_errf(err, "%s/%s: path too long", dir, name);
+        return MFS_VIEW_FAILED_MACHINE;
+    }
     return mfs_views_resolve(fs->views, path, fmi_model, format, mode, info, err);
 }
 
@@ -199,7 +198,8 @@ int mfs_view_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_view_ref 
                                 mfs_view_hint *hint, struct stat *st)
 {
     char path[4096], fmi_model[4096];
-    view_paths(fs, dir, ref->model, ref->base, path, fmi_model);
+    if (view_paths(fs, dir, ref->model, ref->base, path, fmi_model) < 0)
+        return 0;
     mfs_view_info info;
     mfs_view_outcome o = mfs_views_known_hinted(fs->views, path, fmi_model, ref->format, inputs,
                                                 model_st, hint, &info, NULL);
@@ -212,7 +212,8 @@ int mfs_view_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_view_ref 
 int mfs_view_known_failed(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
 {
     char path[4096], fmi_model[4096];
-    view_paths(fs, dir, ref->model, ref->base, path, fmi_model);
+    if (view_paths(fs, dir, ref->model, ref->base, path, fmi_model) < 0)
+        return 0;
     mfs_view_info info;
     struct stat mst;
     return mfs_views_known(fs->views, path, fmi_model, ref->format, MFS_VIEW_INPUTS_STAT, &mst,

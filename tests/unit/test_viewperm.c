@@ -1,6 +1,6 @@
 /* Who may read a view (src/fs/viewperm.c, docs/security.md S1) as a table,
- * checked against every user the kernel could see; and what error text
- * users see (src/fs/errtext.c). */
+ * checked against every user the kernel could see; what error text users
+ * see (src/fs/errtext.c); and fs.h's path join. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -153,12 +153,31 @@ static void test_error_text(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static void test_join(void **state)
+{
+    (void)state;
+    char out[16];
+    assert_int_equal(mfs_join(out, sizeof out, "cars", "red.obj"), 12);
+    assert_string_equal(out, "cars/red.obj");
+    assert_int_equal(mfs_join(out, sizeof out, "", "red.obj"), 7);
+    assert_string_equal(out, "red.obj");
+    /* 15 characters and the NUL fit; 16 do not, and nothing truncated is
+     * left behind for a caller that ignores the -1 */
+    assert_int_equal(mfs_join(out, sizeof out, "abcdefg", "1234567"), 15);
+    assert_string_equal(out, "abcdefg/1234567");
+    assert_int_equal(mfs_join(out, sizeof out, "abcdefg", "12345678"), -1);
+    assert_string_equal(out, "");
+    assert_int_equal(mfs_join(out, sizeof out, "", "0123456789abcdef"), -1);
+    assert_string_equal(out, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_never_more_than_the_input),
         cmocka_unit_test(test_error_text),
+        cmocka_unit_test(test_join),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
