@@ -40,7 +40,8 @@ int mfs_worker_user_get(uid_t *uid, gid_t *gid);
 
 /* Asks the worker once (meshfs-worker --sandbox-status) whether every layer
  * is available here.  NULL if so, else a one-line warning for the caller to
- * print once ("Landlock is not supported by this kernel: ..."). */
+ * print once, after its own "warning: " ("Landlock is not available on this
+ * kernel, so ..."). */
 const char *mfs_worker_sandbox_warning(void);
 
 /* Raises RLIMIT_NOFILE's soft limit to the hard limit: every file open

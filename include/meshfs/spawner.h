@@ -59,7 +59,9 @@ int mfs_model_name_in(const char *const *exts, const char *name);
 int mfs_spawner_is_model(const mfs_spawner *sp, const char *name);
 
 /* The sandbox's warning for this kernel (Landlock or seccomp missing), or
- * NULL; asked of the worker on the first call. */
+ * NULL; asked of the worker on the first call.  The text has no level in
+ * it: the daemon logs it at warning ("meshfs: warning: ..."), and
+ * meshfs-convert prints "meshfs-convert: warning: ". */
 const char *mfs_spawner_sandbox_warning(mfs_spawner *sp);
 
 /* How many fork servers this spawner has started (fork_server.h): 1 for

@@ -1237,7 +1237,7 @@ static void ask_sandbox(mfs_spawner *sp)
         const char *sc = strstr(text, "seccomp: unsupported");
         if (ll || sc)
             snprintf(sp->sandbox_warning, sizeof sp->sandbox_warning,
-                     "warning: %s%s%s is not available on this kernel, so conversions run with "
+                     "%s%s%s is not available on this kernel, so conversions run with "
                      "less confinement (docs/security.md)",
                      ll ? "Landlock" : "", ll && sc ? " and " : "", sc ? "seccomp" : "");
     }

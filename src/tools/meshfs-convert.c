@@ -589,7 +589,7 @@ int main(int argc, char **argv)
         die("%s", err.msg);
     const char *sandbox = mfs_worker_sandbox_warning();
     if (sandbox)
-        fprintf(stderr, "meshfs-convert: %s\n", sandbox);
+        fprintf(stderr, "meshfs-convert: warning: %s\n", sandbox);
     /* the progress line only where someone watches it */
     b.tty = isatty(2) && isatty(1) && !b.quiet;
     mfs_plan_init(&b.plan, (b.lowercase_names ? MFS_PLAN_LOWERCASE : 0) |

@@ -187,6 +187,35 @@ class Levels(Base):
             self.assertIn(f"meshfs: -o log_level={bad}: expected error, warning, info or debug", p.stderr)
             self.assertFalse(os.path.ismount(self.mnt))
 
+    def test_a_missing_sandbox_layer_is_one_warning(self):
+        # a worker that reports Landlock missing, as on a kernel without it
+        # (security.md, S4): the daemon and meshfs-convert each say it once,
+        # with the level once ("meshfs: warning: warning: ..." was printed)
+        fake = os.path.join(self.tmp, "fake-worker")
+        with open(fake, "w") as f:
+            f.write(textwrap.dedent(f"""\
+                #!/bin/sh
+                if [ "$1" = --sandbox-status ]; then
+                  "{tool('meshfs-worker')}" --sandbox-status | sed 's/^landlock: .*/landlock: unsupported (test)/'
+                  exit 0
+                fi
+                exec "{tool('meshfs-worker')}" "$@"
+                """))
+        os.chmod(fake, 0o755)
+        env = dict(os.environ, MESHFS_WORKER=fake)
+        text = ("Landlock is not available on this kernel, so conversions run with less "
+                "confinement (docs/security.md)")
+        with Mount(self.src, self.mnt, self.cache, env=env) as m:
+            read(os.path.join(self.mnt, "props", "crate.dem"))
+            out = m.output()
+        self.assertEqual([t for _, t in lines(out, "warning") if "Landlock" in t], [text], out)
+        p = subprocess.run([tool("meshfs-convert"), "-q", "--cache-dir", self.cache, "-o",
+                            os.path.join(self.tmp, "out"), os.path.join(self.src, "props")],
+                           capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual([l for l in p.stderr.splitlines() if "Landlock" in l],
+                         ["meshfs-convert: warning: " + text], p.stderr)
+
     def test_help_lists_the_option(self):
         p = subprocess.run([tool("meshfs"), "--help"], capture_output=True, text=True, timeout=30)
         self.assertIn("-o log_level=LEVEL", p.stdout)
