@@ -516,7 +516,7 @@ int mfs_remote_read_token(const char *path, char **token, mfs_err *err)
     }
     if (st.st_mode & 0077) {
         close(fd);
-        return mfs_errf(err, "remote_token_file=%s: mode %04o lets group or others read it; "
+        return mfs_errf(err, "remote_token_file=%s: mode %04o gives group or others access to it; "
                         "chmod 600 it", path, (unsigned)(st.st_mode & 07777));
     }
     char buf[4096];

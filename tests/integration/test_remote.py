@@ -476,16 +476,18 @@ class RemoteTest(unittest.TestCase):
             self.assertIn(text, p.stderr, opts)
 
     def test_token_file_readable_by_others_refused(self):
+        # any access by group or others, not only reading (meshfs.1)
         secret = "another-secret-value"
-        tok = os.path.join(self.base, "token644")
-        with open(tok, "w") as f:
-            f.write(secret + "\n")
-        os.chmod(tok, 0o644)
-        p = self.bad_mount("remote=" + self.nginx.url("x"), "remote_token_file=" + tok)
-        self.assertEqual(p.returncode, 2, p.stderr)
-        self.assertIn("remote_token_file=" + tok, p.stderr)
-        self.assertIn("0644", p.stderr)
-        self.assertNotIn(secret, p.stderr + p.stdout)
+        for mode in (0o644, 0o620):
+            tok = os.path.join(self.base, "token%o" % mode)
+            with open(tok, "w") as f:
+                f.write(secret + "\n")
+            os.chmod(tok, mode)
+            p = self.bad_mount("remote=" + self.nginx.url("x"), "remote_token_file=" + tok)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("remote_token_file=%s: mode %04o gives group or others access to it"
+                          % (tok, mode), p.stderr)
+            self.assertNotIn(secret, p.stderr + p.stdout)
 
 
 if __name__ == "__main__":
