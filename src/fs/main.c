@@ -185,7 +185,9 @@ static void usage(const char *prog)
            "    -o no_auto_unmount       leave the mount behind if the daemon is killed\n"
            "                             (default: a meshfs-umount process unmounts MNT\n"
            "                             when the daemon is gone, even after kill -9)\n"
-           "An unknown -o option stops the mount with status 2.\n\n",
+           "An unknown -o option stops the mount with status 2.\n"
+           "Of the FUSE options below, -o max_threads is 64 unless given (not libfuse's\n"
+           "10), and -o max_idle_threads changes nothing: no idle thread is retired.\n\n",
            prog);
 }
 
