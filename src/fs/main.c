@@ -395,7 +395,7 @@ static int open_state(mfs_fs *fs)
         mfs_log(MFS_LOG_WARNING, "%s", sandbox);
     mfs_cache_config cc = {.dir = fs->cfg.cache_dir, .max_size = fs->cfg.cache_size};
     if (mfs_cache_open(&cc, &fs->cache, &err) < 0) {
-        mfs_log(MFS_LOG_ERROR, "cache: %s", err.msg);
+        mfs_log(MFS_LOG_ERROR, "%s", err.msg); /* the cache layer names itself */
         return -1;
     }
     /* worker output goes beside the cache, so filing it is a local copy */
