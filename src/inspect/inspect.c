@@ -163,14 +163,24 @@ static int slurp(const char *path, uint8_t **data, size_t *n, int *errnum, mfs_e
     *data = NULL;
     *n = 0;
     *errnum = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO named x.gmf (or x.vrt beside an x.tri) would
+     * block the open until a writer came; this way it is refused below.
+     * A regular file's reads ignore the flag. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         *errnum = errno;
         return mfs_errf(err, "cannot open: %s", strerror(errno));
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        *errnum = S_ISDIR(st.st_mode) ? EISDIR : errno;
+    if (fstat(fd, &st) != 0) {
+        *errnum = errno;
+        close(fd);
+        return mfs_errf(err, "cannot stat: %s", strerror(*errnum));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        /* not errno, which a successful fstat leaves as it was (ENOENT
+         * would tell a FIFO sibling "missing") */
+        *errnum = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
         close(fd);
         return mfs_errf(err, "not a regular file");
     }

@@ -346,6 +346,22 @@ class CommandLine(unittest.TestCase):
         self.assertIsNone(rows[2]["format"])
         self.assertEqual(rows[3]["error"], "%s: cannot open: No such file or directory" % missing)
 
+    def test_fifo_is_refused_not_waited_on(self):
+        # opening a FIFO for reading blocked until a writer came: forever
+        fifo = os.path.join(self.tmp.name, "pipe.gmf")
+        os.mkfifo(fifo)
+        r = run(fifo)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr, "meshfs-inspect: %s: not a regular file\n" % fifo)
+        # nor a FIFO in the place of a .tri's sibling .vrt
+        _, tri, _ = self.cube_files("x")
+        os.unlink(os.path.join(self.tmp.name, "x.vrt"))
+        os.mkfifo(os.path.join(self.tmp.name, "x.vrt"))
+        rc, (row,) = inspect([tri])
+        self.assertEqual(rc, 0)
+        self.assertIn("sibling x.vrt unreadable (not a regular file): not checked against it",
+                      row["warnings"])
+
     def test_lge_chunks_read_but_hold_no_model(self):
         # MetaAppender's samples: the chunk (old 20-byte-name layout) reads,
         # but the payloads are its test bytes, so the payload's own reader
