@@ -150,8 +150,9 @@ int mfs_failure_stands(const mfs_fs *fs, const mfs_cache_failctx *f, struct time
 /* ---- mountcheck.c: a mount point the daemon could not serve ---- */
 
 /* MNT inside SRC (or SRC itself, or SRC inside MNT) would make the daemon
- * read through its own mount.  -1 with the reason, 0 if fine or MNT does
- * not exist (libfuse says so then). */
+ * read through its own mount; MNT not a folder would give a dead mount.
+ * -1 with the reason, 0 if fine or MNT does not exist (libfuse says so
+ * then). */
 int mfs_mount_point_check(const char *src_real, const char *mnt, mfs_err *err);
 
 /* ---- failed.c: failed views under -o hide_failed, and on the model ---- */

@@ -8,7 +8,11 @@
  *
  * Paths are compared by identity, not by spelling: each folder from MNT up
  * to / is compared (device and inode) with SRC, and each from SRC up with
- * MNT, so a symbolic link or a bind mount of SRC is caught as well. */
+ * MNT, so a symbolic link or a bind mount of SRC is caught as well.
+ *
+ * MNT must be a folder too: the kernel takes the root's type from the
+ * mount point, so over a regular file the mount came up (status 0) as a
+ * file that every access answered with EIO. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -41,6 +45,9 @@ int mfs_mount_point_check(const char *src_real, const char *mnt, mfs_err *err)
     struct stat sst, mst;
     if (!mnt || !realpath(mnt, mreal) || stat(mreal, &mst) < 0 || stat(src_real, &sst) < 0)
         return 0;
+    if (!S_ISDIR(mst.st_mode))
+        return mfs_errf(err, "mount point %s: not a folder (meshfs shows SRC as a folder, and "
+                             "can only mount it over one)", mnt);
     if (within(mreal, &sst))
         return mfs_errf(err, "mount point %s is %s the source folder %s: the daemon would read "
                              "through its own mount and hang; mount it outside SRC",

@@ -624,6 +624,19 @@ class MountPointInsideSource(Base):
         # SRC inside MNT
         self.assertIn(f"source folder {self.src} is inside the mount point", self.refused(self.src, self.tmp))
 
+    def test_file_mount_point_refused(self):
+        # over a regular file the mount came up, status 0, as a file whose
+        # every access was EIO
+        mnt = os.path.join(self.tmp, "afile")
+        with open(mnt, "w") as f:
+            f.write("x")
+        p = mount_refused(self.src, mnt, "cache_dir=" + self.cache)
+        self.assertFalse(os.path.ismount(mnt))
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(f"mount point {mnt}: not a folder", p.stderr)
+        with open(mnt) as f:
+            self.assertEqual(f.read(), "x")
+
 
 MOUNT_BAD = [
     ("cache_dir=", "empty"),
