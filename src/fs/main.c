@@ -252,6 +252,13 @@ static int configure(mfs_fs *fs, cli *c)
                 c->src ? strerror(errno) : "give SRC and MNT");
         return -1;
     }
+    /* a file as SRC is a usage error, not a daemon failing later */
+    struct stat sst;
+    if (stat(real, &sst) == 0 && !S_ISDIR(sst.st_mode)) {
+        fprintf(stderr, "meshfs: source folder %s: not a folder (meshfs mounts a folder of "
+                        "models)\n", c->src);
+        return -1;
+    }
     cfg->src = strdup(real);
     if (mfs_mount_point_check(real, c->mnt, &err) < 0)
         return bad_option(&err);

@@ -637,6 +637,17 @@ class MountPointInsideSource(Base):
         with open(mnt) as f:
             self.assertEqual(f.read(), "x")
 
+    def test_file_source_is_a_usage_error(self):
+        # it failed later, as the daemon ("error: ...: Not a directory", status 1)
+        model = os.path.join(self.src, "m.obj")
+        with open(model, "w") as f:
+            f.write(grid_obj(2))
+        os.makedirs(self.mnt)
+        p = mount_refused(model, self.mnt, "cache_dir=" + self.cache)
+        self.assertFalse(os.path.ismount(self.mnt))
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(f"source folder {model}: not a folder", p.stderr)
+
 
 MOUNT_BAD = [
     ("cache_dir=", "empty"),
