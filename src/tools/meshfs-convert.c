@@ -302,13 +302,30 @@ static size_t write_packages(const batch *b)
     return failed;
 }
 
-static void write_report(const batch *b, const char *path)
+/* --report FILE, opened before any conversion: a path that cannot be
+ * written is a usage error then, not a message after a long run that
+ * still exited 0.  Its folder is made as OUTDIR's are, so a report
+ * inside an OUTDIR not made yet (-o build --report build/r.json) works
+ * as it did when it was written last. */
+static FILE *open_report(const char *path)
 {
+    char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        mfs_batch_mkdirs(dir); /* if it fails, fopen says why */
+    }
+    free(dir);
     FILE *f = fopen(path, "w");
     if (!f) {
-        fprintf(stderr, "meshfs-convert: %s: %s\n", path, strerror(errno));
-        return;
+        fprintf(stderr, "meshfs-convert: --report '%s': %s\n", path, strerror(errno));
+        exit(2);
     }
+    return f;
+}
+
+/* Writes and closes the report; -1 (said on stderr) if it could not. */
+static int write_report(const batch *b, FILE *f, const char *path)
+{
     for (size_t i = 0; i < b->n; i++) {
         const item *it = &b->v[i];
         const mfs_stats *st = &it->rep.stats;
@@ -364,7 +381,13 @@ static void write_report(const batch *b, const char *path)
         mfs_json_str(f, b->plan.notes[i].path);
         fputs("}\n", f);
     }
-    fclose(f);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "meshfs-convert: --report '%s': %s\n", path,
+                strerror(errno ? errno : EIO));
+        return -1;
+    }
+    return 0;
 }
 
 /* What -j, --timeout and --memory may ask (the same bounds as the mount's
@@ -610,6 +633,7 @@ int main(int argc, char **argv)
                             remote_cfg.read_only || remote_cfg.token))
         die("%s", "--remote-*: given without --remote URL");
     remote_cfg.log = remote_log;
+    FILE *report_file = report ? open_report(report) : NULL;
     mfs_batch_cfg cfg = {.cache_dir = b.cache_dir, .no_cache = b.no_cache, .formats = b.formats,
                          .opts = b.opts, .limits = b.limits,
                          .remote = remote_cfg.url ? &remote_cfg : NULL};
@@ -623,8 +647,7 @@ int main(int argc, char **argv)
     mfs_batch_run_all(&run);
 
     size_t pkg_failed = b.formats & MFS_FMT_LGEPKG_BIT ? write_packages(&b) : 0;
-    if (report)
-        write_report(&b, report);
+    int report_failed = report_file && write_report(&b, report_file, report) < 0;
     if (run.failed) {
         fprintf(stderr, "meshfs-convert: %zu of %zu models failed:\n", run.failed, b.n);
         for (size_t i = 0; i < b.n; i++) {
@@ -638,7 +661,7 @@ int main(int argc, char **argv)
                                      "or a file it reads to try again)" : "");
         }
     }
-    if (!b.quiet || run.failed || copy_failed || pkg_failed)
+    if (!b.quiet || run.failed || copy_failed || pkg_failed || report_failed)
         fprintf(stderr, "meshfs-convert: %zu converted, %zu up to date, %zu failed\n",
                 run.converted, run.up_to_date, run.failed);
     for (size_t i = 0; i < b.n; i++) {
@@ -650,5 +673,5 @@ int main(int argc, char **argv)
     free(b.v);
     mfs_batch_close(b.engine);
     mfs_plan_free(&b.plan);
-    return run.failed || copy_failed || pkg_failed || b.n == 0 ? 1 : 0;
+    return run.failed || copy_failed || pkg_failed || report_failed || b.n == 0 ? 1 : 0;
 }

@@ -95,6 +95,27 @@ class BadInput(unittest.TestCase):
             self.assertEqual(p.returncode, 2)
             self.assertIn("unknown format 'bogus'", p.stderr)
 
+    def test_report_that_cannot_be_written(self):
+        # it was opened after the run: a message, and status 0 all the same
+        model = os.path.join(CORPUS, "OBJ", "box.obj")
+        with tempdir() as tmp:
+            out = os.path.join(tmp, "out")
+            for bad, why in ((tmp, "Is a directory"), ("", "No such file or directory"),
+                             (os.path.join(model, "r.json"), "Not a directory")):
+                p, _ = convert([model], out, "--report", bad, report=False)
+                self.assertEqual(p.returncode, 2, (bad, p.stderr))
+                self.assertIn(f"--report '{bad}': {why}", p.stderr)
+                self.assertFalse(os.path.exists(out), bad)  # refused before converting
+            # a write that fails at the end fails the run
+            p, _ = convert([model], out, "--report", "/dev/full", report=False)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("--report '/dev/full': No space left on device", p.stderr)
+            # a report inside an OUTDIR not made yet still works
+            p, _ = convert([model], out + "2", "--report", os.path.join(out + "2", "r.json"),
+                           report=False)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue(os.path.getsize(os.path.join(out + "2", "r.json")) > 0)
+
 
 if __name__ == "__main__":
     unittest.main()
