@@ -493,7 +493,13 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
     mfs_err err;
     while ((c = getopt_long(argc, argv, "o:f:j:qhV", longs, NULL)) != -1) {
         switch (c) {
-        case 'o': b->out_root = optarg; break;
+        case 'o':
+            /* "" names no folder: every model failed, with messages
+             * naming neither the option nor a path (": No such file") */
+            if (!optarg[0])
+                die("%s", "--output: empty path (give a folder; . for the current one)");
+            b->out_root = optarg;
+            break;
         case 'f':
             if (mfs_format_parse_list(optarg, &b->formats, &err) < 0) {
                 fprintf(stderr, "meshfs-convert: --formats=%s: %s\n", optarg, err.msg);

@@ -94,6 +94,11 @@ class BadInput(unittest.TestCase):
                            report=False)
             self.assertEqual(p.returncode, 2)
             self.assertIn("unknown format 'bogus'", p.stderr)
+            # an empty OUTDIR failed every model, naming no option:
+            # "/game_resources.lgepkg: left out box.obj: : No such file or directory"
+            p, _ = convert([os.path.join(CORPUS, "OBJ", "box.obj")], out, "-o", "", report=False)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("--output: empty path", p.stderr)
 
     def test_report_that_cannot_be_written(self):
         # it was opened after the run: a message, and status 0 all the same
