@@ -421,6 +421,12 @@ static int cmd_warm(tool *t, int argc, char **argv)
     }
     if (!src)
         return usage_error("warm: missing SRC (the folder a mount shows)");
+    /* a bad SRC is a bad argument (2), not a cache that cannot be used (3) */
+    struct stat sst;
+    if (stat(src, &sst) < 0)
+        return usage_error("warm: SRC %s: %s", src, strerror(errno));
+    if (!S_ISDIR(sst.st_mode))
+        return usage_error("warm: SRC %s: not a folder (warm takes the folder a mount shows)", src);
     if (!rcfg.url && (rcfg.timeout_ms || rcfg.data_timeout_s || rcfg.read_only || rcfg.token))
         return usage_error("warm: %s", "--remote-*: given without --remote URL");
     rcfg.log = remote_log;

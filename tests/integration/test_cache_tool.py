@@ -316,6 +316,16 @@ class CacheTool(TreeCase):
         p = run([tool("meshfs-cache"), "stats", "--cache-dir"])
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("--cache-dir", p.stderr)
+        # a bad warm SRC is a bad argument, not a cache that cannot be used
+        # (it gave 3)
+        missing = os.path.join(self.tmp, "nothing")
+        a_file = os.path.join(self.tmp, "a-file")
+        with open(a_file, "w") as f:
+            f.write("x")
+        for src, why in ((missing, "No such file or directory"), (a_file, "not a folder")):
+            p = self.tool("warm", src)
+            self.assertEqual(p.returncode, 2, (src, p.stderr))
+            self.assertIn(f"warm: SRC {src}: {why}", p.stderr)
         self.assertEqual(len(self.files_on_disk("e")), N)  # nothing was touched
 
     def test_a_folder_that_is_not_a_cache_is_refused(self):
