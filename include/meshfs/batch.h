@@ -86,6 +86,9 @@ typedef struct mfs_plan {
     mfs_plan_other *other;
     size_t nother, other_cap;
     mfs_plan_folder *last; /* the folder of the last file named, as planned */
+    size_t unread;         /* folders under the inputs that could not be listed
+                              (each warned and noted): models in them are
+                              missing from v, so a run must not say all is well */
 } mfs_plan;
 
 void mfs_plan_init(mfs_plan *p, unsigned flags, const char *prog, FILE *warn);
@@ -166,6 +169,7 @@ typedef struct mfs_batch_run {
     FILE *progress;
     /* counts, when mfs_batch_run_all returns */
     size_t converted, up_to_date, failed;
+    size_t unread; /* mfs_batch_warm: the plan's folders not listed */
 } mfs_batch_run;
 
 void mfs_batch_run_all(mfs_batch_run *run);

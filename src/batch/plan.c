@@ -333,6 +333,7 @@ static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char 
     if (!f) {
         warn(p, path, strerror(errno));
         add_note(p, path, strerror(errno));
+        p->unread++;
         free(path);
         return;
     }

@@ -33,6 +33,7 @@ int mfs_batch_warm(const mfs_batch_cfg *cfg, const char *src, unsigned plan_flag
     *counts = (mfs_batch_run){.b = b, .plan = &plan, .jobs = jobs, .each = nothing_written,
                               .progress = progress};
     mfs_batch_run_all(counts);
+    counts->unread = plan.unread;
     counts->plan = NULL;
     counts->b = NULL;
     mfs_plan_free(&plan);

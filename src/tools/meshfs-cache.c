@@ -472,8 +472,12 @@ static int cmd_warm(tool *t, int argc, char **argv)
         printf("warm: %zu converted, %zu up to date, %zu failed\n", run.converted, run.up_to_date,
                run.failed);
     }
+    if (run.unread)
+        fprintf(stderr, "meshfs-cache: warm: %zu folder%s could not be listed (said above); "
+                        "the models in them are not in the cache\n",
+                run.unread, run.unread == 1 ? "" : "s");
     int rc = finish();
-    return rc ? rc : run.failed ? EXIT_BAD : 0;
+    return rc ? rc : run.failed || run.unread ? EXIT_BAD : 0;
 }
 
 static const command commands[] = {

@@ -667,7 +667,11 @@ int main(int argc, char **argv)
                                      "or a file it reads to try again)" : "");
         }
     }
-    if (!b.quiet || run.failed || copy_failed || pkg_failed || report_failed)
+    size_t unread = b.plan.unread;
+    if (unread)
+        fprintf(stderr, "meshfs-convert: %zu folder%s could not be listed (said above); the "
+                        "models in them were not converted\n", unread, unread == 1 ? "" : "s");
+    if (!b.quiet || run.failed || copy_failed || pkg_failed || report_failed || unread)
         fprintf(stderr, "meshfs-convert: %zu converted, %zu up to date, %zu failed\n",
                 run.converted, run.up_to_date, run.failed);
     for (size_t i = 0; i < b.n; i++) {
@@ -679,5 +683,5 @@ int main(int argc, char **argv)
     free(b.v);
     mfs_batch_close(b.engine);
     mfs_plan_free(&b.plan);
-    return run.failed || copy_failed || pkg_failed || report_failed || b.n == 0 ? 1 : 0;
+    return run.failed || copy_failed || pkg_failed || report_failed || unread || b.n == 0 ? 1 : 0;
 }

@@ -5,7 +5,7 @@ import random
 import shutil
 import unittest
 
-from common import CORPUS, FORMATS, convert, tempdir
+from common import CORPUS, FORMATS, convert, run, tempdir, tool
 
 
 def write(path, data):
@@ -99,6 +99,37 @@ class BadInput(unittest.TestCase):
             p, _ = convert([os.path.join(CORPUS, "OBJ", "box.obj")], out, "-o", "", report=False)
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertIn("--output: empty path", p.stderr)
+
+    def test_folder_that_cannot_be_listed_fails_the_run(self):
+        # its models were left out with one warning line, and status 0
+        with tempdir() as tmp:
+            os.chmod(tmp, 0o755)
+            src, out = os.path.join(tmp, "src"), os.path.join(tmp, "out")
+            for rel in ("ok/a.obj", "locked/b.obj"):
+                os.makedirs(os.path.join(src, os.path.dirname(rel)), exist_ok=True)
+                shutil.copy(os.path.join(CORPUS, "OBJ", "box.obj"), os.path.join(src, rel))
+            os.chmod(os.path.join(src, "locked"), 0)
+            os.makedirs(out)
+            # root lists any folder: run as nobody then
+            who = []
+            if os.geteuid() == 0:
+                os.chown(out, 65534, 65534)
+                who = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            p = run(who + [tool("meshfs-convert"), "-q", "--no-cache", "-o", out, src], timeout=300)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn(f"warning: {src}/locked: Permission denied", p.stderr)
+            self.assertIn("1 folder could not be listed (said above); the models in them were "
+                          "not converted", p.stderr)
+            self.assertIn("1 converted, 0 up to date, 0 failed", p.stderr)
+            self.assertTrue(os.path.exists(os.path.join(out, "ok", "a.fmd")))
+            # meshfs-cache warm, the same
+            cache = os.path.join(tmp, "cache")
+            os.makedirs(cache)
+            if who:
+                os.chown(cache, 65534, 65534)
+            p = run(who + [tool("meshfs-cache"), "--cache-dir", cache, "warm", src], timeout=300)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("warm: 1 folder could not be listed", p.stderr)
 
     def test_report_that_cannot_be_written(self):
         # it was opened after the run: a message, and status 0 all the same
