@@ -86,9 +86,10 @@ typedef struct mfs_plan {
     mfs_plan_other *other;
     size_t nother, other_cap;
     mfs_plan_folder *last; /* the folder of the last file named, as planned */
-    size_t unread;         /* folders under the inputs that could not be listed
-                              (each warned and noted): models in them are
-                              missing from v, so a run must not say all is well */
+    size_t unread;         /* folders under the inputs that could not be listed,
+                              or nested too deep (each warned and noted):
+                              models in them are missing from v, so a run
+                              must not say all is well */
 } mfs_plan;
 
 void mfs_plan_init(mfs_plan *p, unsigned flags, const char *prog, FILE *warn);

@@ -325,6 +325,11 @@ static void copy_link(mfs_plan *p, const char *full, const char *dst)
     add_other(p, MFS_PLAN_LINK, full, dst, target);
 }
 
+/* Folders deeper than this under an input are not walked (a bound on the
+ * recursion); each is said and counted, as a folder that cannot be listed
+ * is, never dropped in silence. */
+#define MAX_DEPTH 64
+
 static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char *out_dir, int depth)
 {
     int mount_view = (p->flags & MFS_PLAN_MOUNT_VIEW) != 0;
@@ -363,7 +368,7 @@ static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char 
             if (refused) {
                 warn(p, full, refused);
                 add_note(p, full, refused);
-            } else if (S_ISDIR(st.st_mode) && depth < 64) {
+            } else if (S_ISDIR(st.st_mode) && depth < MAX_DEPTH) {
                 if (hidden) {
                     add_note(p, full, hidden);
                 } else {
@@ -371,6 +376,11 @@ static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char 
                     walk(p, root, sub, odst, depth + 1);
                     free(sub);
                 }
+            } else if (S_ISDIR(st.st_mode) && !hidden) {
+                static const char deep[] = "folders nested more than 64 deep are not walked";
+                warn(p, full, deep);
+                add_note(p, full, deep);
+                p->unread++;
             } else if (f->e[i].is_model) {
                 add_model(p, f, i, root, rel_dir, out_dir, full, names[i]);
             } else if (hidden) {

@@ -473,7 +473,7 @@ static int cmd_warm(tool *t, int argc, char **argv)
                run.failed);
     }
     if (run.unread)
-        fprintf(stderr, "meshfs-cache: warm: %zu folder%s could not be listed (said above); "
+        fprintf(stderr, "meshfs-cache: warm: %zu folder%s could not be walked (said above); "
                         "the models in them are not in the cache\n",
                 run.unread, run.unread == 1 ? "" : "s");
     int rc = finish();

@@ -669,7 +669,7 @@ int main(int argc, char **argv)
     }
     size_t unread = b.plan.unread;
     if (unread)
-        fprintf(stderr, "meshfs-convert: %zu folder%s could not be listed (said above); the "
+        fprintf(stderr, "meshfs-convert: %zu folder%s could not be walked (said above); the "
                         "models in them were not converted\n", unread, unread == 1 ? "" : "s");
     if (!b.quiet || run.failed || copy_failed || pkg_failed || report_failed || unread)
         fprintf(stderr, "meshfs-convert: %zu converted, %zu up to date, %zu failed\n",

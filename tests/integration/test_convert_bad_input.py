@@ -118,7 +118,7 @@ class BadInput(unittest.TestCase):
             p = run(who + [tool("meshfs-convert"), "-q", "--no-cache", "-o", out, src], timeout=300)
             self.assertEqual(p.returncode, 1, p.stderr)
             self.assertIn(f"warning: {src}/locked: Permission denied", p.stderr)
-            self.assertIn("1 folder could not be listed (said above); the models in them were "
+            self.assertIn("1 folder could not be walked (said above); the models in them were "
                           "not converted", p.stderr)
             self.assertIn("1 converted, 0 up to date, 0 failed", p.stderr)
             self.assertTrue(os.path.exists(os.path.join(out, "ok", "a.fmd")))
@@ -129,7 +129,29 @@ class BadInput(unittest.TestCase):
                 os.chown(cache, 65534, 65534)
             p = run(who + [tool("meshfs-cache"), "--cache-dir", cache, "warm", src], timeout=300)
             self.assertEqual(p.returncode, 1, p.stderr)
-            self.assertIn("warm: 1 folder could not be listed", p.stderr)
+            self.assertIn("warm: 1 folder could not be walked", p.stderr)
+
+    def test_folders_too_deep_fail_the_run(self):
+        # a model 70 folders down was left out without a word, status 0
+        with tempdir() as tmp:
+            src = os.path.join(tmp, "src")
+            deep = os.path.join(src, *["d"] * 70)
+            os.makedirs(deep)
+            box = os.path.join(CORPUS, "OBJ", "box.obj")
+            shutil.copy(box, os.path.join(src, "top.obj"))
+            shutil.copy(box, os.path.join(deep, "low.obj"))
+            p, rows = convert([src], os.path.join(tmp, "out"), "-f", "fmd")
+            self.assertEqual(p.returncode, 1, p.stderr)
+            cut = os.path.join(src, *["d"] * 65)  # the 65th level down
+            self.assertIn(f"warning: {cut}: folders nested more than 64 deep are not walked",
+                          p.stderr)
+            self.assertIn("1 folder could not be walked (said above)", p.stderr)
+            models = [r for r in rows if "model" in r]
+            self.assertEqual([r["model"] for r in models], ["top.obj"])
+            self.assertTrue(models[0]["ok"])
+            # and the report has it, as it has a folder that cannot be listed
+            self.assertIn({"warning": "folders nested more than 64 deep are not walked",
+                           "path": cut}, rows)
 
     def test_report_that_cannot_be_written(self):
         # it was opened after the run: a message, and status 0 all the same
