@@ -596,6 +596,18 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
         *jobs = MAX_JOBS;
 }
 
+/* Nothing to convert: which inputs held no model, so status 1 has its
+ * reason. */
+static void no_model_found(char **inputs, int n)
+{
+    fputs("meshfs-convert: no model found in", stderr);
+    for (int i = 0; i < n; i++) {
+        char q[PATH_MAX + 64];
+        fprintf(stderr, " %s", mfs_batch_quote(inputs[i], q, sizeof q));
+    }
+    fputs(" (a model is a file with a model extension, such as .obj, .fbx or .gltf)\n", stderr);
+}
+
 int main(int argc, char **argv)
 {
     batch b;
@@ -668,6 +680,8 @@ int main(int argc, char **argv)
         }
     }
     size_t unread = b.plan.unread;
+    if (b.n == 0) /* status 1 with no line saying why, before */
+        no_model_found(argv + optind, argc - optind);
     if (unread)
         fprintf(stderr, "meshfs-convert: %zu folder%s could not be walked (said above); the "
                         "models in them were not converted\n", unread, unread == 1 ? "" : "s");

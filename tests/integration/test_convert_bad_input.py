@@ -153,6 +153,17 @@ class BadInput(unittest.TestCase):
             self.assertIn({"warning": "folders nested more than 64 deep are not walked",
                            "path": cut}, rows)
 
+    def test_no_model_found_says_so(self):
+        # status 1, and with -q not a line on why
+        with tempdir() as tmp:
+            empty, dir_obj = os.path.join(tmp, "empty"), os.path.join(tmp, "x.obj")
+            os.makedirs(empty)
+            os.makedirs(dir_obj)
+            p, _ = convert([empty, dir_obj], os.path.join(tmp, "out"), report=False)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn(f"no model found in {empty} {dir_obj} (a model is a file with a "
+                          "model extension", p.stderr)
+
     def test_report_that_cannot_be_written(self):
         # it was opened after the run: a message, and status 0 all the same
         model = os.path.join(CORPUS, "OBJ", "box.obj")
