@@ -92,15 +92,15 @@ int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
     }
     const struct aiScene *ai = run_assimp(&fs, rel, o);
     int rc = -1;
-    if (mfs_iofs_refusal(&fs, err) < 0)
+    /* before assimp's own message: a model too big to map under the
+     * memory limit is to assimp a file it was "Unable to open" */
+    if (mfs_iofs_refusal(&fs, err) < 0 || mfs_iofs_oom(&fs, err) < 0)
         goto done;
     if (!ai) {
         const char *why = aiGetErrorString();
         mfs_errf(err, "import failed: %s", why && why[0] ? why : "unknown assimp error");
         goto done;
     }
-    if (mfs_iofs_oom(&fs, err) < 0)
-        goto done;
     if (ai->mNumMeshes == 0) {
         mfs_errf(err, "no meshes in the scene");
         goto done;

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -193,8 +194,13 @@ static struct aiFile *fs_open(struct aiFileIO *io, const char *path, const char 
     m->size = (size_t)st.st_size;
     if (m->size) {
         void *p = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED)
+        if (p == MAP_FAILED) {
+            /* the memory limit (RLIMIT_AS) against a huge input: named,
+             * since assimp only says it was "Unable to open" it */
+            if (!fs->oom_file[0])
+                snprintf(fs->oom_file, sizeof fs->oom_file, "%s, %zu bytes", rel, m->size);
             goto fail;
+        }
         m->data = p;
     } else {
         m->data = (const uint8_t *)"";
@@ -273,5 +279,9 @@ int mfs_iofs_refusal(const mfs_iofs *fs, mfs_err *err)
 
 int mfs_iofs_oom(const mfs_iofs *fs, mfs_err *err)
 {
-    return fs->oom ? mfs_errf(err, "out of memory while reading inputs") : 0;
+    if (!fs->oom)
+        return 0;
+    if (fs->oom_file[0])
+        return mfs_errf(err, "out of memory while reading inputs (mapping %s)", fs->oom_file);
+    return mfs_errf(err, "out of memory while reading inputs");
 }

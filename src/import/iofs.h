@@ -13,6 +13,8 @@ typedef struct mfs_iofs {
     char refused[512];    /* first path refused for leaving the root */
     int refused_count;
     int oom;
+    char oom_file[512];   /* the first input too big to map, and its size
+                             ("" if none: the memory ran out elsewhere) */
 } mfs_iofs;
 
 /* Opens root as the confinement directory.  Returns -1 with err set. */

@@ -164,6 +164,25 @@ class BadInput(unittest.TestCase):
             self.assertIn(f"no model found in {empty} {dir_obj} (a model is a file with a "
                           "model extension", p.stderr)
 
+    def test_model_bigger_than_the_memory_limit(self):
+        # assimp's reason was 'Unable to open file "big.obj".'
+        with tempdir() as tmp:
+            src = os.path.join(tmp, "src")
+            os.makedirs(src)
+            shutil.copy(os.path.join(CORPUS, "OBJ", "box.obj"), os.path.join(src, "good.obj"))
+            for name in ("big.obj", "big.stl"):
+                with open(os.path.join(src, name), "wb") as f:
+                    f.truncate(200 << 20)  # sparse: no disk, 200 MiB to map
+            p, rows = convert([src], os.path.join(tmp, "out"), "-f", "fmd", "--memory", "100M")
+            self.assertEqual(p.returncode, 1, p.stderr)
+            by = {r["model"]: r for r in rows if "model" in r}
+            self.assertTrue(by["good.obj"]["ok"], by["good.obj"])
+            for name in ("big.obj", "big.stl"):
+                self.assertEqual(by[name]["error"],
+                                 "out of memory (limit 100 MiB): out of memory while reading "
+                                 f"inputs (mapping {name}, 209715200 bytes)")
+                self.assertIn(f"{name}: out of memory (limit 100 MiB)", p.stderr)
+
     def test_report_that_cannot_be_written(self):
         # it was opened after the run: a message, and status 0 all the same
         model = os.path.join(CORPUS, "OBJ", "box.obj")
