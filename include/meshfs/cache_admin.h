@@ -13,6 +13,10 @@
 #include "meshfs/cache.h"
 #include "meshfs/err.h"
 
+/* 1 if dir holds the CACHEDIR.TAG meshfs writes: meshfs-cache changes no
+ * other folder, so that a mistyped --cache-dir loses nothing to clear. */
+int mfs_cache_is_ours(const char *dir);
+
 /* ---- counters every process sharing the directory added up ------------ */
 
 /* The stats file's counters (docs/cache.md, "The stats file"). */

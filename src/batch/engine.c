@@ -409,7 +409,7 @@ int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
     snprintf(b->dir, sizeof b->dir, "%s", mfs_cache_dir(b->cache));
     snprintf(b->tmpdir, sizeof b->tmpdir, "%s/tmp", b->dir);
     if (mkdir(b->tmpdir, 0700) < 0 && errno != EEXIST) {
-        mfs_errf(err, "cache %s: %s", b->tmpdir, strerror(errno));
+        mfs_errf(err, "cache: %s: %s", b->tmpdir, strerror(errno));
         mfs_batch_close(b);
         return -1;
     }

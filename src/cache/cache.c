@@ -142,7 +142,7 @@ static int open_dirs(mfs_cache *c, mfs_err *err)
     if (mfs_cache_mkdir_p(c->dir, err) < 0)
         return -1;
     c->dirfd = mfs_cache_open_trusted(AT_FDCWD, c->dir, c->dir, err);
-    if (c->dirfd < 0)
+    if (c->dirfd < 0 || mfs_cache_claim(c->dir, c->dirfd, err) < 0)
         return -1;
     static const char *const subdirs[] = {MFS_CACHE_TMP_DIR, MFS_CACHE_ENTRY_DIR};
     for (size_t i = 0; i < 2; i++) {

@@ -48,6 +48,8 @@
 #define MFS_CACHE_INDEX_DIR "index"
 #define MFS_CACHE_INDEX_FILE "index.log"
 #define MFS_CACHE_LOCK_FILE "lock"
+#define MFS_CACHE_STATS_FILE "stats"
+#define MFS_CACHE_TAG_FILE "CACHEDIR.TAG"
 #define MFS_CACHE_PATH_MAX 64
 /* root's default: root's HOME may be a user's (sudo), /var/cache is not */
 #define MFS_CACHE_ROOT_DIR "/var/cache/meshfs"
@@ -224,5 +226,13 @@ int mfs_index_record(mfs_cache *c, const struct stat *st, const uint8_t hash[16]
 int mfs_cache_mkdir_p(const char *path, mfs_err *err);
 int mfs_cache_open_trusted(int parent, const char *name, const char *shown, mfs_err *err);
 int mfs_cache_write_tag(mfs_cache *c, mfs_err *err);
+/* 1 if dirfd holds the CACHEDIR.TAG meshfs writes, 0 if it holds none,
+ * -1 if it holds another program's (or one that cannot be read). */
+int mfs_cache_tag_owner(int dirfd);
+
+/* claim.c: 0 if dir (open as dirfd) may be used as a cache: it holds
+ * meshfs's CACHEDIR.TAG, or nothing but the names a cache has; else -1
+ * with the reason, before anything is made or removed there. */
+int mfs_cache_claim(const char *dir, int dirfd, mfs_err *err);
 
 #endif

@@ -17,7 +17,7 @@
 
 #include "cache_int.h"
 
-#define TAG_FILE "CACHEDIR.TAG"
+#define TAG_FILE MFS_CACHE_TAG_FILE
 /* https://bford.info/cachedir/: backup tools skip directories holding this. */
 static const char tag_text[] =
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -138,6 +138,23 @@ int mfs_cache_mkdir_p(const char *path, mfs_err *err)
         buf[i] = save;
     }
     return 0;
+}
+
+int mfs_cache_tag_owner(int dirfd)
+{
+    int fd = openat(dirfd, TAG_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    /* the signature line and the line naming meshfs: the whole text, as
+     * written, up to its link (another tool's tag has the signature too) */
+    char buf[sizeof tag_text];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    const char *mark = strstr(tag_text, "#\thttps");
+    return !strncmp(buf, tag_text, (size_t)(mark - tag_text)) ? 1 : -1;
 }
 
 int mfs_cache_write_tag(mfs_cache *c, mfs_err *err)

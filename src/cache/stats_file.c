@@ -33,7 +33,7 @@
 #include "cache_int.h"
 #include "meshfs/cache_admin.h"
 
-#define STATS_FILE "stats"
+#define STATS_FILE MFS_CACHE_STATS_FILE
 #define STATS_MAX 16384      /* more is not ours: read no further */
 #define FLUSH_DELAY_S 2      /* counts reach the file at most this late */
 

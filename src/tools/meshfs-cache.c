@@ -53,25 +53,6 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
     return EXIT_USAGE;
 }
 
-/* Refuses to create or change anything in a folder meshfs did not make:
- * a mistyped --cache-dir must not get tmp/, v1/ and a lock file, nor lose
- * files to `clear`.  meshfs writes CACHEDIR.TAG naming itself (io.c). */
-static int is_meshfs_cache(const char *dir)
-{
-    char path[4200], buf[256];
-    snprintf(path, sizeof path, "%s/CACHEDIR.TAG", dir);
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    return strncmp(buf, "Signature: 8a477f597d28d172789f06886806bc55", 43) == 0 &&
-           strstr(buf, "created by meshfs") != NULL;
-}
-
 static int open_cache(tool *t, mfs_cache **c)
 {
     mfs_err err;
@@ -88,7 +69,7 @@ static int open_cache(tool *t, mfs_cache **c)
         fprintf(stderr, "meshfs-cache: %s: no cache there (%s)\n", t->dir, strerror(errno));
         return EXIT_CACHE;
     }
-    if (!is_meshfs_cache(t->dir)) {
+    if (!mfs_cache_is_ours(t->dir)) {
         fprintf(stderr, "meshfs-cache: %s: not a meshfs cache (no CACHEDIR.TAG written by "
                         "meshfs); not touching it\n", t->dir);
         return EXIT_CACHE;
@@ -436,7 +417,7 @@ static int cmd_warm(tool *t, int argc, char **argv)
     const char *dir = t->dir;
     if (!dir && mfs_cache_default_dir(t->dirbuf, sizeof t->dirbuf, &err) == 0)
         dir = t->dirbuf;
-    DIR *d = dir && !is_meshfs_cache(dir) ? opendir(dir) : NULL;
+    DIR *d = dir && !mfs_cache_is_ours(dir) ? opendir(dir) : NULL;
     if (d) {
         struct dirent *e;
         int empty = 1;

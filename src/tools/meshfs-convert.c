@@ -656,7 +656,7 @@ int main(int argc, char **argv)
                          .opts = b.opts, .limits = b.limits,
                          .remote = remote_cfg.url ? &remote_cfg : NULL};
     if (mfs_batch_open(&cfg, &b.engine, &err) < 0) {
-        fprintf(stderr, "meshfs-convert: cache: %s\n", err.msg);
+        fprintf(stderr, "meshfs-convert: %s\n", err.msg); /* the cache names itself */
         return 1;
     }
     size_t copy_failed = b.copy_other ? copy_other(&b) : 0;

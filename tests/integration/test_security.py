@@ -493,6 +493,80 @@ class CacheTrustTest(unittest.TestCase):
             self.assertFalse(os.path.ismount(mnt))
             self.assertEqual(os.listdir(real), [])
 
+    def _tree(self, root):
+        """Every path under root with its bytes (None for a folder)."""
+        out = {}
+        for d, dirs, files in os.walk(root):
+            for n in dirs:
+                out[os.path.relpath(os.path.join(d, n), root)] = None
+            for n in files:
+                with open(os.path.join(d, n), "rb") as f:
+                    out[os.path.relpath(os.path.join(d, n), root)] = f.read()
+        return out
+
+    def test_a_folder_of_the_users_is_never_made_a_cache(self):
+        """A mistyped cache_dir= or --cache-dir naming a folder with files of
+        its own: opening a cache would have removed its v1/ (the version 1
+        entry folder) and tagged it CACHEDIR.TAG, which backup tools skip.
+        Refused before anything is made or removed, by the mount and by
+        meshfs-convert alike (docs/cache.md, "Where")."""
+        with tempfile.TemporaryDirectory(prefix="meshfs-sec-") as tmp:
+            mine = os.path.join(tmp, "assets")
+            os.makedirs(os.path.join(mine, "v1"))
+            with open(os.path.join(mine, "v1", "crate.obj"), "w") as f:
+                f.write("v 0 0 0\n")
+            with open(os.path.join(mine, "notes.txt"), "w") as f:
+                f.write("mine\n")
+            before = self._tree(mine)
+            mnt = os.path.join(tmp, "mnt")
+            os.makedirs(mnt)
+            p = run([tool("meshfs"), "-f", "-o", f"cache_dir={mine}", EXAMPLES, mnt], timeout=60)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertFalse(os.path.ismount(mnt))
+            want = (f"cache: {mine} holds files meshfs did not make ('notes.txt') and no "
+                    "CACHEDIR.TAG of meshfs; refusing to make it a cache (give a new or empty "
+                    "folder)")
+            self.assertIn(f"meshfs: error: {want}", p.stderr)
+            out = os.path.join(tmp, "out")
+            p = run([tool("meshfs-convert"), "-q", "--cache-dir", mine, "-o", out, EXAMPLES],
+                    timeout=300)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn(f"meshfs-convert: {want}\n", p.stderr)
+            self.assertEqual(self._tree(mine), before)
+
+    def test_another_programs_cache_is_never_used(self):
+        """A folder tagged by another tool (ccache, a browser) is that tool's."""
+        with tempfile.TemporaryDirectory(prefix="meshfs-sec-") as tmp:
+            other = os.path.join(tmp, "ccache")
+            os.makedirs(other)
+            with open(os.path.join(other, "CACHEDIR.TAG"), "w") as f:
+                f.write("Signature: 8a477f597d28d172789f06886806bc55\n"
+                        "# This file is a cache directory tag created by ccache.\n")
+            before = self._tree(other)
+            p = run([tool("meshfs-convert"), "-q", "--cache-dir", other, "-o",
+                     os.path.join(tmp, "out"), EXAMPLES], timeout=300)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn(f"meshfs-convert: cache: {other} holds another program's CACHEDIR.TAG; "
+                          "refusing to use it (give a folder of meshfs's own)\n", p.stderr)
+            self.assertEqual(self._tree(other), before)
+
+    def test_a_cache_without_its_tag_is_still_used(self):
+        """An empty folder, or one holding only what a cache holds (a cache
+        whose CACHEDIR.TAG was deleted), is taken, and tagged."""
+        with tempfile.TemporaryDirectory(prefix="meshfs-sec-") as tmp:
+            empty = os.path.join(tmp, "empty")
+            bare = os.path.join(tmp, "bare")
+            os.makedirs(empty)
+            os.makedirs(os.path.join(bare, "v2"))
+            os.makedirs(os.path.join(bare, "tmp"))
+            open(os.path.join(bare, "lock"), "w").close()
+            for i, d in enumerate((empty, bare)):
+                p = run([tool("meshfs-convert"), "-q", "-f", "vrt", "--cache-dir", d, "-o",
+                         os.path.join(tmp, f"out{i}"), EXAMPLES], timeout=300)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                with open(os.path.join(d, "CACHEDIR.TAG")) as f:
+                    self.assertIn("created by meshfs", f.read())
+
 
 if __name__ == "__main__":
     from common import run_tests
