@@ -586,6 +586,8 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
     }
     if (optind >= argc) {
         usage(stderr);
+        /* the reason last, where the terminal leaves it */
+        fputs("meshfs-convert: no INPUT given (a model file, or a folder of them)\n", stderr);
         exit(2);
     }
     if (*jobs < 1)

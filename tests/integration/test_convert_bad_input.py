@@ -99,6 +99,12 @@ class BadInput(unittest.TestCase):
             p, _ = convert([os.path.join(CORPUS, "OBJ", "box.obj")], out, "-o", "", report=False)
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertIn("--output: empty path", p.stderr)
+            # no INPUT: the usage, then the reason as its last line
+            p = run([tool("meshfs-convert"), "-o", out], timeout=60)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertTrue(p.stderr.startswith("usage: meshfs-convert"), p.stderr)
+            self.assertTrue(p.stderr.endswith(
+                "meshfs-convert: no INPUT given (a model file, or a folder of them)\n"), p.stderr)
 
     def test_folder_that_cannot_be_listed_fails_the_run(self):
         # its models were left out with one warning line, and status 0
