@@ -179,8 +179,11 @@ mfs_view_outcome mfs_view_get(mfs_fs *fs, const char *dir, const char *name, con
 {
     char path[4096], fmi_model[4096];
     if (view_paths(fs, dir, name, base, path, fmi_model) < 0) {
+        /* as mfs_views_resolve leaves it: no hit (fd -1, which callers
+         * release), a machine failure with its reason */
         memset(info, 0, sizeof *info);
-        info->errnum = EIO;
+        info->hit.fd = -1;
+        info->errnum = ENAMETOOLONG;
         mfs_errf(err, "%s/%s: path too long", dir, name);
         return MFS_VIEW_FAILED_MACHINE;
     }

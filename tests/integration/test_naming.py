@@ -222,5 +222,66 @@ class NamingTest(TreeCase):
             self.assertIn(f"meshfs: warning: .: 'cube.obj': {text}", m.output())
 
 
+class DeepPathTest(TreeCase):
+    """A model whose path under SRC is longer than a path can be (4,096
+    bytes), in a folder whose own path is not: the model's views cannot be
+    named, but the folder's package can, and resolving the package reaches
+    the model."""
+
+    DEPTH, WIDTH = 16, 240  # the folder: 3,855 bytes under SRC
+
+    def _walk(self, root):
+        """A descriptor on root's deep folder, opened a component at a time
+        (its whole path is too long for one system call)."""
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+        for i in range(self.DEPTH):
+            name = f"{i:02d}" + "d" * (self.WIDTH - 2)
+            try:
+                nfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            finally:
+                os.close(fd)
+            fd = nfd
+        return fd
+
+    def test_a_model_path_too_long_for_its_views(self):
+        os.makedirs(self.src)
+        fd = os.open(self.src, os.O_RDONLY | os.O_DIRECTORY)
+        for i in range(self.DEPTH):
+            name = f"{i:02d}" + "d" * (self.WIDTH - 2)
+            os.mkdir(name, dir_fd=fd)
+            nfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        model = "m" * 246 + ".obj"  # folder + "/" + model: 4,106 bytes
+        with open(os.open(model, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
+            f.write(obj(2))
+        os.close(fd)
+        write(os.path.join(self.src, "ok.obj"), obj(3))
+        with Mount(self.src, self.mnt, self.cache) as m:
+            ok = read(os.path.join(self.mnt, "ok.vrt"))
+            stdin = os.readlink(f"/proc/{m.proc.pid}/fd/0")
+            deep = self._walk(self.mnt)
+            try:
+                names = os.listdir(deep)
+                self.assertIn(model, names)
+                self.assertIn("game_resources.lgepkg", names)
+                # the views' names are too long to look up
+                with self.assertRaises(OSError) as cm:
+                    os.stat(model[:-4] + ".vrt", dir_fd=deep)
+                self.assertEqual(cm.exception.errno, errno.ENAMETOOLONG)
+                # the package: resolving it once closed descriptor 0 of the
+                # daemon four times over (a hit left with descriptor 0)
+                for _ in range(3):
+                    try:
+                        os.stat("game_resources.lgepkg", dir_fd=deep)
+                    except OSError as e:
+                        self.assertEqual(e.errno, errno.EIO)
+            finally:
+                os.close(deep)
+            self.assertEqual(os.readlink(f"/proc/{m.proc.pid}/fd/0"), stdin)
+            self.assertEqual(read(os.path.join(self.mnt, "ok.vrt")), ok)
+            self.assertTrue(m.alive())
+
+
 if __name__ == "__main__":
     run_tests()
