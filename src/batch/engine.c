@@ -83,6 +83,15 @@ static void note_filed(const mfs_cache_key *k, int model)
     tl.filed_model[tl.nfiled++] = (unsigned char)model;
 }
 
+/* Whether this run removes what each model filed once it is resolved:
+ * --no-cache, unless the run uploads to a remote tier, whose queue opens
+ * each entry by key when it gets to it, after the model is resolved (and
+ * drains before the private cache goes, at the end). */
+static int removes_filed(const mfs_batch *b)
+{
+    return b->private_dir && !(b->remote && !b->cfg.remote->read_only);
+}
+
 /* --no-cache's private cache holds a model's entries only while it is
  * resolved: its hits keep their bytes through their descriptors until
  * its outputs are written, and nothing reads them again.  So the private
@@ -260,7 +269,7 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
     mfs_cache_hit hits[MFS_FMT_COUNT];
     mfs_cache_key mk;
     int rc = mfs_convstore_file(&cs, model, tmp, fmi_model, run, &rep, man, &mk, hits, err);
-    if (rc >= 0 && b->private_dir) {
+    if (rc >= 0 && removes_filed(b)) {
         mfs_cache_key rk;
         mfs_err e;
         note_filed(&mk, 1);

@@ -422,6 +422,29 @@ class RemoteTest(unittest.TestCase):
         self.assertGreater(len(written), 0)
         self.assertEqual(views, written)
 
+    def test_convert_no_cache_uploads_what_a_cached_run_does(self):
+        """--no-cache removes each model's entries once it is resolved, but
+        not while a remote upload queue still has to open them: the same
+        objects reach the server as from a run with a cache of its own."""
+        src = os.path.join(self.base, "nc", "src")
+        copy_props(src)
+        names = {}
+        for prefix, cache in (("nc-cached", ["--cache-dir", os.path.join(self.base, "nc", "c")]),
+                              ("nc-none", ["--no-cache"])):
+            p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf"] + cache +
+                    ["--remote", self.nginx.url(prefix), "-o",
+                     os.path.join(self.base, "nc", "out-" + prefix), src], timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            names[prefix] = [os.path.relpath(x, os.path.join(self.nginx.root, prefix))
+                             for kind in ("view", "manifest")
+                             for x in objects(self.nginx.root, prefix, kind)]
+        self.assertGreater(len(names["nc-cached"]), 1)
+        self.assertEqual(names["nc-none"], names["nc-cached"])
+        with self.machine("nc-b", "nc-none", "formats=fmd:gmf") as m:
+            read_views(m.mnt)
+            st = m.stats()
+        self.assertEqual(st["conversions"], 0)
+
     def test_cache_warm_uploads_for_a_mount(self):
         src = os.path.join(self.base, "warm", "src")
         copy_props(src)
