@@ -598,6 +598,20 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
         *jobs = MAX_JOBS;
 }
 
+static void batch_free(batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        item *it = &b->v[i];
+        mfs_report_free(&it->rep);
+        free(it->outdir);
+        free(it->pkg_tmp);
+    }
+    free(b->v);
+    if (b->engine)
+        mfs_batch_close(b->engine);
+    mfs_plan_free(&b->plan);
+}
+
 /* Nothing to convert: which inputs held no model, so status 1 has its
  * reason. */
 static void no_model_found(char **inputs, int n)
@@ -659,6 +673,11 @@ int main(int argc, char **argv)
                          .remote = remote_cfg.url ? &remote_cfg : NULL};
     if (mfs_batch_open(&cfg, &b.engine, &err) < 0) {
         fprintf(stderr, "meshfs-convert: %s\n", err.msg); /* the cache names itself */
+        if (report_file) { /* nothing was run: no report, rather than an empty one */
+            fclose(report_file);
+            unlink(report);
+        }
+        batch_free(&b);
         return 1;
     }
     size_t copy_failed = b.copy_other ? copy_other(&b) : 0;
@@ -690,14 +709,6 @@ int main(int argc, char **argv)
     if (!b.quiet || run.failed || copy_failed || pkg_failed || report_failed || unread)
         fprintf(stderr, "meshfs-convert: %zu converted, %zu up to date, %zu failed\n",
                 run.converted, run.up_to_date, run.failed);
-    for (size_t i = 0; i < b.n; i++) {
-        item *it = &b.v[i];
-        mfs_report_free(&it->rep);
-        free(it->outdir);
-        free(it->pkg_tmp);
-    }
-    free(b.v);
-    mfs_batch_close(b.engine);
-    mfs_plan_free(&b.plan);
+    batch_free(&b);
     return run.failed || copy_failed || pkg_failed || report_failed || unread || b.n == 0 ? 1 : 0;
 }

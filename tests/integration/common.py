@@ -22,6 +22,13 @@ def tool(name):
     return os.path.join(BUILD, name)
 
 
+def sanitizer_build():
+    """Whether the build under test is sanitized (ASan): its workers run
+    without an address-space cap, which ASan's shadow memory would hit."""
+    p = run([tool("meshfs-worker"), "--sandbox-status"], check=True)
+    return "sanitizer build: yes" in p.stdout.splitlines()
+
+
 def run(args, timeout=900, check=False):
     p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
     if check and p.returncode != 0:
