@@ -246,8 +246,11 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (path_of(req, ino, path) < 0)
         return;
     uint32_t tid = (uint32_t)fuse_req_ctx(req)->pid;
-    int rc = mfs_ops_open(path, ino, mfs_nodes_retry_of(nodes, ino, tid), fi);
-    if (rc == -ESTALE) /* its retry comes next (nodes.h) */
+    int retry = mfs_nodes_retry_of(nodes, ino, tid);
+    int rc = mfs_ops_open(path, ino, retry, fi);
+    /* its retry comes next (nodes.h); a retry's own ESTALE is the
+     * caller's answer, and no retry follows it */
+    if (rc == -ESTALE && !retry)
         mfs_nodes_refused(nodes, ino, tid);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
