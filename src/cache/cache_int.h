@@ -226,9 +226,13 @@ int mfs_index_record(mfs_cache *c, const struct stat *st, const uint8_t hash[16]
 int mfs_cache_mkdir_p(const char *path, mfs_err *err);
 int mfs_cache_open_trusted(int parent, const char *name, const char *shown, mfs_err *err);
 int mfs_cache_write_tag(mfs_cache *c, mfs_err *err);
-/* 1 if dirfd holds the CACHEDIR.TAG meshfs writes, 0 if it holds none,
- * -1 if it holds another program's (or one that cannot be read). */
-int mfs_cache_tag_owner(int dirfd);
+/* What dirfd's CACHEDIR.TAG says: meshfs's; none; a valid tag naming no
+ * program ("Signature: ..." alone, as an admin writes one), or one not
+ * valid at all (empty after a crash: it is not fsynced), both GENERIC;
+ * one naming another program ("created by ccache"); or UNREADABLE, with
+ * errno (a link, a folder, no permission). */
+enum { MFS_TAG_NONE, MFS_TAG_OURS, MFS_TAG_GENERIC, MFS_TAG_OTHER, MFS_TAG_UNREADABLE };
+int mfs_cache_tag_kind(int dirfd);
 
 /* claim.c: 0 if dir (open as dirfd) may be used as a cache: it holds
  * meshfs's CACHEDIR.TAG, or nothing but the names a cache has; else -1

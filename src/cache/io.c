@@ -140,26 +140,40 @@ int mfs_cache_mkdir_p(const char *path, mfs_err *err)
     return 0;
 }
 
-int mfs_cache_tag_owner(int dirfd)
+int mfs_cache_tag_kind(int dirfd)
 {
     int fd = openat(dirfd, TAG_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
-        return errno == ENOENT ? 0 : -1;
-    /* the signature line and the line naming meshfs: the whole text, as
-     * written, up to its link (another tool's tag has the signature too) */
-    char buf[sizeof tag_text];
+        return errno == ENOENT ? MFS_TAG_NONE : MFS_TAG_UNREADABLE;
+    struct stat st;
+    int bad = fstat(fd, &st) < 0 ? errno : S_ISREG(st.st_mode) ? 0 : EINVAL;
+    if (bad) {
+        close(fd);
+        errno = bad;
+        return MFS_TAG_UNREADABLE;
+    }
+    char buf[512];
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    int e = errno;
     close(fd);
-    if (n < 0)
-        return -1;
+    if (n < 0) {
+        errno = e;
+        return MFS_TAG_UNREADABLE;
+    }
     buf[n] = '\0';
+    /* ours: the whole text as written, up to its link */
     const char *mark = strstr(tag_text, "#\thttps");
-    return !strncmp(buf, tag_text, (size_t)(mark - tag_text)) ? 1 : -1;
+    if (!strncmp(buf, tag_text, (size_t)(mark - tag_text)))
+        return MFS_TAG_OURS;
+    /* the spec's convention: "... created by PROGRAM" */
+    return strstr(buf, "created by") ? MFS_TAG_OTHER : MFS_TAG_GENERIC;
 }
 
 int mfs_cache_write_tag(mfs_cache *c, mfs_err *err)
 {
-    if (faccessat(c->dirfd, TAG_FILE, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+    /* a tag naming no program, or one left empty by a crash, becomes ours
+     * (mfs_cache_claim let nothing else through) */
+    if (mfs_cache_tag_kind(c->dirfd) == MFS_TAG_OURS)
         return 0;
     char tmp[MFS_CACHE_PATH_MAX];
     int fd = mfs_cache_tmp_create(c, tmp, err);

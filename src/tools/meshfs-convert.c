@@ -302,11 +302,13 @@ static size_t write_packages(const batch *b)
     return failed;
 }
 
-/* --report FILE, opened before any conversion: a path that cannot be
- * written is a usage error then, not a message after a long run that
- * still exited 0.  Its folder is made as OUTDIR's are, so a report
- * inside an OUTDIR not made yet (-o build --report build/r.json) works
- * as it did when it was written last. */
+/* --report FILE, opened before any conversion (once the cache is open,
+ * so that a run that cannot start leaves an earlier report alone): a
+ * path that cannot be written is a usage error then, not a message after
+ * a long run that still exited 0.  Its folder is made as OUTDIR's are,
+ * so a report inside an OUTDIR not made yet (-o build --report
+ * build/r.json) works as it did when it was written last.  NULL (said)
+ * if it cannot be opened. */
 static FILE *open_report(const char *path)
 {
     char *dir = xstrdup(path), *slash = strrchr(dir, '/');
@@ -315,11 +317,9 @@ static FILE *open_report(const char *path)
         mfs_batch_mkdirs(dir); /* if it fails, fopen says why */
     }
     free(dir);
-    FILE *f = fopen(path, "w");
-    if (!f) {
+    FILE *f = fopen(path, "we");
+    if (!f)
         fprintf(stderr, "meshfs-convert: --report '%s': %s\n", path, strerror(errno));
-        exit(2);
-    }
     return f;
 }
 
@@ -382,7 +382,10 @@ static int write_report(const batch *b, FILE *f, const char *path)
         fputs("}\n", f);
     }
     int bad = ferror(f);
+    errno = 0;
     if (fclose(f) != 0 || bad) {
+        /* fclose's errno when it failed; a write that failed earlier left
+         * only the stream's error flag */
         fprintf(stderr, "meshfs-convert: --report '%s': %s\n", path,
                 strerror(errno ? errno : EIO));
         return -1;
@@ -667,18 +670,18 @@ int main(int argc, char **argv)
                             remote_cfg.read_only || remote_cfg.token))
         die("%s", "--remote-*: given without --remote URL");
     remote_cfg.log = remote_log;
-    FILE *report_file = report ? open_report(report) : NULL;
     mfs_batch_cfg cfg = {.cache_dir = b.cache_dir, .no_cache = b.no_cache, .formats = b.formats,
                          .opts = b.opts, .limits = b.limits,
                          .remote = remote_cfg.url ? &remote_cfg : NULL};
     if (mfs_batch_open(&cfg, &b.engine, &err) < 0) {
         fprintf(stderr, "meshfs-convert: %s\n", err.msg); /* the cache names itself */
-        if (report_file) { /* nothing was run: no report, rather than an empty one */
-            fclose(report_file);
-            unlink(report);
-        }
         batch_free(&b);
         return 1;
+    }
+    FILE *report_file = report ? open_report(report) : NULL;
+    if (report && !report_file) {
+        batch_free(&b);
+        return 2;
     }
     size_t copy_failed = b.copy_other ? copy_other(&b) : 0;
     mfs_batch_run run = {.b = b.engine, .plan = &b.plan, .jobs = jobs, .each = each, .ctx = &b,

@@ -528,11 +528,16 @@ class CacheTrustTest(unittest.TestCase):
                     "folder)")
             self.assertIn(f"meshfs: error: {want}", p.stderr)
             out = os.path.join(tmp, "out")
-            p = run([tool("meshfs-convert"), "-q", "--cache-dir", mine, "-o", out, EXAMPLES],
-                    timeout=300)
+            report = os.path.join(tmp, "last-run.json")
+            with open(report, "w") as f:
+                f.write("{}\n")
+            p = run([tool("meshfs-convert"), "-q", "--cache-dir", mine, "-o", out,
+                     "--report", report, EXAMPLES], timeout=300)
             self.assertEqual(p.returncode, 1, p.stderr)
             self.assertIn(f"meshfs-convert: {want}\n", p.stderr)
             self.assertEqual(self._tree(mine), before)
+            with open(report) as f:  # a run that could not start keeps the last report
+                self.assertEqual(f.read(), "{}\n")
 
     def test_another_programs_cache_is_never_used(self):
         """A folder tagged by another tool (ccache, a browser) is that tool's."""
@@ -550,17 +555,43 @@ class CacheTrustTest(unittest.TestCase):
                           "refusing to use it (give a folder of meshfs's own)\n", p.stderr)
             self.assertEqual(self._tree(other), before)
 
+    def test_a_folder_with_some_cache_names_is_not_a_cache(self):
+        """A tmp/ or a v1/ alone is a user's folder: opening a cache would
+        have removed the old files under tmp/ and everything under v1/."""
+        with tempfile.TemporaryDirectory(prefix="meshfs-sec-") as tmp:
+            for sub in ("tmp", "v1"):
+                d = os.path.join(tmp, "only-" + sub)
+                os.makedirs(os.path.join(d, sub, "x"))
+                old = os.path.join(d, sub, "x", "draft.obj")
+                with open(old, "w") as f:
+                    f.write("v 0 0 0\n")
+                os.utime(old, (1, 1))  # older than tmp/'s reaping age
+                before = self._tree(d)
+                p = run([tool("meshfs-convert"), "-q", "--cache-dir", d, "-o",
+                         os.path.join(tmp, "out"), EXAMPLES], timeout=300)
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertIn(f"meshfs-convert: cache: {d} holds some of a cache's names but no "
+                              "CACHEDIR.TAG of meshfs, v2/ or lock; refusing to make it a cache "
+                              "(give a new or empty folder)\n", p.stderr)
+                self.assertEqual(self._tree(d), before)
+
     def test_a_cache_without_its_tag_is_still_used(self):
-        """An empty folder, or one holding only what a cache holds (a cache
-        whose CACHEDIR.TAG was deleted), is taken, and tagged."""
+        """An empty folder, one holding a tag that names no program and a
+        lost+found (a volume made for the cache), or one holding a cache's
+        layout (a cache whose CACHEDIR.TAG was deleted) is taken, and
+        tagged as meshfs's."""
         with tempfile.TemporaryDirectory(prefix="meshfs-sec-") as tmp:
             empty = os.path.join(tmp, "empty")
+            volume = os.path.join(tmp, "volume")
             bare = os.path.join(tmp, "bare")
             os.makedirs(empty)
+            os.makedirs(os.path.join(volume, "lost+found"))
+            with open(os.path.join(volume, "CACHEDIR.TAG"), "w") as f:
+                f.write("Signature: 8a477f597d28d172789f06886806bc55\n")
             os.makedirs(os.path.join(bare, "v2"))
             os.makedirs(os.path.join(bare, "tmp"))
             open(os.path.join(bare, "lock"), "w").close()
-            for i, d in enumerate((empty, bare)):
+            for i, d in enumerate((empty, volume, bare)):
                 p = run([tool("meshfs-convert"), "-q", "-f", "vrt", "--cache-dir", d, "-o",
                          os.path.join(tmp, f"out{i}"), EXAMPLES], timeout=300)
                 self.assertEqual(p.returncode, 0, p.stderr)
