@@ -456,10 +456,27 @@ static void test_compaction(void **state)
 
 /* ---- an old index.log --------------------------------------------------- */
 
+/* The folder of a cache an older meshfs made: its CACHEDIR.TAG, without
+ * which a folder holding an index.log is not taken for a cache (claim.c). */
+static void old_cache_dir(const fx *f)
+{
+    static const char tag[] = "Signature: 8a477f597d28d172789f06886806bc55\n"
+                              "# This file is a cache directory tag created by meshfs.\n"
+                              "# For information about cache directory tags, see:\n"
+                              "#\thttps://bford.info/cachedir/\n";
+    char p[400];
+    mkdir(f->dir, 0700);
+    snprintf(p, sizeof p, "%s/CACHEDIR.TAG", f->dir);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, tag, sizeof tag - 1), (ssize_t)(sizeof tag - 1));
+    close(fd);
+}
+
 static void write_old_log(const fx *f, int n, int torn_at)
 {
     char p[400];
-    mkdir(f->dir, 0700);
+    old_cache_dir(f);
     snprintf(p, sizeof p, "%s/index.log", f->dir);
     int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);
@@ -529,7 +546,7 @@ static void test_old_log_foreign(void **state)
     /* Not an index.log of ours (another version, damage): removed, and
      * nothing of it is believed. */
     char p[400];
-    mkdir(f->dir, 0700);
+    old_cache_dir(f);
     snprintf(p, sizeof p, "%s/index.log", f->dir);
     int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     uint8_t h[HDR];
@@ -555,7 +572,7 @@ static void test_index_dir_refused(void **state)
     fx *f = *state;
     /* index/ as a link elsewhere: refused at open like tmp/ and v2/. */
     char p[400], other[400];
-    mkdir(f->dir, 0700);
+    old_cache_dir(f);
     snprintf(other, sizeof other, "%s/elsewhere", f->base);
     mkdir(other, 0700);
     snprintf(p, sizeof p, "%s/index", f->dir);
