@@ -330,15 +330,41 @@ static void copy_link(mfs_plan *p, const char *full, const char *dst)
  * is, never dropped in silence. */
 #define MAX_DEPTH 64
 
-static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char *out_dir, int depth)
+/* A folder's identity, for the folders a walk is in. */
+typedef struct fid {
+    dev_t dev;
+    ino_t ino;
+} fid;
+
+static int walking(const fid *stack, int depth, const struct stat *st)
+{
+    for (int i = 0; i <= depth; i++)
+        if (stack[i].dev == st->st_dev && stack[i].ino == st->st_ino)
+            return 1;
+    return 0;
+}
+
+/* A folder that cannot be listed is counted (its models would be missing
+ * from a run that says all is well), except a file system's lost+found:
+ * root's, mode 0700, at the top of many an asset volume, and never the
+ * user's models. */
+static int counts_unread(const char *path, int e)
+{
+    const char *slash = strrchr(path, '/');
+    return !(e == EACCES && !strcmp(slash ? slash + 1 : path, "lost+found"));
+}
+
+static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char *out_dir, int depth,
+                 fid *stack)
 {
     int mount_view = (p->flags & MFS_PLAN_MOUNT_VIEW) != 0;
     char *path = join(root, rel_dir);
     mfs_plan_folder *f = folder_plan(p, path, NULL);
     if (!f) {
-        warn(p, path, strerror(errno));
-        add_note(p, path, strerror(errno));
-        p->unread++;
+        int e = errno;
+        warn(p, path, strerror(e));
+        add_note(p, path, strerror(e));
+        p->unread += counts_unread(path, e);
         free(path);
         return;
     }
@@ -365,6 +391,12 @@ static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char 
                 copy_link(p, full, odst); /* shown as a link, never followed */
         } else if (have && stat(full, &st) == 0) {
             const char *refused = link && S_ISDIR(st.st_mode) ? link_refusal(root, path, full) : NULL;
+            /* links between sibling folders pass link_refusal and would
+             * go round until the depth bound */
+            if (!refused && S_ISDIR(st.st_mode) && walking(stack, depth, &st))
+                refused = link ? "symbolic link not followed: it leads back to a folder this walk "
+                                 "is in (a loop)"
+                               : "not walked: it is a folder this walk is in (a loop)";
             if (refused) {
                 warn(p, full, refused);
                 add_note(p, full, refused);
@@ -373,7 +405,8 @@ static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char 
                     add_note(p, full, hidden);
                 } else {
                     char *sub = join(rel_dir, names[i]);
-                    walk(p, root, sub, odst, depth + 1);
+                    stack[depth + 1] = (fid){st.st_dev, st.st_ino};
+                    walk(p, root, sub, odst, depth + 1, stack);
                     free(sub);
                 }
             } else if (S_ISDIR(st.st_mode) && !hidden) {
@@ -413,7 +446,8 @@ void mfs_plan_add_input(mfs_plan *p, const char *in)
         return;
     }
     if (S_ISDIR(st.st_mode)) {
-        walk(p, in, "", "", 0);
+        fid stack[MAX_DEPTH + 1] = {{st.st_dev, st.st_ino}};
+        walk(p, in, "", "", 0, stack);
         return;
     }
     char *copy = xstrdup(in);

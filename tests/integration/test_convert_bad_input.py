@@ -136,6 +136,37 @@ class BadInput(unittest.TestCase):
             p = run(who + [tool("meshfs-cache"), "--cache-dir", cache, "warm", src], timeout=300)
             self.assertEqual(p.returncode, 1, p.stderr)
             self.assertIn("warm: 1 folder could not be walked", p.stderr)
+            # a file system's lost+found (root's, 0700) is said, not counted
+            os.chmod(os.path.join(src, "locked"), 0o755)
+            os.makedirs(os.path.join(src, "lost+found"), 0o700)
+            p = run(who + [tool("meshfs-convert"), "-q", "--no-cache", "-o", out, src], timeout=300)
+            if who:
+                self.assertIn(f"warning: {src}/lost+found: Permission denied", p.stderr)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertNotIn("could not be walked", p.stderr)
+
+    def test_a_loop_of_links_is_said_as_one(self):
+        # two folders linked to each other were walked round and round to
+        # the depth bound, and the run failed with "more than 64 deep"
+        with tempdir() as tmp:
+            src, out = os.path.join(tmp, "src"), os.path.join(tmp, "out")
+            for rel in ("A/a.obj", "B/b.obj"):
+                os.makedirs(os.path.join(src, os.path.dirname(rel)), exist_ok=True)
+                shutil.copy(os.path.join(CORPUS, "OBJ", "box.obj"), os.path.join(src, rel))
+            os.symlink("../B", os.path.join(src, "A", "toB"))
+            os.symlink("../A", os.path.join(src, "B", "toA"))
+            p = run([tool("meshfs-convert"), "-q", "--no-cache", "-f", "vrt", "-o", out, src],
+                    timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertNotIn("64 deep", p.stderr)
+            self.assertIn(f"warning: {src}/A/toB/toA: symbolic link not followed: it leads back "
+                          "to a folder this walk is in (a loop)", p.stderr)
+            self.assertIn(f"warning: {src}/B/toA/toB: symbolic link not followed: it leads back "
+                          "to a folder this walk is in (a loop)", p.stderr)
+            # each model once by its own folder, once through the other's link
+            self.assertEqual(sorted(os.path.relpath(os.path.join(d, f), out)
+                                    for d, _, fs in os.walk(out) for f in fs if f.endswith(".vrt")),
+                             ["A/a.vrt", "A/toB/b.vrt", "B/b.vrt", "B/toA/a.vrt"])
 
     def test_folders_too_deep_fail_the_run(self):
         # a model 70 folders down was left out without a word, status 0
