@@ -191,7 +191,8 @@ typedef struct mfs_cache_hit {
                                (all zero: no limits, no mtime) */
 } mfs_cache_hit;
 
-/* Closes fd and frees reason; safe on a zeroed or released hit. */
+/* Closes fd and frees reason; safe on a released hit or one set to
+ * {.fd = -1} (not on a zeroed one: descriptor 0 would be closed). */
 void mfs_cache_hit_release(mfs_cache_hit *h);
 
 /* 1: hit (*hit filled), 0: miss (absent, or corrupt and discarded),

@@ -447,8 +447,8 @@ static int cmd_warm(tool *t, int argc, char **argv)
     if (t->json) {
         fputs("{\"src\":", stdout);
         mfs_json_str(stdout, src);
-        printf(",\"converted\":%zu,\"up_to_date\":%zu,\"failed\":%zu}\n", run.converted,
-               run.up_to_date, run.failed);
+        printf(",\"converted\":%zu,\"up_to_date\":%zu,\"failed\":%zu,\"unwalked\":%zu}\n",
+               run.converted, run.up_to_date, run.failed, run.unread);
     } else {
         printf("warm: %zu converted, %zu up to date, %zu failed\n", run.converted, run.up_to_date,
                run.failed);

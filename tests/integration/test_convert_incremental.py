@@ -341,7 +341,8 @@ class SharedWithTheMount(Base):
         self.assertEqual(p.stdout, "warm: 5 converted, 0 up to date, 0 failed\n")
         p = run([tool("meshfs-cache"), "--cache-dir", self.cache, "--json", "warm", self.src])
         self.assertEqual(json.loads(p.stdout),
-                         {"src": self.src, "converted": 0, "up_to_date": 5, "failed": 0})
+                         {"src": self.src, "converted": 0, "up_to_date": 5, "failed": 0,
+                          "unwalked": 0})
         conversions, files, views = self.read_mount(self.cache)
         self.assertEqual(conversions, 0)
         # the same bytes a fresh conversion makes
