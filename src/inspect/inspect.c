@@ -163,10 +163,16 @@ static int slurp(const char *path, uint8_t **data, size_t *n, int *errnum, mfs_e
     *data = NULL;
     *n = 0;
     *errnum = 0;
-    /* O_NONBLOCK: a FIFO named x.gmf (or x.vrt beside an x.tri) would
-     * block the open until a writer came; this way it is refused below.
-     * A regular file's reads ignore the flag. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    /* A FIFO named x.gmf (or x.vrt beside an x.tri) would block the open
+     * until a writer came: refused by its stat first.  Not O_NONBLOCK,
+     * which would fail a regular file under a lease (a Samba oplock, an
+     * NFS delegation) instead of waiting for it to be broken. */
+    struct stat pre;
+    if (stat(path, &pre) == 0 && !S_ISREG(pre.st_mode) && !S_ISDIR(pre.st_mode)) {
+        *errnum = EINVAL;
+        return mfs_errf(err, "not a regular file");
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         *errnum = errno;
         return mfs_errf(err, "cannot open: %s", strerror(errno));
