@@ -196,6 +196,11 @@ static int cmd_stats(tool *t, int argc, char **argv)
 
 static int cmd_trim(tool *t, int argc, char **argv)
 {
+    /* an option given to the wrong command is named as such, whichever
+     * place it takes ("trim --repair 1G" said only that 1G was unexpected) */
+    for (int i = 0; i < argc; i++)
+        if (!strncmp(argv[i], "--", 2))
+            return usage_error("trim: unknown option '%s' (trim takes SIZE only)", argv[i]);
     if (argc < 1)
         return usage_error("trim: missing SIZE (e.g. meshfs-cache trim 500M)");
     if (argc > 1)

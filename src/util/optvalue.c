@@ -27,10 +27,12 @@ static const char *decimal(const char *s, double *v)
 
 void mfs_optv_size_text(uint64_t v, char *buf, unsigned n)
 {
-    static const char units[] = "KMGTPE";
+    /* the suffixes mfs_optv_size reads, so a limit it prints can be given
+     * back ("at most 16E" named a suffix no option takes) */
+    static const char units[] = "KMGT";
     int u = -1;
     double x = (double)v;
-    while (x >= 1024 && u < 5) {
+    while (x >= 1024 && u < 3) {
         x /= 1024;
         u++;
     }

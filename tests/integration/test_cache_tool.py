@@ -303,6 +303,8 @@ class CacheTool(TreeCase):
             (["trim", "12abc"], "12abc"),
             (["trim", "-5"], "-5"),
             (["trim", "1G", "2G"], "'2G'"),
+            # another command's option, named as such wherever it stands
+            (["trim", "--repair", "1G"], "trim: unknown option '--repair' (trim takes SIZE only)"),
             (["stats", "extra"], "'extra'"),
             (["clear", "now"], "'now'"),
             (["verify", "--fix"], "--fix"),
