@@ -6,7 +6,6 @@
  * options already taken out).  Adding one is a row and a function.  The
  * cache-layer work is in src/cache/ (cache_admin.h); this file parses,
  * opens and prints. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -417,24 +416,8 @@ static int cmd_warm(tool *t, int argc, char **argv)
         return usage_error("warm: %s", "--remote-*: given without --remote URL");
     rcfg.log = remote_log;
     cfg.remote = rcfg.url ? &rcfg : NULL;
-    /* the cache a mount would make if there is none (or an empty folder);
-     * never a folder meshfs did not make */
-    const char *dir = t->dir;
-    if (!dir && mfs_cache_default_dir(t->dirbuf, sizeof t->dirbuf, &err) == 0)
-        dir = t->dirbuf;
-    DIR *d = dir && !mfs_cache_is_ours(dir) ? opendir(dir) : NULL;
-    if (d) {
-        struct dirent *e;
-        int empty = 1;
-        while (empty && (e = readdir(d)))
-            empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
-        closedir(d);
-        if (!empty) {
-            fprintf(stderr, "meshfs-cache: %s: not a meshfs cache (no CACHEDIR.TAG written by "
-                            "meshfs); not touching it\n", dir);
-            return EXIT_CACHE;
-        }
-    }
+    /* the cache a mount would make if there is none; a folder meshfs did
+     * not make is refused when the engine opens it (src/cache/claim.c) */
     if (!mfs_model_extensions(&err)) {
         fprintf(stderr, "meshfs-cache: %s\n", err.msg);
         return EXIT_CACHE;

@@ -378,7 +378,8 @@ class SharedWithTheMount(Base):
             f.write("keep")
         p = run([tool("meshfs-cache"), "--cache-dir", mine, "warm", self.src])
         self.assertEqual(p.returncode, 3, p.stderr)
-        self.assertIn("not a meshfs cache", p.stderr)
+        self.assertIn(f"meshfs-cache: warm: cache: {mine} holds files meshfs did not make "
+                      "('notes.txt')", p.stderr)
         self.assertEqual(os.listdir(mine), ["notes.txt"])
 
 
