@@ -97,6 +97,18 @@ void mfs_plan_init(mfs_plan *p, unsigned flags, const char *prog, FILE *warn);
  * refused item, so it counts as failed).  Dies only on out of memory. */
 void mfs_plan_add_input(mfs_plan *p, const char *in);
 void mfs_plan_free(mfs_plan *p);
+void mfs_plan_item_clear(mfs_plan_item *it);
+
+/* ---- clash.c --------------------------------------------------------- */
+
+/* Inputs that overlap (clash.c).  Several inputs merge under one output
+ * folder, so two of them can plan models with the same view names: the
+ * same file named twice (a folder and a file in it, or one folder twice)
+ * is planned once, at its first place; a different file whose views would
+ * take the names of an earlier input's is refused, naming that one, rather
+ * than written over it by whichever thread ends last.  Returns the number
+ * refused.  Dies only on out of memory. */
+size_t mfs_plan_settle(mfs_plan *p);
 
 /* ---- engine.c -------------------------------------------------------- */
 

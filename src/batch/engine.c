@@ -53,6 +53,11 @@ struct mfs_batch {
     int private_dir;
     pthread_mutex_t lock;
     root *roots;
+    /* --no-cache: the model paths being resolved (removes_filed), and a
+     * signal when one ends */
+    const char **busy;
+    size_t nbusy, busy_cap;
+    pthread_cond_t busy_ended;
     mfs_jobdirs *jobdirs; /* worker output directories, kept between runs */
     mfs_remote *remote; /* cfg.remote's client, or NULL */
 };
@@ -90,6 +95,66 @@ static void note_filed(const mfs_cache_key *k, int model)
 static int removes_filed(const mfs_batch *b)
 {
     return b->private_dir && !(b->remote && !b->cfg.remote->read_only);
+}
+
+/* Keys hold a model's path under its input, not the input's own, so two
+ * inputs' models at the same path can share entries (a model entry when
+ * their bytes are the same).  When each model's entries are removed as
+ * soon as it is resolved, one of them could remove what the other is
+ * reading: so they are resolved one after the other.  Returns 0, or -1
+ * on out of memory (then resolved beside it, as before). */
+static int busy_enter(mfs_batch *b, const char *model)
+{
+    pthread_mutex_lock(&b->lock);
+    for (size_t i = 0; i < b->nbusy;) {
+        if (strcmp(b->busy[i], model)) {
+            i++;
+            continue;
+        }
+        pthread_cond_wait(&b->busy_ended, &b->lock);
+        i = 0;
+    }
+    if (b->nbusy == b->busy_cap) {
+        size_t cap = b->busy_cap ? b->busy_cap * 2 : 8;
+        const char **v = realloc(b->busy, cap * sizeof *v);
+        if (!v) {
+            pthread_mutex_unlock(&b->lock);
+            return -1;
+        }
+        b->busy = v;
+        b->busy_cap = cap;
+    }
+    b->busy[b->nbusy++] = model;
+    pthread_mutex_unlock(&b->lock);
+    return 0;
+}
+
+/* Test builds only (-Dtest_hooks=true): a resolve of a model under a root
+ * whose path holds the variable's text waits ms first, so that a race
+ * between two resolves happens on every run of its test. */
+static void test_hold(const char *var, const char *rootpath, unsigned ms)
+{
+#ifdef MESHFS_TEST_HOOKS
+    const char *v = getenv(var);
+    if (v && *v && strstr(rootpath, v))
+        usleep(ms * 1000u);
+#else
+    (void)var;
+    (void)rootpath;
+    (void)ms;
+#endif
+}
+
+static void busy_leave(mfs_batch *b, const char *model)
+{
+    pthread_mutex_lock(&b->lock);
+    for (size_t i = 0; i < b->nbusy; i++)
+        if (b->busy[i] == model) {
+            b->busy[i] = b->busy[--b->nbusy];
+            break;
+        }
+    pthread_cond_broadcast(&b->busy_ended);
+    pthread_mutex_unlock(&b->lock);
 }
 
 /* --no-cache's private cache holds a model's entries only while it is
@@ -393,6 +458,7 @@ int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
     b->cfg = *cfg;
     b->key_formats = cfg->formats | (cfg->formats & MFS_FMT_LGEPKG_BIT ? MFS_LGEPKG_NEEDS : 0);
     pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->busy_ended, NULL);
     mfs_cache_config cc = {.dir = cfg->cache_dir, .flags = cfg->no_cap ? MFS_CACHE_NO_CAP : 0};
     if (cfg->no_cache) {
         const char *t = getenv("TMPDIR");
@@ -460,6 +526,8 @@ void mfs_batch_close(mfs_batch *b)
     if (b->private_dir)
         nftw(b->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     pthread_mutex_destroy(&b->lock);
+    pthread_cond_destroy(&b->busy_ended);
+    free(b->busy);
     free(b);
 }
 
@@ -511,6 +579,8 @@ int mfs_batch_resolve(mfs_batch *b, const char *rootpath, const char *model, con
     root *r = get_root(b, rootpath, err);
     if (!r)
         return -1;
+    test_hold("MESHFS_TEST_BATCH_HOLD_START", rootpath, 300);
+    int serial = removes_filed(b) && busy_enter(b, model) == 0;
     tl.res = res;
     int failed_model = 0;
     unsigned views = mfs_batch_views(b);
@@ -540,8 +610,11 @@ int mfs_batch_resolve(mfs_batch *b, const char *rootpath, const char *model, con
     res->remembered = failed_model && !res->converted;
     if (!res->have_report)
         load_report(r, model, res);
+    test_hold("MESHFS_TEST_BATCH_HOLD_END", rootpath, 1000);
     if (b->private_dir)
         remove_filed(b);
+    if (serial)
+        busy_leave(b, model);
     return 0;
 }
 

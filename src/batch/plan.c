@@ -490,21 +490,25 @@ void mfs_plan_add_input(mfs_plan *p, const char *in)
     free(copy);
 }
 
+void mfs_plan_item_clear(mfs_plan_item *it)
+{
+    free(it->root);
+    free(it->model);
+    free(it->shown);
+    free(it->outdir);
+    free(it->base);
+    free(it->fmi_model);
+    free(it->refused);
+    for (size_t w = 0; w < it->nwarnings; w++)
+        free(it->warnings[w]);
+    free(it->warnings);
+    memset(it, 0, sizeof *it);
+}
+
 void mfs_plan_free(mfs_plan *p)
 {
-    for (size_t i = 0; i < p->n; i++) {
-        mfs_plan_item *it = &p->v[i];
-        free(it->root);
-        free(it->model);
-        free(it->shown);
-        free(it->outdir);
-        free(it->base);
-        free(it->fmi_model);
-        free(it->refused);
-        for (size_t w = 0; w < it->nwarnings; w++)
-            free(it->warnings[w]);
-        free(it->warnings);
-    }
+    for (size_t i = 0; i < p->n; i++)
+        mfs_plan_item_clear(&p->v[i]);
     free(p->v);
     for (size_t i = 0; i < p->nnotes; i++) {
         free(p->notes[i].path);

@@ -657,6 +657,7 @@ int main(int argc, char **argv)
                   "meshfs-convert", stderr);
     for (int i = optind; i < argc; i++)
         mfs_plan_add_input(&b.plan, argv[i]);
+    mfs_plan_settle(&b.plan);
     b.n = b.plan.n;
     b.v = calloc(b.n ? b.n : 1, sizeof *b.v);
     if (!b.v)
