@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "meshfs/cache.h"
 #include "meshfs/err.h"
@@ -90,9 +91,16 @@ typedef struct mfs_plan {
                               or nested too deep (each warned and noted):
                               models in them are missing from v, so a run
                               must not say all is well */
+    int skip_set;          /* a folder the walk never enters (OUTDIR) */
+    dev_t skip_dev;
+    ino_t skip_ino;
 } mfs_plan;
 
 void mfs_plan_init(mfs_plan *p, unsigned flags, const char *prog, FILE *warn);
+/* The walk never enters the folder at path, reached by any name (a
+ * meshfs-convert OUTDIR inside an INPUT folder: its outputs are never
+ * inputs).  Nothing if path does not exist. */
+void mfs_plan_skip_folder(mfs_plan *p, const char *path);
 /* A file or folder as given on the command line (a missing one becomes a
  * refused item, so it counts as failed).  Dies only on out of memory. */
 void mfs_plan_add_input(mfs_plan *p, const char *in);

@@ -94,6 +94,22 @@ void mfs_plan_init(mfs_plan *p, unsigned flags, const char *prog, FILE *warn)
     p->warn = warn;
 }
 
+void mfs_plan_skip_folder(mfs_plan *p, const char *path)
+{
+    struct stat st;
+    p->skip_set = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    if (p->skip_set) {
+        p->skip_dev = st.st_dev;
+        p->skip_ino = st.st_ino;
+    }
+}
+
+static int skipped(const mfs_plan *p, const struct stat *st)
+{
+    return p->skip_set && S_ISDIR(st->st_mode) && st->st_dev == p->skip_dev &&
+           st->st_ino == p->skip_ino;
+}
+
 static void warn(const mfs_plan *p, const char *path, const char *text)
 {
     if (!p->warn)
@@ -389,7 +405,8 @@ static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char 
                 add_note(p, full, hidden);
             else
                 copy_link(p, full, odst); /* shown as a link, never followed */
-        } else if (have && stat(full, &st) == 0) {
+        } else if (have && stat(full, &st) == 0 && !skipped(p, &st)) {
+            /* (OUTDIR is skipped: what a run wrote is never an input) */
             const char *refused = link && S_ISDIR(st.st_mode) ? link_refusal(root, path, full) : NULL;
             /* links between sibling folders pass link_refusal and would
              * go round until the depth bound */

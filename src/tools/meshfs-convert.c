@@ -627,6 +627,46 @@ static void no_model_found(char **inputs, int n)
     fputs(" (a model is a file with a model extension, such as .obj, .fbx or .gltf)\n", stderr);
 }
 
+/* 1 if a and b name the same folder. */
+static int same_folder(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && S_ISDIR(sa.st_mode) &&
+           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* OUTDIR may not be an INPUT folder, nor the folder of an INPUT file: the
+ * views would land beside the models, and the next run would name the
+ * models' views after the views it finds there (naming.md), so every run
+ * would add files.  An OUTDIR inside an INPUT folder is fine: the walk
+ * does not enter it (mfs_plan_skip_folder). */
+static void check_outdir(const char *out, char **inputs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        char *dir = xstrdup(inputs[i]), *slash = strrchr(dir, '/');
+        if (stat(inputs[i], &st) == 0 && !S_ISDIR(st.st_mode)) {
+            if (slash)
+                slash[slash == dir] = '\0';
+            else
+                snprintf(dir, strlen(dir) + 1, ".");
+        }
+        int same = same_folder(out, dir);
+        free(dir);
+        if (same) {
+            char q[PATH_MAX + 64], q2[PATH_MAX + 64];
+            fprintf(stderr, "meshfs-convert: OUTDIR %s is %s %s: the views would be written "
+                            "beside the models, and a second run would take them for real "
+                            "files; give another folder (one inside INPUT is fine: it is "
+                            "never read as input)\n",
+                    mfs_batch_quote(out, q, sizeof q),
+                    S_ISDIR(st.st_mode) ? "the INPUT folder" : "the folder of INPUT",
+                    mfs_batch_quote(inputs[i], q2, sizeof q2));
+            exit(2);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     batch b;
@@ -655,6 +695,8 @@ int main(int argc, char **argv)
     mfs_plan_init(&b.plan, (b.lowercase_names ? MFS_PLAN_LOWERCASE : 0) |
                                (b.copy_other ? MFS_PLAN_MOUNT_VIEW : 0),
                   "meshfs-convert", stderr);
+    check_outdir(b.out_root, argv + optind, argc - optind);
+    mfs_plan_skip_folder(&b.plan, b.out_root);
     for (int i = optind; i < argc; i++)
         mfs_plan_add_input(&b.plan, argv[i]);
     mfs_plan_settle(&b.plan);
