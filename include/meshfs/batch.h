@@ -214,6 +214,18 @@ int mfs_batch_write_hit(const mfs_cache_hit *hit, const char *dst, int *unchange
 int mfs_batch_copy_file(const char *src, const char *dst, int *unchanged, mfs_err *err);
 /* A symbolic link dst -> target, unless dst already is one. */
 int mfs_batch_make_link(const char *target, const char *dst, int *unchanged, mfs_err *err);
+/* Temporary names in the output tree (OUTDIR/.meshfs-*): mkstemp and
+ * mkdtemp that note the name, removed if a signal stops the run, until
+ * mfs_batch_tmp_forget (once it is renamed or removed).  A noted folder
+ * holds only files. */
+int mfs_batch_mkstemp(char *tmpl);
+char *mfs_batch_mkdtemp(char *tmpl);
+void mfs_batch_tmp_forget(const char *path);
+/* SIGINT, SIGTERM and SIGHUP are blocked in this thread, so in every
+ * thread started after it, and taken by a thread that removes the noted
+ * temporary names, then ends the process by the same signal.  Call
+ * before any other thread starts (-1 and err if it cannot). */
+int mfs_batch_clean_on_signal(mfs_err *err);
 /* mkdir -p (0755, less the umask). */
 int mfs_batch_mkdirs(const char *path);
 

@@ -6,14 +6,19 @@
  * Comparing costs a read of the old file, which is far cheaper than the
  * network copy or rebuild it saves.  Everything else is written to a
  * temporary name beside dst and renamed over it, so a reader never sees a
- * half-written file and an interrupted run leaves the old one.  A view
+ * half-written file and an interrupted run leaves the old one.  Each
+ * temporary name is noted while it exists, and a run stopped by SIGINT,
+ * SIGTERM or SIGHUP removes them before it ends (mfs_batch_clean_on_signal):
+ * no partial file stays in OUTDIR for an `rsync -a` to ship.  A view
  * that is its cache entry's whole file shares its extents where the file
  * system can (clone_whole). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/fs.h>
+#include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +47,136 @@ static mode_t file_mode(void)
 {
     pthread_once(&umask_once, read_umask);
     return umask_mode;
+}
+
+/* ---- temporary names, removed when a signal stops the run ---- */
+
+typedef struct tmp_name {
+    struct tmp_name *next;
+    int dir;
+    char path[];
+} tmp_name;
+
+/* Held from a name's creation to its noting, and by the signal thread
+ * from the signal to the end: no name is made that it does not remove. */
+static pthread_mutex_t tmp_mu = PTHREAD_MUTEX_INITIALIZER;
+static tmp_name *tmp_names;
+
+/* Under tmp_mu.  Out of memory: not noted (only left behind on a signal). */
+static void tmp_note(const char *path, int dir)
+{
+    size_t n = strlen(path) + 1;
+    tmp_name *t = malloc(sizeof *t + n);
+    if (!t)
+        return;
+    t->dir = dir;
+    memcpy(t->path, path, n);
+    t->next = tmp_names;
+    tmp_names = t;
+}
+
+void mfs_batch_tmp_forget(const char *path)
+{
+    pthread_mutex_lock(&tmp_mu);
+    for (tmp_name **p = &tmp_names; *p; p = &(*p)->next)
+        if (!strcmp((*p)->path, path)) {
+            tmp_name *t = *p;
+            *p = t->next;
+            free(t);
+            break;
+        }
+    pthread_mutex_unlock(&tmp_mu);
+}
+
+int mfs_batch_mkstemp(char *tmpl)
+{
+    pthread_mutex_lock(&tmp_mu);
+    int fd = mkstemp(tmpl);
+    if (fd >= 0)
+        tmp_note(tmpl, 0);
+    pthread_mutex_unlock(&tmp_mu);
+    return fd;
+}
+
+char *mfs_batch_mkdtemp(char *tmpl)
+{
+    pthread_mutex_lock(&tmp_mu);
+    char *d = mkdtemp(tmpl);
+    if (d)
+        tmp_note(tmpl, 1);
+    pthread_mutex_unlock(&tmp_mu);
+    return d;
+}
+
+/* A symbolic link at a temporary name: 0, or -1 with errno. */
+static int tmp_symlink(const char *target, const char *tmp)
+{
+    pthread_mutex_lock(&tmp_mu);
+    int rc = symlink(target, tmp);
+    if (rc == 0)
+        tmp_note(tmp, 0);
+    pthread_mutex_unlock(&tmp_mu);
+    return rc;
+}
+
+/* A temporary folder holds only files (the package's views). */
+static void remove_tmp_dir(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+    char sub[PATH_MAX];
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) < (int)sizeof sub)
+            unlink(sub);
+    if (d)
+        closedir(d);
+    rmdir(path);
+}
+
+static sigset_t stop_signals;
+
+/* Waits for a stop signal; removes every temporary name (files first,
+ * then the folders that held them), then ends the process by that signal,
+ * as it would have ended without this thread. */
+static void *clean_on_signal(void *arg)
+{
+    (void)arg;
+    int sig;
+    while (sigwait(&stop_signals, &sig) != 0)
+        ;
+    pthread_mutex_lock(&tmp_mu); /* never released: no name is made now */
+    for (int dirs = 0; dirs < 2; dirs++)
+        for (tmp_name *t = tmp_names; t; t = t->next)
+            if (t->dir == dirs) {
+                if (dirs)
+                    remove_tmp_dir(t->path);
+                else
+                    unlink(t->path);
+            }
+    signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+    raise(sig);
+    _exit(128 + sig);
+}
+
+int mfs_batch_clean_on_signal(mfs_err *err)
+{
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGHUP);
+    int e = pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    pthread_t t;
+    if (!e)
+        e = pthread_create(&t, NULL, clean_on_signal, NULL);
+    if (e)
+        return mfs_errf(err, "cannot watch for signals: %s", strerror(e));
+    pthread_detach(t);
+    return 0;
 }
 
 /* 1 if the file at dst holds exactly `len` bytes equal to src's from off. */
@@ -92,7 +227,7 @@ static int write_bytes(int src, uint64_t off, uint64_t len, const char *dst, mfs
     if (snprintf(tmp, sizeof tmp, "%.*s.meshfs-tmp-XXXXXX", slash ? (int)(slash - dst + 1) : 0,
                  dst) >= (int)sizeof tmp)
         return mfs_errf(err, "%s", strerror(ENAMETOOLONG));
-    int fd = mkstemp(tmp);
+    int fd = mfs_batch_mkstemp(tmp);
     if (fd < 0)
         return mfs_errf(err, "%s", strerror(errno));
     uint64_t done = clone_whole(src, off, len, fd) ? len : 0;
@@ -127,6 +262,7 @@ static int write_bytes(int src, uint64_t off, uint64_t len, const char *dst, mfs
         rc = mfs_errf(err, "%s", strerror(errno));
     if (rc < 0)
         unlink(tmp);
+    mfs_batch_tmp_forget(tmp);
     return rc;
 }
 
@@ -167,17 +303,16 @@ int mfs_batch_make_link(const char *target, const char *dst, int *unchanged, mfs
     char tmp[PATH_MAX];
     for (int attempt = 0; attempt < 100; attempt++) {
         snprintf(tmp, sizeof tmp, "%s.meshfs-tmp-%d-%d", dst, (int)getpid(), attempt);
-        if (symlink(target, tmp) == 0)
+        if (tmp_symlink(target, tmp) == 0)
             break;
         if (errno != EEXIST)
             return mfs_errf(err, "%s", strerror(errno));
     }
-    if (rename(tmp, dst) < 0) {
-        int e = errno;
+    int rc = rename(tmp, dst) < 0 ? mfs_errf(err, "%s", strerror(errno)) : 0;
+    if (rc < 0)
         unlink(tmp);
-        return mfs_errf(err, "%s", strerror(e));
-    }
-    return 0;
+    mfs_batch_tmp_forget(tmp);
+    return rc;
 }
 
 int mfs_batch_mkdirs(const char *path)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "convert_lgepkg.h"
+#include "meshfs/batch.h"
 
 static int by_dir_then_base(const void *a, const void *b)
 {
@@ -140,7 +141,7 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
     int fd = -1;
     if (rc == 0) {
         snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, MFS_LGEPKG_FILE_NAME);
-        fd = mkstemp(tmp);
+        fd = mfs_batch_mkstemp(tmp);
         if (fd < 0)
             rc = mfs_errf(&err, "%s: %s", tmp, strerror(errno));
     }
@@ -167,6 +168,7 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
             rc = mfs_errf(&err, "%s: %s", path, strerror(errno));
         if (rc < 0)
             unlink(tmp);
+        mfs_batch_tmp_forget(tmp);
     }
     if (rc < 0)
         fprintf(stderr, "meshfs-convert: %s: %s\n", path, err.msg);

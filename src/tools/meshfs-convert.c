@@ -111,7 +111,7 @@ static int pkg_view(item *it, const mfs_cache_hit *hit, const char *name, mfs_er
     if (!it->pkg_tmp) {
         char tmp[PATH_MAX];
         snprintf(tmp, sizeof tmp, "%s/.meshfs-XXXXXX", it->outdir);
-        if (!mkdtemp(tmp))
+        if (!mfs_batch_mkdtemp(tmp))
             return mfs_errf(err, "%s: %s", it->outdir, strerror(errno));
         it->pkg_tmp = xstrdup(tmp);
     }
@@ -280,7 +280,9 @@ static size_t write_packages(const batch *b)
     }
     size_t failed = mfs_convert_packages(in, n, b->lgepkg_name, b->lgepkg_version,
                                          b->lowercase_names, b->quiet || b->tty ? NULL : stdout);
-    for (size_t i = 0; i < b->n; i++) {
+    /* the last made first: each is then found near the head of the
+     * noted names (mfs_batch_tmp_forget) */
+    for (size_t i = b->n; i-- > 0;) {
         const item *it = &b->v[i];
         if (!it->pkg_tmp)
             continue;
@@ -291,6 +293,7 @@ static size_t write_packages(const batch *b)
             unlink(path);
         }
         rmdir(it->pkg_tmp);
+        mfs_batch_tmp_forget(it->pkg_tmp);
     }
     for (size_t i = 0; i < b->n * MFS_LGEPKG_CHUNKS; i++)
         free(paths[i]);
@@ -685,6 +688,9 @@ int main(int argc, char **argv)
         die("%s", "--no-cache and --cache-dir: choose one");
     mfs_nofile_raise(); /* -j workers, each with its pipes and outputs */
     mfs_err err;
+    /* before any thread: a ^C leaves no temporary file in OUTDIR */
+    if (mfs_batch_clean_on_signal(&err) < 0)
+        die("%s", err.msg);
     if (!mfs_model_extensions(&err))
         die("%s", err.msg);
     const char *sandbox = mfs_worker_sandbox_warning();

@@ -1,8 +1,12 @@
 """meshfs-convert where a build pipeline puts it: OUTDIR inside, or equal
 to, an INPUT folder; a run stopped by a signal."""
 import os
+import random
+import signal
+import struct
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -49,6 +53,75 @@ class OutdirInInput(Base):
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("is the folder of INPUT cone.ply", p.stderr)
         self.assertEqual(tree(self.src), before)
+
+
+def big_stl(path, triangles, seed):
+    """A binary STL whose views take a while to write (the .dem is ~250 B a
+    triangle), so a signal can land while one is half written."""
+    r = random.Random(seed)
+    tri = struct.Struct("<12fH")
+    with open(path, "wb") as f:
+        f.write(b"\0" * 80 + struct.pack("<I", triangles))
+        f.write(b"".join(tri.pack(0, 0, 1, *(r.random() for _ in range(9)), 0)
+                         for _ in range(triangles)))
+
+
+def hidden(root):
+    return sorted(os.path.relpath(os.path.join(d, n), root)
+                  for d, ds, fs in os.walk(root) for n in ds + fs if n.startswith("."))
+
+
+class Interrupted(Base):
+    """A run stopped by ^C or kill: it wrote each file to a temporary name
+    and renamed it, so no final name is ever partial, but the temporary
+    files (.meshfs-tmp-*, .meshfs-*/ of the package's views,
+    .game_resources.lgepkg.*) stayed in OUTDIR, half written, for
+    `rsync -a build/ server:` to ship, and no later run removed them."""
+
+    def setUp(self):
+        super().setUp()
+        self.big = os.path.join(self.tmp, "big")
+        os.mkdir(self.big)
+        for k in range(4):
+            big_stl(os.path.join(self.big, f"m{k}.stl"), 150000, k)
+
+    def stop_while_writing(self, sig, args, temp):
+        """Runs meshfs-convert over big/ and sends sig once a name starting
+        with temp is in OUTDIR; returns (returncode, OUTDIR)."""
+        out = os.path.join(self.tmp, f"out-{sig}-{temp}")
+        argv = [tool("meshfs-convert"), "--no-cache", "-j", "2", "-o", out] + args + [self.big]
+        for _ in range(5):  # a run that ended before the signal: again
+            p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            seen = False
+            while p.poll() is None and not seen:
+                seen = os.path.isdir(out) and any(n.startswith(temp) for n in os.listdir(out))
+                if seen:
+                    p.send_signal(sig)
+                else:
+                    time.sleep(0.0005)
+            p.wait(timeout=600)
+            if seen:
+                return p.returncode, out
+        self.fail(f"never saw {temp}* in {out}")
+
+    def test_signal_leaves_no_temporary_file(self):
+        full = os.path.join(self.tmp, "full")
+        for args in ([], ["-f", "gmf,lgepkg"]):
+            p = subprocess.run([tool("meshfs-convert"), "--no-cache", "-q", "-o", full] + args +
+                               [self.big], capture_output=True, text=True, timeout=600)
+            self.assertEqual(p.returncode, 0, p.stderr)
+        want = tree(full)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            for args, temp in (([], ".meshfs-tmp-"), (["-f", "gmf,lgepkg"], ".meshfs-"),
+                               (["-f", "gmf,lgepkg"], ".game_resources.lgepkg.")):
+                with self.subTest(sig=sig.name, temp=temp):
+                    rc, out = self.stop_while_writing(sig, args, temp)
+                    # ended by the signal, as before
+                    self.assertEqual(rc, -sig)
+                    self.assertEqual(hidden(out), [])
+                    # what has its final name is whole
+                    for rel, v in tree(out).items():
+                        self.assertEqual(v, want[rel], rel)
 
 
 if __name__ == "__main__":
