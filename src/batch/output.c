@@ -219,8 +219,21 @@ static int clone_whole(int src, uint64_t off, uint64_t len, int fd)
            ioctl(fd, FICLONE, src) == 0;
 }
 
-/* Writes len bytes of src from off to dst through a temporary name. */
-static int write_bytes(int src, uint64_t off, uint64_t len, const char *dst, mfs_err *err)
+/* 1 if the file open at fd is no longer as was says (written since). */
+static int changed(int fd, const struct stat *was)
+{
+    struct stat now;
+    return fstat(fd, &now) < 0 || now.st_size != was->st_size ||
+           now.st_mtim.tv_sec != was->st_mtim.tv_sec ||
+           now.st_mtim.tv_nsec != was->st_mtim.tv_nsec ||
+           now.st_ctim.tv_sec != was->st_ctim.tv_sec || now.st_ctim.tv_nsec != was->st_ctim.tv_nsec;
+}
+
+/* Writes len bytes of src from off to dst through a temporary name.  With
+ * was (src's stat before), bytes written while they were read are a
+ * failure, not a copy mixing old and new bytes. */
+static int write_bytes(int src, uint64_t off, uint64_t len, const struct stat *was,
+                       const char *dst, mfs_err *err)
 {
     char tmp[PATH_MAX];
     const char *slash = strrchr(dst, '/');
@@ -254,6 +267,8 @@ static int write_bytes(int src, uint64_t off, uint64_t len, const char *dst, mfs
         done += (uint64_t)r;
     }
     free(buf);
+    if (rc == 0 && was && changed(src, was))
+        rc = mfs_errf(err, "changed while it was copied (not copied; run again)");
     if (rc == 0 && fchmod(fd, file_mode()) < 0)
         rc = mfs_errf(err, "%s", strerror(errno));
     if (close(fd) < 0 && rc == 0)
@@ -269,7 +284,7 @@ static int write_bytes(int src, uint64_t off, uint64_t len, const char *dst, mfs
 int mfs_batch_write_hit(const mfs_cache_hit *hit, const char *dst, int *unchanged, mfs_err *err)
 {
     *unchanged = same_bytes(hit->fd, hit->offset, hit->length, dst);
-    return *unchanged ? 0 : write_bytes(hit->fd, hit->offset, hit->length, dst, err);
+    return *unchanged ? 0 : write_bytes(hit->fd, hit->offset, hit->length, NULL, dst, err);
 }
 
 int mfs_batch_copy_file(const char *src, const char *dst, int *unchanged, mfs_err *err)
@@ -283,7 +298,7 @@ int mfs_batch_copy_file(const char *src, const char *dst, int *unchanged, mfs_er
         return mfs_errf(err, "%s", strerror(e));
     }
     *unchanged = same_bytes(fd, 0, (uint64_t)st.st_size, dst);
-    int rc = *unchanged ? 0 : write_bytes(fd, 0, (uint64_t)st.st_size, dst, err);
+    int rc = *unchanged ? 0 : write_bytes(fd, 0, (uint64_t)st.st_size, &st, dst, err);
     close(fd);
     return rc;
 }

@@ -6,6 +6,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -122,6 +123,43 @@ class Interrupted(Base):
                     # what has its final name is whole
                     for rel, v in tree(out).items():
                         self.assertEqual(v, want[rel], rel)
+
+
+class CopyOtherSourceChanging(Base):
+    def test_file_written_while_copied_is_not_copied(self):
+        # a texture rewritten in place (same size) by an exporter while
+        # --copy-other copied it: the copy mixed its old and new bytes,
+        # under its final name, and the run exited 0
+        tex = os.path.join(self.src, "props", "baked.bin")
+        chunk = 1 << 20
+        with open(tex, "wb") as f:
+            f.write(b"A" * (100 * chunk))
+        stop = threading.Event()
+
+        def rewrite():
+            k = 0
+            while not stop.is_set():
+                with open(tex, "r+b") as f:
+                    for _ in range(100):
+                        f.write((b"B" if k % 2 else b"A") * chunk)
+                k += 1
+        t = threading.Thread(target=rewrite)
+        t.start()
+        try:
+            p = self.convert("--copy-other", "-q", src=os.path.join(self.src, "props"))
+        finally:
+            stop.set()
+            t.join()
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(f"{tex} -> {os.path.join(self.tmp, 'out', 'baked.bin')}: changed while it "
+                      "was copied (not copied; run again)\n", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "out", "baked.bin")))
+        self.assertEqual(hidden(os.path.join(self.tmp, "out")), [])
+        # still, run again: whole
+        p = self.convert("--copy-other", "-q", src=os.path.join(self.src, "props"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(tex, "rb") as a, open(os.path.join(self.tmp, "out", "baked.bin"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
 
 
 if __name__ == "__main__":
