@@ -446,6 +446,7 @@ typedef struct mesh_data {
     uint32_t *w_joint;
     float *w_bias;
     uint32_t n_weights;
+    int mirror; /* placement has det < 0: triangles are written (a, c, b) */
 } mesh_data;
 
 static void mesh_data_free(mesh_data *md)
@@ -461,7 +462,7 @@ static void mesh_data_free(mesh_data *md)
 /* Smooth normals for meshes that have none: area-weighted sum of the face
  * normals around each vertex (the cross product's length is twice the
  * area), so the loader gets usable lighting rather than zeros. */
-static void smooth_normals(const mfs_mesh *m, float (*pos)[3], float (*nrm)[3])
+static void smooth_normals(const mfs_mesh *m, float (*pos)[3], float (*nrm)[3], int mirror)
 {
     memset(nrm, 0, sizeof *nrm * m->n_vertices);
     for (uint32_t f = 0; f < m->n_faces; f++) {
@@ -474,6 +475,9 @@ static void smooth_normals(const mfs_mesh *m, float (*pos)[3], float (*nrm)[3])
         n[0] = e1[1] * e2[2] - e1[2] * e2[1];
         n[1] = e1[2] * e2[0] - e1[0] * e2[2];
         n[2] = e1[0] * e2[1] - e1[1] * e2[0];
+        if (mirror) /* the triangle is written (a, c, b): its front is the other side */
+            for (int k = 0; k < 3; k++)
+                n[k] = -n[k];
         for (int c = 0; c < 3; c++)
             for (int k = 0; k < 3; k++)
                 nrm[t[c]][k] += n[k];
@@ -499,6 +503,11 @@ static int place_vertices(const dem_plan *pl, uint32_t mi, int32_t node, mesh_da
     else
         mfs_mat4_identity(&w);
     int ident = mfs_mat4_is_identity(&w);
+    /* A mirroring placement turns counter-clockwise triangles clockwise;
+     * DEM's front faces are counter-clockwise (research/dem_vrt.md,
+     * Topic A, "Winding"), so such a mesh's triangles get two corners
+     * swapped. */
+    md->mirror = !ident && mfs_mat4_det3(&w) < 0;
     if (ident) {
         memcpy(md->pos, m->positions, sizeof *md->pos * m->n_vertices);
     } else {
@@ -506,7 +515,7 @@ static int place_vertices(const dem_plan *pl, uint32_t mi, int32_t node, mesh_da
             mfs_mat4_point(&w, m->positions[v], md->pos[v]);
     }
     if (!m->normals) {
-        smooth_normals(m, md->pos, md->nrm);
+        smooth_normals(m, md->pos, md->nrm, md->mirror);
     } else if (ident) {
         memcpy(md->nrm, m->normals, sizeof *md->nrm * m->n_vertices);
     } else {
@@ -623,7 +632,7 @@ static void write_vertices(const mfs_mesh *m, const mesh_data *md, mfs_sink *out
     }
 }
 
-static void write_triangles(const mfs_mesh *m, mfs_sink *out)
+static void write_triangles(const mfs_mesh *m, int mirror, mfs_sink *out)
 {
     char line[LINE_MAX_BYTES];
     put_count(out, "tris", m->n_faces);
@@ -632,8 +641,8 @@ static void write_triangles(const mfs_mesh *m, mfs_sink *out)
         line[0] = 't';
         char *p = put_uint(line + 1, f);
         p = put_uint(p, t[0]);
-        p = put_uint(p, t[1]);
-        p = put_uint(p, t[2]);
+        p = put_uint(p, t[mirror ? 2 : 1]);
+        p = put_uint(p, t[mirror ? 1 : 2]);
         end_line(out, line, p);
     }
 }
@@ -701,7 +710,7 @@ static int write_mesh(dem_plan *pl, uint32_t mi, int32_t node, mfs_sink *out, mf
     put_named(out, "mat", material_name(s, m, matbuf, sizeof matbuf), "default");
     put_count(out, "verts", m->n_vertices);
     write_vertices(m, &md, out);
-    write_triangles(m, out);
+    write_triangles(m, md.mirror, out);
     if (md.start) {
         write_weights(pl, m, &md, out);
     } else {

@@ -230,6 +230,75 @@ static void test_placement_baked(void **state)
     mfs_scene_free(s);
 }
 
+/* Research (dem_vrt.md, Topic A, "Winding"): DEM front faces are
+ * counter-clockwise, n = (b - a) x (c - a) points out of the solid.  A node
+ * that mirrors (scale -1 on X, det < 0) turns the baked triangles clockwise,
+ * so the writer must swap two corners of each.  Checked on the cube, which is
+ * centred on the origin: every written triangle's (b - a) x (c - a) points
+ * away from the centre and along its corners' normals, with the source's
+ * normals and with normals the writer computes. */
+static void check_dem_outward(const char *t)
+{
+    static float pos[64][3], nrm[64][3];
+    int nv = 0, nt = 0;
+    for (const char *p = t; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        unsigned i, a, b, c;
+        float x[6];
+        if (sscanf(p, "v %u %f %f %f %f %f %f", &i, &x[0], &x[1], &x[2], &x[3], &x[4], &x[5]) == 7) {
+            assert_true(i < 64);
+            memcpy(pos[i], x, sizeof pos[i]);
+            memcpy(nrm[i], x + 3, sizeof nrm[i]);
+            nv++;
+        } else if (sscanf(p, "t %u %u %u %u", &i, &a, &b, &c) == 4) {
+            assert_true(a < 64 && b < 64 && c < 64);
+            float e1[3], e2[3], n[3], cen[3];
+            for (int k = 0; k < 3; k++) {
+                e1[k] = pos[b][k] - pos[a][k];
+                e2[k] = pos[c][k] - pos[a][k];
+                cen[k] = pos[a][k] + pos[b][k] + pos[c][k];
+            }
+            n[0] = e1[1] * e2[2] - e1[2] * e2[1];
+            n[1] = e1[2] * e2[0] - e1[0] * e2[2];
+            n[2] = e1[0] * e2[1] - e1[1] * e2[0];
+            double out = n[0] * cen[0] + n[1] * cen[1] + n[2] * cen[2];
+            if (out <= 0)
+                fail_msg("triangle %u (%u %u %u) is clockwise seen from outside", i, a, b, c);
+            unsigned cs[3] = {a, b, c};
+            for (int k = 0; k < 3; k++) {
+                const float *vn = nrm[cs[k]];
+                if (n[0] * vn[0] + n[1] * vn[1] + n[2] * vn[2] <= 0)
+                    fail_msg("triangle %u faces away from vertex %u's normal", i, cs[k]);
+            }
+            nt++;
+        }
+    }
+    assert_int_equal(nv, 24);
+    assert_int_equal(nt, 12);
+}
+
+static void test_mirror_keeps_ccw(void **state)
+{
+    (void)state;
+    mfs_scene *s = fixture_cube();
+    s->nodes[1].local.m[0] = -1.0f; /* mirror x */
+    char *t = dem_text(s, NULL);
+    check_dem_outward(t);
+    free(t);
+
+    free(s->meshes[0].normals);
+    s->meshes[0].normals = NULL;
+    t = dem_text(s, NULL);
+    check_dem_outward(t);
+    free(t);
+    mfs_scene_free(s);
+
+    s = fixture_cube(); /* the unmirrored cube passes the same check */
+    t = dem_text(s, NULL);
+    check_dem_outward(t);
+    free(t);
+    mfs_scene_free(s);
+}
+
 /* Missing normals are computed (area-weighted face normals; the cube's
  * vertices each touch one face, so exactly the face normal); colours come
  * from the colour set, alpha dropped. */
@@ -762,6 +831,7 @@ int main(void)
         cmocka_unit_test(test_model_name),
         cmocka_unit_test(test_names_sanitised),
         cmocka_unit_test(test_placement_baked),
+        cmocka_unit_test(test_mirror_keeps_ccw),
         cmocka_unit_test(test_computed_normals_and_colours),
         cmocka_unit_test(test_skips_non_triangles),
         cmocka_unit_test(test_strip_header_and_joints),
