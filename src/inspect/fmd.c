@@ -50,6 +50,7 @@ typedef struct fmd_mesh {
     fmd_str name;
     const uint8_t *pos;
     uint32_t nv;
+    uint32_t nb; /* bone records */
 } fmd_mesh;
 
 typedef struct fmd_node {
@@ -312,11 +313,12 @@ static void check_weights(fmd *f, const char *mesh, uint32_t nv, const weights *
                     FGE_MAX_INFLUENCES);
 }
 
-static int read_bones(fmd *f, const char *mesh, uint32_t nv)
+static int read_bones(fmd *f, const char *mesh, uint32_t nv, uint32_t *nb_out)
 {
     uint32_t nb;
     if (mfs_cur_count(f->r, &f->c, MIN_BONE, "bones", &nb))
         return -1;
+    *nb_out = nb;
     if (nb == 0)
         return 0;
     if (nb > FGE_MAX_BONES)
@@ -348,7 +350,7 @@ static int read_mesh(fmd *f, fmd_mesh *m)
     f->r->sum->vertices += m->nv;
     check_positions(f, name, m->pos, m->nv);
     if (read_faces(f, name, m->nv) || read_texcoords(f, name, m->nv) ||
-        read_normals(f, name, m->nv) || read_bones(f, name, m->nv))
+        read_normals(f, name, m->nv) || read_bones(f, name, m->nv, &m->nb))
         return -1;
     return 0;
 }
@@ -457,17 +459,70 @@ static int visible(fmd_str name)
     return 1;
 }
 
+/* FGE's graphics side (ModelEngine.FromSceneNoGenerate) gives the bones of
+ * the file's mesh record i to model.Meshes[i], a list of the visible meshes
+ * only: a record's bones reach it only when it is visible and no hidden
+ * record precedes it.  Otherwise they go to another mesh, or past the end
+ * of the list and the load fails (research/fmd.md section 1, "Bone weights
+ * as consumed"). */
+static void check_bone_pairing(fmd *f)
+{
+    uint32_t n_visible = 0;
+    for (uint32_t i = 0; i < f->n_meshes; i++)
+        n_visible += (uint32_t)visible(f->meshes[i].name);
+    uint32_t bad = 0, first = 0, seen = 0;
+    for (uint32_t i = 0; i < f->n_meshes; i++) {
+        int v = visible(f->meshes[i].name);
+        if (f->meshes[i].nb && !(v && seen == i) && bad++ == 0)
+            first = i;
+        seen += (uint32_t)v;
+    }
+    if (!bad)
+        return;
+    char name[MFS_SUMMARY_NAME_LEN], other[MFS_SUMMARY_NAME_LEN + 16];
+    mfs_rd_name(name, sizeof name, f->meshes[first].name.s, f->meshes[first].name.n);
+    if (first < n_visible) {
+        uint32_t k = 0, j = 0;
+        for (; j < f->n_meshes; j++)
+            if (visible(f->meshes[j].name) && k++ == first)
+                break;
+        char on[MFS_SUMMARY_NAME_LEN];
+        mfs_rd_name(on, sizeof on, f->meshes[j].name.s, f->meshes[j].name.n);
+        snprintf(other, sizeof other, "'%s'", on);
+    } else {
+        snprintf(other, sizeof other, "of %u: the load fails", n_visible);
+    }
+    mfs_rd_violation(f->r,
+                     "mesh '%s' (record %u) has bones, but FGE gives record %u's bones to "
+                     "visible mesh %u (%s); hidden meshes must come after skinned ones and "
+                     "carry no bones (%u such records)",
+                     name, first, first, first, other, bad);
+}
+
 static void finish(fmd *f)
 {
     int shown = 0;
     float off[3];
     int moved = marker_offset(f, off);
+    const fmd_mesh *first_visible = NULL;
     for (uint32_t i = 0; i < f->n_meshes; i++) {
         mesh_bounds(f, &f->meshes[i], moved ? off : NULL);
         shown |= visible(f->meshes[i].name) && f->meshes[i].nv > 0;
+        if (!first_visible && visible(f->meshes[i].name))
+            first_visible = &f->meshes[i];
     }
-    if (!shown)
+    if (!shown) {
         mfs_rd_violation(f->r, "no visible mesh with vertices (FGE refuses such a model)");
+    } else if (first_visible->nv == 0) {
+        /* ModelHandler.GetBounds: Meshes.First(m => m.IsVisible).Vertices[0] */
+        char name[MFS_SUMMARY_NAME_LEN];
+        mfs_rd_name(name, sizeof name, first_visible->name.s, first_visible->name.n);
+        mfs_rd_violation(f->r,
+                         "first visible mesh '%s' has no vertex (FGE's GetBounds reads "
+                         "its vertex 0; the load fails)",
+                         name);
+    }
+    check_bone_pairing(f);
     finish_bones(f);
     f->r->sum->nodes = f->n_nodes;
 }

@@ -475,6 +475,100 @@ static void test_fmd_check_violations(void **state)
     free(p.p);
 }
 
+/* One mesh record: (0,0,0) (1,0,0) (0,2,0), face 0 1 2, uv, normals +Z;
+ * with `bone`, one bone "root" weighting every vertex 1.0.  nv 0 writes a
+ * record without vertices or faces. */
+static void fmd_mesh_rec(buf *b, const char *name, int nv, int bone)
+{
+    static const float v[9] = {0, 0, 0, 1, 0, 0, 0, 2, 0};
+    static const float uv[6] = {0, 0, 1, 0, 0, 1};
+    static const float n[9] = {0, 0, 1, 0, 0, 1, 0, 0, 1};
+    put_str32(b, name);
+    put_i32(b, nv);
+    put_fs(b, 3 * nv, v);
+    put_i32(b, nv ? 1 : 0);
+    if (nv)
+        put_u32(b, 0), put_u32(b, 1), put_u32(b, 2);
+    put_i32(b, nv);
+    put_fs(b, 2 * nv, uv);
+    put_i32(b, nv);
+    put_fs(b, 3 * nv, n);
+    put_i32(b, bone);
+    if (bone) {
+        put_str32(b, "root");
+        put_i32(b, nv);
+        for (int i = 0; i < nv; i++)
+            put_i32(b, i), put_f32(b, 1.0f);
+        put_fs(b, 16, IDENT);
+    }
+}
+
+/* Two mesh records, then one node "root". */
+static void fmd_two_meshes(buf *b, const char *a, int a_nv, int a_bone, const char *c, int c_nv,
+                           int c_bone)
+{
+    put_fs(b, 16, IDENT);
+    put_i32(b, 2);
+    fmd_mesh_rec(b, a, a_nv, a_bone);
+    fmd_mesh_rec(b, c, c_nv, c_bone);
+    put_str32(b, "root");
+    put_fs(b, 16, IDENT);
+    put_i32(b, 0);
+}
+
+/* research/fmd.md section 1, "Bone weights as consumed": FGE attaches the
+ * bones of the file's mesh i with model.Meshes[i].Bones.Add, and
+ * model.Meshes holds only the visible meshes.  A hidden mesh
+ * (collision*, marker_, norender_) before a skinned mesh puts its bones on
+ * another mesh, or past the end of the list (the load fails); bones on a
+ * hidden mesh land on visible mesh i or past the end.  Section 3:
+ * GetBounds() takes Meshes.First(m => m.IsVisible).Vertices[0], so the first
+ * visible mesh needs a vertex. */
+static void test_fmd_fge_mesh_pairing(void **state)
+{
+    (void)state;
+    mfs_summary s;
+    mfs_err err;
+    buf p = {0};
+
+    /* visible skinned mesh first, hidden mesh after: what meshfs writes */
+    fmd_two_meshes(&p, "body", 3, 1, "collisionconvex_hull", 3, 0);
+    assert_int_equal(fmd_run(&p, 1, &s, &err), 0);
+    free(p.p);
+
+    /* hidden first: body's bones would go to model.Meshes[1], which does
+     * not exist */
+    p = (buf){0};
+    fmd_two_meshes(&p, "Marker_a", 3, 0, "body", 3, 1);
+    assert_int_equal(fmd_run(&p, 0, &s, &err), 0);
+    assert_int_equal(s.n_violations, 1);
+    assert_int_equal(fmd_run(&p, 1, &s, &err), -1);
+    assert_contains(err.msg, "mesh 'body' (record 1) has bones, but FGE gives record 1's bones "
+                             "to visible mesh 1");
+    free(p.p);
+
+    /* bones on a hidden mesh: FGE gives them to visible mesh 0 */
+    p = (buf){0};
+    fmd_two_meshes(&p, "body", 3, 0, "norender_x", 3, 1);
+    assert_int_equal(fmd_run(&p, 1, &s, &err), -1);
+    assert_contains(err.msg, "mesh 'norender_x' (record 1) has bones");
+    free(p.p);
+
+    /* the first visible mesh has no vertex, a later one has */
+    p = (buf){0};
+    fmd_two_meshes(&p, "empty", 0, 0, "body", 3, 0);
+    assert_int_equal(fmd_run(&p, 0, &s, &err), 0);
+    assert_int_equal(fmd_run(&p, 1, &s, &err), -1);
+    assert_contains(err.msg, "first visible mesh 'empty' has no vertex");
+    free(p.p);
+
+    /* a hidden empty mesh first is fine */
+    p = (buf){0};
+    fmd_two_meshes(&p, "collisioncomplex_x", 0, 0, "body", 3, 0);
+    assert_int_equal(fmd_run(&p, 1, &s, &err), 0);
+    free(p.p);
+}
+
 /* ======================================================================
  * .gmf: Leadwerks block tree (seed 001, research/gmf.md).
  */
@@ -1485,6 +1579,7 @@ int main(void)
         cmocka_unit_test(test_fmd_bomb),
         cmocka_unit_test(test_fmd_deep_nesting),
         cmocka_unit_test(test_fmd_check_violations),
+        cmocka_unit_test(test_fmd_fge_mesh_pairing),
         cmocka_unit_test(test_gmf_valid),
         cmocka_unit_test(test_gmf_truncated),
         cmocka_unit_test(test_gmf_bad_counts),
