@@ -209,12 +209,15 @@ static int properties_payload(gmf *g, size_t at, const uint8_t *pl, size_t size,
         return mfs_errf(g->r->err, "offset %zu: PROPERTIES declares %ld pairs but only %zu bytes "
                         "remain in the block", at, (long)count, size - 4);
     size_t off = 4;
+    int64_t broken = 0, first_broken = 0;
     for (int64_t i = 0; i < 2 * (int64_t)count; i++) {
         const uint8_t *nul = memchr(pl + off, 0, size - off);
         if (!nul)
             return mfs_errf(g->r->err, "offset %zu: PROPERTIES string %lld is not terminated "
                             "inside the block", at + HDR + off, (long long)i);
         size_t len = (size_t)(nul - (pl + off));
+        if ((memchr(pl + off, '\r', len) || memchr(pl + off, '\n', len)) && broken++ == 0)
+            first_broken = i;
         if (root && i % 2 == 0 && len == 4 && memcmp(pl + off, "name", 4) == 0 &&
             !g->r->sum->name[0]) {
             const uint8_t *v = nul + 1;
@@ -225,6 +228,12 @@ static int properties_payload(gmf *g, size_t at, const uint8_t *pl, size_t size,
         }
         off += len + 1;
     }
+    /* MemReader::ReadLine stops at NUL, LF or CR (research/gmf.md Q1): the
+     * loader cuts such a string there and misreads the pairs after it. */
+    if (broken)
+        mfs_rd_violation(g->r, "offset %zu: PROPERTIES string %lld holds a CR or LF (Leadwerks "
+                         "reads strings up to NUL, CR or LF; %lld such strings)", at,
+                         (long long)first_broken, (long long)broken);
     if (off != size)
         mfs_rd_violation(g->r, "offset %zu: %zu bytes after the last property", at, size - off);
     return 0;

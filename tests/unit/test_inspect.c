@@ -809,6 +809,30 @@ static void test_gmf_deep_nesting(void **state)
     free(b.p);
 }
 
+/* research/gmf.md Q1: the loader reads PROPERTIES strings with
+ * MemReader::ReadLine, which stops at NUL, LF or CR, so keys and values
+ * must not contain CR or LF (the string is cut there and the pairs after
+ * it are misread). */
+static void test_gmf_property_crlf(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"l\rf", "l\nf"};
+    for (int k = 0; k < 2; k++) {
+        buf b = {0};
+        gmf_sample(&b, 1);
+        uint8_t *at = memmem(b.p, b.n, "leaf", 5);
+        assert_non_null(at);
+        memcpy(at, bad[k], 3); /* same length: sizes stay exact */
+        mfs_summary s;
+        mfs_err err;
+        assert_int_equal(inspect("t.gmf", b.p, b.n, 0, &s, &err), 0);
+        assert_int_equal(s.n_violations, 1);
+        assert_int_equal(inspect("t.mdl", b.p, b.n, 1, &s, &err), -1);
+        assert_contains(err.msg, "PROPERTIES string 1 holds a CR or LF");
+        free(b.p);
+    }
+}
+
 static void test_gmf_check(void **state)
 {
     (void)state;
@@ -1586,6 +1610,7 @@ int main(void)
         cmocka_unit_test(test_gmf_bad_magic_and_version),
         cmocka_unit_test(test_gmf_deep_nesting),
         cmocka_unit_test(test_gmf_check),
+        cmocka_unit_test(test_gmf_property_crlf),
         cmocka_unit_test(test_gmf_rotated_limb_gmf_vs_mdl),
         cmocka_unit_test(test_gmf_mislabeled_color),
         cmocka_unit_test(test_dem_valid),
