@@ -223,8 +223,9 @@ char *mfs_batch_mkdtemp(char *tmpl);
 void mfs_batch_tmp_forget(const char *path);
 /* SIGINT, SIGTERM and SIGHUP are blocked in this thread, so in every
  * thread started after it, and taken by a thread that removes the noted
- * temporary names, then ends the process by the same signal.  Call
- * before any other thread starts (-1 and err if it cannot). */
+ * temporary names, then ends the process by the same signal; one the
+ * process ignores (nohup) is left ignored.  Call before any other thread
+ * starts (-1 and err if it cannot). */
 int mfs_batch_clean_on_signal(mfs_err *err);
 /* mkdir -p (0755, less the umask). */
 int mfs_batch_mkdirs(const char *path);

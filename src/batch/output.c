@@ -165,10 +165,20 @@ static void *clean_on_signal(void *arg)
 
 int mfs_batch_clean_on_signal(mfs_err *err)
 {
+    static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
     sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGHUP);
+    int n = 0;
+    for (size_t i = 0; i < sizeof stops / sizeof *stops; i++) {
+        /* one ignored stays ignored (nohup; a background job's SIGINT):
+         * blocked, it would be queued for sigwait and end the run */
+        struct sigaction sa;
+        if (sigaction(stops[i], NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+            continue;
+        sigaddset(&stop_signals, stops[i]);
+        n++;
+    }
+    if (!n)
+        return 0;
     int e = pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     pthread_t t;
     if (!e)

@@ -125,6 +125,30 @@ class Interrupted(Base):
                         self.assertEqual(v, want[rel], rel)
 
 
+class IgnoredSignals(Base):
+    def test_an_ignored_signal_stays_ignored(self):
+        # `nohup meshfs-convert ...` (SIGHUP ignored), or a background job
+        # of a script (SIGINT ignored): the signal thread blocked them, so
+        # they were queued for its sigwait, and the run ended by the
+        # signal it was started to ignore
+        env = dict(os.environ, MESHFS_TEST_BATCH_HOLD_START="/src",
+                   MESHFS_TEST_BATCH_HOLD_END="/src")  # the run takes 1.3 s at least
+        model = os.path.join(self.src, "props", "tetra.stl")
+        for sig in (signal.SIGHUP, signal.SIGINT):
+            with self.subTest(sig=sig.name):
+                out = os.path.join(self.tmp, "out-" + sig.name)
+                p = subprocess.Popen(
+                    [tool("meshfs-convert"), "--no-cache", "-q", "-f", "gmf", "-o", out, model],
+                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                    preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN))
+                while p.poll() is None:  # from its start to its end
+                    p.send_signal(sig)
+                    time.sleep(0.05)
+                _, err = p.communicate(timeout=600)
+                self.assertEqual(p.returncode, 0, err)
+                self.assertEqual(os.listdir(out), ["tetra.gmf"])
+
+
 class CopyOtherSourceChanging(Base):
     def test_file_written_while_copied_is_not_copied(self):
         # a texture rewritten in place (same size) by an exporter while
