@@ -220,6 +220,9 @@ int mfs_batch_make_link(const char *target, const char *dst, int *unchanged, mfs
  * holds only files. */
 int mfs_batch_mkstemp(char *tmpl);
 char *mfs_batch_mkdtemp(char *tmpl);
+/* The same for a folder of the run's own that holds a tree (--no-cache's
+ * private cache in TMPDIR): removed whole on a signal. */
+char *mfs_batch_mkdtemp_tree(char *tmpl);
 void mfs_batch_tmp_forget(const char *path);
 /* SIGINT, SIGTERM and SIGHUP are blocked in this thread, so in every
  * thread started after it, and taken by a thread that removes the noted

@@ -425,7 +425,8 @@ static root *get_root(mfs_batch *b, const char *path, mfs_err *err)
 /* ---- the batch ---- */
 
 /* --no-cache's private caches are named meshfs-convert-<pid>-XXXXXX, so one
- * left by a run that was killed (^C, SIGKILL: no exit code runs) is found
+ * left by a run that was killed (SIGKILL, or a stop signal that came
+ * before meshfs-convert's signal thread: no exit code runs) is found
  * and removed by the next --no-cache run: ours, and its process gone. */
 static void remove_orphan_private_caches(const char *tmp)
 {
@@ -465,7 +466,7 @@ int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
         remove_orphan_private_caches(t && t[0] ? t : "/tmp");
         snprintf(b->dir, sizeof b->dir, "%s/meshfs-convert-%ld-XXXXXX", t && t[0] ? t : "/tmp",
                  (long)getpid());
-        if (!mkdtemp(b->dir)) {
+        if (!mfs_batch_mkdtemp_tree(b->dir)) {
             mfs_errf(err, "--no-cache: cannot make a private cache in %s: %s", t && t[0] ? t : "/tmp",
                      strerror(errno));
             free(b);
@@ -476,8 +477,10 @@ int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
         cc.max_size = UINT64_MAX / 4; /* nothing is kept, so nothing is evicted */
     }
     if (mfs_cache_open(&cc, &b->cache, err) < 0) {
-        if (b->private_dir)
+        if (b->private_dir) {
             rmdir(b->dir);
+            mfs_batch_tmp_forget(b->dir);
+        }
         free(b);
         return -1;
     }
@@ -523,8 +526,10 @@ void mfs_batch_close(mfs_batch *b)
     pins_release();
     mfs_jobdirs_free(b->jobdirs);
     mfs_cache_close(b->cache);
-    if (b->private_dir)
+    if (b->private_dir) {
         nftw(b->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        mfs_batch_tmp_forget(b->dir);
+    }
     pthread_mutex_destroy(&b->lock);
     pthread_cond_destroy(&b->busy_ended);
     free(b->busy);

@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <linux/fs.h>
 #include <dirent.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,7 +54,7 @@ static mode_t file_mode(void)
 
 typedef struct tmp_name {
     struct tmp_name *next;
-    int dir;
+    int dir; /* 0 a file, 1 a folder of files, 2 a tree (a private cache) */
     char path[];
 } tmp_name;
 
@@ -98,14 +99,24 @@ int mfs_batch_mkstemp(char *tmpl)
     return fd;
 }
 
-char *mfs_batch_mkdtemp(char *tmpl)
+static char *mkdtemp_noted(char *tmpl, int kind)
 {
     pthread_mutex_lock(&tmp_mu);
     char *d = mkdtemp(tmpl);
     if (d)
-        tmp_note(tmpl, 1);
+        tmp_note(tmpl, kind);
     pthread_mutex_unlock(&tmp_mu);
     return d;
+}
+
+char *mfs_batch_mkdtemp(char *tmpl)
+{
+    return mkdtemp_noted(tmpl, 1);
+}
+
+char *mfs_batch_mkdtemp_tree(char *tmpl)
+{
+    return mkdtemp_noted(tmpl, 2);
 }
 
 /* A symbolic link at a temporary name: 0, or -1 with errno. */
@@ -134,10 +145,18 @@ static void remove_tmp_dir(const char *path)
     rmdir(path);
 }
 
+/* For nftw: removes a tree whole. */
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path), 0;
+}
+
 static sigset_t stop_signals;
 
 /* Waits for a stop signal; removes every temporary name (files first,
- * then the folders that held them), then ends the process by that signal,
+ * then the folders that held them, then the trees), then ends the process by that signal,
  * as it would have ended without this thread. */
 static void *clean_on_signal(void *arg)
 {
@@ -146,10 +165,12 @@ static void *clean_on_signal(void *arg)
     while (sigwait(&stop_signals, &sig) != 0)
         ;
     pthread_mutex_lock(&tmp_mu); /* never released: no name is made now */
-    for (int dirs = 0; dirs < 2; dirs++)
+    for (int dirs = 0; dirs < 3; dirs++)
         for (tmp_name *t = tmp_names; t; t = t->next)
             if (t->dir == dirs) {
-                if (dirs)
+                if (dirs == 2)
+                    nftw(t->path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+                else if (dirs)
                     remove_tmp_dir(t->path);
                 else
                     unlink(t->path);

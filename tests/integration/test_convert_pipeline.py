@@ -149,6 +149,29 @@ class IgnoredSignals(Base):
                 self.assertEqual(os.listdir(out), ["tetra.gmf"])
 
 
+class NoCacheInterrupted(Base):
+    def test_signal_removes_the_private_cache(self):
+        # --no-cache's private cache in TMPDIR (the models in flight, -j of
+        # them: on a tmpfs, memory) was left by a run stopped by a signal,
+        # until a later --no-cache run swept it, if one came
+        tmpdir = os.path.join(self.tmp, "tmpdir")
+        os.mkdir(tmpdir)
+        env = dict(os.environ, TMPDIR=tmpdir, MESHFS_TEST_BATCH_HOLD_END="/src")
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            with self.subTest(sig=sig.name):
+                p = subprocess.Popen([tool("meshfs-convert"), "--no-cache", "-q", "-j", "2",
+                                      "-o", os.path.join(self.tmp, "out"), self.src], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                # sent once the private cache holds a model's entries
+                # (converted, then held 1 s by the test build)
+                while p.poll() is None and not any(
+                        fs for d, _, fs in os.walk(tmpdir) if os.sep + "v2" + os.sep in d):
+                    time.sleep(0.005)
+                p.send_signal(sig)
+                self.assertEqual(p.wait(timeout=600), -sig)
+                self.assertEqual(os.listdir(tmpdir), [])
+
+
 class CopyOtherSourceChanging(Base):
     def test_file_written_while_copied_is_not_copied(self):
         # a texture rewritten in place (same size) by an exporter while
