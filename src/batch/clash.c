@@ -64,7 +64,11 @@ size_t mfs_plan_settle(mfs_plan *p)
         const mfs_plan_item *first = s[g].it;
         for (size_t k = g + 1; k < e; k++) {
             mfs_plan_item *it = &p->v[s[k].at];
-            if (same_file(first, it)) {
+            /* named again: once, at its first place (kept or refused) */
+            size_t j = g;
+            while (j < k && (drop[s[j].at] || !same_file(s[j].it, it)))
+                j++;
+            if (j < k) {
                 drop[s[k].at] = 1;
                 continue;
             }

@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <dirent.h>
-#include <ftw.h>
 #include <signal.h>
 #include <limits.h>
 #include <pthread.h>
@@ -302,14 +301,6 @@ static int cs_extra(void *ctx, const mfs_dep *deps, uint32_t ndeps, const mfs_re
     return 0;
 }
 
-/* For nftw: removes a private cache whole. */
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path), 0;
-}
-
 static int host_convert(void *ctx, const char *model, const char *fmi_model, unsigned formats,
                         mfs_cache_manifest *man, mfs_err *err)
 {
@@ -446,7 +437,7 @@ static void remove_orphan_private_caches(const char *tmp)
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", tmp, de->d_name);
         if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
-            nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+            mfs_batch_remove_tree(path);
     }
     closedir(d);
 }
@@ -527,7 +518,7 @@ void mfs_batch_close(mfs_batch *b)
     mfs_jobdirs_free(b->jobdirs);
     mfs_cache_close(b->cache);
     if (b->private_dir) {
-        nftw(b->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        mfs_batch_remove_tree(b->dir);
         mfs_batch_tmp_forget(b->dir);
     }
     pthread_mutex_destroy(&b->lock);

@@ -153,6 +153,11 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     return flag == FTW_DP ? rmdir(path) : unlink(path), 0;
 }
 
+void mfs_batch_remove_tree(const char *path)
+{
+    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static sigset_t stop_signals;
 
 /* Waits for a stop signal; removes every temporary name (files first,
@@ -169,7 +174,7 @@ static void *clean_on_signal(void *arg)
         for (tmp_name *t = tmp_names; t; t = t->next)
             if (t->dir == dirs) {
                 if (dirs == 2)
-                    nftw(t->path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+                    mfs_batch_remove_tree(t->path);
                 else if (dirs)
                     remove_tmp_dir(t->path);
                 else

@@ -344,6 +344,14 @@ class SeveralInputs(Base):
         self.assertEqual(p.stdout.count("ok "), 2, p.stdout)  # the model and its package
         self.assertIn("(1 of 1 models)", p.stdout)
 
+    def test_a_clashing_file_named_twice_fails_once(self):
+        a, b = self.two_inputs()
+        m = os.path.join(b, "sub", "m.ply")
+        p = self.convert("--no-cache", a, b, cache=False, src=b)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(summary(p), (2, 0, 1))
+        self.assertEqual(p.stdout.count(f"FAILED {m}: not converted"), 1, p.stdout)
+
     def test_no_cache_models_at_one_path_under_two_inputs_are_each_converted(self):
         """Keys hold a model's path under its input, so identical models at
         one path under two inputs share their entries when their view names
