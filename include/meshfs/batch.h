@@ -226,6 +226,9 @@ char *mfs_batch_mkdtemp_tree(char *tmpl);
 void mfs_batch_tmp_forget(const char *path);
 /* rm -r of path, links not followed; what cannot be removed stays. */
 void mfs_batch_remove_tree(const char *path);
+/* fn(ctx) runs on a stop signal before the noted names are removed (one
+ * at a time; NULL: none). */
+void mfs_batch_on_stop(void (*fn)(void *), void *ctx);
 /* SIGINT, SIGTERM and SIGHUP are blocked in this thread, so in every
  * thread started after it, and taken by a thread that removes the noted
  * temporary names, then ends the process by the same signal; one the

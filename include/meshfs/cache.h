@@ -381,6 +381,10 @@ int mfs_cache_file_hash_at(mfs_cache *c, int dirfd, const char *path, struct sta
  * time (the descriptors are replaced in place with dup3, never closed
  * under a user).  1 revived, 0 nothing to do, -1 error (err set). */
 int mfs_cache_revive(mfs_cache *c, mfs_err *err);
+/* From now on a removed directory stays removed: mfs_cache_revive does
+ * nothing (a meshfs-convert run being stopped removes its private cache
+ * while its threads still store into it).  Safe from any thread. */
+void mfs_cache_stop_reviving(mfs_cache *c);
 
 /* ---- size cap --------------------------------------------------------- */
 

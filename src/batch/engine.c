@@ -442,6 +442,13 @@ static void remove_orphan_private_caches(const char *tmp)
     closedir(d);
 }
 
+/* A stop signal removes the private cache (output.c) while the run's
+ * threads still store into it: they must not make it again. */
+static void stop_private(void *ctx)
+{
+    mfs_cache_stop_reviving(((mfs_batch *)ctx)->cache);
+}
+
 int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
 {
     mfs_batch *b = calloc(1, sizeof *b);
@@ -475,6 +482,8 @@ int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
         free(b);
         return -1;
     }
+    if (b->private_dir) /* removed on a stop signal: for good */
+        mfs_batch_on_stop(stop_private, b);
     snprintf(b->dir, sizeof b->dir, "%s", mfs_cache_dir(b->cache));
     snprintf(b->tmpdir, sizeof b->tmpdir, "%s/tmp", b->dir);
     if (mkdir(b->tmpdir, 0700) < 0 && errno != EEXIST) {
@@ -516,6 +525,8 @@ void mfs_batch_close(mfs_batch *b)
     }
     pins_release();
     mfs_jobdirs_free(b->jobdirs);
+    if (b->private_dir)
+        mfs_batch_on_stop(NULL, NULL);
     mfs_cache_close(b->cache);
     if (b->private_dir) {
         mfs_batch_remove_tree(b->dir);

@@ -158,6 +158,33 @@ void mfs_batch_remove_tree(const char *path)
     nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* A tree other threads and the workers may still be writing into (the
+ * private cache, while the run is being stopped): removed again until it
+ * is gone, for at most a second; what stays is swept by the next
+ * --no-cache run (engine.c, orphans). */
+static void remove_busy_tree(const char *path)
+{
+    struct stat st;
+    for (int i = 0; i < 100 && lstat(path, &st) == 0; i++) {
+        if (i)
+            usleep(10000);
+        mfs_batch_remove_tree(path);
+    }
+}
+
+/* What the run's owner of a tree must do before it is removed on a stop
+ * (engine.c: its private cache stops reviving); under tmp_mu. */
+static void (*stop_hook)(void *);
+static void *stop_ctx;
+
+void mfs_batch_on_stop(void (*fn)(void *), void *ctx)
+{
+    pthread_mutex_lock(&tmp_mu);
+    stop_hook = fn;
+    stop_ctx = ctx;
+    pthread_mutex_unlock(&tmp_mu);
+}
+
 static sigset_t stop_signals;
 
 /* Waits for a stop signal; removes every temporary name (files first,
@@ -170,11 +197,13 @@ static void *clean_on_signal(void *arg)
     while (sigwait(&stop_signals, &sig) != 0)
         ;
     pthread_mutex_lock(&tmp_mu); /* never released: no name is made now */
+    if (stop_hook)
+        stop_hook(stop_ctx);
     for (int dirs = 0; dirs < 3; dirs++)
         for (tmp_name *t = tmp_names; t; t = t->next)
             if (t->dir == dirs) {
                 if (dirs == 2)
-                    mfs_batch_remove_tree(t->path);
+                    remove_busy_tree(t->path);
                 else if (dirs)
                     remove_tmp_dir(t->path);
                 else

@@ -112,6 +112,7 @@ struct mfs_cache {
     atomic_int no_xattr;      /* fsetxattr said ENOTSUP: records go in trailers */
     /* mfs_cache_revive, set at open: io.c calls it when tmp/ is gone */
     int (*revive)(mfs_cache *c, mfs_err *err);
+    atomic_int no_revive;     /* mfs_cache_stop_reviving: a removal stands */
     struct mfs_cache_sfile *sf; /* stats file flushing (stats_file.c); NULL: none */
 };
 

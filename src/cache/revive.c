@@ -92,13 +92,20 @@ static int revive_locked(mfs_cache *c, mfs_err *err)
     return 1;
 }
 
+void mfs_cache_stop_reviving(mfs_cache *c)
+{
+    pthread_mutex_lock(&revive_mu); /* a revival under way ends first */
+    atomic_store(&c->no_revive, 1);
+    pthread_mutex_unlock(&revive_mu);
+}
+
 int mfs_cache_revive(mfs_cache *c, mfs_err *err)
 {
-    if (reviving || (!dir_removed(c) && !contents_removed(c)))
+    if (reviving || atomic_load(&c->no_revive) || (!dir_removed(c) && !contents_removed(c)))
         return 0;
     pthread_mutex_lock(&revive_mu);
     reviving = 1;
-    int r = revive_locked(c, err);
+    int r = atomic_load(&c->no_revive) ? 0 : revive_locked(c, err);
     reviving = 0;
     pthread_mutex_unlock(&revive_mu);
     return r;

@@ -1105,6 +1105,35 @@ static void assert_text(const char *path, const char *text)
     assert_string_equal(buf, text);
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path), 0;
+}
+
+/* A removed cache directory is made again on the next store, unless the
+ * handle was told to stop reviving (a meshfs-convert run being stopped
+ * removes its private cache while its threads still store into it). */
+static void test_stop_reviving(void **state)
+{
+    fx *f = *state;
+    for (int stop = 0; stop < 2; stop++) {
+        mfs_cache_key k = key_of(stop ? "after" : "before");
+        mfs_cache *c = open_cache(f, 0, 0);
+        if (stop)
+            mfs_cache_stop_reviving(c);
+        assert_int_equal(nftw(f->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS), 0);
+        struct stat st;
+        assert_int_equal(lstat(f->dir, &st), -1);
+        mfs_err err = {{0}};
+        int rc = mfs_cache_store(c, &k, "hello", 5, NULL, &err);
+        assert_int_equal(rc, stop ? -1 : 0);
+        assert_int_equal(lstat(f->dir, &st), stop ? -1 : 0);
+        mfs_cache_close(c);
+    }
+}
+
 static void test_trust_created_private(void **state)
 {
     fx *f = *state;
@@ -1431,6 +1460,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_manifest_escape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_evict_lru, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_and_tmp_cleanup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_reviving, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trust_created_private, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trust_symlink_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trust_group_writable_refused, setup, teardown),
