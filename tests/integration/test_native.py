@@ -463,6 +463,186 @@ class Samplers(unittest.TestCase):
             self.assertAlmostEqual(self.x_at(src, "CUBICSPLINE.gltf", [0.5], "assimp")[0], 5, places=3)
 
 
+def mirrored_joint_gltf(scale, rotation=None):
+    """A triangle skinned wholly to joint "j" (translation (0, 1, 0), the
+    given scale, a rotation only if given), whose translation is animated
+    from (0, 1, 0) at 0 s to (2, 1, 0) at 1 s; the inverse bind matrix is the
+    inverse of j's rest transform, so the skin rests where it is written."""
+    pos = [(0, 0, 0), (1, 0, 0), (0, 1, 0)]
+    ibm = [1 / scale[0], 0, 0, 0, 0, 1 / scale[1], 0, 0, 0, 0, 1 / scale[2], 0, 0, -1 / scale[1], 0, 1]
+    blob = b"".join(struct.pack("<3f", *p) for p in pos)                     # 0: 36
+    blob += struct.pack("<12B", *([0, 0, 0, 0] * 3))                         # 36: 12
+    blob += b"".join(struct.pack("<4f", 1, 0, 0, 0) for _ in pos)            # 48: 48
+    blob += struct.pack("<16f", *ibm)                                        # 96: 64
+    blob += struct.pack("<2f", 0, 1)                                         # 160: 8
+    blob += struct.pack("<6f", 0, 1, 0, 2, 1, 0)                             # 168: 24
+    views = [(0, 36), (36, 12), (48, 48), (96, 64), (160, 8), (168, 24)]
+    joint = {"name": "j", "translation": [0, 1, 0], "scale": list(scale)}
+    if rotation:
+        joint["rotation"] = list(rotation)
+    doc = {
+        "asset": {"version": "2.0"},
+        "buffers": [{"uri": "data:application/octet-stream;base64," + base64.b64encode(blob).decode(),
+                     "byteLength": len(blob)}],
+        "bufferViews": [{"buffer": 0, "byteOffset": o, "byteLength": n} for o, n in views],
+        "accessors": [
+            {"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3", "min": [0, 0, 0], "max": [1, 1, 0]},
+            {"bufferView": 1, "componentType": 5121, "count": 3, "type": "VEC4"},
+            {"bufferView": 2, "componentType": 5126, "count": 3, "type": "VEC4"},
+            {"bufferView": 3, "componentType": 5126, "count": 1, "type": "MAT4"},
+            {"bufferView": 4, "componentType": 5126, "count": 2, "type": "SCALAR", "min": [0], "max": [1]},
+            {"bufferView": 5, "componentType": 5126, "count": 2, "type": "VEC3"}],
+        "meshes": [{"name": "tri", "primitives": [{"attributes": {"POSITION": 0, "JOINTS_0": 1, "WEIGHTS_0": 2}}]}],
+        "skins": [{"joints": [1], "inverseBindMatrices": 3}],
+        "nodes": [{"name": "root", "children": [1, 2]}, joint, {"name": "skinned", "mesh": 0, "skin": 0}],
+        "scenes": [{"nodes": [0]}], "scene": 0,
+        "animations": [{"name": "slide", "samplers": [{"input": 4, "output": 5}],
+                        "channels": [{"sampler": 0, "target": {"node": 1, "path": "translation"}}]}],
+    }
+    return json.dumps(doc).encode()
+
+
+def gmf_skinned_frames(path):
+    """The .gmf as Leadwerks reads it (research/gmf.md): blocks of tag,
+    nkids, size, payload, kids; MESH/NODE/BONE matrices row-vector,
+    translation in floats 12..14, local to the parent block (global = local
+    x parentGlobal); BONE = bind pose, ANIMATIONKEYS = one local matrix per
+    frame; BONEINDICE/BONEWEIGHT u8 x 4, weights out of 255.  Returns the
+    skinned vertex positions at every frame of animation 0 (frames sampled
+    at 30 per second)."""
+    with open(path, "rb") as f:
+        data = f.read()
+
+    def block(o):
+        tag, nk, size = struct.unpack_from("<3i", data, o)
+        o += 12
+        payload = data[o:o + size]
+        o += size
+        kids = []
+        for _ in range(nk):
+            k, o = block(o)
+            kids.append(k)
+        return (tag, payload, kids), o
+
+    def mul(a, b):
+        return [sum(a[r * 4 + k] * b[k * 4 + c] for k in range(4)) for r in range(4) for c in range(4)]
+
+    def point(p, m):
+        return [p[0] * m[c] + p[1] * m[4 + c] + p[2] * m[8 + c] + m[12 + c] for c in range(3)]
+
+    def inverse_rigidish(m):
+        # general 4x4 inverse (Gauss-Jordan)
+        a = [list(m[r * 4:r * 4 + 4]) + [float(r == c) for c in range(4)] for r in range(4)]
+        for c in range(4):
+            p = max(range(c, 4), key=lambda r: abs(a[r][c]))
+            a[c], a[p] = a[p], a[c]
+            d = a[c][c]
+            a[c] = [x / d for x in a[c]]
+            for r in range(4):
+                if r != c:
+                    f = a[r][c]
+                    a[r] = [x - f * y for x, y in zip(a[r], a[c])]
+        return [a[r][4 + c] for r in range(4) for c in range(4)]
+
+    ident = [float(i % 5 == 0) for i in range(16)]
+    surfaces, bones = [], {}
+
+    def walk(b, parent, bone_bind, bone_frames):
+        tag, p, kids = b
+        if tag in (2, 3):
+            g = mul(list(struct.unpack_from("<16f", p)), parent)
+            for k in kids:
+                if k[0] == 10:
+                    arrays = {}
+                    for a in k[2]:
+                        if a[0] == 5:
+                            n, kind, typ, el = struct.unpack_from("<4i", a[1])
+                            f = "f" if typ == 8 else "B"
+                            v = struct.unpack_from("<%d%s" % (n * el, f), a[1], 16)
+                            arrays[kind] = [v[i * el:(i + 1) * el] for i in range(n)]
+                    surfaces.append((g, arrays))
+            for k in kids:
+                walk(k, g, None, None)
+        elif tag == 4:
+            m = list(struct.unpack_from("<16f", p))
+            bid = struct.unpack_from("<i", p, 64)[0]
+            bind = mul(m, bone_bind if bone_bind is not None else parent)
+            keys = [k for k in kids if k[0] == 8][0][1]
+            n = struct.unpack_from("<i", keys)[0]
+            frames = [mul(list(struct.unpack_from("<16f", keys, 4 + 64 * i)),
+                          bone_frames[i] if bone_frames is not None else parent) for i in range(n)]
+            bones[bid] = (bind, frames)
+            for k in kids:
+                walk(k, parent, bind, frames)
+
+    root, _ = block(0)
+    for k in root[2]:
+        walk(k, ident, None, None)
+    n = len(next(iter(bones.values()))[1])
+    out = []
+    for f in range(n):
+        pts = []
+        for g, arr in surfaces:
+            for v, ids, ws in zip(arr[1], arr[7], arr[8]):
+                acc = [0.0, 0.0, 0.0]
+                for b, w in zip(ids, ws):
+                    if w:
+                        bind, frames = bones[b]
+                        q = point(point(v, g), mul(inverse_rigidish(bind), frames[f]))
+                        acc = [x + w / 255 * y for x, y in zip(acc, q)]
+                pts.append(acc)
+        out.append(pts)
+    return out
+
+
+class MirroredJoint(unittest.TestCase):
+    """A mirroring joint (an odd number of negative scale factors) that has
+    no rotation and is animated in translation only.  glTF composes a node
+    as T * R * S with R the identity when absent (glTF 2.0, 5.25), so the
+    skin slides by (2t, 0, 0) and keeps its shape.  The native path used to
+    turn the joint 180 degrees: mfs_channel_sample took the missing
+    rotation from decomposing the rest matrix (which puts the mirror on x)
+    next to the file's scale key."""
+
+    def check(self, src, rel, importer, scale):
+        r = probe(src, rel, importer, [0, 0.5, 1])
+        self.assertTrue(r["ok"], r["error"])
+        for pose in r["animations"][0]["poses"]:
+            t = pose["t"]
+            want = [scale[0], 0, 0, 2 * t, 0, scale[1], 0, 1, 0, 0, scale[2], 0, 0, 0, 0, 1]
+            got = pose["nodes"]["j"]
+            for k in range(16):
+                self.assertTrue(close(got[k], want[k], 1e-5), (rel, importer, t, got, want))
+        with tempdir() as out:
+            convert([os.path.join(src, rel)], out, "--importer", importer, "-f", "gmf")
+            frames = gmf_skinned_frames(os.path.join(out, rel[:-5] + ".gmf"))
+        self.assertEqual(len(frames), 31)
+        rest = [(0, 0, 0), (1, 0, 0), (0, 1, 0)]
+        for f, pts in enumerate(frames):
+            # canonical (x, y, z) is (x, y, -z) in Leadwerks' left-handed frame
+            want = sorted((x + 2 * f / 30, y, -z) for x, y, z in rest)
+            for p, q in zip(sorted(pts), want):
+                for k in range(3):
+                    self.assertAlmostEqual(p[k], q[k], delta=1e-4, msg=(rel, importer, f, pts, want))
+
+    def test_mirror_without_rotation_is_not_turned(self):
+        with tempdir() as src:
+            cases = {"mx.gltf": (-1, 1, 1), "my.gltf": (1, -1, 2), "mz.gltf": (1, 1, -1),
+                     "mxyz.gltf": (-1, -1, -1)}
+            for name, sc in cases.items():
+                with open(os.path.join(src, name), "wb") as f:
+                    f.write(mirrored_joint_gltf(sc))
+            for name, sc in cases.items():
+                self.check(src, name, "auto", sc)
+
+    def test_mirror_with_rotation_keeps_it(self):
+        with tempdir() as src:
+            # an explicit identity rotation: both paths already read it as written
+            with open(os.path.join(src, "r.gltf"), "wb") as f:
+                f.write(mirrored_joint_gltf((1, -1, 1), rotation=(0, 0, 0, 1)))
+            self.check(src, "r.gltf", "auto", (1, -1, 1))
+
+
 class Textures(unittest.TestCase):
     def test_glb_embedded_image_reaches_tex(self):
         rel = "glTF2/BoxTextured-glTF-Binary/BoxTextured.glb"
