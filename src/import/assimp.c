@@ -5,6 +5,7 @@
  * anything format-specific (bone-influence caps, winding, frames) is the
  * writer's job. */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,62 @@ static const struct aiScene *run_assimp(mfs_iofs *fs, const char *rel, const mfs
     return ai;
 }
 
+/* assimp 5.2.5's glTF reader gives an animated node without a `rotation`
+ * one rotation key taken from decomposing the node's matrix, next to a
+ * scale key that is the node's `scale` as written.  For a mirroring node
+ * the two do not belong together: the decomposition carries the mirror as
+ * scale (-1, -1, -1) and turns the rotation 180 degrees to match, so the
+ * pair poses the node point-reflected (measured: scale (-1, 1, 1) gives
+ * rotation (1, 0, 0, 0), i.e. 180 degrees about x).  glTF's transform is
+ * T * R * S (glTF 2.0, 5.25), so R is the node's matrix with the scale
+ * divided out of its columns; where that is a proper rotation and the key
+ * is not it, the key is replaced.  The native reader needs none of this
+ * (native_gltf.c gives such a node the identity it has). */
+static void gltf_mirrored_rotation_keys(mfs_scene *s)
+{
+    for (uint32_t a = 0; a < s->n_animations; a++)
+        for (uint32_t c = 0; c < s->animations[a].n_channels; c++) {
+            mfs_channel *ch = &s->animations[a].channels[c];
+            if (ch->node < 0 || (uint32_t)ch->node >= s->n_nodes || ch->n_rot != 1 || ch->n_scale < 1)
+                continue;
+            const mfs_mat4 *rest = &s->nodes[ch->node].local;
+            if (!(mfs_mat4_det3(rest) < 0))
+                continue;
+            const float *sc = ch->scale[0].v;
+            mfs_mat4 r;
+            mfs_mat4_identity(&r);
+            int ok = 1;
+            for (int j = 0; j < 3; j++) {
+                if (!(fabsf(sc[j]) > 1e-12f) || !isfinite(sc[j]))
+                    ok = 0;
+                for (int i = 0; ok && i < 3; i++)
+                    r.m[i * 4 + j] = rest->m[i * 4 + j] / sc[j];
+            }
+            if (!ok || !(mfs_mat4_det3(&r) > 0))
+                continue;
+            /* proper rotation: columns orthonormal */
+            for (int j = 0; j < 3 && ok; j++)
+                for (int k = j; k < 3 && ok; k++) {
+                    double d = 0;
+                    for (int i = 0; i < 3; i++)
+                        d += (double)r.m[i * 4 + j] * r.m[i * 4 + k];
+                    ok = fabs(d - (j == k)) < 1e-4;
+                }
+            if (!ok)
+                continue;
+            mfs_mat4 have;
+            const float one[3] = {1, 1, 1}, zero[3] = {0, 0, 0};
+            mfs_mat4_compose(&have, zero, ch->rot[0].q, one);
+            double diff = 0;
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++)
+                    diff = fmax(diff, fabs((double)have.m[i * 4 + j] - r.m[i * 4 + j]));
+            float t[3], q[4], unit[3];
+            if (diff > 1e-4 && mfs_mat4_decompose(&r, t, q, unit) == 0)
+                memcpy(ch->rot[0].q, q, sizeof q);
+        }
+}
+
 /* Nothing read means the model itself could not be opened; a refusal of
  * its own path means it was reached through a swapped link. */
 static void note_model_unopened(const mfs_iofs *fs, mfs_deps *deps, const char *rel)
@@ -117,6 +174,8 @@ int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
     ai = NULL;
     if (!s)
         goto done;
+    if (strcmp(ext, "gltf") == 0 || strcmp(ext, "glb") == 0)
+        gltf_mirrored_rotation_keys(s);
     if ((strcmp(ext, "fbx") == 0 && mfs_fbx_fold_chains(s, err) < 0) ||
         (!(o && o->source_frame) && mfs_frame_apply(s, &c, err) < 0) || mfs_scene_name_meshes(s, err) < 0 ||
         mfs_scene_validate(s, err) < 0) {
