@@ -68,11 +68,12 @@ static const struct aiScene *run_assimp(mfs_iofs *fs, const char *rel, const mfs
 
 /* assimp 5.2.5's glTF reader gives an animated node without a `rotation`
  * one rotation key taken from decomposing the node's matrix, next to a
- * scale key that is the node's `scale` as written.  For a mirroring node
- * the two do not belong together: the decomposition carries the mirror as
- * scale (-1, -1, -1) and turns the rotation 180 degrees to match, so the
- * pair poses the node point-reflected (measured: scale (-1, 1, 1) gives
- * rotation (1, 0, 0, 0), i.e. 180 degrees about x).  glTF's transform is
+ * scale key that is the node's `scale` as written.  For a node with a
+ * negative scale factor the two do not belong together: the decomposition
+ * keeps its own signs (a mirror as scale (-1, -1, -1), the rotation turned
+ * 180 degrees to match; two negative factors as a half turn), so the pair
+ * poses the node wrongly (measured: scale (-1, 1, 1) gives rotation
+ * (1, 0, 0, 0), i.e. 180 degrees about x, and a point reflection).  glTF's transform is
  * T * R * S (glTF 2.0, 5.25), so R is the node's matrix with the scale
  * divided out of its columns; where that is a proper rotation and the key
  * is not it, the key is replaced.  The native reader needs none of this
@@ -85,9 +86,9 @@ static void gltf_mirrored_rotation_keys(mfs_scene *s)
             if (ch->node < 0 || (uint32_t)ch->node >= s->n_nodes || ch->n_rot != 1 || ch->n_scale < 1)
                 continue;
             const mfs_mat4 *rest = &s->nodes[ch->node].local;
-            if (!(mfs_mat4_det3(rest) < 0))
-                continue;
             const float *sc = ch->scale[0].v;
+            if (!(sc[0] < 0 || sc[1] < 0 || sc[2] < 0))
+                continue; /* a positive scale decomposes as written */
             mfs_mat4 r;
             mfs_mat4_identity(&r);
             int ok = 1;

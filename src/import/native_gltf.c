@@ -830,15 +830,16 @@ static int fill_channel(mfs_channel *c, const cgltf_node *gn, const track *tr, d
         const float *rest = path == 0 ? (gn->has_translation ? gn->translation : NULL)
                           : path == 1 ? (gn->has_rotation ? gn->rotation : NULL)
                                       : (gn->has_scale ? gn->scale : NULL);
-        /* A mirroring node (an odd number of negative scale factors) with
-         * no rotation: its rotation is the identity (glTF 2.0, 5.25), and
-         * it must be said so.  Left to mfs_channel_sample, the rotation
-         * would come from decomposing the rest matrix, which puts the
-         * mirror on x: with a scale key of (1, -1, 1) that decomposition
-         * turns the node 180 degrees about z. */
+        /* A node with a negative scale factor and no rotation: its
+         * rotation is the identity (glTF 2.0, 5.25), and it must be said
+         * so.  Left to mfs_channel_sample, the rotation would come from
+         * decomposing the rest matrix, which keeps the scale positive but
+         * for one mirror on x: next to a scale key of (1, -1, 1) that
+         * turns the node 180 degrees about z, and next to (-1, -1, 1),
+         * itself a half turn, it cancels the turn. */
         static const float unrotated[4] = {0, 0, 0, 1};
         int negative = gn->has_scale ? (gn->scale[0] < 0) + (gn->scale[1] < 0) + (gn->scale[2] < 0) : 0;
-        if (path == 1 && !rest && !gn->has_matrix && negative % 2 == 1)
+        if (path == 1 && !rest && !gn->has_matrix && negative > 0)
             rest = unrotated;
         if (!n && rest) {
             /* assimp's one key at 0 for an unanimated part */

@@ -596,8 +596,8 @@ def gmf_skinned_frames(path):
 
 
 class MirroredJoint(unittest.TestCase):
-    """A mirroring joint (an odd number of negative scale factors) that has
-    no rotation and is animated in translation only.  glTF composes a node
+    """A joint with negative scale factors (a mirror, or two: a half turn)
+    that has no rotation and is animated in translation only.  glTF composes a node
     as T * R * S with R the identity when absent (glTF 2.0, 5.25), so the
     skin slides by (2t, 0, 0) and keeps its shape.  Both import paths used
     to turn the joint 180 degrees: natively, mfs_channel_sample took the
@@ -630,7 +630,7 @@ class MirroredJoint(unittest.TestCase):
     def test_mirror_without_rotation_is_not_turned(self):
         with tempdir() as src:
             cases = {"mx.gltf": (-1, 1, 1), "my.gltf": (1, -1, 2), "mz.gltf": (1, 1, -1),
-                     "mxyz.gltf": (-1, -1, -1)}
+                     "mxyz.gltf": (-1, -1, -1), "mxy.gltf": (-1, -1, 1), "myz.gltf": (1, -2, -1)}
             for name, sc in cases.items():
                 with open(os.path.join(src, name), "wb") as f:
                     f.write(mirrored_joint_gltf(sc))
