@@ -22,6 +22,7 @@ import subprocess
 import unittest
 
 from common import CORPUS, FORMATS, convert, inspect, run, run_tests, tempdir, tool
+from placement_models import inverse
 
 # Models both importers read where the scenes differ on purpose.
 DIFFERENT = {
@@ -530,19 +531,8 @@ def gmf_skinned_frames(path):
     def point(p, m):
         return [p[0] * m[c] + p[1] * m[4 + c] + p[2] * m[8 + c] + m[12 + c] for c in range(3)]
 
-    def inverse_rigidish(m):
-        # general 4x4 inverse (Gauss-Jordan)
-        a = [list(m[r * 4:r * 4 + 4]) + [float(r == c) for c in range(4)] for r in range(4)]
-        for c in range(4):
-            p = max(range(c, 4), key=lambda r: abs(a[r][c]))
-            a[c], a[p] = a[p], a[c]
-            d = a[c][c]
-            a[c] = [x / d for x in a[c]]
-            for r in range(4):
-                if r != c:
-                    f = a[r][c]
-                    a[r] = [x - f * y for x, y in zip(a[r], a[c])]
-        return [a[r][4 + c] for r in range(4) for c in range(4)]
+    def inverse_flat(m):
+        return [x for row in inverse([m[r * 4:r * 4 + 4] for r in range(4)]) for x in row]
 
     ident = [float(i % 5 == 0) for i in range(16)]
     surfaces, bones = [], {}
@@ -588,7 +578,7 @@ def gmf_skinned_frames(path):
                 for b, w in zip(ids, ws):
                     if w:
                         bind, frames = bones[b]
-                        q = point(point(v, g), mul(inverse_rigidish(bind), frames[f]))
+                        q = point(point(v, g), mul(inverse_flat(bind), frames[f]))
                         acc = [x + w / 255 * y for x, y in zip(acc, q)]
                 pts.append(acc)
         out.append(pts)
