@@ -54,6 +54,58 @@ int mfs_import_supported(const char *filename)
     return aiIsExtensionSupported(dotted) == AI_TRUE;
 }
 
+/* FBX InheritType survives assimp 5.2.5 only as node metadata (its
+ * converter ignores it): the real nodes whose type is not RSrs, by name
+ * (assimp makes FBX node names unique). */
+typedef struct {
+    char **names;
+    int *types;
+    size_t n, cap;
+} fbx_inherit;
+
+static void collect_inherit(const struct aiNode *n, fbx_inherit *h, int depth)
+{
+    if (!n || depth > MFS_MAX_NODE_DEPTH)
+        return;
+    const struct aiMetadata *md = n->mMetaData;
+    for (unsigned i = 0; md && i < md->mNumProperties; i++) {
+        const struct aiMetadataEntry *e = &md->mValues[i];
+        if (strcmp(md->mKeys[i].data, "InheritType") != 0 || e->mType != AI_INT32 || !e->mData)
+            continue;
+        int t = *(const int32_t *)e->mData;
+        if (t != MFS_FBX_INHERIT_RRSS && t != MFS_FBX_INHERIT_RRS)
+            break;
+        if (h->n == h->cap) {
+            size_t cap = h->cap ? h->cap * 2 : 16;
+            char **nn = realloc(h->names, cap * sizeof *nn);
+            if (nn)
+                h->names = nn;
+            int *nt = nn ? realloc(h->types, cap * sizeof *nt) : NULL;
+            if (nt)
+                h->types = nt;
+            if (!nn || !nt)
+                break; /* out of memory: that node keeps RSrs */
+            h->cap = cap;
+        }
+        char *name = mfs_strdup(n->mName.data);
+        if (!name)
+            break;
+        h->names[h->n] = name;
+        h->types[h->n++] = t;
+        break;
+    }
+    for (unsigned i = 0; i < n->mNumChildren; i++)
+        collect_inherit(n->mChildren[i], h, depth + 1);
+}
+
+static void free_inherit(fbx_inherit *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        free(h->names[i]);
+    free(h->names);
+    free(h->types);
+}
+
 static const struct aiScene *run_assimp(mfs_iofs *fs, const char *rel, const mfs_import_opts *o)
 {
     struct aiPropertyStore *props = aiCreatePropertyStore();
@@ -169,17 +221,27 @@ int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
     lower_ext(rel, ext, sizeof ext);
     if (mfs_frame_matrix(ai, &fs, rel, ext, &c, why, sizeof why, err) < 0)
         goto done;
+    fbx_inherit inh = {0};
+    if (strcmp(ext, "fbx") == 0)
+        collect_inherit(ai->mRootNode, &inh, 0);
     mfs_scene *s = mfs_from_aiscene(ai, err);
     mfs_import_texture(s, ai, &fs, rel, o); /* needs ai alive; a no-op unless o->textures */
     aiReleaseImport(ai);
     ai = NULL;
-    if (!s)
+    if (!s) {
+        free_inherit(&inh);
         goto done;
+    }
     if (strcmp(ext, "gltf") == 0 || strcmp(ext, "glb") == 0)
         gltf_mirrored_rotation_keys(s);
-    if ((strcmp(ext, "fbx") == 0 && mfs_fbx_fold_chains(s, err) < 0) ||
-        (!(o && o->source_frame) && mfs_frame_apply(s, &c, err) < 0) || mfs_scene_name_meshes(s, err) < 0 ||
-        mfs_scene_validate(s, err) < 0) {
+    /* FBX: assimp's helper chains folded, then InheritType (which assimp
+     * ignores) applied to the folded local matrices */
+    int folded = strcmp(ext, "fbx") != 0 || mfs_fbx_fold_chains(s, err) == 0;
+    if (folded && inh.n)
+        mfs_fbx_apply_inherit(s, (const char *const *)inh.names, inh.types, inh.n);
+    free_inherit(&inh);
+    if (!folded || (!(o && o->source_frame) && mfs_frame_apply(s, &c, err) < 0) ||
+        mfs_scene_name_meshes(s, err) < 0 || mfs_scene_validate(s, err) < 0) {
         mfs_scene_free(s);
         goto done;
     }

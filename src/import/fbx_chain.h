@@ -44,4 +44,27 @@
  * Returns 0, or -1 with err (out of memory). */
 int mfs_fbx_fold_chains(mfs_scene *s, mfs_err *err);
 
+/* FBX InheritType (the node property; assimp 5.2.5 ignores it and keeps it
+ * only as node metadata): 0 = RrSs, 1 = RSrs (what the scene model's
+ * World(parent) * Local is), 2 = Rrs. */
+enum { MFS_FBX_INHERIT_RRSS = 0, MFS_FBX_INHERIT_RSRS = 1, MFS_FBX_INHERIT_RRS = 2 };
+
+/* Places the nodes whose InheritType is RrSs or Rrs the way the FBX SDK
+ * does (its CalculateGlobalTransform sample): with GR the rotation and
+ * GS = GR^-1 * linear(World(parent)) the scale/shear of the parent's world
+ * matrix, LR and LS the node's local rotation and scaling,
+ *   RrSs: linear(World) = GR * LR * GS * LS
+ *   Rrs:  linear(World) = GR * LR * GS * PLS^-1 * LS   (PLS: the parent's
+ *                                                      Lcl Scaling)
+ * and the translation World(parent) * (the local matrix's translation).
+ * The node's local matrix becomes World(parent)^-1 * World, so its children
+ * (and the writers, which multiply locals) see the FBX SDK's world matrix.
+ * names[i], types[i] (n of them) name the real nodes (after
+ * mfs_fbx_fold_chains) and their InheritType; nodes not named are RSrs.
+ * The rest pose only: a node that is, or has an ancestor that is, animated
+ * keeps RSrs (its channels replace the local matrix).  A correction that
+ * changes no element by more than 1e-6 of the matrix's size is not made.
+ * Returns the number of nodes changed. */
+uint32_t mfs_fbx_apply_inherit(mfs_scene *s, const char *const *names, const int *types, size_t n);
+
 #endif

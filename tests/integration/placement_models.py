@@ -12,7 +12,9 @@ up in meshfs's canonical frame (right-handed, +Y up, metres):
       L = T . Roff . Rp . Rpre . R . Rpost^-1 . Rp^-1 . Soff . Sp . S . Sp^-1
   with R = Rz . Ry . Rx (RotationOrder XYZ, degrees) and Rpre, Rpost in XYZ;
   a mesh's vertices go to World(node) . G with G = Gt . Gr . Gs, and the
-  node's children see World(node) without G.  A skinned vertex at time t is
+  node's children see World(node) without G.  World(node) is World(parent) . L
+  for InheritType RSrs (1, the default); for RrSs (0) and Rrs (2) it is the
+  FBX SDK's CalculateGlobalTransform (Node.world).  A skinned vertex at time t is
   World(bone, t) . TransformLink^-1 . World(mesh) . G . v, where TransformLink
   is the bone's world matrix at bind time.  (The FBX SDK hands out a
   cluster's Transform as the mesh's world matrix, but files store it
@@ -87,6 +89,30 @@ def inverse(m):
     return [row[4:] for row in a]
 
 
+def linear_of(m):
+    return [[m[i][j] if i < 3 and j < 3 else float(i == j) for j in range(4)] for i in range(4)]
+
+
+def rotation_of(m):
+    """The rotation of an affine matrix: its columns made orthonormal (x, then
+    y, then z), a mirror carried on x."""
+    cols = []
+    for j in range(3):
+        c = [m[i][j] for i in range(3)]
+        for k in cols:
+            d = sum(a * b for a, b in zip(c, k))
+            c = [a - d * b for a, b in zip(c, k)]
+        n = math.sqrt(sum(a * a for a in c))
+        cols.append([a / n for a in c])
+    r = [[cols[j][i] for j in range(3)] + [0.0] for i in range(3)] + [[0.0, 0.0, 0.0, 1.0]]
+    det = (r[0][0] * (r[1][1] * r[2][2] - r[1][2] * r[2][1]) - r[0][1] * (r[1][0] * r[2][2] - r[1][2] * r[2][0])
+           + r[0][2] * (r[1][0] * r[2][1] - r[1][1] * r[2][0]))
+    if det < 0:
+        for i in range(3):
+            r[i][0] = -r[i][0]
+    return r
+
+
 def point(m, p):
     return tuple(sum(m[i][k] * p[k] for k in range(3)) + m[i][3] for i in range(3))
 
@@ -142,9 +168,10 @@ class Node:
     Node whose geometry this one instances.  `anim` maps an attribute of
     PROPS to [(frame, (x, y, z)), ...]."""
 
-    def __init__(self, name, kind="Null", parent=None, mesh=None, anim=None, **props):
+    def __init__(self, name, kind="Null", parent=None, mesh=None, anim=None, inherit=1, **props):
         self.name, self.kind, self.parent, self.mesh = name, kind, parent, mesh
         self.anim = anim or {}
+        self.inherit = inherit  # InheritType: 0 RrSs, 1 RSrs, 2 Rrs
         self.props = {k: tuple(props.get(k, d)) for k, (_, d) in PROPS.items()}
         for k in props:
             if k not in PROPS:
@@ -169,7 +196,24 @@ class Node:
 
     def world(self, frame=None):
         l = self.local(frame)
-        return l if self.parent is None else mul(self.parent.world(frame), l)
+        if self.parent is None:
+            return l
+        pw = self.parent.world(frame)
+        if self.inherit == 1:  # RSrs: World(parent) . L
+            return mul(pw, l)
+        # The FBX SDK's CalculateGlobalTransform: GR, the rotation of the
+        # parent's world matrix, and GS = GR^-1 . its linear part; LR =
+        # Rpre . R . Rpost^-1, LS = S.  RrSs: GR . LR . GS . LS; Rrs: GR . LR .
+        # GS . PLS^-1 . LS with PLS the parent's Lcl Scaling; the translation
+        # is World(parent) applied to L's translation.
+        v = lambda k: self.props[k] if frame is None else self.value(k, frame)
+        gr = rotation_of(pw)
+        gs = mul(inverse(gr), linear_of(pw))
+        if self.inherit == 2:
+            gs = mul(gs, inverse(scaling(self.parent.props["s"])))
+        lr = mul(euler_xyz(v("pre")), euler_xyz(v("r")), inverse(euler_xyz(v("post"))))
+        rs = mul(gr, lr, gs, scaling(v("s")))
+        return mul(translate(point(pw, [l[i][3] for i in range(3)])), rs)
 
     def geometric(self):
         return mul(translate(self.props["gt"]), euler_xyz(self.props["gr"]),
@@ -237,7 +281,7 @@ class FbxModel:
                         p70.append('P: "%s", "Vector3D", "Vector", "",%s' % (prop, _nums(val)))
             if n.props["pre"] != (0, 0, 0) or n.props["post"] != (0, 0, 0):
                 p70.append('P: "RotationActive", "bool", "", "",1')
-            p70.append('P: "InheritType", "enum", "", "",1')
+            p70.append('P: "InheritType", "enum", "", "",%d' % n.inherit)
             kind = "Mesh" if n.mesh is not None else n.kind
             objects.append('Model: %d, "Model::%s", "%s" {\n\t\tVersion: 232\n\t\tProperties70:  {\n%s\n\t\t}\n'
                            '\t\tShading: T\n\t\tCulling: "CullingOff"\n\t}'
@@ -435,6 +479,19 @@ def fbx_models():
     skin.mesh = [point(inverse(skin.geometric()), p) for p in bone_cube(joint)]
     models.append(FbxModel("skin_geometric", [joint, skin], skins=[Skin(skin, joint)],
                            frames=(0, 10), doc="skinned mesh with a geometric transform"))
+    # InheritType (FBX SDK: 0 RrSs, 1 RSrs, 2 Rrs; assimp 5.2.5 ignores it).
+    # Rrs (Maya's segment scale compensate): a child turned 90 deg under a
+    # parent scaled (2, 3, 1) keeps its own size; its child (RSrs) follows it.
+    par = Node("Parent", s=(2, 3, 1), mesh=cube((0, 0, 0), 0.1))
+    kid = Node("Kid", parent=par, inherit=2, t=(1, 0, 0), r=(0, 0, 90), mesh=box_corners((0, 0, 0), (1, 0.5, 0.25)))
+    grand = Node("Grand", parent=kid, t=(1, 0, 0), mesh=cube((0, 0, 0), 0.1))
+    models.append(FbxModel("inherit_rrs", [par, kid, grand], doc="InheritType Rrs under a scaled parent"))
+    # RrSs: the parent's scale (2, 1, 1) applies along the child's own axes
+    # after its 90 deg turn, so the child stretches along world y.
+    par = Node("Parent", s=(2, 1, 1), r=(0, 0, 30), mesh=cube((0, 0, 0), 0.1))
+    kid = Node("Kid", parent=par, inherit=0, t=(1, 0, 0), r=(0, 0, 90), mesh=box_corners((0, 0, 0), (1, 0.5, 0.25)))
+    grand = Node("Grand", parent=kid, t=(1, 0, 0), mesh=cube((0, 0, 0), 0.1))
+    models.append(FbxModel("inherit_rrss", [par, kid, grand], doc="InheritType RrSs under a scaled parent"))
     return models
 
 
