@@ -10,8 +10,10 @@
  * format meshfs knows; then the model's views use the long name
  * "<file name>.<fmt>" (a.obj.fmd).  Repeated until nothing clashes.  A model
  * whose long name still clashes with a real entry gets no views: a real
- * file always wins.  So no view name ever stands for two models, and no
- * view hides a real file.  Every such decision is returned as a note. */
+ * file always wins.  A model whose view names would be longer than
+ * NAME_MAX (255 bytes) gets no views either.  So no view name ever stands
+ * for two models, and no view hides a real file.  Every such decision is
+ * returned as a note. */
 #ifndef MESHFS_NAMING_H
 #define MESHFS_NAMING_H
 
@@ -31,7 +33,8 @@ typedef enum mfs_name_note_kind {
     MFS_NOTE_CASE,          /* entry not shown: its lowercase name is shown
                                for an entry earlier in byte order */
     MFS_NOTE_LONG,          /* model's views use the long name */
-    MFS_NOTE_NO_VIEWS,      /* model gets no views: even its long name clashes */
+    MFS_NOTE_NO_VIEWS,      /* model gets no views: even its long name clashes,
+                               or its view names are longer than NAME_MAX */
     MFS_NOTE_BUILTIN,       /* model's view base is an FGE built-in model name */
 } mfs_name_note_kind;
 

@@ -4,6 +4,7 @@
  * whatever order readdir returned, so everything is decided on sorted names
  * and a clash is resolved for all its parties at once (one round moves every
  * clashing short name to its long form together), never by who came first. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,12 +249,31 @@ static int same_base(const work *w, const cand *x, const cand *y)
     return lx == ly && memcmp(w->shown[x->entry], w->shown[y->entry], lx) == 0;
 }
 
+/* The longest view name a base of bl bytes makes: bl + '.' + the longest
+ * format name. */
+static size_t longest_view(size_t bl)
+{
+    size_t ext = 0;
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        size_t l = strlen(mfs_format_get((mfs_format)f)->name);
+        ext = l > ext ? l : ext;
+    }
+    return bl + 1 + ext;
+}
+
 /* What x does this round: its next state, and why. */
 static int decide(const work *w, const cand *c, const size_t *act, size_t na, size_t i, char **why)
 {
     const cand *x = &c[act[i]];
     const char *base = w->shown[x->entry];
     size_t bl = base_len(x);
+    if (longest_view(bl) > NAME_MAX) {
+        /* no file system (nor the kernel's lookup beneath SRC) takes such a
+         * name: listed, it could not be looked up cold nor copied */
+        *why = fmt_text("its view names ('%.*s.<fmt>') would be longer than %d bytes", (int)bl,
+                        base, NAME_MAX);
+        return GONE;
+    }
     char buf[4200];
     const char *rv = real_view(w, base, bl, buf, sizeof buf);
     /* the other models wanting the same base: neighbours in act */

@@ -142,6 +142,40 @@ class NamingTest(TreeCase):
             self.assertFalse(os.path.exists(os.path.join(self.mnt, "m", "c.obj.fmd")))
             self.assertIn("m: 'c.obj' gets no views: 'c.obj.gmf' is a real file", m.output())
 
+    def test_view_names_longer_than_name_max(self):
+        # 255 bytes: its short views are 255 bytes, allowed
+        fits = "x" * 251 + ".obj"
+        # 254 bytes each, same stem: the clash moves both to the long form,
+        # whose views would be 258 bytes
+        clash = ["y" * 250 + ".obj", "y" * 250 + ".stl"]
+        write(os.path.join(self.src, fits), obj(1))
+        write(os.path.join(self.src, clash[0]), obj(2))
+        write(os.path.join(self.src, clash[1]), stl(3))
+        views = sorted(f"{'x' * 251}.{f}" for f in FORMATS)
+        with self.mount() as m:
+            # cold, before any listing: every view listed later answers
+            for v in views:
+                self.assertGreater(os.stat(os.path.join(self.mnt, v)).st_size, 0, v[-8:])
+            names = os.listdir(self.mnt)
+            self.assertEqual(sorted(n for n in names if len(n.encode()) > 255), [])
+            self.assertEqual(sorted(names), sorted([fits] + clash + views))
+            for model in clash:
+                self.assertIn(f".: '{model}' gets no views: its view names ('{model}.<fmt>') "
+                              "would be longer than 255 bytes", m.output())
+            # a copy of the mount takes every name it lists
+            p = run(["cp", "-a", self.mnt + "/.", os.path.join(self.tmp, "copy")])
+            self.assertEqual((p.returncode, p.stderr), (0, ""))
+            self.assertTrue(m.alive())
+        p, rows = self.convert()
+        self.assertEqual(p.returncode, 1, p.stderr)
+        by = {r["model"]: r for r in rows}
+        self.assertTrue(by[fits]["ok"])
+        for model in clash:
+            # (the report's error is cut at its length limit)
+            self.assertTrue(by[model]["error"].startswith(
+                f"not converted: '{model}' gets no views: its view names ('y"), by[model]["error"])
+        self.assertEqual(files_under(self.out), views)
+
     def test_lowercase_names(self):
         write(os.path.join(self.src, "Props", "Crate.OBJ"), obj(2))
         write(os.path.join(self.src, "Props", "Notes.TXT"), "notes\n")
