@@ -68,6 +68,7 @@ struct mfs_dirtab {
     struct timespec mtime, ctime; /* the folder's, before it was read */
     dev_t dev;
     ino_t ino;
+    uint64_t dir_seed;   /* XXH3 of its path: views' inode numbers */
     int racy;            /* changed too recently for its times to tell a
                             later change: listings read the folder again */
     tentry *e;
@@ -184,10 +185,20 @@ void mfs_dirmaps_free(mfs_dirmaps *d)
     free(d);
 }
 
-uint64_t mfs_view_ino(dev_t dev, ino_t ino, int format)
+uint64_t mfs_view_ino(dev_t dev, ino_t ino, uint64_t where, int format)
 {
-    uint64_t k[3] = {(uint64_t)dev, (uint64_t)ino, (uint64_t)format};
+    uint64_t k[4] = {(uint64_t)dev, (uint64_t)ino, (uint64_t)format, where};
     return XXH3_64bits(k, sizeof k) | (1ull << 63);
+}
+
+static uint64_t where_in(uint64_t dir_seed, const char *base, size_t bl)
+{
+    return XXH3_64bits_withSeed(base, bl, dir_seed);
+}
+
+uint64_t mfs_view_where(const char *dir, const char *base)
+{
+    return where_in(XXH3_64bits(dir, strlen(dir)), base, strlen(base));
 }
 
 /* ---- reading a folder ---- */
@@ -410,6 +421,7 @@ static int build_tab(mfs_fs *fs, const char *dir, const struct stat *st, int log
     t->ctime = st->st_ctim;
     t->dev = st->st_dev;
     t->ino = st->st_ino;
+    t->dir_seed = XXH3_64bits(dir, strlen(dir));
     t->racy = !mfs_dir_times_settled(st);
     format_order(fs, t);
     int rc = read_entries(fs, dir, t);
@@ -652,7 +664,7 @@ int mfs_dirtab_item(const mfs_fs *fs, const mfs_dirtab *t, size_t i, char *buf, 
         buf[bl] = '.';
         memcpy(buf + bl + 1, ext, el + 1);
         out->name = buf;
-        out->ino = mfs_view_ino(t->dev, dm->ino, f);
+        out->ino = mfs_view_ino(t->dev, dm->ino, where_in(t->dir_seed, dm->base, bl), f);
         out->mode = S_IFREG;
         out->is_view = 1;
         out->model = i / (size_t)t->nf;
@@ -661,7 +673,7 @@ int mfs_dirtab_item(const mfs_fs *fs, const mfs_dirtab *t, size_t i, char *buf, 
     }
     if (i == t->nmodels * (size_t)t->nf && t->pkg) {
         out->name = MFS_LGEPKG_FILE_NAME;
-        out->ino = mfs_view_ino(t->dev, t->ino, MFS_FS_LGEPKG);
+        out->ino = mfs_view_ino(t->dev, t->ino, 0, MFS_FS_LGEPKG);
         out->mode = S_IFREG;
         out->is_view = 1;
         out->model = (size_t)-1;

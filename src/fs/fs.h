@@ -133,8 +133,12 @@ void mfs_dirmaps_stats(mfs_dirmaps *d, uint64_t *tables, uint64_t *names, uint64
 int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref);
 
 /* Stable inode numbers: a source entry keeps its own, a view gets a hash of
- * (device, inode, format) with the top bit set. */
-uint64_t mfs_view_ino(dev_t dev, ino_t ino, int format);
+ * (device, model inode, where, format) with the top bit set.  where is
+ * mfs_view_where(folder, view base), or 0 for a folder's package: hard links
+ * to one model under two names or in two folders are one inode, but their
+ * views are different files (their .fmi and .fmd name the model). */
+uint64_t mfs_view_ino(dev_t dev, ino_t ino, uint64_t where, int format);
+uint64_t mfs_view_where(const char *dir, const char *base);
 
 /* With lowercase_names: the real name of the entry folder `dir` shows as
  * `shown`, into out; 1 if found, 0 if `shown` is no shown entry (a view,
@@ -243,9 +247,11 @@ int mfs_view_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_view_ref 
                                 struct stat *model_st, mfs_view_inputs inputs,
                                 mfs_view_hint *hint, struct stat *st);
 
-/* The attributes of a view whose model file has stat mst.  Its mode: the
- * read bits of mst, narrowed by vi's (docs/security.md, S1). */
-void mfs_view_stat(const struct stat *mst, const mfs_view_info *vi, int format, struct stat *st);
+/* The attributes of a view whose model file has stat mst, where its
+ * mfs_view_where.  Its mode: the read bits of mst, narrowed by vi's
+ * (docs/security.md, S1). */
+void mfs_view_stat(const struct stat *mst, const mfs_view_info *vi, uint64_t where, int format,
+                   struct stat *st);
 
 /* ---- viewperm.c: who may read a view (docs/security.md, S1) ---- */
 

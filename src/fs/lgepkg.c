@@ -279,7 +279,7 @@ static void pkg_stat(const pkg *p, uint64_t size, struct timespec mtime, mode_t 
 {
     memset(st, 0, sizeof *st);
     st->st_dev = p->dir_st.st_dev;
-    st->st_ino = mfs_view_ino(p->dir_st.st_dev, p->dir_st.st_ino, MFS_FS_LGEPKG);
+    st->st_ino = mfs_view_ino(p->dir_st.st_dev, p->dir_st.st_ino, 0, MFS_FS_LGEPKG);
     st->st_mode = S_IFREG | perm;
     st->st_nlink = 1;
     st->st_uid = p->dir_st.st_uid;

@@ -208,7 +208,7 @@ int mfs_view_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_view_ref 
                                                 model_st, hint, &info, NULL);
     if (o == MFS_VIEW_MISS)
         return info.model_cold ? -1 : 0;
-    mfs_view_stat(model_st, &info, ref->format, st);
+    mfs_view_stat(model_st, &info, mfs_view_where(dir, ref->base), ref->format, st);
     return 1;
 }
 
@@ -223,11 +223,12 @@ int mfs_view_known_failed(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
                            &info, NULL) == MFS_VIEW_FAILED_MODEL;
 }
 
-void mfs_view_stat(const struct stat *mst, const mfs_view_info *vi, int format, struct stat *st)
+void mfs_view_stat(const struct stat *mst, const mfs_view_info *vi, uint64_t where, int format,
+                   struct stat *st)
 {
     memset(st, 0, sizeof *st);
     st->st_dev = mst->st_dev;
-    st->st_ino = mfs_view_ino(mst->st_dev, mst->st_ino, format);
+    st->st_ino = mfs_view_ino(mst->st_dev, mst->st_ino, where, format);
     /* never more than the model's own read bits; with the inputs known,
      * narrowed by theirs (their owner is the model's, unless it changed
      * since: then narrowed as any input owned by someone else) */

@@ -188,7 +188,7 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
         memcpy(key, vi.key.b, 16);
         *have_key = 1;
     }
-    mfs_view_stat(&mst, &vi, ref->format, st);
+    mfs_view_stat(&mst, &vi, mfs_view_where(dir, ref->base), ref->format, st);
     return 0;
 }
 
@@ -428,6 +428,7 @@ static int open_current(const char *path, uint64_t node, struct fuse_file_info *
     char mpath[4200];
     snprintf(mpath, sizeof mpath, "%s%s%s", dir, dir[0] ? "/" : "", ref.model);
     int format = ref.format;
+    uint64_t where = mfs_view_where(dir, ref.base);
     ref_free(&ref);
     struct stat mst;
     int rc = o == MFS_VIEW_HIT ? 0 : failure_errno(fs, o, &vi);
@@ -447,7 +448,7 @@ static int open_current(const char *path, uint64_t node, struct fuse_file_info *
     /* A cache entry's bytes never change, so the kernel may keep its pages
      * as long as this path still shows the same entry; kview.c decides,
      * from what the kernel was last told. */
-    mfs_view_stat(&mst, &vi, format, &h->st);
+    mfs_view_stat(&mst, &vi, where, format, &h->st);
     if ((rc = kview_open(path, node, fi, h, vi.key.b)) < 0) {
         close(h->fd);
         free(h);

@@ -176,6 +176,30 @@ class NamingTest(TreeCase):
                 f"not converted: '{model}' gets no views: its view names ('y"), by[model]["error"])
         self.assertEqual(files_under(self.out), views)
 
+    def test_hard_links_to_one_model_have_views_of_their_own(self):
+        write(os.path.join(self.src, "a", "m.obj"), obj(2))
+        os.link(os.path.join(self.src, "a", "m.obj"), os.path.join(self.src, "a", "n.obj"))
+        os.makedirs(os.path.join(self.src, "b"))
+        os.link(os.path.join(self.src, "a", "m.obj"), os.path.join(self.src, "b", "m.obj"))
+        views = ["a/m", "a/n", "b/m"]
+        with self.mount() as m:
+            for f in FORMATS:
+                inos = {}
+                for v in views:
+                    p = os.path.join(self.mnt, v + "." + f)
+                    with open(p, "rb") as fh:
+                        inos[v] = (os.stat(p).st_ino, os.fstat(fh.fileno()).st_ino)
+                    listed = {e.name: e.inode() for e in os.scandir(os.path.dirname(p))}
+                    self.assertEqual(listed[os.path.basename(p)], inos[v][0], p)
+                    self.assertEqual(inos[v][0], inos[v][1], p)
+                self.assertEqual(len({i for i, _ in inos.values()}), 3, (f, inos))
+            # different files to every tool that compares inode numbers
+            for x, y in (("a/m", "a/n"), ("a/m", "b/m")):
+                p = run(["diff", os.path.join(self.mnt, x + ".fmi"), os.path.join(self.mnt, y + ".fmi")])
+                self.assertEqual(p.returncode, 1, p.stdout)
+                self.assertIn(f"model={y}", p.stdout)
+            self.assertTrue(m.alive())
+
     def test_lowercase_names(self):
         write(os.path.join(self.src, "Props", "Crate.OBJ"), obj(2))
         write(os.path.join(self.src, "Props", "Notes.TXT"), "notes\n")
