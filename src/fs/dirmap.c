@@ -191,6 +191,14 @@ uint64_t mfs_view_ino(dev_t dev, ino_t ino, uint64_t where, int format)
     return XXH3_64bits(k, sizeof k) | (1ull << 63);
 }
 
+uint64_t mfs_src_ino(const mfs_fs *fs, dev_t dev, ino_t ino)
+{
+    if (dev == fs->src_dev)
+        return (uint64_t)ino;
+    uint64_t k[2] = {(uint64_t)dev, (uint64_t)ino};
+    return (XXH3_64bits(k, sizeof k) & ~(1ull << 63)) | (1ull << 62);
+}
+
 static uint64_t where_in(uint64_t dir_seed, const char *base, size_t bl)
 {
     return XXH3_64bits_withSeed(base, bl, dir_seed);
@@ -647,7 +655,7 @@ int mfs_dirtab_item(const mfs_fs *fs, const mfs_dirtab *t, size_t i, char *buf, 
             return 0;
         out->name = e->shown;
         out->real = e->name;
-        out->ino = e->ino;
+        out->ino = mfs_src_ino(fs, t->dev, e->ino);
         out->mode = DTTOIF(e->type);
         return 1;
     }

@@ -94,6 +94,7 @@ typedef struct mfs_prefetch mfs_prefetch;
 typedef struct mfs_fs {
     mfs_fs_config cfg;
     int rootfd;             /* SRC, O_PATH|O_DIRECTORY */
+    dev_t src_dev;          /* SRC's device (mfs_src_ino) */
     mfs_spawner *spawner;   /* the workers: path, lifeline, model extensions */
     mfs_cache *cache;
     mfs_views *views;       /* the resolver over the cache (models.c) */
@@ -139,6 +140,12 @@ int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_re
  * views are different files (their .fmi and .fmd name the model). */
 uint64_t mfs_view_ino(dev_t dev, ino_t ino, uint64_t where, int format);
 uint64_t mfs_view_where(const char *dir, const char *base);
+/* The inode number the kernel is told for a source entry: its own on SRC's
+ * device; on another file system mounted inside SRC (all share the mount's
+ * one st_dev) a hash of (device, inode) with bit 62 set and the top bit
+ * clear, so two such file systems' small inode numbers do not make two
+ * files one to tar, cp -a, du or find. */
+uint64_t mfs_src_ino(const mfs_fs *fs, dev_t dev, ino_t ino);
 
 /* With lowercase_names: the real name of the entry folder `dir` shows as
  * `shown`, into out; 1 if found, 0 if `shown` is no shown entry (a view,

@@ -447,8 +447,10 @@ int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off
             have = plus_attr(fs, h, &d, &model_st, same, &st);
             cold = d.is_view && !pkg && have < 0 ? d.model : none;
             have = have > 0;
-            if (have && !d.is_view)
+            if (have && !d.is_view) {
                 keep_listed_stat(h, i, &st);
+                st.st_ino = mfs_src_ino(fs, st.st_dev, st.st_ino);
+            }
             checked = d.is_view && !pkg && have ? d.model : none;
             if (have && d.is_view) {
                 char vpath[4200];

@@ -393,6 +393,12 @@ static int open_state(mfs_fs *fs)
         mfs_log(MFS_LOG_ERROR, "%s: %s", fs->cfg.src, strerror(errno));
         return -1;
     }
+    struct stat sst;
+    if (fstat(fs->rootfd, &sst) < 0) {
+        mfs_log(MFS_LOG_ERROR, "%s: %s", fs->cfg.src, strerror(errno));
+        return -1;
+    }
+    fs->src_dev = sst.st_dev;
     if (mfs_spawner_open(&fs->spawner, &err) < 0 || !mfs_spawner_extensions(fs->spawner, &err)) {
         mfs_log(MFS_LOG_ERROR, "%s", err.msg);
         return -1;

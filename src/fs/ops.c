@@ -201,8 +201,12 @@ static int path_attr(const char *path, struct stat *st, int lookup)
     const char *r = mfs_ops_rel(path);
     if (!r)
         return -errno;
-    if (mfs_beneath_stat(fs, r, st) == 0)
-        return is_hidden_source(fs, r, st) ? -ENOENT : 0;
+    if (mfs_beneath_stat(fs, r, st) == 0) {
+        if (is_hidden_source(fs, r, st))
+            return -ENOENT;
+        st->st_ino = mfs_src_ino(fs, st->st_dev, st->st_ino);
+        return 0;
+    }
     if (errno != ENOENT)
         return -errno;
     char dir[4096];

@@ -480,5 +480,52 @@ class AbortedTest(TreeCase):
             self.assertEqual(m.proc.wait(timeout=30), 0, m.output())
 
 
+class OtherFileSystemsInsideSrcTest(TreeCase):
+    """Two tmpfs mounted inside SRC: the mount shows one st_dev for all, so
+    their small inode numbers must not make different files one."""
+
+    def setUp(self):
+        super().setUp()
+        if os.geteuid() != 0:
+            self.skipTest("mounting tmpfs needs root")
+        for d in ("t1", "t2"):
+            path = os.path.join(self.src, d)
+            os.makedirs(path)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1M", "tmpfs", path], check=True)
+            self.addCleanup(subprocess.run, ["umount", path])
+        for d, text in (("t1", b"AAAA\n"), ("t2", b"BBBB\n")):
+            with open(os.path.join(self.src, d, "f.txt"), "wb") as f:
+                f.write(text)
+            os.link(os.path.join(self.src, d, "f.txt"), os.path.join(self.src, d, "g.txt"))
+
+    def test_files_on_two_tmpfs_stay_apart(self):
+        self.assertEqual(os.stat(os.path.join(self.src, "t1", "f.txt")).st_ino,
+                         os.stat(os.path.join(self.src, "t2", "f.txt")).st_ino)
+        with Mount(self.src, self.mnt, self.cache) as m:
+            inos = {}
+            for d in ("t1", "t2"):
+                for e in os.scandir(os.path.join(self.mnt, d)):
+                    inos[(d, e.name)] = (e.inode(), e.stat(follow_symlinks=False).st_ino)
+            # each pair of hard links one inode, the two folders' files two
+            self.assertEqual(inos[("t1", "f.txt")], inos[("t1", "g.txt")])
+            self.assertEqual(inos[("t1", "f.txt")][0], inos[("t1", "f.txt")][1])
+            self.assertNotEqual(inos[("t1", "f.txt")][1], inos[("t2", "f.txt")][1])
+            self.assertNotEqual(os.stat(os.path.join(self.mnt, "t1")).st_ino,
+                                os.stat(os.path.join(self.mnt, "t2")).st_ino)
+            # tar keeps each file's bytes (it stored t2's as links to t1's)
+            out = os.path.join(self.tmp, "x")
+            os.makedirs(out)
+            p = subprocess.run(f"tar -cf - -C {self.mnt} t1 t2 | tar -xf - -C {out}", shell=True,
+                               capture_output=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            for d, text in (("t1", b"AAAA\n"), ("t2", b"BBBB\n")):
+                for f in ("f.txt", "g.txt"):
+                    self.assertEqual(read(os.path.join(out, d, f)), text, (d, f))
+            # du counts both trees (it skipped t2 as already seen)
+            p = run(["du", "-sb", os.path.join(self.mnt, "t1"), os.path.join(self.mnt, "t2")])
+            self.assertEqual(len(p.stdout.splitlines()), 2, p.stdout + p.stderr)
+            self.assertTrue(m.alive())
+
+
 if __name__ == "__main__":
     unittest.main()
