@@ -475,8 +475,8 @@ int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
         cc.max_size = UINT64_MAX / 4; /* nothing is kept, so nothing is evicted */
     }
     if (mfs_cache_open(&cc, &b->cache, err) < 0) {
-        if (b->private_dir) {
-            rmdir(b->dir);
+        if (b->private_dir) { /* what the open made before it failed goes too */
+            mfs_batch_remove_tree(b->dir);
             mfs_batch_tmp_forget(b->dir);
         }
         free(b);

@@ -1,0 +1,57 @@
+"""Full disks under meshfs-convert and meshfs-cache: small tmpfs mounts
+(root only), filled to the last block.  Each failure names the file and the
+reason, and leaves nothing half-written or behind."""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import SOURCE, TreeCase, run, run_tests, tool  # noqa: E402
+
+EXAMPLES = os.path.join(SOURCE, "examples", "assets")
+MODELS = ["characters/strip.gltf", "crate/crate.obj", "props/cone.ply", "props/tetra.stl",
+          "scene/street.dae"]
+ENOSPC = "No space left on device"
+
+
+@unittest.skipUnless(os.geteuid() == 0, "mounts a tmpfs: root only")
+class FullDiskTest(TreeCase):
+    def small_fs(self, name, size):
+        """A tmpfs of size at self.tmp/name, unmounted after the test."""
+        d = os.path.join(self.tmp, name)
+        os.mkdir(d)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", d], check=True)
+        self.addCleanup(subprocess.run, ["umount", d], check=True)
+        return d
+
+    def fill(self, d):
+        """Fills d's file system with d/filler, to its last block."""
+        with open(os.path.join(d, "filler"), "wb", buffering=0) as f:
+            try:
+                while f.write(b"\0" * 4096):
+                    pass
+            except OSError:
+                pass
+
+    def test_no_cache_with_tmpdir_full_leaves_no_private_cache(self):
+        """--no-cache with TMPDIR full: the private cache cannot be set up
+        (its CACHEDIR.TAG cannot be written).  The run fails naming it and
+        the reason, and removes what it made there: it used to leave
+        meshfs-convert-PID-XXXXXX/{index,tmp,v2} behind (an rmdir of a
+        folder that was not empty)."""
+        tmpdir = self.small_fs("tmpdir", "64k")
+        self.fill(tmpdir)
+        p = subprocess.run([tool("meshfs-convert"), "-q", "--no-cache", "-o",
+                            os.path.join(self.tmp, "out"), os.path.join(EXAMPLES, "props")],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, TMPDIR=tmpdir))
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertRegex(p.stderr, "meshfs-convert: cache " + tmpdir +
+                         r"/meshfs-convert-\d+-\w{6}: writing CACHEDIR.TAG: " + ENOSPC)
+        self.assertEqual(os.listdir(tmpdir), ["filler"])
+
+
+if __name__ == "__main__":
+    run_tests()
