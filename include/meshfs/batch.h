@@ -224,6 +224,8 @@ char *mfs_batch_mkdtemp(char *tmpl);
  * private cache in TMPDIR): removed whole on a signal. */
 char *mfs_batch_mkdtemp_tree(char *tmpl);
 void mfs_batch_tmp_forget(const char *path);
+/* The mode a new file of the run gets: 0666 less the umask. */
+mode_t mfs_batch_file_mode(void);
 /* rm -r of path, links not followed; what cannot be removed stays. */
 void mfs_batch_remove_tree(const char *path);
 /* fn(ctx) runs on a stop signal before the noted names are removed (one

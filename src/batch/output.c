@@ -50,6 +50,11 @@ static mode_t file_mode(void)
     return umask_mode;
 }
 
+mode_t mfs_batch_file_mode(void)
+{
+    return file_mode();
+}
+
 /* ---- temporary names, removed when a signal stops the run ---- */
 
 typedef struct tmp_name {

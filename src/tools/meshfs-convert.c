@@ -310,9 +310,40 @@ static size_t write_packages(const batch *b)
  * path that cannot be written is a usage error then, not a message after
  * a long run that still exited 0.  Its folder is made as OUTDIR's are,
  * so a report inside an OUTDIR not made yet (-o build --report
- * build/r.json) works as it did when it was written last.  NULL (said)
- * if it cannot be opened. */
-static FILE *open_report(const char *path)
+ * build/r.json) works as it did when it was written last.  A regular
+ * file (or a new one) is written to a temporary name beside it and
+ * renamed over it once complete, as the views are: a report that could
+ * not be written whole (a full disk) leaves the earlier one, not a torn
+ * one.  Anything else (/dev/stdout, a FIFO, a link) is written in place.
+ * NULL (said) if it cannot be opened. */
+typedef struct report_out {
+    FILE *f;
+    char tmp[PATH_MAX]; /* "" when written in place */
+} report_out;
+
+static int report_tmp(const char *path, report_out *r)
+{
+    const char *slash = strrchr(path, '/');
+    if (snprintf(r->tmp, sizeof r->tmp, "%.*s.meshfs-tmp-XXXXXX", slash ? (int)(slash - path + 1) : 0,
+                 path) >= (int)sizeof r->tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = mfs_batch_mkstemp(r->tmp);
+    if (fd < 0)
+        return -1;
+    if (fchmod(fd, mfs_batch_file_mode()) < 0 || !(r->f = fdopen(fd, "w"))) {
+        int e = errno;
+        close(fd);
+        unlink(r->tmp);
+        mfs_batch_tmp_forget(r->tmp);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+static int open_report(const char *path, report_out *r)
 {
     char *dir = xstrdup(path), *slash = strrchr(dir, '/');
     if (slash && slash != dir) {
@@ -320,15 +351,22 @@ static FILE *open_report(const char *path)
         mfs_batch_mkdirs(dir); /* if it fails, fopen says why */
     }
     free(dir);
-    FILE *f = fopen(path, "we");
-    if (!f)
+    struct stat st;
+    r->tmp[0] = '\0';
+    r->f = NULL;
+    int in_place = lstat(path, &st) == 0 && !S_ISREG(st.st_mode);
+    if (in_place ? !(r->f = fopen(path, "we")) : report_tmp(path, r) < 0) {
         fprintf(stderr, "meshfs-convert: --report '%s': %s\n", path, strerror(errno));
-    return f;
+        r->tmp[0] = '\0';
+        return -1;
+    }
+    return 0;
 }
 
 /* Writes and closes the report; -1 (said on stderr) if it could not. */
-static int write_report(const batch *b, FILE *f, const char *path)
+static int write_report(const batch *b, report_out *r, const char *path)
 {
+    FILE *f = r->f;
     for (size_t i = 0; i < b->n; i++) {
         const item *it = &b->v[i];
         const mfs_stats *st = &it->rep.stats;
@@ -386,11 +424,19 @@ static int write_report(const batch *b, FILE *f, const char *path)
     }
     int bad = ferror(f);
     errno = 0;
-    if (fclose(f) != 0 || bad) {
-        /* fclose's errno when it failed; a write that failed earlier left
-         * only the stream's error flag */
-        fprintf(stderr, "meshfs-convert: --report '%s': %s\n", path,
-                strerror(errno ? errno : EIO));
+    int e = fclose(f) != 0 || bad ? (errno ? errno : EIO) : 0;
+    /* fclose's errno when it failed; a write that failed earlier left
+     * only the stream's error flag */
+    if (!e && r->tmp[0] && rename(r->tmp, path) < 0)
+        e = errno;
+    if (r->tmp[0]) {
+        if (e)
+            unlink(r->tmp);
+        mfs_batch_tmp_forget(r->tmp);
+    }
+    if (e) {
+        fprintf(stderr, "meshfs-convert: --report '%s': %s%s\n", path, strerror(e),
+                r->tmp[0] ? " (not written; an earlier report is left as it was)" : "");
         return -1;
     }
     return 0;
@@ -727,8 +773,8 @@ int main(int argc, char **argv)
         batch_free(&b);
         return 1;
     }
-    FILE *report_file = report ? open_report(report) : NULL;
-    if (report && !report_file) {
+    report_out report_file = {NULL, ""};
+    if (report && open_report(report, &report_file) < 0) {
         batch_free(&b);
         return 2;
     }
@@ -738,7 +784,7 @@ int main(int argc, char **argv)
     mfs_batch_run_all(&run);
 
     size_t pkg_failed = b.formats & MFS_FMT_LGEPKG_BIT ? write_packages(&b) : 0;
-    int report_failed = report_file && write_report(&b, report_file, report) < 0;
+    int report_failed = report && write_report(&b, &report_file, report) < 0;
     if (run.failed) {
         fprintf(stderr, "meshfs-convert: %zu of %zu models failed:\n", run.failed, b.n);
         for (size_t i = 0; i < b.n; i++) {

@@ -52,6 +52,35 @@ class FullDiskTest(TreeCase):
                          r"/meshfs-convert-\d+-\w{6}: writing CACHEDIR.TAG: " + ENOSPC)
         self.assertEqual(os.listdir(tmpdir), ["filler"])
 
+    def test_report_on_a_full_disk_leaves_the_earlier_one(self):
+        """--report whose file system fills: status 1, a message naming the
+        report and the reason, and the earlier report as it was, not a torn
+        or empty one under its name (it used to be truncated at the start
+        and written in place); once there is room again, a rerun writes it
+        whole."""
+        d = self.small_fs("rep", "64k")
+        rpath = os.path.join(d, "r.json")
+        old = b'{"model":"from the last run"}\n'
+        with open(rpath, "wb") as f:
+            f.write(old)
+        self.fill(d)
+        out = os.path.join(self.tmp, "out")
+        args = [tool("meshfs-convert"), "-q", "--no-cache", "--report", rpath, "-o", out, EXAMPLES]
+        p = run(args, timeout=300)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(f"meshfs-convert: --report '{rpath}': {ENOSPC}", p.stderr)
+        with open(rpath, "rb") as f:
+            self.assertEqual(f.read(), old)
+        self.assertEqual(sorted(os.listdir(d)), ["filler", "r.json"])
+        os.unlink(os.path.join(d, "filler"))
+        p = run(args, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(rpath) as f:
+            rows = [json.loads(line) for line in f]
+        self.assertEqual(sorted(r["model"] for r in rows), MODELS)
+        self.assertEqual(sorted(os.listdir(d)), ["r.json"])
+        self.assertEqual(os.stat(rpath).st_mode & 0o777, 0o644)
+
 
 if __name__ == "__main__":
     run_tests()
