@@ -81,6 +81,28 @@ class FullDiskTest(TreeCase):
         self.assertEqual(sorted(os.listdir(d)), ["r.json"])
         self.assertEqual(os.stat(rpath).st_mode & 0o777, 0o644)
 
+    def test_warm_on_a_full_cache_names_each_failed_model(self):
+        """meshfs-cache warm into a cache whose file system is full: every
+        model fails, and each is named with the reason.  warm used to print
+        only 'warm: 0 converted, 0 up to date, 5 failed'."""
+        d = self.small_fs("cachefs", "1m")
+        cache = os.path.join(d, "cache")
+        empty = os.path.join(self.tmp, "empty")
+        os.mkdir(empty)
+        run([tool("meshfs-cache"), "--cache-dir", cache, "warm", empty], check=True)
+        self.fill(d)
+        p = run([tool("meshfs-cache"), "--cache-dir", cache, "--json", "warm",
+                 EXAMPLES], timeout=300)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["failed"], 5)
+        for m in MODELS:
+            self.assertRegex(p.stderr, f"meshfs-cache: warm: {EXAMPLES}/{m}: [^\n]*{ENOSPC}\n")
+        os.unlink(os.path.join(d, "filler"))
+        p = run([tool("meshfs-cache"), "--cache-dir", cache, "warm", EXAMPLES], timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "warm: 5 converted, 0 up to date, 0 failed\n")
+        self.assertEqual(p.stderr, "")
+
 
 if __name__ == "__main__":
     run_tests()
