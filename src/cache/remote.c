@@ -36,6 +36,7 @@ typedef struct job {
 struct mfs_remote {
     mfs_cache *c;
     char *url;   /* without a trailing '/' */
+    char *name;  /* url without user:password@: what log lines show */
     char *auth;  /* "Authorization: Bearer ..." or NULL */
     unsigned timeout_ms, data_timeout_s;
     int read_only;
@@ -127,7 +128,7 @@ static void failed(mfs_remote *r, const char *what, const char *detail)
     r->backoff_until = mono_s() + r->backoff_s;
     unsigned b = r->backoff_s;
     pthread_mutex_unlock(&r->mu);
-    rlog(r, "remote cache: %s: %s; not used for %u s", what, detail, b);
+    rlog(r, "remote cache: %s: %s: %s; not used for %u s", r->name, what, detail, b);
 }
 
 static void succeeded(mfs_remote *r)
@@ -263,7 +264,8 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
             r->logged_bad = 1;
             pthread_mutex_unlock(&r->mu);
             if (first)
-                rlog(r, "remote cache: %s: bad object (%s); not served", url + strlen(r->url), why);
+                rlog(r, "remote cache: %s%s: bad object (%s); not served", r->name,
+                     url + strlen(r->url), why);
         } else {
             char final[MFS_CACHE_PATH_MAX];
             mfs_cache_key_path(k, manifest ? 'm' : 'e', final);
@@ -408,7 +410,8 @@ static void upload(mfs_remote *r, const job *j)
             r->logged_ro = 1;
             pthread_mutex_unlock(&r->mu);
             if (first)
-                rlog(r, "remote cache: PUT refused (HTTP %ld): read-only for this session", code);
+                rlog(r, "remote cache: %s: PUT refused (HTTP %ld): read-only for this session",
+                     r->name, code);
         } else if (cc == CURLE_OK && code == 413) {
             STAT_ADD(r, errors, 1); /* too large for this server: that object only */
         } else {
@@ -491,6 +494,26 @@ void mfs_remote_get_stats(mfs_remote *r, mfs_remote_stats *out)
 
 /* ---- setup ---- */
 
+/* url without the user:password@ of its authority, malloc'd: log lines
+ * name the server, never a password. */
+static char *public_name(const char *url)
+{
+    const char *host = strstr(url, "://");
+    host = host ? host + 3 : url;
+    size_t alen = strcspn(host, "/");
+    const char *at = NULL;
+    for (size_t i = 0; i < alen; i++)
+        if (host[i] == '@')
+            at = host + i;
+    size_t pre = (size_t)(host - url);
+    const char *rest = at ? at + 1 : host;
+    size_t n = pre + strlen(rest) + 1;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%.*s%s", (int)pre, url, rest);
+    return out;
+}
+
 int mfs_remote_check_url(const char *what, const char *url, mfs_err *err)
 {
     const char *rest = !strncmp(url, "http://", 7) ? url + 7 : !strncmp(url, "https://", 8) ? url + 8 : NULL;
@@ -555,6 +578,7 @@ mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err 
         size_t n = strlen(r->url);
         while (n && r->url[n - 1] == '/')
             r->url[--n] = '\0';
+        r->name = public_name(r->url);
     }
     if (cfg->token) {
         size_t n = strlen(cfg->token) + 32;
@@ -571,7 +595,7 @@ mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err 
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
     r->share = curl_share_init();
-    if (!r->url || (cfg->token && !r->auth) || !r->share) {
+    if (!r->url || !r->name || (cfg->token && !r->auth) || !r->share) {
         mfs_errf(err, "out of memory");
         goto fail;
     }
@@ -586,6 +610,7 @@ fail:
     if (r->share)
         curl_share_cleanup(r->share);
     free(r->url);
+    free(r->name);
     free(r->auth);
     free(r);
     return NULL;
@@ -612,5 +637,6 @@ void mfs_remote_free(mfs_remote *r)
         free(r->auth);
     }
     free(r->url);
+    free(r->name);
     free(r);
 }

@@ -236,6 +236,37 @@ class RemoteTest(unittest.TestCase):
         self.assertGreaterEqual(st["remote_errors"], 1)
         self.assertLess(elapsed, 60)
 
+    def test_log_names_the_server_never_its_password(self):
+        """Each failure's line names the server (the URL without its
+        user:password@), so a machine with two mounts, or a CI log, says
+        which server failed; the password in the URL is never shown."""
+        other = Nginx(os.path.join(self.base, "nginx-gone"))
+        port = other.port
+        other.stop()
+        p = run([tool("meshfs-convert"), "-q", "-f", "fmd", "--cache-dir",
+                 os.path.join(self.base, "gone", "cache"), "--remote",
+                 f"http://meshfs:hunter2pw@127.0.0.1:{port}/team/", "-o",
+                 os.path.join(self.base, "gone", "out"), PROPS], timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(f"meshfs-convert: remote cache: http://127.0.0.1:{port}/team: GET: "
+                      "Couldn't connect to server; not used for 30 s", p.stderr)
+        self.assertNotIn("hunter2pw", p.stderr)
+        # a bad object's line names the server and the object
+        views_a, _ = self.machine_a("named")
+        obj = objects(self.nginx.root, "named", "manifest")[0]
+        with open(obj, "r+b") as f:
+            f.write(b"<html>")
+        url = self.nginx.url("named").replace("http://", "http://meshfs:hunter2pw@")
+        src = os.path.join(self.base, "named-b", "src")
+        copy_props(src)
+        with Mount(src, os.path.join(self.base, "named-b", "mnt"),
+                   os.path.join(self.base, "named-b", "cache"), "remote=" + url) as m:
+            self.assertEqual(read_views(m.mnt), views_a)
+            log = m.output()
+        name = os.path.relpath(obj, self.nginx.root)
+        self.assertIn(f"remote cache: {self.nginx.url(name)}: bad object (", log)
+        self.assertNotIn("hunter2pw", log)
+
     def test_slow_server_bounded_by_data_timeout(self):
         views_a, _ = self.machine_a("slowsrc")  # read back slowly as /slow/
         with self.machine("s", "slow", "remote_data_timeout_s=1") as m:
