@@ -55,7 +55,7 @@ struct mfs_remote {
     pthread_t thread;
     int64_t backoff_until; /* monotonic s */
     unsigned backoff_s;
-    int logged_bad, logged_ro, logged_down;
+    int logged_bad, logged_ro, logged_down, logged_get, logged_big;
     mfs_remote_stats st;
 };
 
@@ -138,6 +138,60 @@ static void succeeded(mfs_remote *r)
     pthread_mutex_unlock(&r->mu);
 }
 
+/* The server is there but says "not now" (or failed): back off. */
+static int overloaded(long code)
+{
+    return code == 408 || code >= 500;
+}
+
+static char *public_name(const char *url);
+
+/* What an answer that is not a success means, for a log line. */
+static void answer_text(mfs_remote *r, CURL *h, CURLcode cc, long code, char *out, size_t n)
+{
+    char *to = NULL, *loc = NULL;
+    if (cc != CURLE_OK && cc != CURLE_HTTP_RETURNED_ERROR)
+        snprintf(out, n, "%s", curl_easy_strerror(cc));
+    else if (code >= 300 && code < 400) {
+        if (curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &to) == CURLE_OK && to)
+            loc = public_name(to); /* a relative Location has our userinfo */
+        snprintf(out, n, "HTTP %ld, a redirect to %s (not followed: give the final URL)", code,
+                 loc ? loc : "nowhere");
+        free(loc);
+    } else if (code == 401 || code == 403)
+        snprintf(out, n, "HTTP %ld, %s", code, r->auth ? "the token was refused" : "refused (no token)");
+    else if (code == 405)
+        snprintf(out, n, "HTTP 405, the method is not allowed there");
+    else if (code == 413)
+        snprintf(out, n, "HTTP 413, too large for the server");
+    else
+        snprintf(out, n, "HTTP %ld%s", code, code >= 500 ? ", server error" : "");
+}
+
+/* Logs once per session (*flag) that the server answered what with d. */
+static void once(mfs_remote *r, int *flag, const char *what, const char *d, const char *then)
+{
+    pthread_mutex_lock(&r->mu);
+    int first = !*flag;
+    *flag = 1;
+    pthread_mutex_unlock(&r->mu);
+    if (first)
+        rlog(r, "remote cache: %s: %s: %s; %s", r->name, what, d, then);
+}
+
+/* An upload answered with a redirect or a refusal: this server takes no
+ * uploads from us (a reader's token, no PUT there, another URL), so the
+ * session stops trying, logged once; reads go on. */
+static void uploads_refused(mfs_remote *r, const char *what, const char *d)
+{
+    MFS_CACHE_STAT_ADD(r->c, remote_errors, 1);
+    pthread_mutex_lock(&r->mu);
+    r->read_only = 1;
+    r->st.errors++;
+    pthread_mutex_unlock(&r->mu);
+    once(r, &r->logged_ro, what, d, "read-only for this session");
+}
+
 static void object_url(const mfs_remote *r, const mfs_cache_key *k, int manifest, char *out,
                        size_t n)
 {
@@ -170,6 +224,12 @@ static CURL *easy(mfs_remote *r, const char *url, struct curl_slist **hdr)
 }
 
 /* ---- reads ---- */
+
+/* The server answered (any status), rather than the transfer failing. */
+static int answered(CURLcode cc)
+{
+    return cc == CURLE_OK || cc == CURLE_HTTP_RETURNED_ERROR;
+}
 
 typedef struct sink {
     int fd;
@@ -253,7 +313,7 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
     CURLcode cc = curl_easy_perform(h);
     long code = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    if (cc == CURLE_OK) {
+    if (cc == CURLE_OK && code >= 200 && code < 300) {
         succeeded(r);
         STAT_ADD(r, bytes_down, s.n);
         const char *why = verify(r, fd, k, manifest);
@@ -277,15 +337,21 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
                 got = 1;
             }
         }
-    } else if (cc == CURLE_HTTP_RETURNED_ERROR && code >= 400 && code < 500) {
-        succeeded(r);
-        STAT_ADD(r, misses, 1);
     } else if (s.err) {
         STAT_ADD(r, misses, 1); /* the local disk's trouble, not the server's */
+    } else if (answered(cc) && (code == 404 || code == 410)) {
+        succeeded(r);
+        STAT_ADD(r, misses, 1);
+    } else if (answered(cc) && code >= 300 && !overloaded(code)) {
+        /* a redirect, a refused token, another 4xx: a miss, said once */
+        char d[512];
+        answer_text(r, h, cc, code, d, sizeof d);
+        succeeded(r);
+        STAT_ADD(r, misses, 1);
+        once(r, &r->logged_get, "GET", d, "a miss: converted locally (logged once)");
     } else {
-        char d[128];
-        snprintf(d, sizeof d, "%s%s", curl_easy_strerror(cc),
-                 code >= 500 ? " (server error)" : "");
+        char d[512];
+        answer_text(r, h, cc, code, d, sizeof d);
         STAT_ADD(r, misses, 1);
         failed(r, "GET", d);
     }
@@ -375,9 +441,13 @@ static void upload(mfs_remote *r, const job *j)
     CURLcode cc = curl_easy_perform(h);
     long code = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    if (cc != CURLE_OK || code >= 500) {
-        failed(r, "HEAD", cc != CURLE_OK ? curl_easy_strerror(cc) : "server error");
-    } else if (code == 404) {
+    char d[512];
+    answer_text(r, h, cc, code, d, sizeof d);
+    if (cc != CURLE_OK || overloaded(code)) {
+        failed(r, "HEAD", d);
+    } else if (code >= 300 && code != 404 && code != 410) {
+        uploads_refused(r, "HEAD", d);
+    } else if (code == 404 || code == 410) {
         curl_slist_free_all(hdr);
         curl_easy_cleanup(h);
         h = easy(r, url, &hdr);
@@ -395,32 +465,21 @@ static void upload(mfs_remote *r, const job *j)
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)r->data_timeout_s);
         cc = curl_easy_perform(h);
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        answer_text(r, h, cc, code, d, sizeof d);
         if (cc == CURLE_OK && code >= 200 && code < 300) {
             succeeded(r);
             STAT_ADD(r, bytes_up, (uint64_t)total);
             pthread_mutex_lock(&r->mu);
             r->st.uploads++;
             pthread_mutex_unlock(&r->mu);
-        } else if (cc == CURLE_OK && (code == 401 || code == 403)) {
-            MFS_CACHE_STAT_ADD(r->c, remote_errors, 1);
-            pthread_mutex_lock(&r->mu);
-            r->read_only = 1;
-            r->st.errors++;
-            int first = !r->logged_ro;
-            r->logged_ro = 1;
-            pthread_mutex_unlock(&r->mu);
-            if (first)
-                rlog(r, "remote cache: %s: PUT refused (HTTP %ld): read-only for this session",
-                     r->name, code);
         } else if (cc == CURLE_OK && code == 413) {
             STAT_ADD(r, errors, 1); /* too large for this server: that object only */
+            once(r, &r->logged_big, "PUT", d, "such objects are not uploaded (logged once)");
+        } else if (cc == CURLE_OK && code >= 300 && !overloaded(code)) {
+            uploads_refused(r, "PUT", d);
         } else {
-            char d[128];
-            snprintf(d, sizeof d, "%s (HTTP %ld)", curl_easy_strerror(cc), code);
             failed(r, "PUT", d);
         }
-    } else if (code == 401 || code == 403) {
-        failed(r, "HEAD", "refused (401/403)");
     }
     curl_easy_cleanup(h);
     curl_slist_free_all(hdr);

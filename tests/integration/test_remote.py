@@ -7,10 +7,12 @@ xattr, command line or environment, and bad option values stop the mount
 with status 2.  nginx itself: nginx.py."""
 import concurrent.futures
 import glob
+import http.server
 import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 import unittest
 
@@ -88,6 +90,80 @@ def vm_kib(pid, field):
     raise AssertionError(f"no {field} for {pid}")
 
 
+class Misbehaving:
+    """A small HTTP server on 127.0.0.1 for what nginx will not do on cue.
+    GET and HEAD serve the files under root (404 if absent); a PUT is read
+    and answered 201, stored nowhere.  The first path component picks a
+    misbehaviour: /moved/ answers every request with a 301 to another host
+    (127.0.0.2, whose server records anything reaching it in self.elsewhere),
+    /noput/ refuses PUT with 405, /busy/ answers 429 with Retry-After: 120,
+    /locked/ answers 403.  self.requests: (method, path, Authorization)."""
+
+    def __init__(self, root):
+        self.requests, self.elsewhere = [], []
+        outer = self
+
+        class Other(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                outer.elsewhere.append((self.command, self.path, self.headers.get("Authorization")))
+                self.send_error(404)
+            do_HEAD = do_PUT = do_GET
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def answer(self, code, body=b"", headers=()):
+                self.send_response(code)
+                for k, v in headers:
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            def do_GET(self):
+                outer.requests.append((self.command, self.path, self.headers.get("Authorization")))
+                if self.command == "PUT":
+                    self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                mode = self.path.split("/")[1]
+                if mode == "moved":
+                    return self.answer(301, b"<html><body>Moved</body></html>",
+                                       [("Location", f"http://127.0.0.2:{outer.other_port}{self.path}")])
+                if mode == "busy":
+                    return self.answer(429, b"slow down", [("Retry-After", "120")])
+                if mode == "locked":
+                    return self.answer(403, b"<html>Forbidden</html>")
+                if self.command == "PUT":
+                    return self.answer(405 if mode == "noput" else 201)
+                path = os.path.join(root, self.path.lstrip("/"))
+                if not os.path.isfile(path):
+                    return self.answer(404)
+                with open(path, "rb") as f:
+                    self.answer(200, f.read())
+            do_HEAD = do_PUT = do_GET
+
+        self.other = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Other)
+        self.other_port = self.other.server_address[1]
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        for srv in (self.server, self.other):
+            threading.Thread(target=srv.serve_forever, daemon=True).start()
+
+    def url(self, prefix):
+        return f"http://127.0.0.1:{self.port}/{prefix}"
+
+    def stop(self):
+        for srv in (self.server, self.other):
+            srv.shutdown()
+            srv.server_close()
+
+
 class RemoteTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -96,9 +172,11 @@ class RemoteTest(unittest.TestCase):
         cls.td = tempdir()
         cls.base = cls.td.name
         cls.nginx = Nginx(os.path.join(cls.base, "nginx"))
+        cls.odd = Misbehaving(cls.nginx.root)
 
     @classmethod
     def tearDownClass(cls):
+        cls.odd.stop()
         cls.nginx.stop()
         cls.td.cleanup()
 
@@ -266,6 +344,80 @@ class RemoteTest(unittest.TestCase):
         name = os.path.relpath(obj, self.nginx.root)
         self.assertIn(f"remote cache: {self.nginx.url(name)}: bad object (", log)
         self.assertNotIn("hunter2pw", log)
+
+    def odd_machine(self, name, prefix, *opts):
+        src = os.path.join(self.base, name, "src")
+        copy_props(src)
+        return Mount(src, os.path.join(self.base, name, "mnt"), os.path.join(self.base, name, "cache"),
+                     "remote=" + self.odd.url(prefix), *opts)
+
+    def test_redirect_and_refusal_said_never_followed(self):
+        """A 301 to another host (an http->https or moved-server rule) and a
+        403 on every request: each a miss converted locally, logged once with
+        the status and, for a redirect, where to; never taken for a bad
+        object; the token never reaches the other host; the uploads stop
+        (read-only for the session) without backing off the reads."""
+        secret = "redirect-token-zork"
+        tok = os.path.join(self.base, "token-moved")
+        with open(tok, "w") as f:
+            f.write(secret + "\n")
+        os.chmod(tok, 0o600)
+        for prefix, status, then in [
+                ("moved", f"HTTP 301, a redirect to http://127.0.0.2:{self.odd.other_port}/moved/v2/",
+                 "(not followed: give the final URL)"),
+                ("locked", "HTTP 403, the token was refused", "")]:
+            with self.odd_machine(prefix, prefix, "remote_token_file=" + tok) as m:
+                views = read_views(m.mnt)
+                deadline = time.time() + 30
+                while "read-only for this session" not in m.output() and time.time() < deadline:
+                    time.sleep(0.1)
+                st = m.stats()
+                log = m.output()
+            self.assertGreater(len(views), 3)
+            self.assertEqual(st["remote_hits"], 0)
+            self.assertNotIn("bad object", log)
+            self.assertNotIn("not used for", log)
+            self.assertNotIn(secret, log)
+            url = self.odd.url(prefix)
+            self.assertEqual(log.count(f"remote cache: {url}: GET: {status}"), 1, log)
+            self.assertIn(then + "; a miss: converted locally (logged once)", log)
+            self.assertEqual(log.count(f"remote cache: {url}: HEAD: {status}"), 1, log)
+            self.assertEqual(log.count("read-only for this session"), 1, log)
+            sent = [r for r in self.odd.requests if r[1].startswith(f"/{prefix}/")]
+            self.assertEqual([r for r in sent if r[0] == "PUT"], [])
+            self.assertTrue(all(r[2] == "Bearer " + secret for r in sent), sent)
+        self.assertEqual(self.odd.elsewhere, [])
+
+    def test_put_refused_405_reads_go_on(self):
+        """A server that takes no PUT (405: no dav module, a static mirror)
+        makes the session read-only; the reads after it still come from the
+        server instead of backing off for 30 s and converting."""
+        views_a, _ = self.machine_a("np")
+        shutil.copytree(os.path.join(self.nginx.root, "np"), os.path.join(self.nginx.root, "noput"))
+        src = os.path.join(self.base, "noput", "src")
+        copy_props(src)
+        write_grid(os.path.join(src, "extra.obj"), 12)  # on no server: converted, then a PUT
+        with Mount(src, os.path.join(self.base, "noput", "mnt"), os.path.join(self.base, "noput", "cache"),
+                   "remote=" + self.odd.url("noput")) as m:
+            with open(os.path.join(m.mnt, "extra.fmd"), "rb") as f:
+                f.read()
+            deadline = time.time() + 30
+            while not any(r[0] == "PUT" and r[1].startswith("/noput/") for r in self.odd.requests):
+                self.assertLess(time.time(), deadline, m.output())
+                time.sleep(0.1)
+            time.sleep(0.5)
+            views = read_views(m.mnt)
+            st = m.stats()
+            log = m.output()
+        views = {k: v for k, v in views.items() if not k.startswith("extra.")}
+        self.assertEqual(views, views_a)
+        self.assertEqual(st["conversions"], 1, log)  # extra.obj only
+        self.assertGreaterEqual(st["remote_hits"], 3)
+        self.assertEqual(log.count(f"remote cache: {self.odd.url('noput')}: PUT: HTTP 405, "
+                                   "the method is not allowed there; read-only for this session"), 1, log)
+        self.assertNotIn("not used for", log)
+        puts = [r for r in self.odd.requests if r[0] == "PUT" and r[1].startswith("/noput/")]
+        self.assertEqual(len(puts), 1, puts)
 
     def test_slow_server_bounded_by_data_timeout(self):
         views_a, _ = self.machine_a("slowsrc")  # read back slowly as /slow/
