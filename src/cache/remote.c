@@ -111,8 +111,9 @@ static int available(mfs_remote *r)
     return ok;
 }
 
-/* A transport error or a 5xx: skip the tier for a while, doubling. */
-static void failed(mfs_remote *r, const char *what, const char *detail)
+/* A transport error, a 5xx or a 429: skip the tier for a while, doubling,
+ * and at least at_least_s (the server's Retry-After). */
+static void failed(mfs_remote *r, const char *what, const char *detail, unsigned at_least_s)
 {
     MFS_CACHE_STAT_ADD(r->c, remote_errors, 1);
     pthread_mutex_lock(&r->mu);
@@ -123,6 +124,8 @@ static void failed(mfs_remote *r, const char *what, const char *detail)
         return;
     }
     r->backoff_s = r->backoff_s ? r->backoff_s * 2 : BACKOFF_MIN_S;
+    if (r->backoff_s < at_least_s)
+        r->backoff_s = at_least_s;
     if (r->backoff_s > BACKOFF_MAX_S)
         r->backoff_s = BACKOFF_MAX_S;
     r->backoff_until = mono_s() + r->backoff_s;
@@ -141,7 +144,17 @@ static void succeeded(mfs_remote *r)
 /* The server is there but says "not now" (or failed): back off. */
 static int overloaded(long code)
 {
-    return code == 408 || code >= 500;
+    return code == 408 || code == 429 || code >= 500;
+}
+
+/* The server's Retry-After in seconds (0: none), at most the longest
+ * back-off. */
+static unsigned retry_after(CURL *h)
+{
+    curl_off_t s = 0;
+    if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &s) != CURLE_OK || s <= 0)
+        return 0;
+    return s > BACKOFF_MAX_S ? BACKOFF_MAX_S : (unsigned)s;
 }
 
 static char *public_name(const char *url);
@@ -164,6 +177,8 @@ static void answer_text(mfs_remote *r, CURL *h, CURLcode cc, long code, char *ou
         snprintf(out, n, "HTTP 405, the method is not allowed there");
     else if (code == 413)
         snprintf(out, n, "HTTP 413, too large for the server");
+    else if (code == 429)
+        snprintf(out, n, "HTTP 429, too many requests");
     else
         snprintf(out, n, "HTTP %ld%s", code, code >= 500 ? ", server error" : "");
 }
@@ -353,7 +368,7 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
         char d[512];
         answer_text(r, h, cc, code, d, sizeof d);
         STAT_ADD(r, misses, 1);
-        failed(r, "GET", d);
+        failed(r, "GET", d, answered(cc) ? retry_after(h) : 0);
     }
     curl_easy_cleanup(h);
     curl_slist_free_all(hdr);
@@ -444,7 +459,7 @@ static void upload(mfs_remote *r, const job *j)
     char d[512];
     answer_text(r, h, cc, code, d, sizeof d);
     if (cc != CURLE_OK || overloaded(code)) {
-        failed(r, "HEAD", d);
+        failed(r, "HEAD", d, cc == CURLE_OK ? retry_after(h) : 0);
     } else if (code >= 300 && code != 404 && code != 410) {
         uploads_refused(r, "HEAD", d);
     } else if (code == 404 || code == 410) {
@@ -478,7 +493,7 @@ static void upload(mfs_remote *r, const job *j)
         } else if (cc == CURLE_OK && code >= 300 && !overloaded(code)) {
             uploads_refused(r, "PUT", d);
         } else {
-            failed(r, "PUT", d);
+            failed(r, "PUT", d, cc == CURLE_OK ? retry_after(h) : 0);
         }
     }
     curl_easy_cleanup(h);

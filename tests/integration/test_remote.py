@@ -419,6 +419,25 @@ class RemoteTest(unittest.TestCase):
         puts = [r for r in self.odd.requests if r[0] == "PUT" and r[1].startswith("/noput/")]
         self.assertEqual(len(puts), 1, puts)
 
+    def test_429_backs_off_for_retry_after(self):
+        """A 429 (a rate-limiting proxy) with Retry-After: 120 is an overload,
+        not a miss: the tier is skipped for those 120 s, said once, rather
+        than asked again by every read."""
+        with self.odd_machine("busy", "busy") as m:
+            views = read_views(m.mnt)
+            time.sleep(0.3)
+            st = m.stats()
+            log = m.output()
+        self.assertGreater(len(views), 3)
+        self.assertGreater(st["conversions"], 0)
+        self.assertEqual(log.count(f"remote cache: {self.odd.url('busy')}: GET: HTTP 429, "
+                                   "too many requests; not used for 120 s"), 1, log)
+        asked = [r for r in self.odd.requests if r[1].startswith("/busy/")]
+        # the models of props may each have one in flight before the first answer
+        self.assertIn(len(asked), (1, 2, 3), asked)
+        self.assertEqual([r[0] for r in asked], ["GET"] * len(asked))
+        self.assertIn(st["remote_errors"], (1, 2, 3), st)
+
     def test_slow_server_bounded_by_data_timeout(self):
         views_a, _ = self.machine_a("slowsrc")  # read back slowly as /slow/
         with self.machine("s", "slow", "remote_data_timeout_s=1") as m:
