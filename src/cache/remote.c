@@ -50,6 +50,8 @@ struct mfs_remote {
     job q[MFS_REMOTE_QUEUE_CAP];
     size_t qhead, qlen;
     int stop, busy;
+    unsigned long unsent; /* uploads given up (back-off, errors, refusals) */
+    int reported;         /* the drain said how many */
     int started; /* the upload thread, made on first use: none exists before
                     the daemon detaches (fuse_daemonize forks) */
     pthread_t thread;
@@ -411,32 +413,34 @@ static size_t source_read(char *p, size_t sz, size_t nm, void *u)
     return done;
 }
 
-static void upload(mfs_remote *r, const job *j)
+/* 1 if the server has the object now (or there is none to send), 0 if it
+ * was not sent. */
+static int upload(mfs_remote *r, const job *j)
 {
     if (!available(r))
-        return;
+        return 0;
     pthread_mutex_lock(&r->mu);
     int ro = r->read_only;
     pthread_mutex_unlock(&r->mu);
     if (ro)
-        return;
+        return 0;
     char path[MFS_CACHE_PATH_MAX];
     mfs_cache_key_path(&j->key, j->manifest ? 'm' : 'e', path);
     int fd = openat(r->c->dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return; /* evicted meanwhile */
+        return 1; /* evicted meanwhile */
     mfs_cache_entry_info info;
     const char *why = NULL;
     source s = {.fd = fd};
     if (mfs_cache_entry_check(fd, &j->key, j->manifest ? 'm' : 'e', &info, &why) != 1 ||
         !carried(info.kind, j->manifest)) {
         close(fd); /* never failures, never a damaged entry */
-        return;
+        return 1;
     }
     if (info.form == MFS_CACHE_FORM_XATTR) {
         if (fgetxattr(fd, MFS_CACHE_XATTR, s.rec, sizeof s.rec) != (ssize_t)sizeof s.rec) {
             close(fd);
-            return;
+            return 0;
         }
         s.len = info.length;
         s.add_rec = 1;
@@ -449,7 +453,7 @@ static void upload(mfs_remote *r, const job *j)
     CURL *h = easy(r, url, &hdr);
     if (!h) {
         close(fd);
-        return;
+        return 0;
     }
     curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms + 1000L * r->data_timeout_s);
@@ -458,6 +462,7 @@ static void upload(mfs_remote *r, const job *j)
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
     char d[512];
     answer_text(r, h, cc, code, d, sizeof d);
+    int done = cc == CURLE_OK && code >= 200 && code < 300; /* there already */
     if (cc != CURLE_OK || overloaded(code)) {
         failed(r, "HEAD", d, cc == CURLE_OK ? retry_after(h) : 0);
     } else if (code >= 300 && code != 404 && code != 410) {
@@ -468,7 +473,7 @@ static void upload(mfs_remote *r, const job *j)
         h = easy(r, url, &hdr);
         if (!h) {
             close(fd);
-            return;
+            return 0;
         }
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(h, CURLOPT_READFUNCTION, source_read);
@@ -482,6 +487,7 @@ static void upload(mfs_remote *r, const job *j)
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
         answer_text(r, h, cc, code, d, sizeof d);
         if (cc == CURLE_OK && code >= 200 && code < 300) {
+            done = 1;
             succeeded(r);
             STAT_ADD(r, bytes_up, (uint64_t)total);
             pthread_mutex_lock(&r->mu);
@@ -499,6 +505,7 @@ static void upload(mfs_remote *r, const job *j)
     curl_easy_cleanup(h);
     curl_slist_free_all(hdr);
     close(fd);
+    return done;
 }
 
 static void *uploader(void *arg)
@@ -515,8 +522,9 @@ static void *uploader(void *arg)
         r->qlen--;
         r->busy = 1;
         pthread_mutex_unlock(&r->mu);
-        upload(r, &j);
+        int done = upload(r, &j);
         pthread_mutex_lock(&r->mu);
+        r->unsent += !done;
         r->busy = 0;
         pthread_cond_broadcast(&r->cv); /* a drain may be waiting */
     }
@@ -555,7 +563,15 @@ void mfs_remote_drain(mfs_remote *r, unsigned timeout_s)
         if (pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)
             break;
     }
+    unsigned long left = r->qlen + (unsigned)r->busy, unsent = r->unsent + left;
+    r->reported = 1;
     pthread_mutex_unlock(&r->mu);
+    if (left)
+        rlog(r, "remote cache: %s: %lu uploads not sent: still queued after %u s", r->name, unsent,
+             timeout_s);
+    else if (unsent)
+        rlog(r, "remote cache: %s: %lu uploads not sent (the errors above); the server lacks "
+             "those objects", r->name, unsent);
 }
 
 void mfs_remote_get_stats(mfs_remote *r, mfs_remote_stats *out)
@@ -698,7 +714,10 @@ void mfs_remote_free(mfs_remote *r)
     r->stop = 1;
     pthread_cond_signal(&r->cv);
     int started = r->started == 1;
+    size_t dropped = r->reported ? 0 : r->qlen;
     pthread_mutex_unlock(&r->mu);
+    if (dropped)
+        rlog(r, "remote cache: %s: %zu queued uploads not sent at exit", r->name, dropped);
     if (started)
         pthread_join(r->thread, NULL);
     curl_share_cleanup(r->share);

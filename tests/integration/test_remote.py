@@ -10,6 +10,7 @@ import glob
 import http.server
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -97,7 +98,8 @@ class Misbehaving:
     misbehaviour: /moved/ answers every request with a 301 to another host
     (127.0.0.2, whose server records anything reaching it in self.elsewhere),
     /noput/ refuses PUT with 405, /busy/ answers 429 with Retry-After: 120,
-    /locked/ answers 403.  self.requests: (method, path, Authorization)."""
+    /locked/ answers 403, /nohead/ answers HEAD with 503.  self.requests:
+    (method, path, Authorization)."""
 
     def __init__(self, root):
         self.requests, self.elsewhere = [], []
@@ -139,6 +141,8 @@ class Misbehaving:
                     return self.answer(429, b"slow down", [("Retry-After", "120")])
                 if mode == "locked":
                     return self.answer(403, b"<html>Forbidden</html>")
+                if mode == "nohead" and self.command == "HEAD":
+                    return self.answer(503, b"<html>Service Unavailable</html>")
                 if self.command == "PUT":
                     return self.answer(405 if mode == "noput" else 201)
                 path = os.path.join(root, self.path.lstrip("/"))
@@ -623,6 +627,33 @@ class RemoteTest(unittest.TestCase):
                     written[os.path.relpath(os.path.join(d, f), out)] = open(os.path.join(d, f), "rb").read()
         self.assertGreater(len(written), 0)
         self.assertEqual(views, written)
+
+    def test_convert_says_uploads_not_sent(self):
+        """A server that fails at upload time (503 on HEAD) backs off, so the
+        rest of the queue is skipped: the run still exits 0 (its outputs are
+        fine) but says how many objects did not reach the server, naming it,
+        rather than ending as if they had."""
+        src = os.path.join(self.base, "nohead", "src")
+        copy_props(src)
+        p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf", "--cache-dir",
+                 os.path.join(self.base, "nohead", "cache"), "--remote", self.odd.url("nohead"),
+                 "-o", os.path.join(self.base, "nohead", "out"), src], timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        url = self.odd.url("nohead")
+        self.assertIn(f"remote cache: {url}: HEAD: HTTP 503, server error; not used for 30 s", p.stderr)
+        heads = [r for r in self.odd.requests if r[0] == "HEAD" and r[1].startswith("/nohead/")]
+        self.assertEqual(len(heads), 1, heads)
+        m = re.search(rf"meshfs-convert: remote cache: {re.escape(url)}: (\d+) uploads not sent "
+                      r"\(the errors above\); the server lacks those objects\n", p.stderr)
+        self.assertIsNotNone(m, p.stderr)
+        self.assertGreaterEqual(int(m.group(1)), 3)  # a manifest a model at least
+        # a run whose uploads all went says nothing of the kind
+        p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf", "--cache-dir",
+                 os.path.join(self.base, "nohead", "cache2"), "--remote", self.nginx.url("sent"),
+                 "-o", os.path.join(self.base, "nohead", "out2"), src], timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("not sent", p.stderr)
+        self.assertEqual(len(objects(self.nginx.root, "sent", "manifest")), 3)
 
     def test_convert_no_cache_uploads_what_a_cached_run_does(self):
         """--no-cache removes each model's entries once it is resolved, but
