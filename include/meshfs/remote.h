@@ -42,7 +42,8 @@ typedef struct mfs_remote mfs_remote;
 
 /* The upload thread starts with the first upload.  NULL with err on failure. */
 mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err *err);
-/* Drains nothing: queued uploads still waiting are dropped. */
+/* Drains nothing: queued uploads still waiting are dropped, and one in
+ * flight is cut short (within a second), each said in the log. */
 void mfs_remote_free(mfs_remote *r);
 
 /* Fetches the view entry (manifest = 0) or manifest (1) with key k into the

@@ -12,6 +12,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -413,6 +414,18 @@ static size_t source_read(char *p, size_t sz, size_t nm, void *u)
     return done;
 }
 
+/* Ends an upload within a second once the client stops (unmount, or a
+ * batch run past its drain): a slow server never holds up the exit. */
+static int stop_check(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    mfs_remote *r = u;
+    pthread_mutex_lock(&r->mu);
+    int stop = r->stop;
+    pthread_mutex_unlock(&r->mu);
+    return stop;
+}
+
 /* 1 if the server has the object now (or there is none to send), 0 if it
  * was not sent. */
 static int upload(mfs_remote *r, const job *j)
@@ -483,6 +496,9 @@ static int upload(mfs_remote *r, const job *j)
         /* streamed: a stalled upload ends after the data timeout of silence */
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)r->data_timeout_s);
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, stop_check);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, r);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
         cc = curl_easy_perform(h);
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
         answer_text(r, h, cc, code, d, sizeof d);
@@ -498,6 +514,9 @@ static int upload(mfs_remote *r, const job *j)
             once(r, &r->logged_big, "PUT", d, "such objects are not uploaded (logged once)");
         } else if (cc == CURLE_OK && code >= 300 && !overloaded(code)) {
             uploads_refused(r, "PUT", d);
+        } else if (cc == CURLE_ABORTED_BY_CALLBACK) {
+            rlog(r, "remote cache: %s: PUT of %" PRIu64 " bytes cut short at exit", r->name,
+                 (uint64_t)total);
         } else {
             failed(r, "PUT", d, cc == CURLE_OK ? retry_after(h) : 0);
         }

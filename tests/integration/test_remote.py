@@ -98,8 +98,8 @@ class Misbehaving:
     misbehaviour: /moved/ answers every request with a 301 to another host
     (127.0.0.2, whose server records anything reaching it in self.elsewhere),
     /noput/ refuses PUT with 405, /busy/ answers 429 with Retry-After: 120,
-    /locked/ answers 403, /nohead/ answers HEAD with 503.  self.requests:
-    (method, path, Authorization)."""
+    /locked/ answers 403, /nohead/ answers HEAD with 503, /trickle/ reads a
+    PUT's body at 160 KB/s.  self.requests: (method, path, Authorization)."""
 
     def __init__(self, root):
         self.requests, self.elsewhere = [], []
@@ -131,9 +131,16 @@ class Misbehaving:
 
             def do_GET(self):
                 outer.requests.append((self.command, self.path, self.headers.get("Authorization")))
-                if self.command == "PUT":
-                    self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 mode = self.path.split("/")[1]
+                if self.command == "PUT":
+                    n = int(self.headers.get("Content-Length", 0))
+                    while n > 0:
+                        chunk = self.rfile.read(min(n, 16384))
+                        if not chunk:
+                            break
+                        n -= len(chunk)
+                        if mode == "trickle":
+                            time.sleep(0.1)
                 if mode == "moved":
                     return self.answer(301, b"<html><body>Moved</body></html>",
                                        [("Location", f"http://127.0.0.2:{outer.other_port}{self.path}")])
@@ -441,6 +448,35 @@ class RemoteTest(unittest.TestCase):
         self.assertIn(len(asked), (1, 2, 3), asked)
         self.assertEqual([r[0] for r in asked], ["GET"] * len(asked))
         self.assertIn(st["remote_errors"], (1, 2, 3), st)
+
+    def test_slow_upload_cut_short_at_unmount(self):
+        """An upload a slow server takes in at 160 KB/s (never idle, so the
+        data timeout's stall check never fires) is cut short at unmount: the
+        daemon exits within a few seconds, not when the last byte went, and
+        says so."""
+        src = os.path.join(self.base, "trickle", "src")
+        os.makedirs(src)
+        write_grid(os.path.join(src, "g.obj"), 300)  # a .dem of ~12 MB
+        with Mount(src, os.path.join(self.base, "trickle", "mnt"),
+                   os.path.join(self.base, "trickle", "cache"),
+                   "remote=" + self.odd.url("trickle"), "formats=dem") as m:
+            with open(os.path.join(m.mnt, "g.dem"), "rb") as f:
+                size = len(f.read())
+            deadline = time.time() + 60
+            while not any(r[0] == "PUT" and r[1].startswith("/trickle/v2/view/")
+                          for r in self.odd.requests):
+                self.assertLess(time.time(), deadline, m.output())
+                time.sleep(0.1)
+            time.sleep(1)
+            t0 = time.time()
+            subprocess.run(["fusermount3", "-u", m.mnt], check=True)
+            m.proc.wait(timeout=120)
+            elapsed = time.time() - t0
+            log = m.output()
+        self.assertGreater(size, 10 << 20)  # well above what socket buffers hold
+        self.assertLess(elapsed, 5, log)
+        self.assertIn(f"remote cache: {self.odd.url('trickle')}: PUT of {size + REC} bytes "
+                      "cut short at exit", log)
 
     def test_slow_server_bounded_by_data_timeout(self):
         views_a, _ = self.machine_a("slowsrc")  # read back slowly as /slow/
