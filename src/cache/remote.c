@@ -623,17 +623,28 @@ static char *public_name(const char *url)
     return out;
 }
 
-int mfs_remote_check_url(const char *what, const char *url, mfs_err *err)
+/* shown: url as messages show it, without user:password@ */
+static int check_url(const char *what, const char *url, const char *shown, mfs_err *err)
 {
     const char *rest = !strncmp(url, "http://", 7) ? url + 7 : !strncmp(url, "https://", 8) ? url + 8 : NULL;
     if (!rest)
-        return mfs_errf(err, "%s=%s: must start with http:// or https://", what, url);
+        return mfs_errf(err, "%s=%s: must start with http:// or https://", what, shown);
     if (!rest[0] || rest[0] == '/' || rest[0] == ':')
-        return mfs_errf(err, "%s=%s: no host", what, url);
+        return mfs_errf(err, "%s=%s: no host", what, shown);
     for (const char *p = url; *p; p++)
         if ((unsigned char)*p <= ' ' || *p == '?' || *p == '#')
-            return mfs_errf(err, "%s=%s: spaces, '?' and '#' are not allowed", what, url);
+            return mfs_errf(err, "%s=%s: spaces, '?' and '#' are not allowed", what, shown);
     return 0;
+}
+
+int mfs_remote_check_url(const char *what, const char *url, mfs_err *err)
+{
+    char *shown = public_name(url);
+    if (!shown)
+        return mfs_errf(err, "out of memory");
+    int rc = check_url(what, url, shown, err);
+    free(shown);
+    return rc;
 }
 
 int mfs_remote_read_token(const char *path, char **token, mfs_err *err)

@@ -766,6 +766,18 @@ class RemoteTest(unittest.TestCase):
             p = self.bad_mount(*opts)
             self.assertEqual(p.returncode, 2, (opts, p.stderr))
             self.assertIn(text, p.stderr, opts)
+        # a password in a refused URL is not echoed
+        for bad, text in [("ftp://meshfs:hunter2pw@host/x", "-o remote=ftp://host/x: must start"),
+                          ("http://meshfs:hunter2pw@host/x#y", "-o remote=http://host/x#y: spaces")]:
+            p = self.bad_mount("remote=" + bad)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(text, p.stderr)
+            self.assertNotIn("hunter2pw", p.stderr + p.stdout)
+        p = run([tool("meshfs-convert"), "-o", os.path.join(self.base, "cli-bad"), "--remote",
+                 "gopher://meshfs:hunter2pw@host/x", PROPS])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--remote=gopher://host/x: must start", p.stderr)
+        self.assertNotIn("hunter2pw", p.stderr)
 
     def test_token_file_readable_by_others_refused(self):
         # any access by group or others, not only reading (meshfs.1)
