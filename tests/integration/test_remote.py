@@ -99,7 +99,7 @@ class Misbehaving:
     (127.0.0.2, whose server records anything reaching it in self.elsewhere),
     /noput/ refuses PUT with 405, /busy/ answers 429 with Retry-After: 120,
     /locked/ answers 403, /nohead/ answers HEAD with 503, /trickle/ reads a
-    PUT's body at 160 KB/s.  self.requests: (method, path, Authorization)."""
+    PUT's body at 160 KB/s, /toobig/ refuses PUT with 413.  self.requests: (method, path, Authorization)."""
 
     def __init__(self, root):
         self.requests, self.elsewhere = [], []
@@ -151,7 +151,7 @@ class Misbehaving:
                 if mode == "nohead" and self.command == "HEAD":
                     return self.answer(503, b"<html>Service Unavailable</html>")
                 if self.command == "PUT":
-                    return self.answer(405 if mode == "noput" else 201)
+                    return self.answer({"noput": 405, "toobig": 413}.get(mode, 201))
                 path = os.path.join(root, self.path.lstrip("/"))
                 if not os.path.isfile(path):
                     return self.answer(404)
@@ -690,6 +690,23 @@ class RemoteTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn("not sent", p.stderr)
         self.assertEqual(len(objects(self.nginx.root, "sent", "manifest")), 3)
+
+    def test_put_413_said_once_others_still_sent(self):
+        """A 413 (client_max_body_size) drops that object only: said once,
+        naming the server, every other upload still tried, reads not
+        backed off."""
+        src = os.path.join(self.base, "toobig", "src")
+        copy_props(src)
+        p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf", "--cache-dir",
+                 os.path.join(self.base, "toobig", "cache"), "--remote", self.odd.url("toobig"),
+                 "-o", os.path.join(self.base, "toobig", "out"), src], timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr.count(f"remote cache: {self.odd.url('toobig')}: PUT: HTTP 413, too large "
+                                        "for the server; such objects are not uploaded (logged once)"),
+                         1, p.stderr)
+        self.assertNotIn("not used for", p.stderr)
+        puts = [r for r in self.odd.requests if r[0] == "PUT" and r[1].startswith("/toobig/")]
+        self.assertGreaterEqual(len(puts), 3, puts)  # a manifest a model at least
 
     def test_convert_no_cache_uploads_what_a_cached_run_does(self):
         """--no-cache removes each model's entries once it is resolved, but
