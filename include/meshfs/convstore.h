@@ -35,6 +35,14 @@ typedef struct mfs_convstore {
     void (*errtext)(void *ctx, const char *in, char *out, size_t n);
     /* a line for the log */
     void (*log)(void *ctx, const char *msg);
+    /* The cache's file system refused to store some of this run's results
+     * (errnum ENOSPC, EDQUOT, EROFS or EIO; meshfs/storerr.h): called once
+     * per run, in place of a log line per view, and *err then holds
+     * mfs_storerr_reason.  NULL: nothing said but *err. */
+    void (*store_failed)(void *ctx, const char *relpath, int errnum);
+    /* Every result of the run stored, the model entry included (NULL:
+     * not told): the host may say the cache stores again. */
+    void (*stored)(void *ctx);
     /* An extra blob the host files with the model (meshfs-convert's report
      * of the run; NULL: none): given the run's inputs and report, fills
      * *key and a malloc'd *bytes (taken over), 0; or -1 for none.  Kept

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "meshfs/convstore.h"
+#include "meshfs/storerr.h"
 
 static void logf_(const mfs_convstore *h, const char *fmt, const char *a, const char *b)
 {
@@ -139,10 +140,24 @@ static void done_with(const mfs_convstore *h, const char *out)
         close(fd);
 }
 
+/* A store the cache's file system refused (meshfs/storerr.h): the host
+ * says it once for the run (store_failed), not here once per view, and not
+ * as the model's.  1 if msg is one (*store_errno keeps the first), else 0. */
+static int cache_refused(const char *msg, int *store_errno, int *machine)
+{
+    int e = mfs_storerr_of(msg);
+    if (!e)
+        return 0;
+    if (!*store_errno)
+        *store_errno = e;
+    *machine = 1;
+    return 1;
+}
+
 static int file_results(const mfs_convstore *h, const char *relpath, const char *tmp,
                         const char *fmi_model, unsigned formats, const mfs_report *rep,
                         const mfs_dep *deps, uint32_t ndeps, mfs_cache_manifest *man,
-                        mfs_cache_hit *hits, int *machine, mfs_err *err)
+                        mfs_cache_hit *hits, int *machine, int *store_errno, mfs_err *err)
 {
     man->views = calloc(MFS_FMT_COUNT + 1, sizeof *man->views); /* and the host's extra */
     if (!man->views)
@@ -167,20 +182,24 @@ static int file_results(const mfs_convstore *h, const char *relpath, const char 
         if (!reason) {
             mfs_err ferr;
             mfs_err_clear(&ferr);
-            if (file_output(h, out, v, rep->fmt[f].size, &hits[man->nviews - 1], &ferr) < 0) {
-                /* e.g. ENOSPC: this access fails with the reason and no
-                 * partial entry; nothing negative is stored, because the
-                 * cache's trouble says nothing about the model and the next
-                 * access should try again. */
+            if (file_output(h, out, v, rep->fmt[f].size, &hits[man->nviews - 1], &ferr) < 0 &&
+                !cache_refused(ferr.msg, store_errno, machine)) {
+                /* this access fails with the reason and no partial entry;
+                 * nothing negative is stored, because the cache's trouble
+                 * says nothing about the model and the next access should
+                 * try again. */
                 logf_(h, "cache: %s%s", ferr.msg, "");
                 if (!*machine)
                     mfs_errf(err, "cache: %s", ferr.msg);
                 *machine = 1;
             }
+        } else if (transient && rep->ok && cache_refused(reason, store_errno, machine)) {
+            /* the worker's output is a file in the cache's tmp/: its file
+             * system is full (or read-only, failing); the cache's fault */
         } else if (transient) {
-            /* the worker could not write its output (disk full...): the
-             * model is not at fault, so this access fails and the next one
-             * tries again */
+            /* the worker could not write its output, or was killed from
+             * outside: the model is not at fault, so this access fails and
+             * the next one tries again */
             logf_(h, "%s: %s", relpath, reason);
             if (!*machine)
                 mfs_errf(err, "%s", reason);
@@ -199,8 +218,13 @@ static int file_results(const mfs_convstore *h, const char *relpath, const char 
             memset(&ctx, 0, sizeof ctx);
             if (h->failctx)
                 h->failctx(h->ctx, deps, ndeps, &ctx);
-            if (mfs_cache_store_failure(h->cache, &v->key, shown, &ctx, err) < 0) {
-                logf_(h, "cache: %s%s", err->msg, "");
+            mfs_err nerr;
+            mfs_err_clear(&nerr);
+            if (mfs_cache_store_failure(h->cache, &v->key, shown, &ctx, &nerr) < 0 &&
+                !cache_refused(nerr.msg, store_errno, machine)) {
+                logf_(h, "cache: %s%s", nerr.msg, "");
+                if (!*machine)
+                    mfs_errf(err, "cache: %s", nerr.msg);
                 *machine = 1;
             }
         }
@@ -280,8 +304,9 @@ int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *
         ndeps = 1;
     }
     int machine = 0; /* a view failed for the machine's sake: err says the first */
+    int store_errno = 0; /* ... the cache's file system refused a store (storerr.h) */
     int rc = file_results(h, relpath, tmp, fmi_model, formats, rep, deps, ndeps, man, hits,
-                          &machine, err);
+                          &machine, &store_errno, err);
     if (rc == 0 && copy_deps(man, deps, ndeps) < 0)
         rc = mfs_errf(err, "out of memory");
     if (rc < 0)
@@ -314,12 +339,15 @@ int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *
         mfs_cache_hit entry = {.fd = -1};
         mfs_err serr;
         mfs_err_clear(&serr);
-        if (mfs_cache_manifest_store(h->cache, &mk, man, &entry, &serr) < 0) {
+        int stored = mfs_cache_manifest_store(h->cache, &mk, man, &entry, &serr) == 0;
+        if (!stored) {
             /* the small views were in it: they fail with it, as a view
              * whose own entry could not be written does */
-            logf_(h, "cache: %s%s", serr.msg, "");
-            if (!machine)
-                mfs_errf(err, "cache: %s", serr.msg);
+            if (!cache_refused(serr.msg, &store_errno, &machine)) {
+                logf_(h, "cache: %s%s", serr.msg, "");
+                if (!machine)
+                    mfs_errf(err, "cache: %s", serr.msg);
+            }
             machine = 1;
             for (uint32_t i = 0; i < man->nviews; i++)
                 man->views[i].embedded = 0;
@@ -331,6 +359,14 @@ int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *
         man->nviews = nviews;
         embedded_hits(man, &entry, hits);
         mfs_cache_hit_release(&entry);
+        if (stored && !store_errno && h->stored)
+            h->stored(h->ctx);
+    }
+    if (rc == 0 && store_errno) {
+        /* the reason users read names the cache's condition, not a view */
+        mfs_storerr_reason(store_errno, err->msg, sizeof err->msg);
+        if (h->store_failed)
+            h->store_failed(h->ctx, relpath, store_errno);
     }
     free(xb);
     free_bytes(man);

@@ -18,6 +18,7 @@
 #include "fs.h"
 #include "prefetch.h"
 #include "meshfs/convstore.h"
+#include "meshfs/storerr.h"
 #include "meshfs/keyopts.h"
 
 /* The option text in keys: the recipe shared with meshfs-convert
@@ -221,6 +222,29 @@ static void cs_log(void *ctx, const char *msg)
     mfs_fs_log_at(ctx, level, "%s", msg);
 }
 
+/* The cache's file system refused this run's results (full, over quota,
+ * read-only, failing): counted, and said once until a run stores again,
+ * naming the model that met it first; not a line per view of every model,
+ * which would read as the models' fault (docs/reliability.md). */
+static void cs_store_failed(void *ctx, const char *relpath, int errnum)
+{
+    mfs_fs *fs = ctx;
+    atomic_fetch_add(&fs->stats.cache_store_failures, 1);
+    if (mfs_latch_raise(&fs->store_refused))
+        mfs_fs_log_at(fs, MFS_LOG_ERROR,
+                      "cache: %s while storing views (first for %s); views are converted but "
+                      "not kept, and fail, until %s",
+                      strerror(errnum), relpath, mfs_storerr_remedy(errnum));
+}
+
+/* At the condition's level, so whoever saw it start sees it end. */
+static void cs_stored(void *ctx)
+{
+    mfs_fs *fs = ctx;
+    if (mfs_latch_lower(&fs->store_refused))
+        mfs_fs_log_at(fs, MFS_LOG_ERROR, "cache: storing again");
+}
+
 int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsigned formats,
                    mfs_cache_manifest *man, mfs_err *err)
 {
@@ -274,7 +298,7 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
         mfs_fs_log_at(fs, MFS_LOG_DEBUG, "%s: importer: %s", relpath, rep.route);
     mfs_convstore cs = {.ctx = fs, .cache = fs->cache, .views = fs->views, .hash_model = cs_hash,
                         .failctx = cs_failctx, .errtext = cs_errtext, .log = cs_log,
-                        .keep_outputs = 1};
+                        .store_failed = cs_store_failed, .stored = cs_stored, .keep_outputs = 1};
     mfs_cache_hit hits[MFS_FMT_COUNT];
     mfs_cache_key mk;
     rc = mfs_convstore_file(&cs, relpath, tmp, fmi_model, formats, &rep, man, &mk, hits, err);

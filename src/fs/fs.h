@@ -14,6 +14,7 @@
 #include "meshfs/jobdirs.h"
 #include "meshfs/formats.h"
 #include "meshfs/limits.h"
+#include "meshfs/latch.h"
 #include "meshfs/log.h"
 #include "meshfs/spawner.h"
 #include "meshfs/views.h"
@@ -64,6 +65,9 @@ typedef struct mfs_fs_stats {
     atomic_uint_least64_t folder_record_hits;   /* models a listing answered from
                                                    its folder record */
     atomic_uint_least64_t folder_records_written;
+    atomic_uint_least64_t cache_store_failures; /* conversions whose results the cache's
+                                                   file system refused to store
+                                                   (meshfs/storerr.h) */
 } mfs_fs_stats;
 
 typedef struct mfs_dirmaps mfs_dirmaps;
@@ -101,6 +105,7 @@ typedef struct mfs_fs {
     mfs_remote *remote;     /* the remote tier, or NULL (remote.h) */
     mfs_dirmaps *dirs;
     mfs_fs_stats stats;
+    mfs_latch store_refused; /* the cache cannot store: said once (convert.c) */
     char tmpdir[4096];      /* worker output dirs live here (same fs as the cache) */
     mfs_jobdirs *jobdirs;   /* and are kept between conversions (meshfs/jobdirs.h) */
     pthread_mutex_t job_lock;

@@ -17,6 +17,7 @@
 
 #include "coherence.h"
 #include "fs.h"
+#include "meshfs/storerr.h"
 
 static int host_stat(void *ctx, const char *path, mfs_view_path kind, struct stat *st)
 {
@@ -134,6 +135,8 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
 
 static void host_log(void *ctx, const char *model, const char *msg)
 {
+    if (mfs_storerr_is_reason(msg))
+        return; /* the cache's condition, said once by convert.c, not the model's */
     mfs_fs_log(ctx, "%s: %s", model, msg);
 }
 
