@@ -38,7 +38,8 @@ typedef struct mfs_convstore {
     /* The cache's file system refused to store some of this run's results
      * (errnum ENOSPC, EDQUOT, EROFS or EIO; meshfs/storerr.h): called once
      * per run, in place of a log line per view, and *err then holds
-     * mfs_storerr_reason.  NULL: nothing said but *err. */
+     * mfs_storerr_reason.  NULL: nothing said but *err, which then reads
+     * "cache: storing views: <strerror>" (meshfs-convert, warm). */
     void (*store_failed)(void *ctx, const char *relpath, int errnum);
     /* Every result of the run stored, the model entry included (NULL:
      * not told): the host may say the cache stores again. */

@@ -362,11 +362,12 @@ int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *
         if (stored && !store_errno && h->stored)
             h->stored(h->ctx);
     }
-    if (rc == 0 && store_errno) {
+    if (rc == 0 && store_errno && h->store_failed) {
         /* the reason users read names the cache's condition, not a view */
         mfs_storerr_reason(store_errno, err->msg, sizeof err->msg);
-        if (h->store_failed)
-            h->store_failed(h->ctx, relpath, store_errno);
+        h->store_failed(h->ctx, relpath, store_errno);
+    } else if (rc == 0 && store_errno) {
+        mfs_errf(err, "cache: storing views: %s", strerror(store_errno));
     }
     free(xb);
     free_bytes(man);
