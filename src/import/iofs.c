@@ -65,10 +65,13 @@ int mfs_iofs_normalise(const char *in, char *out, size_t outsz)
     return 0;
 }
 
+/* O_NONBLOCK: a FIFO (or a device) beneath the root that a model names
+ * would otherwise block the open until the conversion's deadline; opened
+ * at once, it is then refused for not being a regular file. */
 static int open_beneath(int rootfd, const char *rel)
 {
     struct open_how how = {
-        .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
+        .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
     };
     return (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);

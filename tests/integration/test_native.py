@@ -18,10 +18,13 @@ import base64
 import json
 import os
 import struct
+import errno
 import subprocess
+import time
 import unittest
 
 from common import CORPUS, FORMATS, convert, inspect, run, run_tests, tempdir, tool
+from mount import Mount
 from placement_models import inverse
 
 # Models both importers read where the scenes differ on purpose.
@@ -321,6 +324,55 @@ class Confinement(unittest.TestCase):
             self.assertIn(b"=second\n", fmi)
             self.assertNotIn(b"first", fmi)
             self.assertNotEqual(by["m.gltf"]["deps"], [])
+
+
+class SpecialFiles(unittest.TestCase):
+    """A file a model names that is a FIFO or a device inside SRC fails at
+    once as unreadable, with either importer, rather than blocking the
+    worker's open until the conversion's deadline."""
+
+    def make(self, src):
+        doc, _ = box_gltf("pipe.bin")
+        with open(os.path.join(src, "m.gltf"), "wb") as f:
+            f.write(doc)
+        os.mkfifo(os.path.join(src, "pipe.bin"))
+        if os.geteuid() == 0:
+            os.mknod(os.path.join(src, "zero.bin"), 0o644 | 0o020000, os.makedev(1, 5))
+            doc, _ = box_gltf("zero.bin")
+            with open(os.path.join(src, "d.gltf"), "wb") as f:
+                f.write(doc)
+
+    def test_fifo_or_device_dependency_fails_at_once(self):
+        with tempdir() as src, tempdir() as out:
+            self.make(src)
+            for importer in ("auto", "assimp"):
+                t = time.monotonic()
+                p, rows = convert([src], out, "--importer", importer, "--timeout", "30", "-f", "gmf")
+                self.assertLess(time.monotonic() - t, 15, p.stderr)
+                by = {r["model"]: r for r in rows if "model" in r}
+                self.assertIn('could not open referenced file "pipe.bin"', by["m.gltf"]["error"])
+                self.assertNotIn("timed out", p.stderr)
+                if "d.gltf" in by:
+                    self.assertIn('could not open referenced file "zero.bin"', by["d.gltf"]["error"])
+
+    def test_fifo_dependency_through_the_mount(self):
+        with tempdir() as src, tempdir() as cache, tempdir() as base:
+            self.make(src)
+            mnt = os.path.join(base, "mnt")
+            with Mount(src, mnt, cache, "convert_timeout=30") as m:
+                view = os.path.join(mnt, "m.gmf")
+                t = time.monotonic()
+                with self.assertRaises(OSError) as e:
+                    read(view)
+                self.assertEqual(e.exception.errno, errno.EIO)
+                self.assertLess(time.monotonic() - t, 15)
+                reason = os.getxattr(view, "user.meshfs.error").decode()
+                self.assertIn('could not open referenced file "pipe.bin"', reason)
+                self.assertTrue(m.alive())
+            # nobody holds the FIFO open for reading any more
+            with self.assertRaises(OSError) as e:
+                os.open(os.path.join(src, "pipe.bin"), os.O_WRONLY | os.O_NONBLOCK)
+            self.assertEqual(e.exception.errno, errno.ENXIO)
 
 
 class MountKeys(unittest.TestCase):
