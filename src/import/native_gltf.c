@@ -235,6 +235,48 @@ static void order_free(order *o)
 
 /* ---- what is not for the native path ---- */
 
+/* offset + stride * (count - 1) + elem, the last byte an accessor reads,
+ * fits in a size_t.  cgltf_validate adds it up unchecked, so a byteStride
+ * of 2^62 wraps to a small sum that passes, and the reads leave the buffer. */
+static int span_fits(cgltf_size offset, cgltf_size stride, cgltf_size count, cgltf_size elem)
+{
+    cgltf_size span;
+    return count == 0 || (!__builtin_mul_overflow(stride, count - 1, &span) &&
+                          !__builtin_add_overflow(span, elem, &span) &&
+                          !__builtin_add_overflow(span, offset, &span));
+}
+
+/* Sizes cgltf_validate would get wrong or check too late: accessor spans
+ * that wrap, a sparse part larger than its accessor, and buffer views
+ * beyond their buffer (validate reads sparse indices before checking
+ * those). */
+static int bad_sizes(const cgltf_data *d, decline *dc)
+{
+    for (size_t i = 0; i < d->buffer_views_count; i++) {
+        const cgltf_buffer_view *v = &d->buffer_views[i];
+        if (v->buffer && (v->offset > v->buffer->size || v->size > v->buffer->size - v->offset)) {
+            snprintf(dc->why, dc->whysz, "buffer view %zu lies beyond its buffer", i);
+            return 1;
+        }
+    }
+    for (size_t i = 0; i < d->accessors_count; i++) {
+        const cgltf_accessor *a = &d->accessors[i];
+        const cgltf_accessor_sparse *sp = &a->sparse;
+        cgltf_size elem = cgltf_calc_size(a->type, a->component_type);
+        int bad = !span_fits(a->offset, a->stride, a->count, elem);
+        if (a->is_sparse)
+            bad |= sp->count > a->count ||
+                   !span_fits(sp->indices_byte_offset, cgltf_component_size(sp->indices_component_type),
+                              sp->count + 1, 0) ||
+                   !span_fits(sp->values_byte_offset, elem, sp->count + 1, 0);
+        if (bad) {
+            snprintf(dc->why, dc->whysz, "accessor %zu: its size overflows", i);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int declines(const cgltf_data *d, decline *dc)
 {
     static const char *const fine[] = {
@@ -272,7 +314,7 @@ static int declines(const cgltf_data *d, decline *dc)
             snprintf(dc->why, dc->whysz, "an accessor of %zu elements", (size_t)d->accessors[i].count);
             return 1;
         }
-    return 0;
+    return bad_sizes(d, dc);
 }
 
 /* ---- nodes ---- */

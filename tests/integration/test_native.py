@@ -375,6 +375,34 @@ class SpecialFiles(unittest.TestCase):
             self.assertEqual(e.exception.errno, errno.ENXIO)
 
 
+class AccessorSizes(unittest.TestCase):
+    """Accessor and sparse sizes whose byte span wraps 64 bits pass
+    cgltf_validate (it adds them up unchecked) and then read far outside
+    the buffer: the native path declines them, assimp reads the file."""
+
+    def test_wrapping_sizes_are_declined_not_read(self):
+        cases = {
+            "stride": lambda d: (d["bufferViews"][0].update(byteStride=2**62),
+                                 d["accessors"][0].update(count=5)),
+            "sparse": lambda d: d["accessors"][0].update(sparse={
+                "count": 2**62, "indices": {"bufferView": 0, "componentType": 5125},
+                "values": {"bufferView": 0}}),
+        }
+        with tempdir() as src:
+            for name, change in cases.items():
+                doc, data = box_gltf(name + ".bin", [(0, 0, 0), (1, 0, 0), (0, 1, 0)] * 3)
+                doc = json.loads(doc)
+                change(doc)
+                doc["accessors"][0].pop("min"), doc["accessors"][0].pop("max")
+                with open(os.path.join(src, name + ".gltf"), "w") as f:
+                    json.dump(doc, f)
+                with open(os.path.join(src, name + ".bin"), "wb") as f:
+                    f.write(data)
+                n = probe(src, name + ".gltf")  # raises if the probe crashed
+                self.assertEqual(n["route"], "assimp (native declined: accessor 0: its size overflows)")
+                self.assertEqual(n["deps"], probe(src, name + ".gltf", "assimp")["deps"])
+
+
 class MountKeys(unittest.TestCase):
     """Through the mount: the cache keys views by the files the native path
     read, and by the importer."""
