@@ -67,14 +67,23 @@ int mfs_iofs_normalise(const char *in, char *out, size_t outsz)
 
 /* O_NONBLOCK: a FIFO (or a device) beneath the root that a model names
  * would otherwise block the open until the conversion's deadline; opened
- * at once, it is then refused for not being a regular file. */
+ * at once, it is then refused for not being a regular file.  But a file
+ * under a lease (a Samba share's oplock, an editor's) refuses such an
+ * open with EWOULDBLOCK, which only a regular file does: it is opened
+ * again the ordinary way, which waits for the holder to let go, as any
+ * reader of the file would. */
 static int open_beneath(int rootfd, const char *rel)
 {
     struct open_how how = {
         .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
     };
-    return (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
+    int fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
+    if (fd < 0 && errno == EWOULDBLOCK) {
+        how.flags &= ~(uint64_t)O_NONBLOCK;
+        fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
+    }
+    return fd;
 }
 
 static void note_refused(mfs_iofs *fs, const char *path)

@@ -15,10 +15,12 @@ importers") against the assimp path it replaces for those formats.
 - Sampler semantics the assimp path gets wrong (STEP, CUBICSPLINE), from the
   glTF 2.0 specification's definitions."""
 import base64
+import errno
+import fcntl
 import json
 import os
+import signal
 import struct
-import errno
 import subprocess
 import time
 import unittest
@@ -354,6 +356,39 @@ class SpecialFiles(unittest.TestCase):
                 self.assertNotIn("timed out", p.stderr)
                 if "d.gltf" in by:
                     self.assertIn('could not open referenced file "zero.bin"', by["d.gltf"]["error"])
+
+    def test_a_leased_dependency_is_waited_for(self):
+        # A file under a write lease (a Samba share's oplock) refuses an
+        # O_NONBLOCK open with EWOULDBLOCK, where a plain open waits for the
+        # holder to let go: the FIFO guard must not make it unreadable.
+        with tempdir() as src, tempdir() as out:
+            doc, data = box_gltf("data.bin")
+            with open(os.path.join(src, "m.gltf"), "wb") as f:
+                f.write(doc)
+            with open(os.path.join(src, "data.bin"), "wb") as f:
+                f.write(data)
+            fd = os.open(os.path.join(src, "data.bin"), os.O_RDONLY)
+            broken = []
+
+            def let_go(signum, frame):
+                broken.append(signum)
+                fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+
+            old = signal.signal(signal.SIGIO, let_go)
+            try:
+                fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+                for importer in ("auto", "assimp"):
+                    p, rows = convert([os.path.join(src, "m.gltf")], out, "--no-cache",
+                                      "--importer", importer, "-f", "gmf")
+                    by = {r["model"]: r for r in rows if "model" in r}
+                    self.assertEqual(by["m.gltf"]["state"], "converted", p.stderr)
+                    fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+                self.assertTrue(broken)
+            finally:
+                if fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_UNLCK:
+                    fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+                signal.signal(signal.SIGIO, old)
+                os.close(fd)
 
     def test_fifo_dependency_through_the_mount(self):
         with tempdir() as src, tempdir() as cache, tempdir() as base:
