@@ -345,15 +345,21 @@ static int report_tmp(const char *path, report_out *r)
 
 static int open_report(const char *path, report_out *r)
 {
+    r->tmp[0] = '\0';
+    r->f = NULL;
+    size_t len = strlen(path);
+    /* what fopen refuses at once, refused at once: no name, or a folder's */
+    if (!len || path[len - 1] == '/') {
+        fprintf(stderr, "meshfs-convert: --report '%s': %s\n", path, strerror(len ? EISDIR : ENOENT));
+        return -1;
+    }
     char *dir = xstrdup(path), *slash = strrchr(dir, '/');
     if (slash && slash != dir) {
         *slash = '\0';
-        mfs_batch_mkdirs(dir); /* if it fails, fopen says why */
+        mfs_batch_mkdirs(dir); /* if it fails, the open says why */
     }
     free(dir);
     struct stat st;
-    r->tmp[0] = '\0';
-    r->f = NULL;
     int in_place = lstat(path, &st) == 0 && !S_ISREG(st.st_mode);
     if (in_place ? !(r->f = fopen(path, "we")) : report_tmp(path, r) < 0) {
         fprintf(stderr, "meshfs-convert: --report '%s': %s\n", path, strerror(errno));

@@ -228,11 +228,13 @@ class BadInput(unittest.TestCase):
         with tempdir() as tmp:
             out = os.path.join(tmp, "out")
             for bad, why in ((tmp, "Is a directory"), ("", "No such file or directory"),
+                             (os.path.join(tmp, "new") + "/", "Is a directory"),
                              (os.path.join(model, "r.json"), "Not a directory")):
                 p, _ = convert([model], out, "--report", bad, report=False)
                 self.assertEqual(p.returncode, 2, (bad, p.stderr))
                 self.assertIn(f"--report '{bad}': {why}", p.stderr)
                 self.assertFalse(os.path.exists(out), bad)  # refused before converting
+                self.assertFalse(os.path.exists(os.path.join(tmp, "new")), bad)
             # a write that fails at the end fails the run
             p, _ = convert([model], out, "--report", "/dev/full", report=False)
             self.assertEqual(p.returncode, 1, p.stderr)
