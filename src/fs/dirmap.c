@@ -408,6 +408,9 @@ static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log)
             rc = -ENOMEM;
         else
             t->c[t->nc++] = (cname){h, NULL};
+        /* real files of the package's name, hidden: it is no package */
+        if (h && !strcmp(h, MFS_LGEPKG_FILE_NAME))
+            t->pkg = -1;
     }
     char *why = rc == 0 ? mfs_casemap_hidden_text(&p) : NULL;
     if (why && !(t->hidden = arena_dup(&t->strings, why, strlen(why))))

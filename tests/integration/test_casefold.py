@@ -182,6 +182,19 @@ class CaseFoldOwnersTest(unittest.TestCase):
                 self.assertIn(f"'Props' (uid {self.B[1]}) and 'props' (uid {self.A[1]}) are not shown",
                               err[1])
 
+    def test_package_name_of_two_owners(self):
+        """Real files named like the folder's package, of two owners: neither
+        is shown, and no package is made in their place (a listed name must
+        answer a lookup)."""
+        write(os.path.join(self.drop, "game_resources.lgepkg"), "A's", self.A)
+        write(os.path.join(self.drop, "Game_Resources.lgepkg"), "B's", self.B)
+        with self.mount():
+            for user in (self.A, self.B):
+                got = probe(user, "stat:" + self.m("game_resources.lgepkg"), "list:" + self.m())
+                self.assertEqual(got[0], ["err", errno.ENOENT])
+                self.assertNotIn("game_resources.lgepkg", got[1][1])
+                self.assertIn("crate.gmf", got[1][1])
+
     def test_collision_comes_and_goes_while_mounted(self):
         """The folder's table is rebuilt when its mtime moves: B's file
         hides A's at once (after the kernel's attribute time), and A's is
