@@ -7,7 +7,9 @@
  * are shown once, for the first in byte order, if they have one owner; if
  * their owners differ none of them is shown (one user's file never stands
  * in for another's), and the rest of the folder is named as if only the
- * first were there.  Every model's views are
+ * first were there.  Likewise an entry whose lowercase name is a view name
+ * of another owner's model only by folding is not shown, and the model
+ * moves away from it as from any real file.  Every model's views are
  * named "<stem>.<fmt>" (car.fbx -> car.fmd ...) unless that short name is
  * wanted by another model too or "<stem>.<fmt>" is a real entry, for any
  * format meshfs knows; then the model's views use the long name
@@ -46,7 +48,10 @@ typedef enum mfs_name_note_kind {
     MFS_NOTE_OWNERS,        /* entry not shown, nor any other of the same
                                lowercase name: their owners differ.  Each
                                of them has this note, with the same text,
-                               which names them all */
+                               which names them all.  Or: entry not shown,
+                               its lowercase name is a view name of another
+                               owner's model only by folding (Ship.GMF and
+                               ship.obj's views) */
     MFS_NOTE_LONG,          /* model's views use the long name */
     MFS_NOTE_NO_VIEWS,      /* model gets no views: even its long name clashes,
                                or its view names are longer than NAME_MAX */
@@ -75,14 +80,16 @@ typedef struct mfs_names {
                                shown under, or NULL if it is not shown */
     mfs_name_model *models; /* every model with views, in byte order of base */
     size_t nmodels;
-    mfs_name_note *notes;   /* CASE and OWNERS notes in byte order of the
-                               lowercase name, then the models' notes in
-                               byte order of the model names */
+    mfs_name_note *notes;   /* CASE and OWNERS notes of entries of one
+                               lowercase name, in byte order of it; then
+                               OWNERS notes of entries named like another
+                               owner's views, in byte order of the entries;
+                               then the models' notes in byte order of the
+                               model names */
     size_t nnotes;
     char **hidden;          /* lowercase names shown for no entry because
-                               entries of different owners have them (an
-                               OWNERS note), sorted: a lookup of one must
-                               reach none of the entries */
+                               of an OWNERS note, sorted: a lookup of one
+                               must reach none of the entries */
     size_t nhidden;
 } mfs_names;
 

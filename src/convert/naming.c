@@ -226,6 +226,121 @@ static int fold_names(work *w, unsigned flags)
     return rc;
 }
 
+/* ---- entries that take a view's name by folding ---- */
+
+/* A view base a model may take: its shown stem (short) or shown name (long). */
+typedef struct vbase {
+    const char *s;
+    size_t len;
+    size_t entry;
+    int long_form;
+} vbase;
+
+static int cmp_vbase(const void *a, const void *b)
+{
+    const vbase *x = a, *y = b;
+    int r = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
+    if (r || x->len != y->len)
+        return r ? r : x->len < y->len ? -1 : 1;
+    /* the same base: by model name, so a note names the same one whatever
+     * order the folder came in (a key has no entry: its own name) */
+    return cw && x->entry != (size_t)-1 && y->entry != (size_t)-1
+               ? strcmp(cw->e[x->entry].name, cw->e[y->entry].name)
+               : 0;
+}
+
+/* Would entry e be named like that view of model m without folding? */
+static int same_unfolded(const work *w, size_t e, const vbase *m, const char *fmt)
+{
+    const char *real = w->e[m->entry].name, *er = w->e[e].name;
+    size_t bl = m->long_form ? strlen(real) : mfs_name_stem_len(real);
+    return strncmp(er, real, bl) == 0 && er[bl] == '.' && strcmp(er + bl + 1, fmt) == 0;
+}
+
+static int owners_differ(const work *w, size_t a, size_t b, long long *ua, long long *ub)
+{
+    unsigned long u;
+    *ua = w->owner(w->owner_ctx, a, &u) == 0 ? (long long)u : -1;
+    *ub = w->owner(w->owner_ctx, b, &u) == 0 ? (long long)u : -1;
+    return *ua < 0 || *ub < 0 || *ua != *ub;
+}
+
+static char *uid_text(long long uid)
+{
+    return uid >= 0 ? fmt_text("uid %lld", uid) : strdup("owner unknown");
+}
+
+/* An entry whose lowercase name is "<base>.<fmt>" for a base another
+ * owner's model may take, where only folding made the names meet
+ * (`Ship.GMF` and the views of `ship.obj`, `ship.gmf` and those of
+ * `Ship.obj`), is not shown either: the name is neither's.  As with
+ * entries, it stays in the plan as a stand-in, so the model moves away
+ * from the name as from any real file.  Only entries named like a view are
+ * looked at, and owners are asked only of those that meet a model. */
+static int fold_views(work *w)
+{
+    size_t cand = 0, nm = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        if (!w->shown[i] || w->blocked[i])
+            continue;
+        nm += w->e[i].is_model;
+        for (int f = 0; f < MFS_FMT_COUNT && !cand; f++) {
+            const char *fmt = mfs_format_get((mfs_format)f)->name;
+            size_t l = strlen(w->shown[i]), fl = strlen(fmt);
+            cand = l > fl + 1 && w->shown[i][l - fl - 1] == '.' && !strcmp(w->shown[i] + l - fl, fmt);
+        }
+    }
+    if (!cand || !nm)
+        return 0;
+    vbase *b = malloc(2 * nm * sizeof *b);
+    if (!b)
+        return -1;
+    size_t nb = 0;
+    for (size_t i = 0; i < w->n; i++)
+        if (w->shown[i] && !w->blocked[i] && w->e[i].is_model) {
+            b[nb++] = (vbase){w->shown[i], mfs_name_stem_len(w->shown[i]), i, 0};
+            b[nb++] = (vbase){w->shown[i], strlen(w->shown[i]), i, 1};
+        }
+    cw = w;
+    qsort(b, nb, sizeof *b, cmp_vbase);
+    int rc = 0;
+    for (size_t oi = 0; oi < w->n && rc == 0; oi++) {
+        size_t i = w->order[oi]; /* notes in byte order of the entries */
+        const char *sh = w->shown[i];
+        if (!sh || w->blocked[i])
+            continue;
+        size_t l = strlen(sh);
+        for (int f = 0; f < MFS_FMT_COUNT && rc == 0 && !w->blocked[i]; f++) {
+            const char *fmt = mfs_format_get((mfs_format)f)->name;
+            size_t fl = strlen(fmt);
+            if (l <= fl + 1 || sh[l - fl - 1] != '.' || strcmp(sh + l - fl, fmt))
+                continue;
+            vbase key = {sh, l - fl - 1, (size_t)-1, 0};
+            vbase *hit = bsearch(&key, b, nb, sizeof *b, cmp_vbase);
+            while (hit && hit > b && !cmp_vbase(hit - 1, &key))
+                hit--;
+            for (; hit && hit < b + nb && !cmp_vbase(hit, &key) && rc == 0; hit++) {
+                long long ue, um;
+                if (hit->entry == i || same_unfolded(w, i, hit, fmt) ||
+                    !owners_differ(w, i, hit->entry, &ue, &um))
+                    continue;
+                char *a = uid_text(ue), *m = uid_text(um);
+                rc = add_note(w->out, MFS_NOTE_OWNERS, i,
+                              a && m ? fmt_text("'%s' (%s) is not shown: it is '%s' in lowercase, a view "
+                                                "name of '%s' (%s), and their owners differ",
+                                                w->e[i].name, a, sh, w->e[hit->entry].name, m)
+                                     : NULL);
+                free(a);
+                free(m);
+                w->blocked[i] = 1;
+                break;
+            }
+        }
+    }
+    free(b);
+    return rc;
+}
+
 /* The first real entry, in format order, named "<base>.<fmt>" for any
  * format meshfs knows (not only the enabled ones: names must not move with
  * -o formats), or NULL.  One search for the names that start "<base>.",
@@ -491,6 +606,8 @@ int mfs_names_plan(const mfs_name_entry *entries, size_t n, unsigned flags, mfs_
         cw = &w;
         sort(w.order, n, sizeof *w.order, cmp_real);
         rc = fold_names(&w, flags);
+        if (rc == 0 && (flags & MFS_NAMES_LOWERCASE) && owner)
+            rc = fold_views(&w);
     }
     if (rc == 0) {
         for (size_t i = 0; i < n; i++)

@@ -182,6 +182,25 @@ class CaseFoldOwnersTest(unittest.TestCase):
                 self.assertIn(f"'Props' (uid {self.B[1]}) and 'props' (uid {self.A[1]}) are not shown",
                               err[1])
 
+    def test_file_named_like_another_owners_view(self):
+        """B's `Ship.GMF` is 'ship.gmf' only by folding, the view name of A's
+        ship.obj: neither is shown as 'ship.gmf'; A's views move to the long
+        form, as away from any real file."""
+        write(os.path.join(self.drop, "ship.obj"), A_SHIP, self.A)
+        write(os.path.join(self.drop, "Ship.GMF"), "B's bytes", self.B)
+        want = (f"'Ship.GMF' (uid {self.B[1]}) is not shown: it is 'ship.gmf' in lowercase, a view name "
+                f"of 'ship.obj' (uid {self.A[1]}), and their owners differ")
+        with self.mount() as mt:
+            for user in (self.A, self.B):
+                got = probe(user, "stat:" + self.m("ship.gmf"), "stat:" + self.m("ship.obj.gmf"),
+                            "read:" + self.m("ship.obj"), "list:" + self.m())
+                self.assertEqual(got[:3], [["err", errno.ENOENT], ["ok", None], ["ok", A_SHIP]])
+                self.assertNotIn("ship.gmf", got[3][1])
+                self.assertIn("ship.obj.fmd", got[3][1])
+                self.assertEqual(self.folder_error(user), ["ok", want + "\n"])
+            log = mt.output()
+        self.assertIn("drop: " + want, log)
+
     def test_package_name_of_two_owners(self):
         """Real files named like the folder's package, of two owners: neither
         is shown, and no package is made in their place (a listed name must

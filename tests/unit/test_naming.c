@@ -82,6 +82,18 @@ static const row table[] = {
     /* ... nor does a model take a hidden real file's name for its view */
     {"Ship.GMF@2 ship.gmf@1 ship.obj*@1", MFS_NAMES_LOWERCASE,
      "ship.obj=ship.obj !Ship.GMF !ship.gmf ~ship.gmf OWNERS:Ship.GMF OWNERS:ship.gmf LONG:ship.obj"},
+    /* an entry that is another owner's view name only by folding: the
+     * name is neither's (the model moves away from it, as from a file) */
+    {"Ship.GMF@2 ship.obj*@1", MFS_NAMES_LOWERCASE,
+     "ship.obj=ship.obj !Ship.GMF ~ship.gmf OWNERS:Ship.GMF LONG:ship.obj"},
+    {"ship.gmf@1 Ship.obj*@2", MFS_NAMES_LOWERCASE,
+     "Ship.obj=ship.obj !ship.gmf ~ship.gmf OWNERS:ship.gmf LONG:Ship.obj"},
+    {"SHIP.OBJ.TEX@1 ship.obj*@2 ship.ply*@2", MFS_NAMES_LOWERCASE,
+     "ship.ply=ship.ply !SHIP.OBJ.TEX ~ship.obj.tex OWNERS:SHIP.OBJ.TEX "
+     "NO_VIEWS:ship.obj LONG:ship.ply"},
+    /* ... of one owner, or named so without folding: a real file wins */
+    {"Ship.GMF@1 ship.obj*@1", MFS_NAMES_LOWERCASE, "ship.obj=ship.obj LONG:ship.obj"},
+    {"ship.gmf@2 ship.obj*@1", MFS_NAMES_LOWERCASE, "ship.obj=ship.obj LONG:ship.obj"},
     /* owners play no part without lowercase */
     {"ship.obj*@1 Ship.obj*@2", 0, "Ship.obj=Ship ship.obj=ship"},
 };
@@ -308,6 +320,19 @@ static void test_owner_notes(void **state)
     mfs_names_free(&p);
     assert_int_equal(mfs_names_plan(e + 1, 1, MFS_NAMES_LOWERCASE, owner_of, &o, &p), 0);
     assert_int_equal(o.asked, 2);
+    mfs_names_free(&p);
+    /* a file that is another owner's view name by folding */
+    mfs_name_entry v[] = {{"ship.obj", 1}, {"Ship.GMF", 0}, {"crate.obj", 1}, {"crate.txt", 0}};
+    owners vo = {{1001, 1002, 1001, 1002}, 0};
+    assert_int_equal(mfs_names_plan(v, 4, MFS_NAMES_LOWERCASE, owner_of, &vo, &p), 0);
+    assert_int_equal(vo.asked, 2); /* Ship.GMF and ship.obj only */
+    assert_int_equal(p.nnotes, 2);
+    assert_int_equal(p.notes[0].kind, MFS_NOTE_OWNERS);
+    assert_string_equal(p.notes[0].text, "'Ship.GMF' (uid 1002) is not shown: it is 'ship.gmf' in lowercase, "
+                                         "a view name of 'ship.obj' (uid 1001), and their owners differ");
+    assert_int_equal(p.notes[1].kind, MFS_NOTE_LONG);
+    assert_int_equal(p.nhidden, 1);
+    assert_string_equal(p.hidden[0], "ship.gmf");
     mfs_names_free(&p);
 }
 
