@@ -4,7 +4,12 @@
  * and which entries are model files); docs/naming.md explains it.
  *
  * In short: with lowercase names, entries whose lowercase names are equal
- * are shown once, for the first in byte order.  Every model's views are
+ * are shown once, for the first in byte order, if they have one owner; if
+ * their owners differ none of them is shown (one user's file never stands
+ * in for another's), and the rest of the folder is named as if only the
+ * first were there.  Likewise an entry whose lowercase name is a view name
+ * of another owner's model only by folding is not shown, and the model
+ * moves away from it as from any real file.  Every model's views are
  * named "<stem>.<fmt>" (car.fbx -> car.fmd ...) unless that short name is
  * wanted by another model too or "<stem>.<fmt>" is a real entry, for any
  * format meshfs knows; then the model's views use the long name
@@ -29,9 +34,24 @@ typedef struct mfs_name_entry {
 /* Flags for mfs_names_plan. */
 #define MFS_NAMES_LOWERCASE 1u /* show every name in ASCII lowercase */
 
+/* Who owns entry `entry` of the input: its st_uid, not following a link.
+ * Asked only with MFS_NAMES_LOWERCASE and only of entries whose lowercase
+ * names are equal, so a folder without such a collision costs no stat.
+ * Returns 0, or -1 when it cannot be told (the entry went away): such an
+ * entry counts as owned by someone else than every other entry. */
+typedef int (*mfs_name_owner_fn)(void *ctx, size_t entry, unsigned long *uid);
+
 typedef enum mfs_name_note_kind {
     MFS_NOTE_CASE,          /* entry not shown: its lowercase name is shown
-                               for an entry earlier in byte order */
+                               for an entry earlier in byte order (of the
+                               same owner) */
+    MFS_NOTE_OWNERS,        /* entry not shown, nor any other of the same
+                               lowercase name: their owners differ.  Each
+                               of them has this note, with the same text,
+                               which names them all.  Or: entry not shown,
+                               its lowercase name is a view name of another
+                               owner's model only by folding (Ship.GMF and
+                               ship.obj's views) */
     MFS_NOTE_LONG,          /* model's views use the long name */
     MFS_NOTE_NO_VIEWS,      /* model gets no views: even its long name clashes,
                                or its view names are longer than NAME_MAX */
@@ -60,15 +80,25 @@ typedef struct mfs_names {
                                shown under, or NULL if it is not shown */
     mfs_name_model *models; /* every model with views, in byte order of base */
     size_t nmodels;
-    mfs_name_note *notes;   /* CASE notes in byte order of the shown name,
+    mfs_name_note *notes;   /* CASE and OWNERS notes of entries of one
+                               lowercase name, in byte order of it; then
+                               OWNERS notes of entries named like another
+                               owner's views, in byte order of the entries;
                                then the models' notes in byte order of the
                                model names */
     size_t nnotes;
+    char **hidden;          /* lowercase names shown for no entry because
+                               of an OWNERS note, sorted: a lookup of one
+                               must reach none of the entries */
+    size_t nhidden;
 } mfs_names;
 
 /* Applies the rule to a folder's n entries (any order; the result does not
- * depend on it).  Returns 0, or -1 when out of memory (out then empty). */
-int mfs_names_plan(const mfs_name_entry *entries, size_t n, unsigned flags, mfs_names *out);
+ * depend on it).  owner (with ctx) tells entries' owners; NULL when the
+ * list is no real folder (all entries then count as one owner's).  Returns
+ * 0, or -1 when out of memory (out then empty). */
+int mfs_names_plan(const mfs_name_entry *entries, size_t n, unsigned flags, mfs_name_owner_fn owner,
+                   void *ctx, mfs_names *out);
 void mfs_names_free(mfs_names *p);
 
 /* The model whose views have base `base`, or NULL. */

@@ -195,6 +195,16 @@ static void folder_free(mfs_plan_folder *f)
     free(f);
 }
 
+/* Entries' owners for the naming rule: their lstat's, or -1 (went away). */
+static int owner_of(void *ctx, size_t entry, unsigned long *uid)
+{
+    const long long *u = ctx;
+    if (u[entry] < 0)
+        return -1;
+    *uid = (unsigned long)u[entry];
+    return 0;
+}
+
 /* NULL with errno when the folder cannot be listed. */
 static mfs_plan_folder *folder_plan(const mfs_plan *p, const char *path, const char *force)
 {
@@ -205,18 +215,23 @@ static mfs_plan_folder *folder_plan(const mfs_plan *p, const char *path, const c
     mfs_plan_folder *f = calloc(1, sizeof *f);
     mfs_name_entry *e = malloc((n ? n : 1) * sizeof *e);
     const mfs_name_model **at = calloc(n ? n : 1, sizeof *at);
-    if (!f || !e || !at)
+    long long *uid = malloc((n ? n : 1) * sizeof *uid);
+    if (!f || !e || !at || !uid)
         oom();
     for (size_t i = 0; i < n; i++) {
         char *full = join(path, names[i]);
         struct stat st;
-        int reg = lstat(full, &st) == 0 && S_ISREG(st.st_mode);
+        int have = lstat(full, &st) == 0;
+        int reg = have && S_ISREG(st.st_mode);
+        uid[i] = have ? (long long)st.st_uid : -1;
         e[i] = (mfs_name_entry){names[i], (reg && mfs_is_model_name(names[i])) ||
                                               (force && !strcmp(force, names[i]))};
         free(full);
     }
-    if (mfs_names_plan(e, n, p->flags & MFS_PLAN_LOWERCASE ? MFS_NAMES_LOWERCASE : 0, &f->np) < 0)
+    if (mfs_names_plan(e, n, p->flags & MFS_PLAN_LOWERCASE ? MFS_NAMES_LOWERCASE : 0, owner_of, uid,
+                       &f->np) < 0)
         oom();
+    free(uid);
     for (size_t k = 0; k < f->np.nmodels; k++)
         at[f->np.models[k].entry] = &f->np.models[k];
     size_t nn = f->np.nnotes;
@@ -255,8 +270,10 @@ static size_t folder_find(const mfs_plan_folder *f, const char *name)
 static void folder_warn(const mfs_plan *p, const mfs_plan_folder *f, size_t only)
 {
     if (only >= f->n) {
+        /* an OWNERS note comes once per entry it hides, the same text */
         for (size_t k = 0; k < f->np.nnotes; k++)
-            warn(p, f->path, f->np.notes[k].text);
+            if (k == 0 || strcmp(f->np.notes[k].text, f->np.notes[k - 1].text))
+                warn(p, f->path, f->np.notes[k].text);
         return;
     }
     for (size_t k = f->note_at[only]; k < f->note_at[only + 1]; k++)
@@ -269,6 +286,15 @@ static const char *note_of(const mfs_plan_folder *f, size_t i, mfs_name_note_kin
         if (f->np.notes[f->note_idx[k]].kind == kind)
             return f->np.notes[f->note_idx[k]].text;
     return NULL;
+}
+
+/* Why entry i is not shown (lowercase_names), or NULL if it is. */
+static const char *hidden_note(const mfs_plan_folder *f, size_t i)
+{
+    if (f->np.shown[i])
+        return NULL;
+    const char *why = note_of(f, i, MFS_NOTE_OWNERS);
+    return why ? why : note_of(f, i, MFS_NOTE_CASE);
 }
 
 static void refuse(mfs_plan_item *it, const char *why)
@@ -292,7 +318,7 @@ static void add_model(mfs_plan *p, const mfs_plan_folder *f, size_t i, const cha
     it->outdir = xstrdup(out_dir);
     const mfs_name_model *m = f->model_at[i];
     if (!m) {
-        const char *why = note_of(f, i, MFS_NOTE_CASE);
+        const char *why = hidden_note(f, i);
         refuse(it, why ? why : note_of(f, i, MFS_NOTE_NO_VIEWS));
         it->base = xstrdup(np->shown[i] ? np->shown[i] : name);
         it->fmi_model = join(out_dir, it->base);
@@ -395,7 +421,7 @@ static void walk(mfs_plan *p, const char *root, const char *rel_dir, const char 
         if (names[i][0] == '.' && !mount_view)
             continue;
         char *full = join(path, names[i]);
-        const char *hidden = np->shown[i] ? NULL : note_of(f, i, MFS_NOTE_CASE);
+        const char *hidden = hidden_note(f, i);
         char *odst = np->shown[i] ? join(out_dir, np->shown[i]) : NULL;
         struct stat lst, st;
         int have = lstat(full, &lst) == 0;

@@ -98,6 +98,10 @@ typedef struct work {
     const char **real;  /* shown names, sorted: "is it a real entry?" */
     size_t nreal;
     mfs_names *out;
+    mfs_name_owner_fn owner;
+    void *owner_ctx;
+    unsigned char *blocked; /* per entry: it stands for a collision of
+                               owners, named but never shown */
 } work;
 
 /* qsort, but only when not in order already: a folder's entries come
@@ -135,8 +139,44 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Do the entries by[i..j) (one lowercase name) have one owner?  uid[k]
+ * gets by[i + k]'s, or -1 when it cannot be told, which no other matches. */
+static int one_owner(const work *w, const size_t *by, size_t i, size_t j, long long *uid)
+{
+    int same = 1;
+    for (size_t k = i; k < j; k++) {
+        unsigned long u;
+        uid[k - i] = w->owner && w->owner(w->owner_ctx, by[k], &u) == 0 ? (long long)u : -1;
+        same &= uid[k - i] >= 0 && uid[k - i] == uid[0];
+    }
+    return !w->owner || same;
+}
+
+/* The note every entry of an owners' collision gets: all of them named,
+ * with their owners, in byte order. */
+static char *owners_text(const work *w, const size_t *by, size_t i, size_t j, const long long *uid)
+{
+    char *s = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&s, &len);
+    if (!f)
+        return NULL;
+    for (size_t k = i; k < j; k++) {
+        fprintf(f, "%s'%s' (", k == i ? "" : k + 1 == j ? " and " : ", ", w->e[by[k]].name);
+        if (uid[k - i] >= 0)
+            fprintf(f, "uid %lld)", uid[k - i]);
+        else
+            fputs("owner unknown)", f);
+    }
+    fprintf(f, " are not shown: each is '%s' in lowercase and their owners differ", w->shown[by[i]]);
+    return fclose(f) == 0 ? s : (free(s), NULL);
+}
+
 /* With lowercase, entries whose lowercase names are equal are shown once,
- * for the first in byte order of the real names. */
+ * for the first in byte order of the real names, if they have one owner.
+ * If not, none is: the first stays in the plan as a stand-in (blocked), so
+ * that every other name comes out as with one owner, and is taken out at
+ * the end. */
 static int fold_names(work *w, unsigned flags)
 {
     for (size_t i = 0; i < w->n; i++) {
@@ -149,8 +189,12 @@ static int fold_names(work *w, unsigned flags)
     if (!(flags & MFS_NAMES_LOWERCASE) || w->n == 0)
         return 0;
     size_t *by = malloc(w->n * sizeof *by);
-    if (!by)
+    long long *uid = malloc(w->n * sizeof *uid);
+    if (!by || !uid) {
+        free(by);
+        free(uid);
         return -1;
+    }
     memcpy(by, w->order, w->n * sizeof *by);
     cw = w;
     qsort(by, w->n, sizeof *by, cmp_shown);
@@ -158,17 +202,142 @@ static int fold_names(work *w, unsigned flags)
     for (size_t i = 0, j; i < w->n && rc == 0; i = j) {
         size_t win = by[i];
         for (j = i + 1; j < w->n && strcmp(w->shown[by[j]], w->shown[win]) == 0; j++)
-            rc = rc ? rc
-                    : add_note(w->out, MFS_NOTE_CASE, by[j],
-                               fmt_text("'%s' is not shown: '%s' is shown as '%s' (byte order wins)",
-                                        w->e[by[j]].name, w->e[win].name, w->shown[win]));
+            ;
+        if (j - i == 1)
+            continue;
+        if (one_owner(w, by, i, j, uid)) {
+            for (size_t k = i + 1; k < j && rc == 0; k++)
+                rc = add_note(w->out, MFS_NOTE_CASE, by[k],
+                              fmt_text("'%s' is not shown: '%s' is shown as '%s' (byte order wins)",
+                                       w->e[by[k]].name, w->e[win].name, w->shown[win]));
+        } else {
+            w->blocked[win] = 1;
+            for (size_t k = i; k < j && rc == 0; k++)
+                rc = add_note(w->out, MFS_NOTE_OWNERS, by[k], owners_text(w, by, i, j, uid));
+        }
         for (size_t k = i + 1; k < j; k++) {
             free(w->shown[by[k]]);
             w->shown[by[k]] = NULL;
         }
     }
     free(by);
+    free(uid);
     /* notes in byte order of the entries they are about */
+    return rc;
+}
+
+/* ---- entries that take a view's name by folding ---- */
+
+/* A view base a model may take: its shown stem (short) or shown name (long). */
+typedef struct vbase {
+    const char *s;
+    size_t len;
+    size_t entry;
+    int long_form;
+} vbase;
+
+static int cmp_vbase(const void *a, const void *b)
+{
+    const vbase *x = a, *y = b;
+    int r = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
+    if (r || x->len != y->len)
+        return r ? r : x->len < y->len ? -1 : 1;
+    /* the same base: by model name, so a note names the same one whatever
+     * order the folder came in (a key has no entry: its own name) */
+    return cw && x->entry != (size_t)-1 && y->entry != (size_t)-1
+               ? strcmp(cw->e[x->entry].name, cw->e[y->entry].name)
+               : 0;
+}
+
+/* Would entry e be named like that view of model m without folding? */
+static int same_unfolded(const work *w, size_t e, const vbase *m, const char *fmt)
+{
+    const char *real = w->e[m->entry].name, *er = w->e[e].name;
+    size_t bl = m->long_form ? strlen(real) : mfs_name_stem_len(real);
+    return strncmp(er, real, bl) == 0 && er[bl] == '.' && strcmp(er + bl + 1, fmt) == 0;
+}
+
+static int owners_differ(const work *w, size_t a, size_t b, long long *ua, long long *ub)
+{
+    unsigned long u;
+    *ua = w->owner(w->owner_ctx, a, &u) == 0 ? (long long)u : -1;
+    *ub = w->owner(w->owner_ctx, b, &u) == 0 ? (long long)u : -1;
+    return *ua < 0 || *ub < 0 || *ua != *ub;
+}
+
+static char *uid_text(long long uid)
+{
+    return uid >= 0 ? fmt_text("uid %lld", uid) : strdup("owner unknown");
+}
+
+/* An entry whose lowercase name is "<base>.<fmt>" for a base another
+ * owner's model may take, where only folding made the names meet
+ * (`Ship.GMF` and the views of `ship.obj`, `ship.gmf` and those of
+ * `Ship.obj`), is not shown either: the name is neither's.  As with
+ * entries, it stays in the plan as a stand-in, so the model moves away
+ * from the name as from any real file.  Only entries named like a view are
+ * looked at, and owners are asked only of those that meet a model. */
+static int fold_views(work *w)
+{
+    size_t cand = 0, nm = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        if (!w->shown[i] || w->blocked[i])
+            continue;
+        nm += w->e[i].is_model;
+        for (int f = 0; f < MFS_FMT_COUNT && !cand; f++) {
+            const char *fmt = mfs_format_get((mfs_format)f)->name;
+            size_t l = strlen(w->shown[i]), fl = strlen(fmt);
+            cand = l > fl + 1 && w->shown[i][l - fl - 1] == '.' && !strcmp(w->shown[i] + l - fl, fmt);
+        }
+    }
+    if (!cand || !nm)
+        return 0;
+    vbase *b = malloc(2 * nm * sizeof *b);
+    if (!b)
+        return -1;
+    size_t nb = 0;
+    for (size_t i = 0; i < w->n; i++)
+        if (w->shown[i] && !w->blocked[i] && w->e[i].is_model) {
+            b[nb++] = (vbase){w->shown[i], mfs_name_stem_len(w->shown[i]), i, 0};
+            b[nb++] = (vbase){w->shown[i], strlen(w->shown[i]), i, 1};
+        }
+    cw = w;
+    qsort(b, nb, sizeof *b, cmp_vbase);
+    int rc = 0;
+    for (size_t oi = 0; oi < w->n && rc == 0; oi++) {
+        size_t i = w->order[oi]; /* notes in byte order of the entries */
+        const char *sh = w->shown[i];
+        if (!sh || w->blocked[i])
+            continue;
+        size_t l = strlen(sh);
+        for (int f = 0; f < MFS_FMT_COUNT && rc == 0 && !w->blocked[i]; f++) {
+            const char *fmt = mfs_format_get((mfs_format)f)->name;
+            size_t fl = strlen(fmt);
+            if (l <= fl + 1 || sh[l - fl - 1] != '.' || strcmp(sh + l - fl, fmt))
+                continue;
+            vbase key = {sh, l - fl - 1, (size_t)-1, 0};
+            vbase *hit = bsearch(&key, b, nb, sizeof *b, cmp_vbase);
+            while (hit && hit > b && !cmp_vbase(hit - 1, &key))
+                hit--;
+            for (; hit && hit < b + nb && !cmp_vbase(hit, &key) && rc == 0; hit++) {
+                long long ue, um;
+                if (hit->entry == i || same_unfolded(w, i, hit, fmt) ||
+                    !owners_differ(w, i, hit->entry, &ue, &um))
+                    continue;
+                char *a = uid_text(ue), *m = uid_text(um);
+                rc = add_note(w->out, MFS_NOTE_OWNERS, i,
+                              a && m ? fmt_text("'%s' (%s) is not shown: it is '%s' in lowercase, a view "
+                                                "name of '%s' (%s), and their owners differ",
+                                                w->e[i].name, a, sh, w->e[hit->entry].name, m)
+                                     : NULL);
+                free(a);
+                free(m);
+                w->blocked[i] = 1;
+                break;
+            }
+        }
+    }
+    free(b);
     return rc;
 }
 
@@ -393,6 +562,8 @@ static int name_models(work *w)
     for (size_t i = 0; i < nc && rc == 0; i++) {
         const cand *x = &c[i];
         mfs_name_model *m = NULL;
+        if (w->blocked[x->entry])
+            continue; /* a stand-in: its OWNERS note says it all */
         if (x->state != GONE) {
             m = &out->models[out->nmodels];
             m->entry = x->entry;
@@ -419,20 +590,24 @@ static int name_models(work *w)
     return rc;
 }
 
-int mfs_names_plan(const mfs_name_entry *entries, size_t n, unsigned flags, mfs_names *out)
+int mfs_names_plan(const mfs_name_entry *entries, size_t n, unsigned flags, mfs_name_owner_fn owner,
+                   void *ctx, mfs_names *out)
 {
     memset(out, 0, sizeof *out);
     size_t cap = n ? n : 1;
     out->n = n;
     out->shown = calloc(cap, sizeof *out->shown);
-    work w = {entries, n, out->shown, malloc(cap * sizeof(size_t)), malloc(cap * sizeof(char *)), 0, out};
-    int rc = out->shown && w.order && w.real ? 0 : -1;
+    work w = {entries, n, out->shown, malloc(cap * sizeof(size_t)), malloc(cap * sizeof(char *)), 0, out,
+              owner, ctx, calloc(cap, 1)};
+    int rc = out->shown && w.order && w.real && w.blocked ? 0 : -1;
     if (rc == 0) {
         for (size_t i = 0; i < n; i++)
             w.order[i] = i;
         cw = &w;
         sort(w.order, n, sizeof *w.order, cmp_real);
         rc = fold_names(&w, flags);
+        if (rc == 0 && (flags & MFS_NAMES_LOWERCASE) && owner)
+            rc = fold_views(&w);
     }
     if (rc == 0) {
         for (size_t i = 0; i < n; i++)
@@ -441,8 +616,23 @@ int mfs_names_plan(const mfs_name_entry *entries, size_t n, unsigned flags, mfs_
         sort(w.real, w.nreal, sizeof *w.real, cmp_str);
         rc = name_models(&w);
     }
+    /* the stand-ins go: their names are hidden, not shown */
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (w.blocked[i]) {
+            char **h = realloc(out->hidden, (out->nhidden + 1) * sizeof *h);
+            if (!h) {
+                rc = -1;
+                break;
+            }
+            out->hidden = h;
+            h[out->nhidden++] = out->shown[i];
+            out->shown[i] = NULL;
+        }
+    if (rc == 0)
+        sort(out->hidden, out->nhidden, sizeof *out->hidden, cmp_str);
     free(w.order);
     free(w.real);
+    free(w.blocked);
     if (rc < 0)
         mfs_names_free(out);
     return rc;
@@ -461,6 +651,9 @@ void mfs_names_free(mfs_names *p)
     for (size_t i = 0; i < p->nnotes; i++)
         free(p->notes[i].text);
     free(p->notes);
+    for (size_t i = 0; i < p->nhidden; i++)
+        free(p->hidden[i]);
+    free(p->hidden);
     memset(p, 0, sizeof *p);
 }
 
@@ -498,7 +691,7 @@ int mfs_view_base(const char *model, const char *const *siblings, size_t n,
         e[k++] = (mfs_name_entry){model, 1};
     }
     mfs_names p;
-    int rc = mfs_names_plan(e, k, 0, &p);
+    int rc = mfs_names_plan(e, k, 0, NULL, NULL, &p);
     if (rc == 0) {
         rc = -2;
         for (size_t i = 0; i < p.nmodels; i++) {

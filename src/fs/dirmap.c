@@ -54,7 +54,8 @@ typedef struct tentry {
 
 typedef struct cname {
     const char *shown;   /* "crate.obj" */
-    const char *real;    /* "Crate.OBJ" */
+    const char *real;    /* "Crate.OBJ"; NULL: entries of different owners
+                            have that name, and it reaches none of them */
 } cname;
 
 typedef struct arena {
@@ -75,8 +76,12 @@ struct mfs_dirtab {
     size_t n;
     mfs_dir_model *models;
     size_t nmodels;
-    cname *c;            /* lowercase_names: shown entries by shown name */
+    cname *c;            /* lowercase_names: shown entries by shown name,
+                            and the names hidden for a collision of owners */
     size_t nc;
+    const char *hidden;  /* lowercase_names: why entries are not shown, a
+                            line each (the folder's user.meshfs.error), or
+                            NULL */
     int nf;              /* formats shown, and in name order: */
     int order[MFS_FMT_COUNT];
     int pkg;             /* the folder's package is listed */
@@ -358,14 +363,16 @@ static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log)
     for (size_t i = 0; i < t->n; i++)
         ne[i] = (mfs_name_entry){t->e[i].name, t->e[i].model};
     mfs_names p;
-    int rc = mfs_names_plan(ne, t->n, naming_flags(fs), &p) < 0 ? -ENOMEM : 0;
+    mfs_casemap_owners oc = {fs, dir, ne};
+    int rc = mfs_names_plan(ne, t->n, naming_flags(fs), mfs_casemap_owner, &oc, &p) < 0 ? -ENOMEM : 0;
     free(ne);
     if (rc < 0)
         return rc;
     for (size_t i = 0; log && i < p.nnotes; i++)
-        mfs_fs_log(fs, "%s: %s", dir[0] ? dir : ".", p.notes[i].text);
+        if (i == 0 || strcmp(p.notes[i].text, p.notes[i - 1].text)) /* OWNERS: once */
+            mfs_fs_log(fs, "%s: %s", dir[0] ? dir : ".", p.notes[i].text);
     t->models = calloc(p.nmodels + 1, sizeof *t->models);
-    t->c = fs->cfg.lowercase_names ? calloc(t->n + 1, sizeof *t->c) : NULL;
+    t->c = fs->cfg.lowercase_names ? calloc(t->n + p.nhidden + 1, sizeof *t->c) : NULL;
     rc = t->models && (t->c || !fs->cfg.lowercase_names) ? 0 : -ENOMEM;
     for (size_t i = 0; i < p.nmodels && rc == 0; i++) {
         const mfs_name_model *pm = &p.models[i];
@@ -395,6 +402,22 @@ static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log)
         if (shown && !strcmp(shown, MFS_LGEPKG_FILE_NAME))
             t->pkg = -1;
     }
+    for (size_t i = 0; i < p.nhidden && rc == 0 && t->c; i++) {
+        const char *h = arena_dup(&t->strings, p.hidden[i], strlen(p.hidden[i]));
+        if (!h)
+            rc = -ENOMEM;
+        else
+            t->c[t->nc++] = (cname){h, NULL};
+        /* real files of the package's name, hidden: it is no package */
+        if (h && !strcmp(h, MFS_LGEPKG_FILE_NAME))
+            t->pkg = -1;
+    }
+    char *why = rc == 0 ? mfs_casemap_hidden_text(&p) : NULL;
+    if (why && !(t->hidden = arena_dup(&t->strings, why, strlen(why))))
+        rc = -ENOMEM;
+    else if (rc == 0 && !why && errno == ENOMEM)
+        rc = -ENOMEM;
+    free(why);
     mfs_names_free(&p);
     if (rc == 0 && t->c)
         qsort(t->c, t->nc, sizeof *t->c, cmp_cname);
@@ -731,9 +754,32 @@ int mfs_dirmap_real_name(mfs_fs *fs, const char *dir, const char *shown, char *o
     if (t->c) {
         cname key = {shown, NULL};
         cname *hit = bsearch(&key, t->c, t->nc, sizeof *t->c, cmp_cname);
-        if (hit)
+        if (hit && !hit->real)
+            rc = -ENOENT; /* owners collide: it is none of theirs */
+        else if (hit)
             rc = snprintf(out, n, "%s", hit->real) < (int)n ? 1 : -ENAMETOOLONG;
     }
+    mfs_dirtab_put(t);
+    return rc;
+}
+
+int mfs_dirmap_hidden(mfs_fs *fs, const char *dir, char *out, size_t n)
+{
+    if (!fs->cfg.lowercase_names)
+        return -ENODATA;
+    mfs_dirtab *t;
+    int rc = mfs_dirtab_get(fs, dir, 0, &t);
+    if (rc < 0)
+        return rc;
+    size_t len = t->hidden ? strlen(t->hidden) : 0;
+    if (!t->hidden)
+        rc = -ENODATA;
+    else if (n && len > n)
+        rc = -ERANGE;
+    else if (n)
+        memcpy(out, t->hidden, len);
+    if (t->hidden && rc == 0)
+        rc = (int)len;
     mfs_dirtab_put(t);
     return rc;
 }

@@ -154,8 +154,15 @@ uint64_t mfs_src_ino(const mfs_fs *fs, dev_t dev, ino_t ino);
 
 /* With lowercase_names: the real name of the entry folder `dir` shows as
  * `shown`, into out; 1 if found, 0 if `shown` is no shown entry (a view,
- * or nothing), -errno.  Without lowercase_names always 0. */
+ * or nothing), -ENOENT if entries of different owners have that lowercase
+ * name (it reaches none of them), -errno.  Without lowercase_names
+ * always 0. */
 int mfs_dirmap_real_name(mfs_fs *fs, const char *dir, const char *shown, char *out, size_t n);
+/* With lowercase_names: why entries of folder `dir` are not shown, a line
+ * each (its user.meshfs.error), into out as getxattr answers: the length
+ * (without the NUL; out may be NULL when n is 0), -ENODATA if every entry
+ * is shown, -ERANGE if n is too small, -errno. */
+int mfs_dirmap_hidden(mfs_fs *fs, const char *dir, char *out, size_t n);
 
 /* A model with views, as the folder's table names it. */
 typedef struct mfs_dir_model {
@@ -229,6 +236,20 @@ int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n);
 /* The shown form of a real SRC-relative path: lowercased in place with
  * lowercase_names (the .fmi model= path must be what FGE will open). */
 void mfs_casemap_fold(const mfs_fs *fs, char *path);
+
+/* The owners the naming rule asks for (mfs_name_owner_fn): ctx is one of
+ * these, e the entries of folder dir as handed to mfs_names_plan. */
+struct mfs_name_entry;
+struct mfs_names;
+typedef struct mfs_casemap_owners {
+    const mfs_fs *fs;
+    const char *dir;
+    const struct mfs_name_entry *e;
+} mfs_casemap_owners;
+int mfs_casemap_owner(void *ctx, size_t entry, unsigned long *uid);
+/* The plan's CASE and OWNERS notes, a line each, once each (malloc'd), or
+ * NULL: none (errno 0) or out of memory (errno ENOMEM). */
+char *mfs_casemap_hidden_text(const struct mfs_names *p);
 
 /* ---- models.c: the resolver's host, and the fs layer's calls into it ----
  *

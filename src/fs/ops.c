@@ -735,8 +735,11 @@ static int op_getxattr(const char *path, const char *name, char *value, size_t s
     if (strcmp(name, XATTR_ERROR) && !warning)
         return -ENODATA;
     struct stat st;
-    if (mfs_beneath_stat(fs, r, &st) == 0)
+    if (mfs_beneath_stat(fs, r, &st) == 0) {
+        if (!warning && S_ISDIR(st.st_mode)) /* entries lowercase_names hides */
+            return mfs_dirmap_hidden(fs, strcmp(r, ".") ? r : "", value, size);
         return !warning && S_ISREG(st.st_mode) ? model_error(fs, r, value, size) : -ENODATA;
+    }
     int len = warning ? view_warning(fs, r, text, sizeof text) : view_error(fs, r, text, sizeof text);
     if (len <= 0)
         return len == 0 ? -ENODATA : len;
