@@ -473,8 +473,8 @@ class ModelOwnerTest(unittest.TestCase):
         self.mnt = os.path.join(self.tmp, "mnt")
         self.cache = os.path.join(self.tmp, "cache")
         if not hasattr(ModelOwnerTest, "A"):
-            ModelOwnerTest.A = make_user("a")
-            ModelOwnerTest.B = make_user("b")
+            ModelOwnerTest.A = make_user("ma")
+            ModelOwnerTest.B = make_user("mb")
 
     def tearDown(self):
         self._tmp.cleanup()
@@ -514,11 +514,17 @@ class ModelOwnerTest(unittest.TestCase):
                     0o644, A)
                 put(self.s(top, "drop", "priv.bin"), struct.pack("<9f", 0, 0, 0, 5, 0, 0, 0, 7, 0),
                     0o600, A)
+                shutil.copy(os.path.join(EXAMPLES, "crate", "textures", "crate.png"),
+                            self.s(top, "a", "t.png"))
+                os.chown(self.s(top, "a", "t.png"), A[1], A[2])
             put(self.s(top, "drop", "m.obj"), "mtllib ../a/m.mtl\nusemtl red\n" + TRIANGLE, 0o644, B)
             put(self.s(top, "drop", "g.gltf"), gltf_triangle("../a/data.bin"), 0o644, B)
             put(self.s(top, "drop", "p.gltf"), gltf_triangle("priv.bin"), 0o644, B)
+            # the probe of issue 33, item 3: a texture in A's folder
+            put(self.s(top, "drop", "t.mtl"), "newmtl skin\nmap_Kd ../a/t.png\n", 0o644, B)
+            put(self.s(top, "drop", "t.obj"), "mtllib t.mtl\nusemtl skin\n" + TRIANGLE, 0o644, B)
         with Mount(self.src, self.mnt, self.cache, "allow_other"):
-            for model in ("m", "g", "p"):
+            for model in ("m", "g", "p", "t"):
                 for f in self.FORMATS:
                     with self.subTest(model=model, format=f):
                         there = self.view(f"x1/drop/{model}.{f}")
