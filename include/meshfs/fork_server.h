@@ -11,9 +11,12 @@
  * The spare: each child is forked and confined *before* its job is known,
  * while the previous conversion runs (on a second core that setup is off
  * the conversion's path).  It runs exactly what a directly spawned worker
- * runs, minus the output directory: the whole sandbox for the request's
- * SRC root, user and MESHFS_* environment (the key: Landlock's read rule
- * is per root), then blocks on its job socket.  The server hands the
+ * runs, minus the output directory and the user: the sandbox for the
+ * request's SRC root and MESHFS_* environment (the key: Landlock's read
+ * rule is per root), then blocks on its job socket.  A root server's
+ * spare waits as root with CAP_SETUID and CAP_SETGID only, and switches
+ * to the job's --uid/--gid/--groups (the model's owner) when it comes.
+ * The server hands the
  * spare to the parent, which sends it its job itself (one wake-up and one
  * descriptor pass less than through the server) and asks for the next
  * one; a spare of another key is retired unused (its socket closed).  A
@@ -21,8 +24,8 @@
  * sees from its memory before it forks the next spare, so no child holds
  * another model's request.
  *
- * Lifetime: each child has PR_SET_PDEATHSIG SIGKILL (set after its user
- * switch, which clears it), so it dies with the server, which dies with
+ * Lifetime: each child has PR_SET_PDEATHSIG SIGKILL (set again after its
+ * user switch, which clears it), so it dies with the server, which dies with
  * the parent through the lifeline; a child needs no watcher thread.
  *
  * Outputs: the parent creates the job's output files itself and passes
@@ -53,7 +56,7 @@
  *           SCM_RIGHTS [report memfd, "done", output files].
  *  next     (parent -> server, request socket; after it gave a spare its
  *           job): mfs_fs_request with magic MFS_FS_NEXT and only the key's
- *           argv (argv[0], --root, --uid, --gid) and environment: make the
+ *           argv (argv[0], --root) and environment: make the
  *           next spare for this key.
  *  done     (child -> parent, one byte on the "done" pipe; only after a
  *           report it could write and exit 0 with): the report in the
@@ -101,8 +104,8 @@ typedef struct mfs_fs_ended {
 /* What the server runs in each child (meshfs-worker's two halves). */
 typedef struct mfs_fs_worker {
     /* In a fresh child, before its job is known: confine and sandbox for
-     * argv's --root, --uid and --gid (argv holds only those).  Failing, it
-     * remembers why, for run to report. */
+     * argv's --root (argv holds only that).  Failing, it remembers why,
+     * for run to report. */
     void (*prepare)(int argc, char **argv);
     /* Then the job, with the request's argv and its open output files;
      * the report's file is at MFS_REPORT_FD.  Returns the exit status;

@@ -8,6 +8,8 @@
 #include "meshfs/options.h"
 #include "meshfs/proto.h"
 
+#include <sys/types.h>
+
 typedef struct mfs_job {
     const char *root;        /* source root: nothing outside it is opened */
     const char *model;       /* model path relative to root */
@@ -18,6 +20,11 @@ typedef struct mfs_job {
                                 can create no file) out_fd[f] is the open, empty
                                 file format f is written to instead */
     mfs_limits limits;
+    /* the model file's owner, as the parent stat()ed it beneath root: a
+     * root parent's worker runs as that user, with that user's groups
+     * (mfs_worker_ident_for); unknown or uid 0: as the worker user */
+    int owner_known;
+    uid_t owner;
 } mfs_job;
 
 /* In the worker: import and write everything, fill the report.  Returns 0

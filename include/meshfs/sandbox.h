@@ -5,10 +5,10 @@
  * does not need:
  *
  *  - no_new_privs, so nothing it does can gain privilege;
- *  - when started as root: an unprivileged user (worker_user, default
- *    "nobody"), no supplementary groups, no capabilities except
- *    CAP_DAC_READ_SEARCH and that only while Landlock confines reading to
- *    SRC, and fresh network and IPC namespaces;
+ *  - when started as root: the model file's owner, with that user's
+ *    groups (a root-owned model: worker_user, default "nobody", with no
+ *    supplementary groups), no capabilities at all, and fresh network and
+ *    IPC namespaces;
  *  - Landlock: read-only beneath SRC, writes only in its output directory,
  *    no TCP, no signals or abstract sockets outside itself (degrades to
  *    nothing, with a warning from the parent, on kernels without it);
@@ -22,10 +22,15 @@
 #ifndef MESHFS_SANDBOX_H
 #define MESHFS_SANDBOX_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
 #include "meshfs/err.h"
+
+/* The most supplementary groups a worker is given (--groups): the parent
+ * passes at most this many of the owner's, which can only read less. */
+#define MFS_WORKER_GROUPS_MAX 256
 
 /* ---- parent side (src/convert/worker_user.c) --------------------------- */
 
@@ -37,6 +42,25 @@ int mfs_worker_user_set(const char *name, mfs_err *err);
 /* 1 with uid and gid filled when workers started by this process must switch user
  * (it runs as root), else 0.  Without mfs_worker_user_set, "nobody". */
 int mfs_worker_user_get(uid_t *uid, gid_t *gid);
+
+/* Who a worker runs as (see mfs_worker_ident_for). */
+typedef struct mfs_worker_ident {
+    uid_t uid;
+    gid_t gid;
+    int ngroups;
+    gid_t groups[MFS_WORKER_GROUPS_MAX];
+} mfs_worker_ident;
+
+/* 1 with id filled when a worker started by this process must switch
+ * user (it runs as root), else 0.  A model owned by a user other than
+ * root: that user, with the primary group and supplementary groups the
+ * user database gives it (getpwuid_r and getgrouplist, here in the parent:
+ * a sandboxed child reads no name service); an owner it does not know:
+ * that uid with the worker user's group and no others.  A root-owned
+ * model, or an owner not known (owner_known 0): the worker user, no
+ * supplementary groups.  At most MFS_WORKER_GROUPS_MAX groups are kept:
+ * fewer can only read less. */
+int mfs_worker_ident_for(int owner_known, uid_t owner, mfs_worker_ident *id);
 
 /* Asks the worker once (meshfs-worker --sandbox-status) whether every layer
  * is available here.  NULL if so, else a one-line warning for the caller to
@@ -60,6 +84,7 @@ void mfs_nofile_raise(void);
  * problem, not the model's.  Its report (if any) carries the reason. */
 #define MFS_SANDBOX_EXIT 72
 
+
 typedef struct mfs_sandbox_cfg {
     const char *root;   /* SRC: the only tree it may read */
     const char *outdir; /* the parent's private output directory; NULL: none
@@ -67,17 +92,24 @@ typedef struct mfs_sandbox_cfg {
                            handed open, so Landlock lets it create nothing
                            and the working directory is root) */
     int drop;           /* switch to uid/gid (required when running as root) */
+    int defer;          /* with drop: not now, the job will say to whom (a
+                           fork server's spare); keep CAP_SETUID/SETGID */
     uid_t uid;
     gid_t gid;
+    const gid_t *groups; /* the supplementary groups to take (may be none) */
+    int ngroups;
 } mfs_sandbox_cfg;
 
 typedef struct mfs_sandbox_state {
     int landlock_abi;   /* kernel's Landlock ABI, 0 if unsupported */
     int landlocked;     /* the ruleset is enforced */
-    int dropped;        /* runs as cfg->uid with no capability but DAC_READ_SEARCH */
-    int kept_dac_read;  /* ... and that one kept (only under Landlock) */
+    int dropped;        /* runs as cfg->uid with no capability */
     int netns, ipcns;   /* fresh namespaces */
     int seccomp;        /* filter loaded */
+    int rootfd;         /* SRC (O_PATH), opened with the starting user's
+                           rights, for the caller to enter once it is the
+                           model's owner (the path to SRC need not be the
+                           owner's to walk); -1 if none.  Close-on-exec. */
 } mfs_sandbox_state;
 
 /* Enters every layer, in the order the kernel needs (no_new_privs, output
@@ -86,6 +118,29 @@ typedef struct mfs_sandbox_state {
  * "./<fmt>".  -1 with err if a layer that must hold could not be applied;
  * the worker must then exit MFS_SANDBOX_EXIT without opening the model. */
 int mfs_sandbox_enter(const mfs_sandbox_cfg *cfg, mfs_sandbox_state *st, mfs_err *err);
+
+/* The user switch itself, for a spare once its job has come (and inside
+ * mfs_sandbox_enter otherwise): groups, gid, then uid, after which no
+ * capability is left, and a check that setuid(0) fails.  Refuses uid 0.
+ * The caller needs CAP_SETUID and CAP_SETGID. */
+int mfs_sandbox_switch(uid_t uid, gid_t gid, const gid_t *groups, int ngroups, mfs_err *err);
+
+/* Keeps only the capabilities in bounding (a mask of 1 << CAP_*) in the
+ * bounding set, and exactly keep in the permitted and effective sets (the
+ * kernel lets those hold what the bounding set no longer does, and a later
+ * exec is refused anyway); inheritable and ambient empty.  Dropping from
+ * the bounding set needs CAP_SETPCAP, so a process without it only checks
+ * the others are already gone there. */
+int mfs_sandbox_caps_keep(uint64_t bounding, uint64_t keep, mfs_err *err);
+
+/* The fork server's own confinement (src/convert/server_confine.c), after
+ * mfs_sandbox_prepare and before it imports or forks anything:
+ * no_new_privs; as root, every capability gone but CAP_SETUID and
+ * CAP_SETGID (its children's user switch) and, outside the bounding set,
+ * CAP_KILL (it kills its children, which run as other users, when the
+ * parent goes); and a seccomp allow-list covering the server and, since
+ * they inherit it, its children's import code.  -1 with err. */
+int mfs_sandbox_confine_server(mfs_err *err);
 
 /* The fork server's part (include/meshfs/fork_server.h), once, before it
  * forks any child: compiles the seccomp filter to BPF, and (as root)

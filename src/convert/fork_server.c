@@ -101,9 +101,10 @@ static int split(size_t n, char **argv, int *argc, char **env, int *nenv)
     return rq.magic == MFS_FS_MAGIC && *argc == (int)rq.argc ? 0 : -1;
 }
 
-/* The key a request's child must be prepared for: its --root, --uid and
- * --gid as an argv (what prepare reads), then its MESHFS_* environment.
- * Paths and switches only, never a model's name. */
+/* The key a request's child must be prepared for: its --root as an argv
+ * (what prepare reads), then its MESHFS_* environment.  Paths and switches
+ * only, never a model's name, nor its owner: a child switches to the job's
+ * user when the job comes, so one spare serves every owner. */
 static size_t make_key(char **argv, int argc, char **env, int nenv, char *out, int *nargs)
 {
     size_t n = 0;
@@ -119,7 +120,7 @@ static size_t make_key(char **argv, int argc, char **env, int nenv, char *out, i
     PUT(argv[0]);
     (*nargs)++;
     for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--root") || !strcmp(argv[i], "--uid") || !strcmp(argv[i], "--gid")) {
+        if (!strcmp(argv[i], "--root")) {
             PUT(argv[i]);
             PUT(argv[i + 1]);
             *nargs += 2;

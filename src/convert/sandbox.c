@@ -4,9 +4,11 @@
  * Order matters.  no_new_privs first (Landlock and seccomp require it of an
  * unprivileged process).  The output directory is prepared and entered while
  * still root, because afterwards the worker's user could not even reach it.
- * Namespaces need CAP_SYS_ADMIN, so they come before the user switch, and so
- * does Landlock, whose outcome decides whether CAP_DAC_READ_SEARCH may be
- * kept.  seccomp comes last: its deny list includes unshare and setns.
+ * Namespaces need CAP_SYS_ADMIN, so they come before the user switch (a
+ * fork server makes them once, before it gives that up).  seccomp comes
+ * last: its deny list includes unshare and setns.  A fork server's spare
+ * switches user only when its job names the model's owner, after all of
+ * this: until then it keeps CAP_SETUID and CAP_SETGID and nothing else.
  * Everything runs before the worker starts any thread, because Landlock
  * rulesets, capabilities and (without TSYNC) seccomp filters are per thread
  * and inherited only by threads created afterwards. */
@@ -135,41 +137,74 @@ static int landlock(int rootfd, int outfd, int abi, mfs_err *err)
     return rc < 0 ? -1 : 1;
 }
 
-/* Switches to uid/gid with no supplementary groups and no capability but,
- * if keep_dac_read, CAP_DAC_READ_SEARCH; the rest leave the bounding set too. */
-static int drop_user(uid_t uid, gid_t gid, int keep_dac_read, mfs_err *err)
+/* Every capability out of the bounding set but those in keep (a mask). */
+static int drop_bounding(uint64_t keep, mfs_err *err)
 {
-    if (keep_dac_read && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
-        return mfs_errf(err, "sandbox: PR_SET_KEEPCAPS: %s", strerror(errno));
     for (int cap = 0; cap < 64; cap++) {
-        if (keep_dac_read && cap == CAP_DAC_READ_SEARCH)
+        if (keep & (1ULL << cap))
             continue;
         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
             if (errno == EINVAL)
                 break; /* past the kernel's last capability */
+            if (errno == EPERM) {
+                /* a fork server's child lacks CAP_SETPCAP: the server
+                 * dropped these already, which is all that matters */
+                int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+                if (in == 0)
+                    continue;
+                if (in < 0 && errno == EINVAL)
+                    break;
+            }
             return mfs_errf(err, "sandbox: dropping capability %d: %s", cap, strerror(errno));
         }
     }
-    if (setgroups(0, NULL) < 0)
-        return mfs_errf(err, "sandbox: setgroups: %s", strerror(errno));
-    if (setresgid(gid, gid, gid) < 0)
-        return mfs_errf(err, "sandbox: setresgid(%u): %s", (unsigned)gid, strerror(errno));
-    if (setresuid(uid, uid, uid) < 0)
-        return mfs_errf(err, "sandbox: setresuid(%u): %s", (unsigned)uid, strerror(errno));
+    return 0;
+}
+
+/* Permitted and effective set to exactly keep, inheritable and ambient
+ * empty. */
+static int set_caps(uint64_t keep, mfs_err *err)
+{
     struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct d[2];
     memset(d, 0, sizeof d);
-    if (keep_dac_read)
-        d[0].effective = d[0].permitted = 1u << CAP_DAC_READ_SEARCH;
+    d[0].effective = d[0].permitted = (uint32_t)keep;
+    d[1].effective = d[1].permitted = (uint32_t)(keep >> 32);
     if (syscall(SYS_capset, &h, d) < 0)
         return mfs_errf(err, "sandbox: capset: %s", strerror(errno));
-    prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    return 0;
+}
+
+int mfs_sandbox_caps_keep(uint64_t bounding, uint64_t keep, mfs_err *err)
+{
+    if (drop_bounding(bounding, err) < 0)
+        return -1;
+    return set_caps(keep, err);
+}
+
+int mfs_sandbox_switch(uid_t uid, gid_t gid, const gid_t *groups, int ngroups, mfs_err *err)
+{
+    if (uid == 0)
+        return mfs_errf(err, "sandbox: refusing to run a conversion as uid 0");
+    if (setgroups((size_t)ngroups, groups) < 0)
+        return mfs_errf(err, "sandbox: setgroups: %s", strerror(errno));
+    if (setresgid(gid, gid, gid) < 0)
+        return mfs_errf(err, "sandbox: setresgid(%u): %s", (unsigned)gid, strerror(errno));
+    /* from uid 0 to another, without PR_SET_KEEPCAPS: the kernel clears
+     * the permitted, effective and ambient sets */
+    if (setresuid(uid, uid, uid) < 0)
+        return mfs_errf(err, "sandbox: setresuid(%u): %s", (unsigned)uid, strerror(errno));
+    if (set_caps(0, err) < 0)
+        return -1;
     /* belt and braces: the way back must be shut */
     uid_t r, e, s;
     if (getresuid(&r, &e, &s) < 0 || r != uid || e != uid || s != uid || setuid(0) == 0)
         return mfs_errf(err, "sandbox: still able to become root after dropping to uid %u",
                         (unsigned)uid);
+    /* a change of user resets it to the system's default: say it again */
+    if (!SANITIZED)
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     return 0;
 }
 
@@ -195,6 +230,10 @@ static const char *const deny[] = {
     "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "vhangup", "iopl",
     "ioperm", "uselib", "lookup_dcookie", "settimeofday", "clock_settime", "adjtimex",
     "clock_adjtime",
+    /* System V IPC: a fork server's children share one IPC namespace (made
+     * once by the server), so they must not reach each other through it */
+    "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget",
+    "semop", "semtimedop", "semctl", "ipc",
     NULL,
 };
 
@@ -270,7 +309,7 @@ static scmp_filter_ctx build_seccomp(mfs_err *err)
  * compiled once to BPF, and the network namespace its children share. */
 static struct sock_filter *prepared_bpf;
 static unsigned short prepared_len;
-static int prepared_ns, prepared_netns;
+static int prepared_ns, prepared_netns, prepared_ipcns;
 
 static int load_seccomp(mfs_err *err)
 {
@@ -316,9 +355,12 @@ int mfs_sandbox_prepare(mfs_err *err)
     /* A network namespace costs the kernel ~0.3 ms to make: one for all
      * the server's children.  Nothing in it can be reached (it has only a
      * down loopback) and the filter forbids sockets, so sharing it gives
-     * a child no peer.  The IPC namespace stays per child (cheap). */
+     * a child no peer.  Likewise one IPC namespace, made here because the
+     * server then gives up CAP_SYS_ADMIN: the children's filter forbids
+     * every System V IPC call, so sharing it gives them nothing either. */
     if (geteuid() == 0) {
         prepared_netns = unshare(CLONE_NEWNET) == 0;
+        prepared_ipcns = unshare(CLONE_NEWIPC) == 0;
         prepared_ns = 1;
     }
     return 0;
@@ -357,9 +399,10 @@ static int enter_outdir(const mfs_sandbox_cfg *cfg, mfs_err *err)
 int mfs_sandbox_enter(const mfs_sandbox_cfg *cfg, mfs_sandbox_state *st, mfs_err *err)
 {
     memset(st, 0, sizeof *st);
+    st->rootfd = -1;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return mfs_errf(err, "sandbox: PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
-    if (geteuid() == 0 && (!cfg->drop || cfg->uid == 0))
+    if (geteuid() == 0 && (!cfg->drop || (!cfg->defer && cfg->uid == 0)))
         return mfs_errf(err, "sandbox: running as root without an unprivileged user to switch to");
     int rootfd = open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rootfd < 0)
@@ -369,7 +412,10 @@ int mfs_sandbox_enter(const mfs_sandbox_cfg *cfg, mfs_sandbox_state *st, mfs_err
         close(rootfd);
         return -1;
     }
-    if (!cfg->outdir && fchdir(rootfd) < 0) {
+    /* a spare that is root without DAC capabilities may not enter a SRC
+     * only its models' owners can: it enters it once it is one of them
+     * (mfs_sandbox_switch's caller) */
+    if (!cfg->outdir && !cfg->defer && fchdir(rootfd) < 0) {
         int e = errno;
         close(rootfd);
         return mfs_errf(err, "sandbox: entering source root %s: %s", cfg->root, strerror(e));
@@ -377,24 +423,29 @@ int mfs_sandbox_enter(const mfs_sandbox_cfg *cfg, mfs_sandbox_state *st, mfs_err
     if (geteuid() == 0) {
         /* "where permitted": a kernel without them still converts */
         st->netns = prepared_ns ? prepared_netns : unshare(CLONE_NEWNET) == 0;
-        st->ipcns = unshare(CLONE_NEWIPC) == 0;
+        st->ipcns = prepared_ns ? prepared_ipcns : unshare(CLONE_NEWIPC) == 0;
     }
     st->landlock_abi = ll_abi();
     int ll = landlock(rootfd, outfd, st->landlock_abi, err);
-    close(rootfd);
+    st->rootfd = rootfd; /* the caller's to close */
     if (outfd >= 0)
         close(outfd);
     if (ll < 0)
         return -1;
     st->landlocked = ll;
-    if (cfg->drop) {
-        /* Reading SRC must keep working for models only root can reach
-         * (0700 folders, 0600 files: the daemon reads them too).  That
-         * override is kept only where Landlock bounds it to SRC. */
-        if (drop_user(cfg->uid, cfg->gid, st->landlocked, err) < 0)
+    if (cfg->drop && cfg->defer) {
+        /* a fork server's spare: its user comes with its job
+         * (mfs_sandbox_switch); until then it can do nothing but that */
+        uint64_t sw = (1ULL << CAP_SETUID) | (1ULL << CAP_SETGID);
+        if (mfs_sandbox_caps_keep(sw, sw, err) < 0)
+            return -1;
+    } else if (cfg->drop) {
+        /* no capability is kept: the worker reads exactly what its user
+         * (the model's owner, with that user's groups) may read */
+        if (drop_bounding(0, err) < 0 ||
+            mfs_sandbox_switch(cfg->uid, cfg->gid, cfg->groups, cfg->ngroups, err) < 0)
             return -1;
         st->dropped = 1;
-        st->kept_dac_read = st->landlocked;
     }
     if (!SANITIZED)
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); /* nobody of the same uid may ptrace it */
@@ -418,7 +469,7 @@ void mfs_sandbox_print_status(FILE *f)
         fprintf(f, "seccomp: yes (libseccomp %u.%u.%u, kill on deny)\n", v->major, v->minor,
                 v->micro);
     fprintf(f, "no_new_privs: yes\n");
-    fprintf(f, "user switch: when run as root (worker_user, default nobody)\n");
+    fprintf(f, "user switch: when run as root (the model's owner; worker_user, default nobody, for root's)\n");
     fprintf(f, "namespaces: net, ipc when run as root\n");
     fprintf(f, "sanitizer build: %s\n", SANITIZED ? "yes" : "no");
 #ifdef MESHFS_TEST_HOOKS

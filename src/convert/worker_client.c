@@ -33,8 +33,8 @@
 extern char **environ;
 
 /* What a server's child is prepared for (fork_server.c's make_key): argv[0]
- * and the --root, --uid and --gid pairs (kargc strings), then the MESHFS_*
- * environment, NUL-separated. */
+ * and the --root pair (kargc strings), then the MESHFS_* environment,
+ * NUL-separated.  Not the user: a child takes its job's. */
 typedef struct srv_key {
     char *data;
     size_t len;
@@ -123,6 +123,7 @@ typedef struct argv_buf {
     int argc;
     char store[8][64];
     int used;
+    char groups[MFS_WORKER_GROUPS_MAX * 11 + 1]; /* "G,G,..." */
 } argv_buf;
 
 static void arg(argv_buf *a, const char *s)
@@ -141,9 +142,9 @@ static void arg_num(argv_buf *a, const char *flag, unsigned long long v)
     arg(a, a->store[a->used++]);
 }
 
-/* drop: the worker must switch to uid/gid (we run as root). */
+/* id: whom the worker must switch to (we run as root), or NULL. */
 static void build_argv(argv_buf *a, const char *worker, const mfs_job *job, char *formats,
-                       size_t fsz, int drop, uid_t uid, gid_t gid)
+                       size_t fsz, const mfs_worker_ident *id)
 {
     size_t n = 0;
     formats[0] = '\0';
@@ -183,9 +184,17 @@ static void build_argv(argv_buf *a, const char *worker, const mfs_job *job, char
     arg_num(a, "--memory", job->limits.memory);
     arg_num(a, "--cpu", job->limits.cpu_s);
     arg_num(a, "--output", job->limits.output);
-    if (drop) {
-        arg_num(a, "--uid", uid);
-        arg_num(a, "--gid", gid);
+    if (id) {
+        arg_num(a, "--uid", id->uid);
+        arg_num(a, "--gid", id->gid);
+        if (id->ngroups) {
+            size_t gn = 0;
+            for (int i = 0; i < id->ngroups; i++)
+                gn += (size_t)snprintf(a->groups + gn, sizeof a->groups - gn, "%s%u", i ? "," : "",
+                                       (unsigned)id->groups[i]);
+            arg(a, "--groups");
+            arg(a, a->groups);
+        }
     }
 }
 
@@ -395,8 +404,7 @@ static int key_make(char **argv, srv_key *k)
 {
     size_t n = strlen(argv[0]) + 1;
     for (int i = 1; argv[i]; i++)
-        if (argv[i + 1] && (!strcmp(argv[i], "--root") || !strcmp(argv[i], "--uid") ||
-                            !strcmp(argv[i], "--gid")))
+        if (argv[i + 1] && !strcmp(argv[i], "--root"))
             n += strlen(argv[i]) + strlen(argv[i + 1]) + 2;
     for (char **e = environ; *e; e++)
         if (strncmp(*e, "MESHFS_", 7) == 0)
@@ -415,8 +423,7 @@ static int key_make(char **argv, srv_key *k)
     PUT(argv[0]);
     k->kargc++;
     for (int i = 1; argv[i]; i++)
-        if (argv[i + 1] && (!strcmp(argv[i], "--root") || !strcmp(argv[i], "--uid") ||
-                            !strcmp(argv[i], "--gid"))) {
+        if (argv[i + 1] && !strcmp(argv[i], "--root")) {
             PUT(argv[i]);
             PUT(argv[i + 1]);
             k->kargc += 2;
@@ -1090,10 +1097,11 @@ int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mf
     memset(rep, 0, sizeof *rep);
     char formats[64];
     argv_buf a;
-    uid_t uid = 0;
-    gid_t gid = 0;
-    int drop = mfs_worker_user_get(&uid, &gid);
-    build_argv(&a, sp->path, job, formats, sizeof formats, drop, uid, gid);
+    /* the model's owner, resolved here, in the parent (sandbox.h) */
+    mfs_worker_ident id;
+    int drop = mfs_worker_ident_for(job->owner_known, job->owner, &id);
+    uid_t uid = id.uid;
+    build_argv(&a, sp->path, job, formats, sizeof formats, drop ? &id : NULL);
     pid_t pid = 0;
     srv_child ch = {.reply = -1, .pid = 0, .pidfd = -1};
     int out[MFS_FMT_COUNT], rd[MFS_FMT_COUNT], nout = 0, dfd = -1;

@@ -1,6 +1,7 @@
 /* The parent's half of the worker sandbox (include/meshfs/sandbox.h): which
  * user root's workers become, and the descriptor limit. */
 #include <errno.h>
+#include <grp.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -60,6 +61,27 @@ int mfs_worker_user_get(uid_t *uid, gid_t *gid)
     *uid = user_uid;
     *gid = user_gid;
     pthread_mutex_unlock(&user_mu);
+    return 1;
+}
+
+int mfs_worker_ident_for(int owner_known, uid_t owner, mfs_worker_ident *id)
+{
+    memset(id, 0, sizeof *id);
+    if (!mfs_worker_user_get(&id->uid, &id->gid))
+        return 0;
+    if (!owner_known || owner == 0)
+        return 1; /* root's models: the worker user, no groups */
+    id->uid = owner;
+    /* getpwuid_r: the daemon is multithreaded */
+    char buf[16384];
+    struct passwd pw, *res = NULL;
+    if (getpwuid_r(owner, &pw, buf, sizeof buf, &res) != 0 || !res)
+        return 1; /* a uid nobody is named: its own files, and the world's */
+    id->gid = pw.pw_gid;
+    int n = MFS_WORKER_GROUPS_MAX;
+    if (getgrouplist(pw.pw_name, pw.pw_gid, id->groups, &n) < 0)
+        n = MFS_WORKER_GROUPS_MAX; /* more than fit: the first ones */
+    id->ngroups = n < 0 ? 0 : n > MFS_WORKER_GROUPS_MAX ? MFS_WORKER_GROUPS_MAX : n;
     return 1;
 }
 

@@ -264,6 +264,12 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     mfs_job job = {.root = fs->cfg.src, .model = relpath, .formats = formats,
                    .opts = fs->cfg.opts, .outdir = tmp, .limits = fs->cfg.limits};
     job.opts.model_path = fmi_model;
+    /* the worker runs as the model's owner (include/meshfs/job.h) */
+    struct stat mst;
+    if (mfs_beneath_stat(fs, relpath, &mst) == 0) {
+        job.owner_known = 1;
+        job.owner = mst.st_uid;
+    }
     mfs_report rep;
     if (job_slot_take(fs, relpath) < 0) {
         mfs_jobdirs_give(fs->jobdirs, jd, formats, 1);

@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <linux/capability.h>
+#include <seccomp.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "meshfs/log.h"
@@ -61,6 +64,56 @@ static int mount_dev(const char *mnt, char *dev, size_t devlen)
     free(line);
     fclose(f);
     return found;
+}
+
+/* What the guard does once confined: wait, read its mountinfo, unmount
+ * (or, for a user's mount, exec fusermount3: see confine), exit. */
+static const char *const guard_calls[] = {
+    "read", "openat", "open", "close", "fstat", "newfstatat", "statx", "lseek", "fcntl",
+    "brk", "mmap", "munmap", "mremap", "geteuid", "umount2", "exit", "exit_group",
+    "rt_sigreturn", "restart_syscall", NULL,
+};
+
+/* The guard keeps what unmounting needs and nothing else
+ * (docs/security.md, "The unmount helper").  As root: CAP_SYS_ADMIN
+ * (umount2) and no other capability in any set, no_new_privs, and a
+ * seccomp allow-list.  A user's guard has no capability to drop, and
+ * unmounts by exec'ing the setuid fusermount3, which no_new_privs would
+ * run without its setuid, so it gets neither that nor (which needs it, or
+ * CAP_SYS_ADMIN) a filter: it is a process of the user, holding nothing
+ * of the daemon's, that can do only what the user can.  Failing, the
+ * guard still runs: an unmounted dead mount is worse than a less confined
+ * helper, and it reads nothing it is sent. */
+static void confine(void)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    if (geteuid() != 0) {
+        syscall(SYS_capset, &h, d);
+        return;
+    }
+    for (int cap = 0; cap < 64; cap++)
+        if (cap != CAP_SYS_ADMIN && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno == EINVAL)
+            break;
+    d[0].effective = d[0].permitted = 1u << CAP_SYS_ADMIN;
+    if (syscall(SYS_capset, &h, d) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return;
+    /* ENOSYS for the rest, not a kill: a library call that grew a new
+     * system call then fails the way it would on an older kernel */
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
+    if (!ctx)
+        return;
+    int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    for (int i = 0; rc == 0 && guard_calls[i]; i++) {
+        int nr = seccomp_syscall_resolve_name(guard_calls[i]);
+        if (nr != __NR_SCMP_ERROR)
+            rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+    }
+    if (rc == 0)
+        seccomp_load(ctx);
+    seccomp_release(ctx);
 }
 
 static void guard(int rfd, const char *mnt, const char *dev)
@@ -131,6 +184,9 @@ int mfs_unmount_guard_start(const char *mnt)
         int null = open("/dev/null", O_RDWR); /* nor a caller's pipe */
         for (int fd = 0; null >= 0 && fd < 3; fd++)
             dup2(null, fd);
+        if (null > 2)
+            close(null);
+        confine();
         guard(rfd, real, dev);
     }
     close(p[0]);

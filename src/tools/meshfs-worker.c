@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -32,7 +33,7 @@ static void usage(void)
                     "         [--pretrans] [--fmi-textures] [--reverse-winding] [--source-frame]\n"
                     "         [--fmd-raw] [--vrt-plain] [--importer auto|assimp]\n"
                     "         [--model-path P] [--memory BYTES] [--cpu SECONDS] [--output BYTES]\n"
-                    "         [--uid UID --gid GID]\n"
+                    "         [--uid UID --gid GID [--groups G,G,...]]\n"
                     "       meshfs-worker --list-extensions\n"
                     "       meshfs-worker --sandbox-status\n"
                     "       meshfs-worker --server\n"
@@ -122,7 +123,24 @@ static int send_report(const mfs_report *rep)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, mfs_job *job, mfs_sandbox_cfg *sb)
+/* "G,G,..." into groups (MFS_WORKER_GROUPS_MAX of them at most); -1 if
+ * malformed. */
+static int parse_groups(const char *v, gid_t *groups, int *n)
+{
+    *n = 0;
+    while (*v) {
+        char *end;
+        unsigned long g = strtoul(v, &end, 10);
+        if (end == v || (*end && *end != ',') || *n == MFS_WORKER_GROUPS_MAX)
+            return -1;
+        groups[(*n)++] = (gid_t)g;
+        v = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+/* groups: where --groups is parsed to (sb->groups points into it). */
+static int parse_args(int argc, char **argv, mfs_job *job, mfs_sandbox_cfg *sb, gid_t *groups)
 {
     memset(job, 0, sizeof *job);
     memset(sb, 0, sizeof *sb);
@@ -154,6 +172,15 @@ static int parse_args(int argc, char **argv, mfs_job *job, mfs_sandbox_cfg *sb)
         else if (!strcmp(a, "--output")) job->limits.output = strtoull(v, NULL, 10), i++;
         else if (!strcmp(a, "--uid")) sb->uid = (uid_t)strtoul(v, NULL, 10), sb->drop = 1, i++;
         else if (!strcmp(a, "--gid")) sb->gid = (gid_t)strtoul(v, NULL, 10), i++;
+        else if (!strcmp(a, "--groups")) {
+            if (parse_groups(v, groups, &sb->ngroups) < 0) {
+                fprintf(stderr, "meshfs-worker: --groups %s: not a list of at most %d gids\n", v,
+                        MFS_WORKER_GROUPS_MAX);
+                return -1;
+            }
+            sb->groups = groups;
+            i++;
+        }
         else if (!strcmp(a, "--formats")) {
             if (mfs_format_parse_list(v, &job->formats, &err) < 0) {
                 fprintf(stderr, "meshfs-worker: %s\n", err.msg);
@@ -192,9 +219,22 @@ static int sandbox_failed(const mfs_err *err)
     return MFS_SANDBOX_EXIT;
 }
 
-/* Every layer of the sandbox; -1 with err if one that must hold failed. */
-static int sandbox_up(mfs_job *job, mfs_sandbox_cfg *sb, mfs_err *err)
+/* fd moved above the report and lifeline numbers: run by hand (or by a
+ * test) those may be free, and a descriptor there would be taken for them. */
+static int high(int fd)
 {
+    if (fd < 0 || fd > MFS_LIFELINE_FD)
+        return fd;
+    int h = fcntl(fd, F_DUPFD_CLOEXEC, MFS_LIFELINE_FD + 1);
+    close(fd);
+    return h;
+}
+
+/* Every layer of the sandbox; -1 with err if one that must hold failed.
+ * *rootfd: SRC, for enter_root (-1: none, the job reads by its path). */
+static int sandbox_up(mfs_job *job, mfs_sandbox_cfg *sb, mfs_err *err, int *rootfd)
+{
+    *rootfd = -1;
 #ifdef MESHFS_TEST_HOOKS
     /* The benchmark's baseline (docs/benchmarks.md): test builds only. */
     if (getenv("MESHFS_TEST_NO_SANDBOX"))
@@ -213,19 +253,36 @@ static int sandbox_up(mfs_job *job, mfs_sandbox_cfg *sb, mfs_err *err)
     }
     if (mfs_sandbox_enter(sb, &st, err) < 0)
         return -1;
+    *rootfd = high(st.rootfd);
     if (sb->outdir)
         job->outdir = "."; /* the sandbox left us in the output directory */
     return 0;
 }
 
-static int enter_sandbox(mfs_job *job, mfs_sandbox_cfg *sb)
+/* Once it is the model's owner: into SRC by the descriptor the sandbox
+ * opened, and the job reads beneath "." from then on.  So the folders
+ * above SRC (a 0700 folder of root's, say) are walked with the daemon's
+ * rights, as the daemon walks them, and everything inside SRC with the
+ * owner's.  An owner who may not enter SRC itself fails the import
+ * ("cannot open source root"), as with any folder of SRC it cannot read. */
+static void enter_root(mfs_job *job, int rootfd)
 {
-    mfs_err err;
-    return sandbox_up(job, sb, &err) < 0 ? sandbox_failed(&err) : 0;
+    if (rootfd < 0)
+        return;
+    if (fchdir(rootfd) == 0)
+        job->root = ".";
+    close(rootfd);
 }
 
-/* The job once the sandbox is up: limits, test hooks, conversion, report. */
-static int run_job(mfs_job *job)
+static int enter_sandbox(mfs_job *job, mfs_sandbox_cfg *sb, int *rootfd)
+{
+    mfs_err err;
+    return sandbox_up(job, sb, &err, rootfd) < 0 ? sandbox_failed(&err) : 0;
+}
+
+/* The job once the sandbox is up: limits, test hooks, conversion, report.
+ * *written (may be NULL): the formats whose output was written whole. */
+static int run_job(mfs_job *job, unsigned *written)
 {
 #ifdef MESHFS_TEST_HOOKS
     const char *probe = getenv("MESHFS_TEST_SANDBOX_PROBE");
@@ -256,6 +313,9 @@ static int run_job(mfs_job *job)
             rep.fmt[f].size += 1;
 #endif
     int rc = send_report(&rep) < 0 ? 1 : 0;
+    for (int f = 0; written && f < MFS_FMT_COUNT; f++)
+        if (rep.ok && rep.fmt[f].ok)
+            *written |= 1u << f;
     mfs_report_free(&rep);
     return rc;
 }
@@ -265,16 +325,42 @@ static int convert_main(int argc, char **argv)
 {
     mfs_job job;
     mfs_sandbox_cfg sb;
-    if (parse_args(argc, argv, &job, &sb) < 0) {
+    gid_t groups[MFS_WORKER_GROUPS_MAX];
+    if (parse_args(argc, argv, &job, &sb, groups) < 0) {
         usage();
         return 2;
     }
     confine();
-    int sbrc = enter_sandbox(&job, &sb);
+    int rootfd;
+    int sbrc = enter_sandbox(&job, &sb, &rootfd);
     if (sbrc)
         return sbrc;
+    /* the outputs are opened here, in the output directory the sandbox
+     * left us in, before it leaves it for SRC (enter_root) */
+    int fd[MFS_FMT_COUNT];
+    int outdir = rootfd >= 0 ? high(open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) : -1;
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        fd[f] = -1;
+        if (outdir >= 0 && (job.formats & (1u << f)))
+            fd[f] = high(openat(outdir, mfs_format_get((mfs_format)f)->name,
+                                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+    }
+    if (outdir >= 0) {
+        job.out_fd = fd;
+#ifdef MESHFS_TEST_HOOKS
+        /* the escape probes (ProbeTest) write "inside" the output folder */
+        if (!getenv("MESHFS_TEST_SANDBOX_PROBE"))
+#endif
+            enter_root(&job, rootfd);
+    }
     watch_lifeline();
-    return run_job(&job);
+    unsigned written = 0;
+    int rc = run_job(&job, &written);
+    /* a format that failed leaves no file behind, as without out_fd */
+    for (int f = 0; outdir >= 0 && f < MFS_FMT_COUNT; f++)
+        if ((job.formats & (1u << f)) && !(written & (1u << f)))
+            unlinkat(outdir, mfs_format_get((mfs_format)f)->name, 0);
+    return rc;
 }
 
 /* ---- a child of the fork server (include/meshfs/fork_server.h) ---- */
@@ -282,6 +368,9 @@ static int convert_main(int argc, char **argv)
 static const char *spare_root; /* as the request gave it */
 static const char *spare_abs;  /* made absolute: the sandbox left us in it */
 static int spare_failed;       /* the sandbox did not hold: err says why */
+static int spare_defer;        /* its user comes with the job (it is root) */
+static pid_t spare_server;     /* its parent, the server */
+static int spare_rootfd = -1;  /* SRC, entered once it is the owner */
 static mfs_err spare_err;
 
 static void *warm_thread(void *arg)
@@ -313,22 +402,22 @@ static void warm_up(void)
         aiReleaseImport(s);
 }
 
-/* Before the job: argv is "meshfs-worker --root R [--uid U --gid G]". */
+/* Before the job: argv is "meshfs-worker --root R".  Which user it will
+ * run as is the job's (the model's owner), so as root it is confined with
+ * the user switch deferred: it keeps CAP_SETUID and CAP_SETGID only. */
 static void spare_prepare(int argc, char **argv)
 {
     mfs_job job;
     mfs_sandbox_cfg sb;
     memset(&job, 0, sizeof job);
     memset(&sb, 0, sizeof sb);
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i + 1 < argc; i += 2)
         if (!strcmp(argv[i], "--root"))
             job.root = argv[i + 1];
-        else if (!strcmp(argv[i], "--uid"))
-            sb.uid = (uid_t)strtoul(argv[i + 1], NULL, 10), sb.drop = 1;
-        else if (!strcmp(argv[i], "--gid"))
-            sb.gid = (gid_t)strtoul(argv[i + 1], NULL, 10);
-    }
     spare_root = job.root;
+    spare_server = getppid();
+    if (geteuid() == 0)
+        sb.drop = sb.defer = 1;
     confine();
     /* for tests/integration/test_fork_server.py: which child was made
      * for which root, and which model it then converted */
@@ -342,11 +431,12 @@ static void spare_prepare(int argc, char **argv)
     }
     sb.root = job.root;
     sb.outdir = NULL; /* it writes only to the files the parent hands it */
-    if (sandbox_up(&job, &sb, &spare_err) < 0) {
+    if (sandbox_up(&job, &sb, &spare_err, &spare_rootfd) < 0) {
         spare_failed = 1;
         return;
     }
     spare_abs = job.root;
+    spare_defer = sb.defer;
     /* no watch_lifeline: the server's child dies with the server instead
      * (fork_server.c) */
     warm_up();
@@ -357,7 +447,8 @@ static int spare_run(int argc, char **argv, const int *out, int nout)
 {
     mfs_job job;
     mfs_sandbox_cfg sb;
-    if (parse_args(argc, argv, &job, &sb) < 0) {
+    gid_t groups[MFS_WORKER_GROUPS_MAX];
+    if (parse_args(argc, argv, &job, &sb, groups) < 0) {
         usage();
         return 2;
     }
@@ -374,6 +465,22 @@ static int spare_run(int argc, char **argv, const int *out, int nout)
         return sandbox_failed(&err);
     }
     job.root = spare_abs;
+    if (spare_defer) {
+        /* now it becomes the model's owner (or the worker user), and
+         * holds no capability from here on */
+        mfs_err err;
+        if (!sb.drop) {
+            mfs_errf(&err, "fork server: a job for a root server names no user");
+            return sandbox_failed(&err);
+        }
+        if (mfs_sandbox_switch(sb.uid, sb.gid, sb.groups, sb.ngroups, &err) < 0)
+            return sandbox_failed(&err);
+        /* a change of user clears it: dies with the server again */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != spare_server)
+            return 71;
+    }
+    enter_root(&job, spare_rootfd);
     int fd[MFS_FMT_COUNT];
     int k = 0;
     for (int f = 0; f < MFS_FMT_COUNT; f++)
@@ -385,7 +492,7 @@ static int spare_run(int argc, char **argv, const int *out, int nout)
         return sandbox_failed(&err);
     }
     job.out_fd = fd;
-    return run_job(&job);
+    return run_job(&job, NULL);
 }
 
 int main(int argc, char **argv)
@@ -405,6 +512,12 @@ int main(int argc, char **argv)
          * failing here, each child fails its own sandbox with the reason */
         mfs_err err;
         mfs_sandbox_prepare(&err);
+        /* then it gives up what it does not use; failing, it does not
+         * serve, and the parent spawns each worker directly */
+        if (mfs_sandbox_confine_server(&err) < 0) {
+            fprintf(stderr, "meshfs-worker: %s\n", err.msg);
+            return 1;
+        }
         static const mfs_fs_worker w = {spare_prepare, spare_run, warm_up};
         return mfs_fork_server_run(&w);
     }

@@ -131,7 +131,13 @@ def settle(*folders):
 
 
 def tempdir():
-    return tempfile.TemporaryDirectory(prefix="meshfs-test-")
+    """A temporary folder others may enter: as root, a conversion of a
+    root-owned model runs as the worker user, which must be able to enter
+    SRC itself (docs/security.md, "Which user"), and many tests use such a
+    folder as SRC."""
+    t = tempfile.TemporaryDirectory(prefix="meshfs-test-")
+    os.chmod(t.name, 0o755)
+    return t
 
 
 class TreeCase(unittest.TestCase):

@@ -252,18 +252,28 @@ class ConvertTest(unittest.TestCase):
                 while time.monotonic() < deadline:
                     servers = workers_of(p.pid)
                     kids = [k for s in servers for k in workers_of(s)]
-                    if len(kids) == 2 and all(proc_status(k)["Uid"].split()[0] != "0"
+                    if len(kids) == 2 and any(proc_status(k)["Uid"].split()[0] != "0"
                                               for k in kids):
                         break
                     time.sleep(0.05)
                 self.assertEqual(len(servers), 1)
                 self.assertEqual(len(kids), 2, kids)
+                uids = sorted(proc_status(k)["Uid"].split()[0] for k in kids)
+                self.assertEqual(uids, ["0", "65534"])
                 for k in kids:
                     st = proc_status(k)
-                    self.assertEqual(st["Uid"].split(), ["65534"] * 4)
                     self.assertEqual(st["NoNewPrivs"], "1")
                     self.assertEqual(st["Seccomp"], "2")
-                    self.assertEqual(int(st["CapEff"], 16) & ~(1 << 2), 0)  # DAC_READ_SEARCH at most
+                    if st["Uid"].split()[0] == "0":
+                        # the spare: its user comes with its job (the model's
+                        # owner), so until then it can only switch user
+                        self.assertEqual(int(st["CapEff"], 16), (1 << 6) | (1 << 7))
+                        self.assertEqual(int(st["CapPrm"], 16), (1 << 6) | (1 << 7))
+                    else:
+                        # root's models convert as nobody, with no capability
+                        self.assertEqual(st["Uid"].split(), ["65534"] * 4)
+                        self.assertEqual(int(st["CapEff"], 16), 0)
+                        self.assertEqual(int(st["CapPrm"], 16), 0)
             finally:
                 p.kill()
                 p.wait()

@@ -9,6 +9,7 @@ import os
 import resource
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,8 @@ def tearDownModule():
     for name in _users:
         # -f: even if a process of the user (a stuck worker) is still alive
         subprocess.run(["userdel", "-f", name], capture_output=True)
+    for name in _groups:
+        subprocess.run(["groupdel", name], capture_output=True)
 
 
 def as_user(uid, gid, args, **kw):
@@ -106,6 +109,8 @@ class ProbeTest(unittest.TestCase):
                                "--outdir", out, "--formats", "fmd"]
         if user_args:
             args += ["--uid", str(self.uid), "--gid", str(self.gid)]
+            if user_args == "groups":
+                args += ["--groups", f"{self.gid},4242"]
         env = dict(os.environ, MESHFS_TEST_SANDBOX_PROBE=probe)
         p = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
         return p, out
@@ -120,15 +125,21 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(who["uid"], f"{self.uid},{self.uid},{self.uid}")
         self.assertEqual(who["gid"], f"{self.gid},{self.gid},{self.gid}")
         self.assertEqual(who["groups"], "0")
-        # CAP_DAC_READ_SEARCH (bit 2) only, and only while Landlock bounds it
-        want_caps = "0x4" if LANDLOCK_ABI else "0"
-        self.assertEqual(who["capeff"], want_caps)
-        self.assertEqual(who["capprm"], want_caps)
+        # no capability at all: no CAP_DAC_READ_SEARCH either (issue 33)
+        self.assertEqual(who["capeff"], "0")
+        self.assertEqual(who["capprm"], "0")
         self.assertEqual(who["nnp"], "1")
         self.assertEqual(who["seccomp"], "2")  # SECCOMP_MODE_FILTER
         if not SANITIZED:
             self.assertEqual(who["dumpable"], "0")
         self.assertNotEqual(who["netns"], os.readlink("/proc/self/ns/net"))
+
+    def test_supplementary_groups_are_taken(self):
+        p, _ = self.worker("whoami", user_args="groups")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        who = dict(kv.split("=", 1) for kv in self.lines(p)["probe whoami"].split())
+        self.assertEqual(who["groups"], "2")
+        self.assertEqual(who["capeff"], "0")
 
     def test_default_user_is_nobody(self):
         import pwd
@@ -213,24 +224,33 @@ class ProbeTest(unittest.TestCase):
 
 @unittest.skipUnless(IS_ROOT, "needs root")
 class RootConversionTest(unittest.TestCase):
-    """Root's conversions run as another user and still read what only root
-    can: the daemon reads those files too (docs/security.md)."""
+    """Root's conversions run as the model's owner (a root-owned model's
+    as the worker user) and read what that user can, no more
+    (docs/security.md, "Which user")."""
 
     def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory(prefix="meshfs-sec-")  # 0700, root's
+        # 0700, root's: the folders above SRC are walked with the
+        # daemon's rights, those inside it with the model owner's
+        self._tmp = tempfile.TemporaryDirectory(prefix="meshfs-sec-")
         self.tmp = self._tmp.name
         self.src = os.path.join(self.tmp, "src")
         shutil.copytree(EXAMPLES, self.src)
+
+    def private(self, owner):
         for d, dirs, files in os.walk(self.src):
+            os.chown(d, owner[0], owner[1])
             os.chmod(d, 0o700)
             for f in files:
+                os.chown(os.path.join(d, f), owner[0], owner[1])
                 os.chmod(os.path.join(d, f), 0o600)
 
     def tearDown(self):
         self._tmp.cleanup()
 
-    @unittest.skipUnless(LANDLOCK_ABI, "without Landlock the worker reads as its user only")
     def test_private_models_convert_with_root_owned_outputs(self):
+        """0600 files in 0700 folders of a user U: U's workers read them."""
+        _, uid, gid = make_user("o")
+        self.private((uid, gid))
         out = os.path.join(self.tmp, "out")
         p, rows = convert([self.src], out, "-f", "fmd,gmf,vrt")
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -251,9 +271,12 @@ class RootConversionTest(unittest.TestCase):
         if HOOKS:
             # the sandbox changes who writes, never what
             base = os.path.join(self.tmp, "base")
-            env = dict(os.environ, MESHFS_TEST_NO_SANDBOX="1")
-            subprocess.run([tool("meshfs-convert"), "--no-cache", "-q", "-o", base, "-f", "fmd,gmf,vrt", self.src],
-                           env=env, check=True, capture_output=True)
+            # directly spawned: a fork server confines itself whatever a
+            # request's environment says
+            env = dict(os.environ, MESHFS_TEST_NO_SANDBOX="1", MESHFS_FORK_SERVER="0")
+            b = subprocess.run([tool("meshfs-convert"), "--no-cache", "-q", "-o", base, "-f", "fmd,gmf,vrt", self.src],
+                               env=env, capture_output=True, text=True)
+            self.assertEqual(b.returncode, 0, b.stderr)
             for d, _, files in os.walk(out):
                 for f in files:
                     if f.startswith("."):
@@ -262,6 +285,16 @@ class RootConversionTest(unittest.TestCase):
                     b = os.path.join(base, os.path.relpath(a, out))
                     with open(a, "rb") as fa, open(b, "rb") as fb:
                         self.assertEqual(fa.read(), fb.read(), a)
+
+    def test_root_only_models_are_not_read(self):
+        """A root-owned model converts as the worker user (nobody), which
+        cannot read a 0600 file of root's: no capability reads it for it."""
+        os.chmod(os.path.join(self.src, "crate", "crate.obj"), 0o600)
+        out = os.path.join(self.tmp, "out")
+        p, rows = convert([os.path.join(self.src, "crate")], out, "-f", "fmd")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual([r["ok"] for r in rows], [False])
+        self.assertIn('crate.obj: import failed: Unable to open file "crate.obj".', p.stderr)
 
     def test_unknown_worker_user_is_refused(self):
         p = run([tool("meshfs-convert"), "--worker-user", "no-such-user-mfs", "-o",
@@ -324,7 +357,10 @@ class RootConversionTest(unittest.TestCase):
                         server = b"\0--server\0" in f.read()
                 except OSError:
                     continue
-                if st.get("Name") == "meshfs-worker":
+                # a server's spare waits for its job as root, holding only
+                # CAP_SETUID/CAP_SETGID: its user comes with the job
+                idle = server and int(st["PPid"]) != parent and int(st.get("CapEff", "0"), 16) != 0
+                if st.get("Name") == "meshfs-worker" and not idle:
                     procs[int(pid)] = (int(st["PPid"]), server, int(st["Uid"].split()[1]))
             # the fork server (root, never opens a model) forks the workers;
             # they inherit its command line
@@ -336,6 +372,276 @@ class RootConversionTest(unittest.TestCase):
                 return found
             time.sleep(0.05)
         return found
+
+
+# ---- issue 33: conversions as the model's owner; confined helpers ---------
+
+_groups = []
+
+
+def make_group(tag, *members):
+    """A fresh group with members (user names); its gid."""
+    import grp
+    name = f"mfsg{tag}{os.getpid() % 100000}"
+    subprocess.run(["groupadd", name], check=True, capture_output=True)
+    _groups.append(name)
+    for m in members:
+        subprocess.run(["usermod", "-aG", name, m], check=True, capture_output=True)
+    return grp.getgrnam(name).gr_gid
+
+
+def status(pid):
+    """/proc/PID/status as a dict, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return dict(l.rstrip("\n").split(":\t", 1) for l in f if ":\t" in l)
+    except OSError:
+        return None
+
+
+def descendants(root):
+    """{pid: status} of every live descendant of root (by the PPid chain)."""
+    kids = {}
+    for p in os.listdir("/proc"):
+        st = status(p) if p.isdigit() else None
+        if st and not st.get("State", "").startswith("Z"):
+            kids.setdefault(int(st["PPid"]), []).append((int(p), st))
+    out, todo = {}, [root]
+    while todo:
+        for pid, st in kids.get(todo.pop(), []):
+            out[pid] = st
+            todo.append(pid)
+    return out
+
+
+def switched_workers(root, wait=8.0):
+    """The statuses of root's descendants that are meshfs-workers running a
+    job (switched user: no capability left), once there is one."""
+    deadline = time.time() + wait
+    while time.time() < deadline:
+        ws = [st for st in descendants(root).values()
+              if st["Name"] == "meshfs-worker" and int(st["CapEff"], 16) == 0
+              and st["Uid"].split()[0] != "0"]
+        if ws:
+            return ws
+        time.sleep(0.05)
+    return []
+
+
+TRIANGLE = "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"
+
+
+def gltf_triangle(uri):
+    """A glTF whose positions come from an external buffer at uri."""
+    import json
+    return json.dumps({
+        "asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": [0]}], "nodes": [{"mesh": 0}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}}]}],
+        "buffers": [{"uri": uri, "byteLength": 36}],
+        "bufferViews": [{"buffer": 0, "byteOffset": 0, "byteLength": 36}],
+        "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3",
+                       "min": [0, 0, 0], "max": [5, 7, 0]}]})
+
+
+def put(path, data, mode, owner):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
+    os.chmod(path, mode)
+    os.chown(path, owner[1], owner[2])
+
+
+def folder(path, mode, owner):
+    os.makedirs(path, exist_ok=True)
+    os.chown(path, owner[1], owner[2])
+    os.chmod(path, mode)
+
+
+@unittest.skipUnless(IS_ROOT, "needs root: test users, allow_other, chown")
+class ModelOwnerTest(unittest.TestCase):
+    """A conversion reads only what the model's owner can (issue 33, items
+    1 and 3): user B's model in a shared 1777 folder that names A's files."""
+
+    FORMATS = ("fmd", "gmf", "vrt", "dem", "tex")
+
+    def setUp(self):
+        self._tmp = open_tmp()
+        self.tmp = self._tmp.name
+        self.src = os.path.join(self.tmp, "src")
+        os.makedirs(self.src)
+        os.chmod(self.src, 0o755)
+        self.mnt = os.path.join(self.tmp, "mnt")
+        self.cache = os.path.join(self.tmp, "cache")
+        if not hasattr(ModelOwnerTest, "A"):
+            ModelOwnerTest.A = make_user("ma")
+            ModelOwnerTest.B = make_user("mb")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def s(self, *p):
+        return os.path.join(self.src, *p)
+
+    def view(self, rel):
+        """(st_mode, error text with its folder's name taken out, bytes or
+        errno) of a view, as root reads it."""
+        path = os.path.join(self.mnt, rel)
+        mode = os.stat(path).st_mode
+        try:
+            err = os.getxattr(path, "user.meshfs.error").decode()
+        except OSError:
+            err = None
+        try:
+            with open(path, "rb") as f:
+                got = f.read()
+        except OSError as e:
+            got = e.errno
+        top = rel.split("/")[0]
+        return mode, err and err.replace(top + "/", "TOP/"), got
+
+    def test_an_unreadable_reference_fails_as_a_missing_one(self):
+        A, B = self.A, self.B
+        root = ("root", 0, 0)
+        # x1: A's files exist, in A's 0700 folder and as A's 0600 file in
+        # the shared folder; x2: the same names, absent
+        for top, present in (("x1", True), ("x2", False)):
+            folder(self.s(top), 0o755, root)
+            folder(self.s(top, "a"), 0o700, A)
+            folder(self.s(top, "drop"), 0o1777, root)
+            if present:
+                put(self.s(top, "a", "m.mtl"), "newmtl red\nKd 0.25 0.5 0.75\n", 0o644, A)
+                put(self.s(top, "a", "data.bin"), struct.pack("<9f", 0, 0, 0, 5, 0, 0, 0, 7, 0),
+                    0o644, A)
+                put(self.s(top, "drop", "priv.bin"), struct.pack("<9f", 0, 0, 0, 5, 0, 0, 0, 7, 0),
+                    0o600, A)
+                shutil.copy(os.path.join(EXAMPLES, "crate", "textures", "crate.png"),
+                            self.s(top, "a", "t.png"))
+                os.chown(self.s(top, "a", "t.png"), A[1], A[2])
+            put(self.s(top, "drop", "m.obj"), "mtllib ../a/m.mtl\nusemtl red\n" + TRIANGLE, 0o644, B)
+            put(self.s(top, "drop", "g.gltf"), gltf_triangle("../a/data.bin"), 0o644, B)
+            put(self.s(top, "drop", "p.gltf"), gltf_triangle("priv.bin"), 0o644, B)
+            # the probe of issue 33, item 3: a texture in A's folder
+            put(self.s(top, "drop", "t.mtl"), "newmtl skin\nmap_Kd ../a/t.png\n", 0o644, B)
+            put(self.s(top, "drop", "t.obj"), "mtllib t.mtl\nusemtl skin\n" + TRIANGLE, 0o644, B)
+        with Mount(self.src, self.mnt, self.cache, "allow_other"):
+            for model in ("m", "g", "p", "t"):
+                for f in self.FORMATS:
+                    with self.subTest(model=model, format=f):
+                        there = self.view(f"x1/drop/{model}.{f}")
+                        absent = self.view(f"x2/drop/{model}.{f}")
+                        self.assertEqual(there, absent)
+            # the control: B's model converts, and its owner is B
+            st = os.stat(os.path.join(self.mnt, "x1", "drop", "m.gmf"))
+            self.assertEqual((st.st_uid, st.st_mode & 0o777), (B[1], 0o444))
+
+    def test_the_worker_is_the_owner_with_the_owners_groups(self):
+        A, B = self.A, self.B
+        g = make_group("r", B[0])
+        # A's folder and .mtl, readable by group g, of which B is a member
+        folder(self.s("g"), 0o750, (A[0], A[1], g))
+        put(self.s("g", "m.mtl"), "newmtl red\nKd 0.25 0.5 0.75\n", 0o640, (A[0], A[1], g))
+        folder(self.s("y"), 0o1777, ("root", 0, 0))
+        put(self.s("y", "b.obj"), "mtllib ../g/m.mtl\nusemtl red\n" + TRIANGLE, 0o644, B)
+        put(self.s("y", "n.obj"), "mtllib ../g/none.mtl\nusemtl red\n" + TRIANGLE, 0o644, B)
+        env = dict(os.environ, MESHFS_TEST_WORKER_SLEEP="2")
+        with Mount(self.src, self.mnt, self.cache, "allow_other", env=env) as m:
+            reader = subprocess.Popen(["cat", os.path.join(self.mnt, "y", "b.fmd")],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            try:
+                ws = switched_workers(m.proc.pid)
+            finally:
+                got = reader.communicate(timeout=60)[0]
+            self.assertTrue(ws, "no worker seen")
+            for st in ws:
+                self.assertEqual(st["Uid"].split(), [str(B[1])] * 4)
+                self.assertEqual(st["Gid"].split(), [str(B[2])] * 4)
+                self.assertEqual(set(st["Groups"].split()), {str(B[2]), str(g)})
+            # the group-readable .mtl was read: its colour is in the view,
+            # which a model naming a missing one does not have
+            with open(os.path.join(self.mnt, "y", "n.fmd"), "rb") as f:
+                self.assertNotEqual(got, f.read())
+            self.assertTrue(got)
+
+
+@unittest.skipUnless(IS_ROOT, "needs root: the helpers drop root's capabilities")
+class CensusTest(unittest.TestCase):
+    """During a conversion, every process under the daemon and under
+    meshfs-convert has no_new_privs, a seccomp filter, and no capability
+    beyond its role's (docs/security.md, "Confined helpers")."""
+
+    SETUID, SETGID, KILL, SYS_ADMIN = 1 << 7, 1 << 6, 1 << 5, 1 << 21
+    # role: (largest permitted/effective set, largest bounding set)
+    ROLES = {
+        "fork server": (SETUID | SETGID | KILL, SETUID | SETGID),
+        "worker": (SETUID | SETGID, SETUID | SETGID),  # a spare until its job comes
+        "unmount helper": (SYS_ADMIN, SYS_ADMIN),
+        "direct worker": (0, 0),
+    }
+
+    def setUp(self):
+        self._tmp = open_tmp()
+        self.tmp = self._tmp.name
+        self.src = os.path.join(self.tmp, "src")
+        shutil.copytree(EXAMPLES, self.src)
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def census(self, root):
+        """Each descendant's role, after checking it; waits for a worker
+        that runs a job."""
+        self.assertTrue(switched_workers(root), "no worker running a job")
+        roles = []
+        for pid, st in descendants(root).items():
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                server = b"\0--server\0" in f.read()
+            if st["Name"] == "meshfs-umount":
+                role = "unmount helper"
+            elif st["Name"] == "meshfs-worker" and server:
+                role = "fork server" if int(st["PPid"]) == root else "worker"
+            elif st["Name"] == "meshfs-worker":
+                role = "direct worker"
+            else:
+                self.fail(f"unexpected process {pid} {st['Name']} under {root}")
+            caps, bnd = self.ROLES[role]
+            with self.subTest(pid=pid, role=role):
+                self.assertEqual(st["NoNewPrivs"], "1")
+                self.assertEqual(st["Seccomp"], "2")
+                for k in ("CapEff", "CapPrm"):
+                    self.assertEqual(int(st[k], 16) & ~caps, 0, f"{k} {st[k]}")
+                self.assertEqual(int(st["CapBnd"], 16) & ~bnd, 0, f"CapBnd {st['CapBnd']}")
+                self.assertEqual(int(st["CapInh"], 16), 0)
+                self.assertEqual(int(st["CapAmb"], 16), 0)
+            roles.append(role)
+        return roles
+
+    def test_under_the_mount(self):
+        mnt = os.path.join(self.tmp, "mnt")
+        env = dict(os.environ, MESHFS_TEST_WORKER_SLEEP="3")
+        with Mount(self.src, mnt, os.path.join(self.tmp, "cache"), "allow_other", env=env) as m:
+            reader = subprocess.Popen(["cat", os.path.join(mnt, "crate", "crate.fmd")],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                roles = self.census(m.proc.pid)
+            finally:
+                reader.wait(timeout=60)
+        for role in ("fork server", "worker", "unmount helper"):
+            self.assertIn(role, roles)
+
+    def test_under_meshfs_convert(self):
+        for fork_server in ("1", "0"):
+            with self.subTest(fork_server=fork_server):
+                env = dict(os.environ, MESHFS_TEST_WORKER_SLEEP="3", MESHFS_FORK_SERVER=fork_server)
+                p = subprocess.Popen([tool("meshfs-convert"), "--no-cache", "-q", "-f", "fmd", "-o",
+                                      os.path.join(self.tmp, "o" + fork_server),
+                                      os.path.join(self.src, "crate")], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                try:
+                    roles = self.census(p.pid)
+                finally:
+                    p.wait(timeout=60)
+                self.assertEqual(p.returncode, 0)
+                self.assertIn("direct worker" if fork_server == "0" else "fork server", roles)
 
 
 # ---- S5: nosuid, nodev ------------------------------------------------------
