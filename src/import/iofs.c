@@ -95,6 +95,17 @@ int mfs_iofs_set_model(mfs_iofs *fs, const char *rel, mfs_err *err)
     return 0;
 }
 
+/* Does path start with the model's folder as a parser takes it, followed by
+ * a separator?  fast_obj turns every '\' of the joined path into '/', so a
+ * '\' of the model's may come back as '/'. */
+static int parser_prefixed(const mfs_iofs *fs, const char *path)
+{
+    for (size_t i = 0; i < fs->parser_dir; i++)
+        if (path[i] != fs->model[i] && !(fs->model[i] == '\\' && path[i] == '/'))
+            return 0;
+    return path[fs->parser_dir] == '/' || path[fs->parser_dir] == '\\';
+}
+
 /* A parser composes a side file's path from the model's: its folder as the
  * parser sees it, a separator, the reference.  Where the model's name holds
  * a '\', that folder is longer than the real one ("drop/..\a" against
@@ -113,9 +124,7 @@ int mfs_iofs_resolve(const mfs_iofs *fs, const char *path, char *out, size_t out
         return 0;
     }
     char joined[8192];
-    if (fs->model && fs->parser_dir > fs->model_dir &&
-        strncmp(path, fs->model, fs->parser_dir) == 0 &&
-        (path[fs->parser_dir] == '/' || path[fs->parser_dir] == '\\')) {
+    if (fs->model && fs->parser_dir > fs->model_dir && parser_prefixed(fs, path)) {
         const char *ref = path + fs->parser_dir + 1;
         int n = snprintf(joined, sizeof joined, "%.*s%s%s", (int)fs->model_dir, fs->model,
                          fs->model_dir ? "/" : "", ref);
