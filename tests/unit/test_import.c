@@ -67,6 +67,9 @@ static void test_model_path_is_opaque(void **state)
     assert_string_equal(out, "drop/private.mtl");
     assert_int_equal(mfs_iofs_resolve(&fs, "drop/..\\a\\secret.bin", out, sizeof out), 0);
     assert_string_equal(out, "drop/secret.bin");
+    /* fast_obj's: the joined path's every '\\' made '/' */
+    assert_int_equal(mfs_iofs_resolve(&fs, "drop/../a/private.mtl", out, sizeof out), 0);
+    assert_string_equal(out, "drop/private.mtl");
     /* a reference's own '\\' is a separator; it still may not leave the root */
     assert_int_equal(mfs_iofs_resolve(&fs, "drop/..\\a/sub\\t.png", out, sizeof out), 0);
     assert_string_equal(out, "drop/sub/t.png");
@@ -192,6 +195,37 @@ static void test_model_unopened(void **state)
     free(buf);
     mfs_report_free(&back);
     mfs_deps_free(&deps);
+}
+
+/* A dependency's path crosses the report byte for byte: the host stats
+ * that very file and compares the first with the model's.  A newline made
+ * a space named another file (and failed the model since convstore.c
+ * refuses a report whose first input is not the model). */
+static void test_dependency_paths_survive_the_report(void **state)
+{
+    (void)state;
+    mfs_report rep = {0}, back = {0};
+    mfs_dep d[2] = {{.path = "new\nline.stl", .size = 3}, {.path = "x\x01\x7f\\y.png", .size = 1}};
+    rep.ok = 1;
+    rep.deps.v = d;
+    rep.deps.n = 2;
+    uint8_t *buf;
+    size_t len;
+    mfs_err err;
+    assert_int_equal(mfs_report_encode(&rep, &buf, &len), 0);
+    assert_int_equal(mfs_report_decode(buf, len, &back, &err), 0);
+    assert_int_equal(back.deps.n, 2);
+    assert_string_equal(back.deps.v[0].path, "new\nline.stl");
+    assert_string_equal(back.deps.v[1].path, "x\x01\x7f\\y.png");
+    mfs_report_free(&back);
+    /* a NUL inside a path is no path: the report is refused */
+    uint8_t *nul = memmem(buf, len, "new\nline", 8);
+    assert_non_null(nul);
+    nul[3] = '\0';
+    assert_int_equal(mfs_report_decode(buf, len, &back, &err), -1);
+    assert_non_null(strstr(err.msg, "NUL"));
+    mfs_report_free(&back);
+    free(buf);
 }
 
 /* ---- tangents: computed only when .gmf is written (docs/import.md) ---- */
@@ -583,6 +617,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_normalise),
         cmocka_unit_test(test_model_path_is_opaque),
+        cmocka_unit_test(test_dependency_paths_survive_the_report),
         cmocka_unit_test(test_deps_recorded),
         cmocka_unit_test(test_escape_refused),
         cmocka_unit_test(test_bad_model),
