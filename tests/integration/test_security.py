@@ -683,6 +683,31 @@ class BackslashNameTest(unittest.TestCase):
                     self.assertEqual(row["error"].decode(), "the worker read another file than the "
                                      f"model 'drop/{name}': refused, nothing of it is used")
 
+    def test_references_of_a_backslash_name_are_beside_it(self):
+        """A reference of drop/x\\..\\..\\a\\m.obj is read in drop/, as the
+        model is, whichever importer composes its path (assimp, fast_obj,
+        which turns the joined path's '\\' into '/', cgltf)."""
+        import json
+        import struct
+        self.build(0o755)
+        drop = os.path.join(self.src, "drop")
+        for d in (drop, os.path.join(self.src, "a")):
+            with open(os.path.join(d, "m.mtl"), "w") as f:
+                f.write("newmtl red\nKd 1 0 0\n")
+            with open(os.path.join(d, "m.bin"), "wb") as f:
+                f.write(struct.pack("<9f", 0, 0, 0, 1, 0, 0, 0, 1, 0))
+        with open(os.path.join(drop, "x\\..\\..\\a\\m.obj"), "w") as f:
+            f.write("mtllib m.mtl\nusemtl red\n" + TRI_B)
+        with open(os.path.join(drop, "x\\..\\..\\a\\g.gltf"), "w") as f:
+            f.write(gltf_json("m.bin"))
+        for importer in ("auto", "assimp"):
+            out = os.path.join(self.tmp, "out-" + importer)
+            p, rows = convert([self.src], out, "-f", "vrt", "--importer=" + importer)
+            deps = {r["model"]: r["deps"] for r in rows}
+            for model, ref in (("drop/x\\..\\..\\a\\m.obj", "drop/m.mtl"),
+                               ("drop/x\\..\\..\\a\\g.gltf", "drop/m.bin")):
+                self.assertEqual(deps[model], [model, ref], (importer, p.stderr))
+
     def test_backslash_name_through_meshfs_convert(self):
         self.build(0o755)
         out = os.path.join(self.tmp, "out")
