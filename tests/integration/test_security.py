@@ -741,6 +741,7 @@ class OutputModesTest(unittest.TestCase):
         cls.B = make_user("mb")
 
     def setUp(self):
+        self.addCleanup(os.umask, os.umask(0o022))  # the modes below are this umask's
         self._tmp = open_tmp()
         self.addCleanup(self._tmp.cleanup)
         self.tmp = self._tmp.name
