@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <sys/stat.h>
 
 #include "meshfs/cache.h"
 #include "meshfs/err.h"
@@ -33,6 +34,7 @@
 #include "meshfs/options.h"
 #include "meshfs/proto.h"
 #include "meshfs/remote.h"
+#include "meshfs/views.h"
 
 /* ---- plan.c ---------------------------------------------------------- */
 
@@ -142,8 +144,18 @@ const char *mfs_batch_cache_dir(const mfs_batch *b);
  * four it is made from. */
 unsigned mfs_batch_views(const mfs_batch *b);
 
+/* Who may read a view, as the mount shows it (docs/security.md, S1): the
+ * read bits of a file owned by uid:gid.  Not known: the umask alone. */
+typedef struct mfs_batch_readers {
+    int known;
+    mode_t perm;
+    uid_t uid;
+    gid_t gid;
+} mfs_batch_readers;
+
 typedef struct mfs_batch_view {
     int ok;            /* bytes in hit */
+    mfs_batch_readers readers; /* ok: who may read it through the mount */
     int machine;       /* failed for the machine's sake (not remembered) */
     uint64_t size;
     char error[MFS_ERR_MAX];
@@ -208,9 +220,12 @@ int mfs_batch_warm(const mfs_batch_cfg *cfg, const char *src, unsigned plan_flag
 /* ---- output.c -------------------------------------------------------- */
 
 /* Writes the entry's bytes to dst (temporary file, rename), unless dst
- * already holds exactly these bytes (*unchanged = 1, dst untouched). */
-int mfs_batch_write_hit(const mfs_cache_hit *hit, const char *dst, int *unchanged, mfs_err *err);
-/* The same for a copy of the regular file src. */
+ * already holds exactly these bytes (*unchanged = 1, its bytes untouched).
+ * Either way dst's mode is then the umask's narrowed for readers
+ * (mfs_batch_settle_mode; NULL: the umask's). */
+int mfs_batch_write_hit(const mfs_cache_hit *hit, const char *dst,
+                        const mfs_batch_readers *readers, int *unchanged, mfs_err *err);
+/* The same for a copy of the regular file src, narrowed by src's own bits. */
 int mfs_batch_copy_file(const char *src, const char *dst, int *unchanged, mfs_err *err);
 /* A symbolic link dst -> target, unless dst already is one. */
 int mfs_batch_make_link(const char *target, const char *dst, int *unchanged, mfs_err *err);
@@ -226,6 +241,21 @@ char *mfs_batch_mkdtemp_tree(char *tmpl);
 void mfs_batch_tmp_forget(const char *path);
 /* The mode a new file of the run gets: 0666 less the umask. */
 mode_t mfs_batch_file_mode(void);
+
+/* ---- perm.c: who may read what the run writes (docs/security.md, S1) ---- */
+
+/* The views host's perm rule (meshfs/views.h) for a batch root: the
+ * mount's, with the folders stat'ed from rootfd. */
+int mfs_batch_view_perm(int rootfd, const char *model, char *const *paths, const struct stat *in,
+                        uint32_t n, mfs_view_perm *out);
+/* The open file fd (the run's) given base (the umask's mode) less every
+ * group or other bit a class of its users could not have through the
+ * mount's view (readers); as root also the view's group.  0, or -1 with
+ * err. */
+int mfs_batch_settle_mode(int fd, const mfs_batch_readers *readers, mode_t base, mfs_err *err);
+/* acc (a package's readers, owned uid:gid once first known) narrowed by a
+ * file it packs. */
+void mfs_batch_readers_narrow(mfs_batch_readers *acc, uid_t uid, gid_t gid, const struct stat *file);
 /* rm -r of path, links not followed; what cannot be removed stays. */
 void mfs_batch_remove_tree(const char *path);
 /* fn(ctx) runs on a stop signal before the noted names are removed (one

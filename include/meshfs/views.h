@@ -104,6 +104,15 @@ typedef struct mfs_view_perm {
     uint32_t ndirs;
 } mfs_view_perm;
 
+/* (src/cache/viewperm.c, docs/security.md S1) perm (read bits of a view
+ * owned by vuid:vgid) narrowed so that no user it lets read the view is one
+ * who could not read an input owned by fuid:fgid with mode fmode (search: a
+ * folder, whose x bits count).  Only bits every input grants survive; where
+ * owners or groups differ, the class a reader may fall into is assumed the
+ * worst. */
+mode_t mfs_perm_narrow(mode_t perm, uid_t vuid, gid_t vgid, uid_t fuid, gid_t fgid, mode_t fmode,
+                       int search);
+
 /* A conversion of `model` for every format in `formats`: stores each view
  * (or a remembered failure) in the cache and the manifest, and returns the
  * inputs and keys in *man (the resolver frees it).  0: done; 1: done, but

@@ -195,6 +195,13 @@ static int host_stat(void *ctx, const char *path, mfs_view_path kind, struct sta
     return fstatat(r->fd, path, st, 0) < 0 ? -errno : 0;
 }
 
+static int host_perm(void *ctx, const char *model, char *const *paths, const struct stat *st,
+                     uint32_t n, mfs_view_perm *out)
+{
+    root *r = ctx;
+    return mfs_batch_view_perm(r->fd, model, paths, st, n, out);
+}
+
 static int host_hash(void *ctx, const char *path, struct stat *st, uint8_t hash[16], mfs_err *err)
 {
     root *r = ctx;
@@ -396,6 +403,7 @@ static root *get_root(mfs_batch *b, const char *path, mfs_err *err)
             .version = MESHFS_OUTPUT_VERSION,
             .stat_path = host_stat,
             .hash_model = host_hash,
+            .perm = host_perm,
             .entry_peek = host_peek,
             .entry_open = host_open,
             .format_options = host_format_options,
@@ -609,6 +617,7 @@ int mfs_batch_resolve(mfs_batch *b, const char *rootpath, const char *model, con
             v->ok = 1;
             v->size = info.size;
             v->hit = info.hit;
+            v->readers = (mfs_batch_readers){info.perm_known, info.perm, info.uid, info.gid};
         } else if (o == MFS_VIEW_FAILED_MODEL) {
             snprintf(v->error, sizeof v->error, "%s", e.msg[0] ? e.msg : "conversion failed");
             failed_model = 1;

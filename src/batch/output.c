@@ -303,7 +303,7 @@ static int changed(int fd, const struct stat *was)
  * was (src's stat before), bytes written while they were read are a
  * failure, not a copy mixing old and new bytes. */
 static int write_bytes(int src, uint64_t off, uint64_t len, const struct stat *was,
-                       const char *dst, mfs_err *err)
+                       const char *dst, const mfs_batch_readers *readers, mfs_err *err)
 {
     char tmp[PATH_MAX];
     const char *slash = strrchr(dst, '/');
@@ -339,8 +339,8 @@ static int write_bytes(int src, uint64_t off, uint64_t len, const struct stat *w
     free(buf);
     if (rc == 0 && was && changed(src, was))
         rc = mfs_errf(err, "changed while it was copied (not copied; run again)");
-    if (rc == 0 && fchmod(fd, file_mode()) < 0)
-        rc = mfs_errf(err, "%s", strerror(errno));
+    if (rc == 0)
+        rc = mfs_batch_settle_mode(fd, readers, file_mode(), err);
     if (close(fd) < 0 && rc == 0)
         rc = mfs_errf(err, "%s", strerror(errno));
     if (rc == 0 && rename(tmp, dst) < 0)
@@ -351,10 +351,24 @@ static int write_bytes(int src, uint64_t off, uint64_t len, const struct stat *w
     return rc;
 }
 
-int mfs_batch_write_hit(const mfs_cache_hit *hit, const char *dst, int *unchanged, mfs_err *err)
+/* An unchanged file's mode, as a new one would get it: an earlier run
+ * (or an older meshfs-convert) may have left it readable by more. */
+static int settle_existing(const char *dst, const mfs_batch_readers *readers, mfs_err *err)
+{
+    int fd = open(dst, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return mfs_errf(err, "%s", strerror(errno));
+    int rc = mfs_batch_settle_mode(fd, readers, file_mode(), err);
+    close(fd);
+    return rc;
+}
+
+int mfs_batch_write_hit(const mfs_cache_hit *hit, const char *dst,
+                        const mfs_batch_readers *readers, int *unchanged, mfs_err *err)
 {
     *unchanged = same_bytes(hit->fd, hit->offset, hit->length, dst);
-    return *unchanged ? 0 : write_bytes(hit->fd, hit->offset, hit->length, NULL, dst, err);
+    return *unchanged ? settle_existing(dst, readers, err)
+                      : write_bytes(hit->fd, hit->offset, hit->length, NULL, dst, readers, err);
 }
 
 int mfs_batch_copy_file(const char *src, const char *dst, int *unchanged, mfs_err *err)
@@ -367,8 +381,11 @@ int mfs_batch_copy_file(const char *src, const char *dst, int *unchanged, mfs_er
             close(fd);
         return mfs_errf(err, "%s", strerror(e));
     }
+    /* a plain file through the mount is the file itself, its own bits */
+    mfs_batch_readers own = {1, st.st_mode & 0444, st.st_uid, st.st_gid};
     *unchanged = same_bytes(fd, 0, (uint64_t)st.st_size, dst);
-    int rc = *unchanged ? 0 : write_bytes(fd, 0, (uint64_t)st.st_size, &st, dst, err);
+    int rc = *unchanged ? settle_existing(dst, &own, err)
+                        : write_bytes(fd, 0, (uint64_t)st.st_size, &st, dst, &own, err);
     close(fd);
     return rc;
 }

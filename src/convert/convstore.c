@@ -271,6 +271,18 @@ static void embedded_hits(const mfs_cache_manifest *man, const mfs_cache_hit *en
     }
 }
 
+/* The run's report turned into the model's failure: every format fails
+ * with one reason, naming the model relative to SRC. */
+static void misread(mfs_report *rep, const char *relpath)
+{
+    rep->ok = 0;
+    rep->transient = 0;
+    rep->deps.model_unopened = 0;
+    snprintf(rep->error, sizeof rep->error,
+             "the worker read another file than the model '%s': refused, nothing of it is used",
+             relpath);
+}
+
 int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *tmp,
                        const char *fmi_model, unsigned formats, mfs_report *rep,
                        mfs_cache_manifest *man, mfs_cache_key *mk_out,
@@ -292,8 +304,16 @@ int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *
     mfs_dep self = {0};
     const mfs_dep *deps = rep->deps.v;
     uint32_t ndeps = rep->deps.n;
-    if (ndeps && strcmp(deps[0].path, relpath) != 0)
-        ndeps = 0; /* the model must come first: not trusting an odd report */
+    if (ndeps && strcmp(deps[0].path, relpath) != 0) {
+        /* What was read is not what was asked for (a name the importer
+         * took apart, or a worker not to be trusted): its bytes and who
+         * may read them are another file's, so nothing of the run is used
+         * and the views fail (docs/security.md, S2).  Keyed to the model's
+         * bytes and remembered like any failure of the model: its name
+         * gives the same run every time. */
+        misread(rep, relpath);
+        ndeps = 0;
+    }
     if (ndeps == 0) {
         struct stat st;
         self.path = (char *)relpath;

@@ -160,6 +160,28 @@ static int get_text(rd *r, char *out, size_t cap, const char *what)
     return 0;
 }
 
+/* A dependency's path, byte for byte: the host stats and hashes that very
+ * file (a name with a newline or any other byte but NUL is a name), and
+ * compares the first with the model's (convstore.c).  Made printable it
+ * would name another file, one the attacker may own. */
+static int get_path(rd *r, char *out, size_t cap, const char *what)
+{
+    uint32_t n;
+    if (get_u32(r, &n, what) < 0)
+        return -1;
+    if (n >= cap)
+        return mfs_errf(r->err, "worker report: %s of %u bytes is too long", what, n);
+    if (need(r, n, what) < 0)
+        return -1;
+    if (memchr(r->p, '\0', n))
+        return mfs_errf(r->err, "worker report: %s holds a NUL byte", what);
+    memcpy(out, r->p, n);
+    out[n] = '\0';
+    r->p += n;
+    r->left -= n;
+    return 0;
+}
+
 static int get_deps(rd *r, mfs_deps *d)
 {
     uint32_t n;
@@ -173,7 +195,7 @@ static int get_deps(rd *r, mfs_deps *d)
     d->cap = n;
     for (uint32_t i = 0; i < n; i++) {
         char path[MAX_PATH + 1];
-        if (get_text(r, path, sizeof path, "dependency path") < 0)
+        if (get_path(r, path, sizeof path, "dependency path") < 0)
             return -1;
         mfs_dep *dep = &d->v[d->n];
         dep->path = strdup(path);

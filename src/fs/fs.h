@@ -286,14 +286,6 @@ int mfs_view_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_view_ref 
 void mfs_view_stat(const struct stat *mst, const mfs_view_info *vi, uint64_t where, int format,
                    struct stat *st);
 
-/* ---- viewperm.c: who may read a view (docs/security.md, S1) ---- */
-
-/* perm (read bits of a view owned by vuid:vgid) narrowed so that no user
- * it lets read the view is one who could not read an input owned by
- * fuid:fgid with mode fmode (search: a folder, whose x bits count). */
-mode_t mfs_perm_narrow(mode_t perm, uid_t vuid, gid_t vgid, uid_t fuid, gid_t fgid, mode_t fmode,
-                       int search);
-
 /* dir "/" name into out, or name alone when dir is "" (SRC itself): its
  * length, or -1 with out empty when it does not fit in n.  Not snprintf:
  * a cold folder's first listing joins a path or two for each model, and

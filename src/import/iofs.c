@@ -65,6 +65,76 @@ int mfs_iofs_normalise(const char *in, char *out, size_t outsz)
     return 0;
 }
 
+int mfs_iofs_model_path_ok(const char *rel)
+{
+    if (!rel || rel[0] == '\0' || rel[0] == '/')
+        return 0;
+    for (const char *p = rel;;) {
+        const char *e = strchr(p, '/');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+            return 0;
+        if (!e)
+            return 1;
+        p = e + 1;
+    }
+}
+
+int mfs_iofs_set_model(mfs_iofs *fs, const char *rel, mfs_err *err)
+{
+    if (!mfs_iofs_model_path_ok(rel) || strlen(rel) >= 4096)
+        return mfs_errf(err, "%s: not a path beneath the source root", rel ? rel : "(null)");
+    const char *slash = strrchr(rel, '/');
+    size_t parser = 0;
+    for (const char *q = rel; *q; q++)
+        if (*q == '/' || *q == '\\')
+            parser = (size_t)(q - rel);
+    fs->model = rel;
+    fs->model_dir = slash ? (size_t)(slash - rel) : 0;
+    fs->parser_dir = parser;
+    return 0;
+}
+
+/* Does path start with the model's folder as a parser takes it, followed by
+ * a separator?  fast_obj turns every '\' of the joined path into '/', so a
+ * '\' of the model's may come back as '/'. */
+static int parser_prefixed(const mfs_iofs *fs, const char *path)
+{
+    for (size_t i = 0; i < fs->parser_dir; i++)
+        if (path[i] != fs->model[i] && !(fs->model[i] == '\\' && path[i] == '/'))
+            return 0;
+    return path[fs->parser_dir] == '/' || path[fs->parser_dir] == '\\';
+}
+
+/* A parser composes a side file's path from the model's: its folder as the
+ * parser sees it, a separator, the reference.  Where the model's name holds
+ * a '\', that folder is longer than the real one ("drop/..\a" against
+ * "drop"): the part after the real folder is the model's name, which is
+ * swapped back for the real folder, so a reference stays relative to where
+ * the model is and the name is never read as a way up and across. */
+int mfs_iofs_resolve(const mfs_iofs *fs, const char *path, char *out, size_t outsz)
+{
+    if (!path)
+        return -1;
+    if (fs->model && strcmp(path, fs->model) == 0) {
+        size_t n = strlen(path);
+        if (n >= outsz)
+            return -1;
+        memcpy(out, path, n + 1);
+        return 0;
+    }
+    char joined[8192];
+    if (fs->model && fs->parser_dir > fs->model_dir && parser_prefixed(fs, path)) {
+        const char *ref = path + fs->parser_dir + 1;
+        int n = snprintf(joined, sizeof joined, "%.*s%s%s", (int)fs->model_dir, fs->model,
+                         fs->model_dir ? "/" : "", ref);
+        if (n < 0 || (size_t)n >= sizeof joined)
+            return -1;
+        path = joined;
+    }
+    return mfs_iofs_normalise(path, out, outsz);
+}
+
 /* O_NONBLOCK: a FIFO (or a device) beneath the root that a model names
  * would otherwise block the open until the conversion's deadline; opened
  * at once, it is then refused for not being a regular file.  But a file
@@ -184,7 +254,7 @@ static struct aiFile *fs_open(struct aiFileIO *io, const char *path, const char 
     if (!mode || strchr(mode, 'w') || strchr(mode, 'a') || strchr(mode, '+'))
         return NULL;
     char rel[4096];
-    if (mfs_iofs_normalise(path, rel, sizeof rel) < 0) {
+    if (mfs_iofs_resolve(fs, path, rel, sizeof rel) < 0) {
         note_refused(fs, path);
         return NULL;
     }

@@ -9,6 +9,11 @@
 typedef struct mfs_iofs {
     struct aiFileIO io;   /* handed to assimp; UserData points back here */
     int rootfd;
+    const char *model;    /* the model's path as handed over (borrowed), or
+                             NULL: opened exactly so, never rewritten */
+    size_t model_dir;     /* length of its folder: up to its last '/' */
+    size_t parser_dir;    /* ... as the parsers take it: up to its last
+                             '/' or '\' (assimp, cgltf and fast_obj all do) */
     mfs_deps *deps;       /* every file opened, model first */
     char refused[512];    /* first path refused for leaving the root */
     int refused_count;
@@ -34,9 +39,27 @@ int mfs_iofs_oom(const mfs_iofs *fs, mfs_err *err);
 struct aiFile *mfs_iofs_view(mfs_iofs *fs, const char *rel, const uint8_t **data, size_t *size);
 void mfs_iofs_unview(mfs_iofs *fs, struct aiFile *f);
 
-/* Lexically normalises a path the way the confinement sees it:
- * "a/./b//c/../d" -> "a/b/d".  Returns -1 if it is absolute or climbs
- * above its start. */
+/* The model whose references are resolved: rel is kept (borrowed) and
+ * opened exactly as given whenever a parser asks for that very string.
+ * -1 with err unless rel is a plain path beneath the root (see
+ * mfs_iofs_model_path_ok). */
+int mfs_iofs_set_model(mfs_iofs *fs, const char *rel, mfs_err *err);
+
+/* Is rel a model path as the host hands one over: relative, its
+ * components split on '/' alone, none empty, "." or ".."?  A '\' is a
+ * character of a name, never a separator: "drop/..\a\m.obj" is the file
+ * "..\a\m.obj" in "drop".  1 or 0. */
+int mfs_iofs_model_path_ok(const char *rel);
+
+/* Lexically normalises a reference read inside a model (a Windows '\'
+ * is a separator there): "a/./b//c/../d" -> "a/b/d".  Returns -1 if it is
+ * absolute or climbs above its start.  Never for the model's own path. */
 int mfs_iofs_normalise(const char *in, char *out, size_t outsz);
+
+/* The path beneath the root that a parser's request names: the model's
+ * own path exactly; else a reference, the model's folder taken by '/'
+ * only (a parser's folder of "drop/..\a\m.obj" is "drop/..\a", the real
+ * one "drop"), then normalised.  -1 if it leaves the root. */
+int mfs_iofs_resolve(const mfs_iofs *fs, const char *path, char *out, size_t outsz);
 
 #endif

@@ -118,6 +118,7 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
     if (rc == 0)
         rc = mfs_lgepkg_chunk_names(bases, n, names, &err);
     size_t np = 0;
+    mfs_batch_readers readers = {0}; /* narrowed over every packed view */
     for (size_t i = 0; rc == 0 && i < n; i++) {
         int all = 1;
         for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++)
@@ -135,6 +136,9 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
                 break;
             }
             pm[np].chunk[k] = (mfs_lge_src){NULL, -1, 0, (uint64_t)st.st_size};
+            /* the package shows every view it packs: its readers are the
+             * classes every one of those files lets read (issue 33) */
+            mfs_batch_readers_narrow(&readers, geteuid(), getegid(), &st);
         }
         packed[np++] = i;
     }
@@ -158,10 +162,11 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
                 rc = mfs_errf(&err, "%s: %s", tmp, strerror(e));
             mfs_sink_free(&s);
         }
-        mode_t um = umask(0); /* single-threaded here: the batch is done */
-        umask(um);
-        if (fchmod(fd, 0666 & ~um) < 0 && rc == 0)
-            rc = mfs_errf(&err, "%s: %s", tmp, strerror(errno));
+        /* readers: as of a file of the run's user (settle_mode carries
+         * them over to the package's own owner and group) */
+        mfs_err merr;
+        if (mfs_batch_settle_mode(fd, &readers, mfs_batch_file_mode(), &merr) < 0 && rc == 0)
+            rc = mfs_errf(&err, "%s: %s", tmp, merr.msg);
         if (close(fd) < 0 && rc == 0)
             rc = mfs_errf(&err, "%s: %s", tmp, strerror(errno));
         if (rc == 0 && rename(tmp, path) < 0)

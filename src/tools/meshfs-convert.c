@@ -106,7 +106,7 @@ static const char *first_error(const batch *b, const item *it)
 }
 
 /* A view made only for the package: to a private folder beside the views. */
-static int pkg_view(item *it, const mfs_cache_hit *hit, const char *name, mfs_err *err)
+static int pkg_view(item *it, const mfs_batch_view *v, const char *name, mfs_err *err)
 {
     if (!it->pkg_tmp) {
         char tmp[PATH_MAX];
@@ -118,7 +118,7 @@ static int pkg_view(item *it, const mfs_cache_hit *hit, const char *name, mfs_er
     char dst[PATH_MAX];
     snprintf(dst, sizeof dst, "%s/%s", it->pkg_tmp, name);
     int same;
-    return mfs_batch_write_hit(hit, dst, &same, err);
+    return mfs_batch_write_hit(&v->hit, dst, &v->readers, &same, err);
 }
 
 /* The views of one resolved model, written out (unless they already are). */
@@ -157,10 +157,10 @@ static void place_views(batch *b, item *it, mfs_batch_result *r)
         char dst[PATH_MAX];
         if (b->formats & (1u << f)) {
             snprintf(dst, sizeof dst, "%s/%s.%s", it->outdir, it->p->base, name);
-            rc = mfs_batch_write_hit(&v->hit, dst, &same, &err);
+            rc = mfs_batch_write_hit(&v->hit, dst, &v->readers, &same, &err);
         } else {
             snprintf(dst, sizeof dst, "%s/.meshfs-*/%s", it->outdir, name);
-            rc = pkg_view(it, &v->hit, name, &err);
+            rc = pkg_view(it, v, name, &err);
         }
         if (rc < 0) {
             char q[PATH_MAX + 64];

@@ -5,6 +5,7 @@ and nodev (S5), the descriptor limit (S6) and the cache directory's trust
 Most of it needs root (user switching, allow_other mounts, test users); the
 escape probes need a worker built with -Dtest_hooks=true.  Test users are
 created with unique names and removed at the end."""
+import errno
 import os
 import resource
 import shutil
@@ -778,6 +779,341 @@ class DescriptorTest(unittest.TestCase):
                 holder.stdout.close()
                 holder.stderr.close()
             self.assertTrue(m.alive())
+
+
+# ---- S1/S2: a model's name is a path, not a way elsewhere (issue 33) -------
+
+# A's private triangle is 5 x 7; B's own is 1 x 1.  A's secret text, read
+# as three float32 vertices, is small numbers (every fourth byte '?'), and
+# its marks are whole (x, y) pairs, which survive any change of frame.
+TRI_A = "v 0 0 0\nv 5 0 0\nv 0 7 0\nf 1 2 3\n"
+TRI_B = "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"
+SECRET_TEXT = b"ta1?tb2?tc3?td4?te5?tf6?tg7?th8?ti9?A's private text\n"
+SECRET_MARKS = [SECRET_TEXT[i:i + 8] for i in (0, 12, 24)] + [b"private text"]
+PKG = "game_resources.lgepkg"
+
+READER = r"""
+import json, os, sys
+out = {}
+for d in sys.argv[1:]:
+    for name in sorted(os.listdir(d)):
+        p = os.path.join(d, name)
+        if os.path.isdir(p):
+            continue
+        row = {}
+        try:
+            with open(p, "rb") as f:
+                row["data"] = f.read().hex()
+        except OSError as e:
+            row["errno"] = e.errno
+        try:
+            row["error"] = os.getxattr(p, "user.meshfs.error").hex()
+        except OSError:
+            pass
+        out[p] = row
+json.dump(out, sys.stdout)
+"""
+
+
+def gltf_json(uri, n=36):
+    """A glTF whose three positions are the buffer at uri."""
+    import json
+    return json.dumps({
+        "asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": [0]}], "nodes": [{"mesh": 0}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}}]}],
+        "buffers": [{"uri": uri, "byteLength": n}],
+        "bufferViews": [{"buffer": 0, "byteOffset": 0, "byteLength": 36}],
+        "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3",
+                       "min": [0, 0, 0], "max": [1, 1, 1]}]})
+
+
+def gltf_own_triangle():
+    """B's harmless glTF: a 1 x 1 triangle in a data: URI."""
+    import base64
+    import struct
+    raw = struct.pack("<9f", 0, 0, 0, 1, 0, 0, 0, 1, 0)
+    return gltf_json("data:application/octet-stream;base64," + base64.b64encode(raw).decode())
+
+
+def has_secret(data):
+    return any(m in data for m in SECRET_MARKS)
+
+
+def bounds(data, suffix):
+    """(min, max) of a view's or package's geometry, read by meshfs-inspect
+    (docs/formats, docs/inspect.md)."""
+    import json
+    with tempfile.TemporaryDirectory() as t:
+        p = os.path.join(t, "x" + suffix)
+        with open(p, "wb") as f:
+            f.write(data)
+        r = run([tool("meshfs-inspect"), "--json", p])
+        row = json.loads(r.stdout.splitlines()[0])
+        assert row["ok"], row
+        return row["min"], row["max"]
+
+
+@unittest.skipUnless(IS_ROOT, "needs root (allow_other, test users, chown)")
+class BackslashNameTest(unittest.TestCase):
+    """User B, who may write in a shared 1777 folder, names a model
+    drop/..\a\private.obj: its views are B's file's, never A's 0600
+    a/private.obj, and no view or package B can read holds any byte of A's
+    secret text, through the mount or meshfs-convert (issue 33, item 1)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.A = make_user("pa")
+        cls.B = make_user("pb")
+
+    def build(self, a_mode):
+        self._tmp = open_tmp()
+        self.addCleanup(self._tmp.cleanup)
+        self.tmp = self._tmp.name
+        src = self.src = os.path.join(self.tmp, "src")
+        _, auid, agid = self.A
+        _, buid, bgid = self.B
+
+        def put(rel, data, mode, uid, gid):
+            p = os.path.join(src, rel)
+            with open(p, "wb") as f:
+                f.write(data if isinstance(data, bytes) else data.encode())
+            os.chown(p, uid, gid)
+            os.chmod(p, mode)
+
+        def folder(rel, mode, uid, gid):
+            p = os.path.join(src, rel)
+            os.makedirs(p)
+            os.chown(p, uid, gid)
+            os.chmod(p, mode)
+
+        os.makedirs(src)
+        os.chmod(src, 0o755)
+        folder("a", a_mode, auid, agid)
+        put("a/private.obj", TRI_A, 0o600, auid, agid)
+        put("a/secret.txt", SECRET_TEXT, 0o600, auid, agid)
+        folder("drop", 0o1777, 0, 0)
+        put("drop/..\\a\\private.obj", TRI_B, 0o644, buid, bgid)
+        # the decoy: a harmless glTF of B's whose name leads to B's other
+        # glTF, whose buffer is A's secret
+        put("drop/..\\b\\m.gltf", gltf_own_triangle(), 0o644, buid, bgid)
+        # the same, not hidden from meshfs-convert by a leading dot
+        put("drop/x\\..\\..\\a\\private.obj", TRI_B, 0o644, buid, bgid)
+        put("drop/x\\..\\..\\b\\m.gltf", gltf_own_triangle(), 0o644, buid, bgid)
+        folder("b", 0o755, buid, bgid)
+        put("b/m.gltf", gltf_json("../a/secret.txt", len(SECRET_TEXT)), 0o644, buid, bgid)
+        put("b/w.gltf", gltf_json("..\\a\\secret.txt", len(SECRET_TEXT)), 0o644, buid, bgid)
+        put("b/v.gltf", gltf_json("..\\..\\src\\a\\secret.txt", len(SECRET_TEXT)), 0o644, buid, bgid)
+
+    def read_as_b(self, *folders):
+        _, buid, bgid = self.B
+        p = subprocess.run(as_user(buid, bgid, [sys.executable, "-c", READER] + list(folders)),
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        import json
+        rows = json.loads(p.stdout)
+        return {k: {"data": bytes.fromhex(v["data"]) if "data" in v else None,
+                    "errno": v.get("errno"),
+                    "error": bytes.fromhex(v.get("error", ""))} for k, v in rows.items()}
+
+    def check_mount(self, a_mode):
+        self.build(a_mode)
+        mnt = os.path.join(self.tmp, "mnt")
+        with Mount(self.src, mnt, os.path.join(self.tmp, "cache"), "allow_other") as m:
+            rows = self.read_as_b(os.path.join(mnt, "drop"), os.path.join(mnt, "b"))
+            self.assertTrue(m.alive())
+            log = m.output()
+        self.check_rows(rows, mnt)
+        self.assertFalse(has_secret(log.encode()), log)
+
+    def check_rows(self, rows, top, mount=True):
+        """Every file B could read: no secret; the backslash model's views
+        and drop's package hold B's 1 x 1 triangle, never A's 5 x 7."""
+        drop = os.path.join(top, "drop")
+        seen = set()
+        for path, row in rows.items():
+            data = row["data"]
+            self.assertFalse(has_secret(row["error"]), (path, row["error"]))
+            if data is None:
+                self.assertIn(row["errno"], (errno.EACCES, errno.EIO, errno.EPERM), path)
+                continue
+            self.assertFalse(has_secret(data), path)
+            name = os.path.basename(path)
+            if os.path.dirname(path) == drop and name.endswith(("\\.vrt", ".gmf", ".vrt", PKG)):
+                if data:
+                    lo, hi = bounds(data, os.path.splitext(name)[1])
+                    self.assertEqual(hi[:2], [1, 1], (path, lo, hi))
+                    seen.add(name)
+        # the backslash models convert, as B's own files
+        for name in ("x\\..\\..\\a\\private.vrt", "x\\..\\..\\a\\private.gmf",
+                     "x\\..\\..\\b\\m.gmf", PKG):
+            self.assertIn(name, seen)
+        if mount:
+            self.assertIn("..\\a\\private.vrt", seen)
+            self.assertIn("..\\a\\private.gmf", seen)
+
+    def test_backslash_name_through_the_mount(self):
+        self.check_mount(0o755)
+
+    def test_backslash_name_through_the_mount_private_folder(self):
+        self.check_mount(0o700)
+
+    @unittest.skipUnless(HOOKS, "needs a test build (MESHFS_TEST_MISREAD_MODEL)")
+    def test_a_misread_model_fails_and_is_remembered(self):
+        """The host's own check, on its own: an importer made to take the
+        name apart again reads A's file; the daemon sees the model is not
+        what was read and fails every view, for good."""
+        self.build(0o755)
+        mnt = os.path.join(self.tmp, "mnt")
+        env = dict(os.environ, MESHFS_TEST_MISREAD_MODEL="1")
+        with Mount(self.src, mnt, os.path.join(self.tmp, "cache"), "allow_other", env=env) as m:
+            drop = os.path.join(mnt, "drop")
+            rows = self.read_as_b(drop)
+            done = m.stats()["conversions"]
+            again = self.read_as_b(drop)
+            self.assertEqual(m.stats()["conversions"], done)  # remembered, not run again
+            log = m.output()
+        self.assertFalse(has_secret(log.encode()), log)
+        for got in (rows, again):
+            for path, row in got.items():
+                self.assertFalse(has_secret(row["error"]), path)
+                if row["data"]:
+                    self.assertFalse(has_secret(row["data"]), path)
+                    if path.endswith((".vrt", ".gmf", PKG)):
+                        lo, hi = bounds(row["data"], os.path.splitext(path)[1])
+                        self.assertNotEqual((hi or [0, 0])[:2], [5, 7], path)
+            for model in ("..\\a\\private", "x\\..\\..\\a\\private", "..\\b\\m"):
+                for ext in (".vrt", ".gmf"):
+                    row = got[os.path.join(drop, model + ext)]
+                    self.assertEqual(row["errno"], errno.EIO, model + ext)
+                    name = model + (".obj" if "private" in model else ".gltf")
+                    self.assertEqual(row["error"].decode(), "the worker read another file than the "
+                                     f"model 'drop/{name}': refused, nothing of it is used")
+
+    def test_references_of_a_backslash_name_are_beside_it(self):
+        """A reference of drop/x\\..\\..\\a\\m.obj is read in drop/, as the
+        model is, whichever importer composes its path (assimp, fast_obj,
+        which turns the joined path's '\\' into '/', cgltf)."""
+        import json
+        import struct
+        self.build(0o755)
+        drop = os.path.join(self.src, "drop")
+        for d in (drop, os.path.join(self.src, "a")):
+            with open(os.path.join(d, "m.mtl"), "w") as f:
+                f.write("newmtl red\nKd 1 0 0\n")
+            with open(os.path.join(d, "m.bin"), "wb") as f:
+                f.write(struct.pack("<9f", 0, 0, 0, 1, 0, 0, 0, 1, 0))
+        with open(os.path.join(drop, "x\\..\\..\\a\\m.obj"), "w") as f:
+            f.write("mtllib m.mtl\nusemtl red\n" + TRI_B)
+        with open(os.path.join(drop, "x\\..\\..\\a\\g.gltf"), "w") as f:
+            f.write(gltf_json("m.bin"))
+        for importer in ("auto", "assimp"):
+            out = os.path.join(self.tmp, "out-" + importer)
+            p, rows = convert([self.src], out, "-f", "vrt", "--importer=" + importer)
+            deps = {r["model"]: r["deps"] for r in rows}
+            for model, ref in (("drop/x\\..\\..\\a\\m.obj", "drop/m.mtl"),
+                               ("drop/x\\..\\..\\a\\g.gltf", "drop/m.bin")):
+                self.assertEqual(deps[model], [model, ref], (importer, p.stderr))
+
+    def test_backslash_name_through_meshfs_convert(self):
+        self.build(0o755)
+        out = os.path.join(self.tmp, "out")
+        p, rows = convert([self.src], out, "-f", "vrt,gmf,lgepkg")
+        self.assertFalse(has_secret(p.stdout.encode() + p.stderr.encode()), p.stderr)
+        for r in rows:
+            self.assertFalse(has_secret(repr(r).encode()), r)
+        os.chmod(out, 0o755)
+        for d, _, files in os.walk(out):
+            os.chmod(d, 0o755)
+        got = self.read_as_b(os.path.join(out, "drop"), os.path.join(out, "b"))
+        self.check_rows(got, out, mount=False)
+        # and the files themselves, whoever may read them
+        for d, _, files in os.walk(out):
+            for f in files:
+                with open(os.path.join(d, f), "rb") as fh:
+                    data = fh.read()
+                if f.startswith("..\\b\\") or d.endswith("drop"):
+                    self.assertFalse(has_secret(data), os.path.join(d, f))
+
+
+@unittest.skipUnless(IS_ROOT, "needs root (test users, chown)")
+class OutputModesTest(unittest.TestCase):
+    """A 0600 model's views are no more readable than the model, as files
+    meshfs-convert writes as root and as the package of its folder, in the
+    mount and in the output tree (issue 33, items 1 and 6)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.A = make_user("ma")
+        cls.B = make_user("mb")
+
+    def setUp(self):
+        self.addCleanup(os.umask, os.umask(0o022))  # the modes below are this umask's
+        self._tmp = open_tmp()
+        self.addCleanup(self._tmp.cleanup)
+        self.tmp = self._tmp.name
+        self.src = os.path.join(self.tmp, "src")
+        _, auid, agid = self.A
+        _, buid, bgid = self.B
+        shared = os.path.join(self.src, "shared")
+        os.makedirs(shared)
+        os.chmod(self.src, 0o755)
+        os.chmod(shared, 0o1777)
+        for name, text, mode, uid, gid in (("open.obj", TRI_B, 0o644, buid, bgid),
+                                           ("private.obj", TRI_A, 0o600, auid, agid)):
+            p = os.path.join(shared, name)
+            with open(p, "w") as f:
+                f.write(text)
+            os.chown(p, uid, gid)
+            os.chmod(p, mode)
+
+    def test_meshfs_convert_as_root_narrows_what_it_writes(self):
+        out = os.path.join(self.tmp, "out")
+        p, rows = convert([self.src], out, "-f", "vrt,gmf,fmd,lgepkg")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        d = os.path.join(out, "shared")
+        modes = {f: os.stat(os.path.join(d, f)).st_mode & 0o7777 for f in os.listdir(d)
+                 if not f.startswith(".")}
+        for ext in ("vrt", "gmf", "fmd"):
+            self.assertEqual(modes["private." + ext], 0o600, modes)  # root's alone
+            self.assertEqual(modes["open." + ext], 0o644, modes)     # as before
+        self.assertEqual(modes[PKG], 0o600, modes)                   # packs private's
+        # a second run (nothing to write) narrows files an older run left open
+        for f in modes:
+            os.chmod(os.path.join(d, f), 0o644)
+        p, _ = convert([self.src], out, "-f", "vrt,gmf,fmd,lgepkg")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(os.stat(os.path.join(d, "private.vrt")).st_mode & 0o7777, 0o600)
+        self.assertEqual(os.stat(os.path.join(d, PKG)).st_mode & 0o7777, 0o600)
+        # B reads nothing of A's model
+        _, buid, bgid = self.B
+        got = subprocess.run(as_user(buid, bgid, ["cat", os.path.join(d, "private.vrt")]),
+                             capture_output=True)
+        self.assertNotEqual(got.returncode, 0)
+        self.assertEqual(got.stdout, b"")
+
+    def test_meshfs_convert_as_root_gives_a_group_the_mount_would(self):
+        """A 0640 model of A's group: root's outputs are that group's to
+        read, and no one else's."""
+        _, auid, agid = self.A
+        p = os.path.join(self.src, "shared", "private.obj")
+        os.chmod(p, 0o640)
+        out = os.path.join(self.tmp, "out")
+        pr, _ = convert([self.src], out, "-f", "vrt")
+        self.assertEqual(pr.returncode, 0, pr.stderr)
+        st = os.stat(os.path.join(out, "shared", "private.vrt"))
+        self.assertEqual((st.st_uid, st.st_gid, st.st_mode & 0o7777), (0, agid, 0o640))
+
+    def test_the_mounts_package_is_narrowed_by_a_private_model(self):
+        mnt = os.path.join(self.tmp, "mnt")
+        _, buid, bgid = self.B
+        with Mount(self.src, mnt, os.path.join(self.tmp, "cache"), "allow_other") as m:
+            pkg = os.path.join(mnt, "shared", PKG)
+            st = os.stat(pkg)
+            got = subprocess.run(as_user(buid, bgid, ["cat", pkg]), capture_output=True)
+            self.assertTrue(m.alive())
+        self.assertEqual(st.st_mode & 0o444, 0, oct(st.st_mode))
+        self.assertNotEqual(got.returncode, 0)
+        self.assertEqual(got.stdout, b"")
 
 
 # ---- S3: the cache directory, end to end --------------------------------------

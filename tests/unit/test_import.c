@@ -36,6 +36,56 @@ static void test_normalise(void **state)
     assert_int_equal(mfs_iofs_normalise("averyveryverylongname/x", out, 8), -1);
 }
 
+/* The model's path is the host's: a '\\' in it is a character; only what
+ * the parsers compose from it for references is read Windows-style, and
+ * relative to the model's real folder (docs/security.md, S2). */
+static void test_model_path_is_opaque(void **state)
+{
+    (void)state;
+    assert_true(mfs_iofs_model_path_ok("drop/..\\a\\private.obj"));
+    assert_true(mfs_iofs_model_path_ok("..\\x.obj"));
+    assert_true(mfs_iofs_model_path_ok("a/b/m.obj"));
+    assert_false(mfs_iofs_model_path_ok("a/../m.obj"));
+    assert_false(mfs_iofs_model_path_ok("./m.obj"));
+    assert_false(mfs_iofs_model_path_ok("a//m.obj"));
+    assert_false(mfs_iofs_model_path_ok("/etc/passwd"));
+    assert_false(mfs_iofs_model_path_ok("a/"));
+    assert_false(mfs_iofs_model_path_ok(""));
+
+    mfs_iofs fs;
+    memset(&fs, 0, sizeof fs);
+    mfs_err err;
+    char out[256];
+    assert_int_equal(mfs_iofs_set_model(&fs, "a/..", &err), -1);
+    assert_int_equal(mfs_iofs_set_model(&fs, "drop/..\\a\\private.obj", &err), 0);
+    /* the model itself: exactly */
+    assert_int_equal(mfs_iofs_resolve(&fs, "drop/..\\a\\private.obj", out, sizeof out), 0);
+    assert_string_equal(out, "drop/..\\a\\private.obj");
+    /* assimp's and cgltf's composition (folder up to the last '\\' or '/'),
+     * fast_obj's with the separator kept: all in the real folder */
+    assert_int_equal(mfs_iofs_resolve(&fs, "drop/..\\a/private.mtl", out, sizeof out), 0);
+    assert_string_equal(out, "drop/private.mtl");
+    assert_int_equal(mfs_iofs_resolve(&fs, "drop/..\\a\\secret.bin", out, sizeof out), 0);
+    assert_string_equal(out, "drop/secret.bin");
+    /* fast_obj's: the joined path's every '\\' made '/' */
+    assert_int_equal(mfs_iofs_resolve(&fs, "drop/../a/private.mtl", out, sizeof out), 0);
+    assert_string_equal(out, "drop/private.mtl");
+    /* a reference's own '\\' is a separator; it still may not leave the root */
+    assert_int_equal(mfs_iofs_resolve(&fs, "drop/..\\a/sub\\t.png", out, sizeof out), 0);
+    assert_string_equal(out, "drop/sub/t.png");
+    assert_int_equal(mfs_iofs_resolve(&fs, "drop/..\\a/..\\..\\x", out, sizeof out), -1);
+    /* at the root */
+    assert_int_equal(mfs_iofs_set_model(&fs, "..\\a\\m.gltf", &err), 0);
+    assert_int_equal(mfs_iofs_resolve(&fs, "..\\a\\m.bin", out, sizeof out), 0);
+    assert_string_equal(out, "m.bin");
+    /* a plain model: references as before */
+    assert_int_equal(mfs_iofs_set_model(&fs, "d/m.gltf", &err), 0);
+    assert_int_equal(mfs_iofs_resolve(&fs, "d/..\\a\\s.txt", out, sizeof out), 0);
+    assert_string_equal(out, "a/s.txt");
+    assert_int_equal(mfs_iofs_resolve(&fs, "d/m.gltf", out, sizeof out), 0);
+    assert_string_equal(out, "d/m.gltf");
+}
+
 static char root[] = "/tmp/meshfs-import-XXXXXX";
 
 static void put(const char *rel, const char *text)
@@ -103,7 +153,7 @@ static void test_escape_refused(void **state)
     assert_non_null(strstr(err.msg, "refused to open 'sub/link.mtl'"));
     mfs_deps_free(&deps);
     assert_int_equal(mfs_import(root, "../x.obj", NULL, &s, &deps, &err), -1);
-    assert_non_null(strstr(err.msg, "leaves the source root"));
+    assert_non_null(strstr(err.msg, "not a path beneath the source root"));
 }
 
 /* A model assimp rejects fails with its reason, inputs known so far. */
@@ -145,6 +195,37 @@ static void test_model_unopened(void **state)
     free(buf);
     mfs_report_free(&back);
     mfs_deps_free(&deps);
+}
+
+/* A dependency's path crosses the report byte for byte: the host stats
+ * that very file and compares the first with the model's.  A newline made
+ * a space named another file (and failed the model since convstore.c
+ * refuses a report whose first input is not the model). */
+static void test_dependency_paths_survive_the_report(void **state)
+{
+    (void)state;
+    mfs_report rep = {0}, back = {0};
+    mfs_dep d[2] = {{.path = "new\nline.stl", .size = 3}, {.path = "x\x01\x7f\\y.png", .size = 1}};
+    rep.ok = 1;
+    rep.deps.v = d;
+    rep.deps.n = 2;
+    uint8_t *buf;
+    size_t len;
+    mfs_err err;
+    assert_int_equal(mfs_report_encode(&rep, &buf, &len), 0);
+    assert_int_equal(mfs_report_decode(buf, len, &back, &err), 0);
+    assert_int_equal(back.deps.n, 2);
+    assert_string_equal(back.deps.v[0].path, "new\nline.stl");
+    assert_string_equal(back.deps.v[1].path, "x\x01\x7f\\y.png");
+    mfs_report_free(&back);
+    /* a NUL inside a path is no path: the report is refused */
+    uint8_t *nul = memmem(buf, len, "new\nline", 8);
+    assert_non_null(nul);
+    nul[3] = '\0';
+    assert_int_equal(mfs_report_decode(buf, len, &back, &err), -1);
+    assert_non_null(strstr(err.msg, "NUL"));
+    mfs_report_free(&back);
+    free(buf);
 }
 
 /* ---- tangents: computed only when .gmf is written (docs/import.md) ---- */
@@ -535,6 +616,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_normalise),
+        cmocka_unit_test(test_model_path_is_opaque),
+        cmocka_unit_test(test_dependency_paths_survive_the_report),
         cmocka_unit_test(test_deps_recorded),
         cmocka_unit_test(test_escape_refused),
         cmocka_unit_test(test_bad_model),

@@ -1,4 +1,5 @@
-/* Who may read a view (docs/security.md, S1).
+/* Who may read a view (docs/security.md, S1): the mount's rule, and
+ * meshfs-convert's for the files it writes.
  *
  * A view is owned by its model's owner and group; the question is which of
  * its three read bits may be set so that nobody reads through the view what
@@ -19,7 +20,7 @@
  *     view's group (then for the view's "other" class, certainly not);
  *     otherwise either, so both the group and "other" bits are needed.
  * With an input owned like the model this is a plain AND of the bits. */
-#include "fs.h"
+#include "meshfs/views.h"
 
 mode_t mfs_perm_narrow(mode_t perm, uid_t vuid, gid_t vgid, uid_t fuid, gid_t fgid, mode_t fmode,
                        int search)
