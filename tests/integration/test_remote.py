@@ -811,5 +811,238 @@ class RemoteTest(unittest.TestCase):
             self.assertNotIn(secret, p.stderr + p.stdout)
 
 
+
+class Hostile:
+    """A fake server that is slow or sends too much, on 127.0.0.1; the first
+    path component picks how (the rest of the path is never looked at):
+    /slow404/ answers 404 after SLOW_S seconds, /huge/ answers 200 with a
+    Content-Length of 1 TiB and sends zeros until the client hangs up,
+    /endless/ answers 200 with a chunked body that never ends, /endless_fast/
+    the same at full speed; but for /slow404/, a HEAD is answered 200 at once
+    (the object is there: no PUT follows).  self.requests: (method, path, arrival time)."""
+    SLOW_S = 4.5  # the finding's server: under the 5 s data timeout
+    PIECE = b"\0" * 65536
+
+    def __init__(self):
+        self.requests = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                outer.requests.append((self.command, self.path, time.time()))
+                mode = self.path.split("/")[1]
+                try:
+                    if self.command == "HEAD" and mode != "slow404":
+                        self.send_response(200)  # "already there": no PUT follows
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                    elif mode == "slow404":
+                        time.sleep(outer.SLOW_S)
+                        self.send_response(404)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                    elif mode == "huge":
+                        self.send_response(200)
+                        self.send_header("Content-Length", str(1 << 40))
+                        self.end_headers()
+                        while True:
+                            self.wfile.write(outer.PIECE)
+                            time.sleep(0.002)  # ~30 MB/s: a sampler sees each file grow
+                    elif mode.startswith("endless"):
+                        self.send_response(200)
+                        self.send_header("Transfer-Encoding", "chunked")
+                        self.end_headers()
+                        chunk = b"%x\r\n" % len(outer.PIECE) + outer.PIECE + b"\r\n"
+                        while True:
+                            self.wfile.write(chunk)
+                            if mode == "endless":
+                                time.sleep(0.002)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
+            do_HEAD = do_GET
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, prefix):
+        return f"http://127.0.0.1:{self.port}/{prefix}"
+
+    def seen(self, prefix):
+        return [r for r in self.requests if r[1].startswith(f"/{prefix}/")]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class TmpSampler:
+    """The bytes in a cache's tmp/ (the downloads' and the workers' files),
+    sampled every millisecond while in a with block; self.peak the most."""
+
+    def __init__(self, cache):
+        self.tmp = os.path.join(cache, "tmp")
+        self.peak, self.samples = 0, 0
+        self.stop = threading.Event()
+
+    def size(self):
+        total = 0
+        for d, dirs, files in os.walk(self.tmp):
+            for f in files:
+                try:
+                    total += os.lstat(os.path.join(d, f)).st_size
+                except FileNotFoundError:
+                    pass
+        return total
+
+    def loop(self):
+        while not self.stop.is_set():
+            self.peak = max(self.peak, self.size())
+            self.samples += 1
+            time.sleep(0.001)
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        return False
+
+
+MIB = 1 << 20
+
+
+class RemoteSlowOrHugeTest(unittest.TestCase):
+    """A hostile or broken server (issue 33, finding 4) costs a cold read at
+    most the remote timeout once, then nothing while the tier backs off; its
+    oversized answers never fill the cache past its cap nor past an
+    object's limit; the views are converted locally with the right bytes."""
+    MODELS = ("m5", "m6", "m7", "m8", "m9", "m10")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.td = tempdir()
+        cls.base = cls.td.name
+        cls.srv = Hostile()
+        cls.src = os.path.join(cls.base, "src")
+        os.makedirs(cls.src)
+        for name in cls.MODELS:
+            write_grid(os.path.join(cls.src, name + ".obj"), int(name[1:]))
+        # the bytes a mount with no remote makes
+        with Mount(cls.src, os.path.join(cls.base, "ref", "mnt"), os.path.join(cls.base, "ref", "cache"),
+                   "formats=fmd") as m:
+            cls.want = {n: cls.read(m, n) for n in cls.MODELS}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+        cls.td.cleanup()
+
+    @staticmethod
+    def read(m, name):
+        """One model's view, opened by name: no listing, so no prefetch asks
+        the server on its own."""
+        with open(os.path.join(m.mnt, name + ".fmd"), "rb") as f:
+            return f.read()
+
+    def mount(self, name, prefix, *opts):
+        return Mount(self.src, os.path.join(self.base, name, "mnt"), os.path.join(self.base, name, "cache"),
+                     "formats=fmd", "remote=" + self.srv.url(prefix), *opts)
+
+    def test_slow_404_backs_off(self):
+        """A 404 after 4.5 s (within the 5 s data timeout: before, every cold
+        read waited for it, and it counted as a plain miss) with
+        remote_timeout_ms=300: the first cold read gives up on it after
+        0.3 s, counts an error and backs off; the cold reads of the other
+        models never ask the server again."""
+        with self.mount("slow", "slow404", "remote_timeout_ms=300") as m:
+            t0 = time.time()
+            first = self.read(m, self.MODELS[0])
+            took_first = time.time() - t0
+            asked_first = len(self.srv.seen("slow404"))
+            worst, views = 0.0, {self.MODELS[0]: first}
+            for name in self.MODELS[1:]:
+                t0 = time.time()
+                views[name] = self.read(m, name)
+                worst = max(worst, time.time() - t0)
+            time.sleep(0.5)  # an upload's HEAD, were one sent
+            st = m.stats()
+            log = m.output()
+        self.assertEqual(views, self.want)
+        self.assertEqual(asked_first, 1, self.srv.requests)
+        # one GET in all: the other models' cold reads skip the server
+        self.assertEqual(len(self.srv.seen("slow404")), 1, self.srv.requests)
+        self.assertEqual(st["remote_errors"], 1, st)
+        self.assertEqual(st["remote_hits"], 0, st)
+        self.assertEqual(st["conversions"], len(self.MODELS), st)
+        self.assertEqual(log.count(f"remote cache: {self.srv.url('slow404')}: GET: no answer within 300 ms "
+                                   "(remote_timeout_ms); not used for 30 s"), 1, log)
+        # generous bounds, each well under the server's 4.5 s: no read waited for it
+        self.assertLess(took_first, Hostile.SLOW_S - 1, log)
+        self.assertLess(worst, Hostile.SLOW_S - 1, log)
+
+    def test_concurrent_oversized_answers_stay_under_the_cap(self):
+        """Six cold reads at once, each answered with far more than an 8 MiB
+        cache may hold (a 1 TiB Content-Length; an endless chunked body):
+        the downloads in tmp/ count against the cap together, so tmp/ never
+        holds more than it; the oversized Content-Length is refused before
+        its body is read, and said once."""
+        cap = 8 * MIB
+        for prefix in ("huge", "endless"):
+            with self.subTest(prefix):
+                with self.mount("cap-" + prefix, prefix, "cache_size=8M") as m:
+                    with TmpSampler(m.cache) as s:
+                        with concurrent.futures.ThreadPoolExecutor(len(self.MODELS)) as ex:
+                            views = dict(zip(self.MODELS, ex.map(lambda n: self.read(m, n), self.MODELS)))
+                    st = m.stats()
+                    log = m.output()
+                self.assertEqual(views, self.want)
+                self.assertGreater(s.samples, 20)
+                # the cap, plus the workers' own outputs of these small models
+                self.assertLessEqual(s.peak, cap + MIB, (s.peak, log))
+                self.assertEqual(st["remote_hits"], 0, st)
+                self.assertEqual(st["conversions"], len(self.MODELS), st)
+                url = self.srv.url(prefix)
+                if prefix == "huge":
+                    self.assertLess(s.peak, MIB, (s.peak, log))  # nothing of the bodies kept
+                    self.assertEqual(log.count(f"remote cache: {url}: GET: an answer of {1 << 40} bytes, "
+                                               f"over the cache's cap ({cap} bytes); refused before "
+                                               "reading it; a miss: converted locally (logged once)"), 1, log)
+                    self.assertEqual(st["remote_errors"], len(self.MODELS), st)
+                else:
+                    said = log.count(f"remote cache: {url}: GET: ")
+                    self.assertGreaterEqual(said, 1, log)
+                    self.assertLessEqual(said, 2, log)  # each reason once: no room, too long
+                    self.assertLessEqual(log.count("; cut there;"), 1, log)
+                    self.assertLessEqual(log.count("beside its entries and other downloads; refused;"), 1, log)
+
+    def test_endless_body_cut_at_a_manifests_limit(self):
+        """With a cache of 100 MiB, an endless body for a manifest is cut at
+        a manifest's limit (64 MiB and its record), not at the cache's cap;
+        said once for two reads."""
+        limit = (64 << 20) + REC
+        with self.mount("limit", "endless_fast", "cache_size=100M") as m:
+            with TmpSampler(m.cache) as s:
+                views = {n: self.read(m, n) for n in self.MODELS[:2]}
+            st = m.stats()
+            log = m.output()
+        self.assertEqual(views, {n: self.want[n] for n in self.MODELS[:2]})
+        self.assertLessEqual(s.peak, limit + MIB, (s.peak, log))
+        self.assertEqual(st["remote_errors"], 2, st)
+        self.assertEqual(log.count(f"remote cache: {self.srv.url('endless_fast')}: GET: an answer longer "
+                                   f"than the limit of a manifest ({limit} bytes); cut there; a miss: "
+                                   "converted locally (logged once)"), 1, log)
+
+
 if __name__ == "__main__":
     run_tests()
