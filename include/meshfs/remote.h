@@ -10,7 +10,8 @@
  * Reads wait at most the connect timeout plus the data timeout, and an
  * answer that has not begun within timeout_ms of the request is a fault
  * whatever its status would be; after such an answer, a transport error or
- * a 5xx the tier is skipped for a back-off (30 s, doubling to 5 min).  A
+ * a 5xx that direction (reads: GET; uploads: HEAD and PUT) skips the server
+ * for a back-off (30 s, doubling to 5 min), and the other goes on.  A
  * download is bounded by the object's limit (a manifest's, view_max for a
  * view, the cache's cap) and counted against the cap while in tmp/.  Uploads go through one background thread with a bounded queue
  * (HEAD, then PUT if absent); a full queue drops.  401/403 on PUT makes the
@@ -40,6 +41,7 @@ typedef struct mfs_remote_cfg {
 
 typedef struct mfs_remote_stats {
     uint64_t hits, misses, errors, bytes_down, bytes_up, queue, dropped, uploads;
+    uint64_t read_backoffs, upload_backoffs; /* back-offs begun, each direction */
 } mfs_remote_stats;
 
 typedef struct mfs_remote mfs_remote;

@@ -30,6 +30,16 @@
 #define BACKOFF_MIN_S 30
 #define BACKOFF_MAX_S 300
 
+/* One direction's back-off: reads (GET) and uploads (HEAD, PUT) fail
+ * apart, so a server whose disk is full (every PUT a 500) still serves
+ * the objects it holds. */
+typedef struct backoff {
+    const char *name; /* "reads", "uploads": for the log */
+    const char *other;
+    int64_t until; /* monotonic s */
+    unsigned s;    /* the last back-off's length; 0 after a success */
+} backoff;
+
 typedef struct job {
     mfs_cache_key key;
     int manifest;
@@ -58,8 +68,7 @@ struct mfs_remote {
     int started; /* the upload thread, made on first use: none exists before
                     the daemon detaches (fuse_daemonize forks) */
     pthread_t thread;
-    int64_t backoff_until; /* monotonic s */
-    unsigned backoff_s;
+    backoff rd, up;
     int logged_bad, logged_ro, logged_down, logged_get, logged_big, logged_huge, logged_room;
     mfs_remote_stats st;
 };
@@ -107,42 +116,49 @@ static void share_unlock(CURL *h, curl_lock_data d, void *u)
         MFS_CACHE_STAT_ADD((r)->c, remote_##f, (v));  \
     } while (0)
 
-/* Whether the tier is usable now (not backing off). */
-static int available(mfs_remote *r)
+/* Whether direction d may ask the server now (not backing off). */
+static int available(mfs_remote *r, const backoff *d)
 {
     pthread_mutex_lock(&r->mu);
-    int ok = mono_s() >= r->backoff_until;
+    int ok = mono_s() >= d->until;
     pthread_mutex_unlock(&r->mu);
     return ok;
 }
 
-/* A transport error, a 5xx or a 429: skip the tier for a while, doubling,
- * and at least at_least_s (the server's Retry-After). */
-static void failed(mfs_remote *r, const char *what, const char *detail, unsigned at_least_s)
+/* A transport error, a late answer, a 5xx or a 429 in direction d: d skips
+ * the server for a while, doubling, and at least at_least_s (the server's
+ * Retry-After); the other direction goes on. */
+static void failed(mfs_remote *r, backoff *d, const char *what, const char *detail,
+                   unsigned at_least_s)
 {
     MFS_CACHE_STAT_ADD(r->c, remote_errors, 1);
     pthread_mutex_lock(&r->mu);
     r->st.errors++;
-    if (mono_s() < r->backoff_until) {
+    if (mono_s() < d->until) {
         /* a request begun before the back-off did: the same outage */
         pthread_mutex_unlock(&r->mu);
         return;
     }
-    r->backoff_s = r->backoff_s ? r->backoff_s * 2 : BACKOFF_MIN_S;
-    if (r->backoff_s < at_least_s)
-        r->backoff_s = at_least_s;
-    if (r->backoff_s > BACKOFF_MAX_S)
-        r->backoff_s = BACKOFF_MAX_S;
-    r->backoff_until = mono_s() + r->backoff_s;
-    unsigned b = r->backoff_s;
+    d->s = d->s ? d->s * 2 : BACKOFF_MIN_S;
+    if (d->s < at_least_s)
+        d->s = at_least_s;
+    if (d->s > BACKOFF_MAX_S)
+        d->s = BACKOFF_MAX_S;
+    d->until = mono_s() + d->s;
+    unsigned b = d->s;
+    if (d == &r->rd)
+        r->st.read_backoffs++;
+    else
+        r->st.upload_backoffs++;
     pthread_mutex_unlock(&r->mu);
-    rlog(r, "remote cache: %s: %s: %s; not used for %u s", r->name, what, detail, b);
+    rlog(r, "remote cache: %s: %s: %s; %s paused for %u s (%s go on)", r->name, what, detail,
+         d->name, b, d->other);
 }
 
-static void succeeded(mfs_remote *r)
+static void succeeded(mfs_remote *r, backoff *d)
 {
     pthread_mutex_lock(&r->mu);
-    r->backoff_s = 0;
+    d->s = 0;
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -336,7 +352,7 @@ static void refused(mfs_remote *r, const mfs_rx *x, int manifest)
 
 int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
 {
-    if (!r || !available(r))
+    if (!r || !available(r, &r->rd))
         return 0;
     char url[4200];
     object_url(r, k, manifest, url, sizeof url);
@@ -366,9 +382,9 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
         char d[128];
         snprintf(d, sizeof d, "no answer within %u ms (remote_timeout_ms)", r->timeout_ms);
         STAT_ADD(r, misses, 1);
-        failed(r, "GET", d, 0);
+        failed(r, &r->rd, "GET", d, 0);
     } else if (cc == CURLE_OK && code >= 200 && code < 300) {
-        succeeded(r);
+        succeeded(r, &r->rd);
         STAT_ADD(r, bytes_down, x.n);
         const char *why = verify(r, fd, k, manifest);
         if (why) {
@@ -396,20 +412,20 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
     } else if (x.refused == MFS_RX_DISK) {
         STAT_ADD(r, misses, 1); /* the local disk's trouble, not the server's */
     } else if (answered(cc) && (code == 404 || code == 410)) {
-        succeeded(r);
+        succeeded(r, &r->rd);
         STAT_ADD(r, misses, 1);
     } else if (answered(cc) && code >= 300 && !overloaded(code)) {
         /* a redirect, a refused token, another 4xx: a miss, said once */
         char d[512];
         answer_text(r, h, cc, code, d, sizeof d);
-        succeeded(r);
+        succeeded(r, &r->rd);
         STAT_ADD(r, misses, 1);
         once(r, &r->logged_get, "GET", d, "a miss: converted locally (logged once)");
     } else {
         char d[512];
         answer_text(r, h, cc, code, d, sizeof d);
         STAT_ADD(r, misses, 1);
-        failed(r, "GET", d, answered(cc) ? retry_after(h) : 0);
+        failed(r, &r->rd, "GET", d, answered(cc) ? retry_after(h) : 0);
     }
     curl_easy_cleanup(h);
     curl_slist_free_all(hdr);
@@ -469,7 +485,7 @@ static int stop_check(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl
  * was not sent. */
 static int upload(mfs_remote *r, const job *j)
 {
-    if (!available(r))
+    if (!available(r, &r->up))
         return 0;
     pthread_mutex_lock(&r->mu);
     int ro = r->read_only;
@@ -521,7 +537,7 @@ static int upload(mfs_remote *r, const job *j)
         snprintf(d, sizeof d, "no answer within %u ms (remote_timeout_ms)", r->timeout_ms);
     int done = cc == CURLE_OK && code >= 200 && code < 300; /* there already */
     if (cc != CURLE_OK || overloaded(code)) {
-        failed(r, "HEAD", d, cc == CURLE_OK ? retry_after(h) : 0);
+        failed(r, &r->up, "HEAD", d, cc == CURLE_OK ? retry_after(h) : 0);
     } else if (code >= 300 && code != 404 && code != 410) {
         uploads_refused(r, "HEAD", d);
     } else if (code == 404 || code == 410) {
@@ -548,7 +564,7 @@ static int upload(mfs_remote *r, const job *j)
         answer_text(r, h, cc, code, d, sizeof d);
         if (cc == CURLE_OK && code >= 200 && code < 300) {
             done = 1;
-            succeeded(r);
+            succeeded(r, &r->up);
             STAT_ADD(r, bytes_up, (uint64_t)total);
             pthread_mutex_lock(&r->mu);
             r->st.uploads++;
@@ -562,7 +578,7 @@ static int upload(mfs_remote *r, const job *j)
             rlog(r, "remote cache: %s: PUT of %" PRIu64 " bytes cut short at exit", r->name,
                  (uint64_t)total);
         } else {
-            failed(r, "PUT", d, cc == CURLE_OK ? retry_after(h) : 0);
+            failed(r, &r->up, "PUT", d, cc == CURLE_OK ? retry_after(h) : 0);
         }
     }
     curl_easy_cleanup(h);
@@ -677,6 +693,8 @@ mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err 
     r->data_timeout_s = cfg->data_timeout_s ? cfg->data_timeout_s : MFS_REMOTE_DATA_TIMEOUT_S_DEFAULT;
     r->view_max = cfg->view_max;
     r->read_only = cfg->read_only;
+    r->rd = (backoff){.name = "reads", .other = "uploads"};
+    r->up = (backoff){.name = "uploads", .other = "reads"};
     r->log = cfg->log;
     r->log_ctx = cfg->log_ctx;
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)

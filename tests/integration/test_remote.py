@@ -99,7 +99,8 @@ class Misbehaving:
     (127.0.0.2, whose server records anything reaching it in self.elsewhere),
     /noput/ refuses PUT with 405, /busy/ answers 429 with Retry-After: 120,
     /locked/ answers 403, /nohead/ answers HEAD with 503, /trickle/ reads a
-    PUT's body at 160 KB/s, /toobig/ refuses PUT with 413.  self.requests: (method, path, Authorization)."""
+    PUT's body at 160 KB/s, /toobig/ refuses PUT with 413, /fullput/ answers
+    PUT with 500 (a full disk).  self.requests: (method, path, Authorization)."""
 
     def __init__(self, root):
         self.requests, self.elsewhere = [], []
@@ -151,7 +152,7 @@ class Misbehaving:
                 if mode == "nohead" and self.command == "HEAD":
                     return self.answer(503, b"<html>Service Unavailable</html>")
                 if self.command == "PUT":
-                    return self.answer({"noput": 405, "toobig": 413}.get(mode, 201))
+                    return self.answer({"noput": 405, "toobig": 413, "fullput": 500}.get(mode, 201))
                 path = os.path.join(root, self.path.lstrip("/"))
                 if not os.path.isfile(path):
                     return self.answer(404)
@@ -338,7 +339,7 @@ class RemoteTest(unittest.TestCase):
                  os.path.join(self.base, "gone", "out"), PROPS], timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn(f"meshfs-convert: remote cache: http://127.0.0.1:{port}/team: GET: "
-                      "Couldn't connect to server; not used for 30 s", p.stderr)
+                      "Couldn't connect to server; reads paused for 30 s (uploads go on)", p.stderr)
         self.assertNotIn("hunter2pw", p.stderr)
         # a bad object's line names the server and the object
         views_a, _ = self.machine_a("named")
@@ -387,7 +388,7 @@ class RemoteTest(unittest.TestCase):
             self.assertGreater(len(views), 3)
             self.assertEqual(st["remote_hits"], 0)
             self.assertNotIn("bad object", log)
-            self.assertNotIn("not used for", log)
+            self.assertNotIn("paused for", log)
             self.assertNotIn(secret, log)
             url = self.odd.url(prefix)
             self.assertEqual(log.count(f"remote cache: {url}: GET: {status}"), 1, log)
@@ -426,14 +427,47 @@ class RemoteTest(unittest.TestCase):
         self.assertGreaterEqual(st["remote_hits"], 3)
         self.assertEqual(log.count(f"remote cache: {self.odd.url('noput')}: PUT: HTTP 405, "
                                    "the method is not allowed there; read-only for this session"), 1, log)
-        self.assertNotIn("not used for", log)
+        self.assertNotIn("paused for", log)
         puts = [r for r in self.odd.requests if r[0] == "PUT" and r[1].startswith("/noput/")]
         self.assertEqual(len(puts), 1, puts)
 
+    def test_failed_upload_pauses_uploads_only(self):
+        """Issue 35, item 1: a server whose disk is full answers every PUT
+        with 500 but still serves what it holds.  The failed PUT pauses the
+        uploads (said once, counted as an upload back-off); the reads after
+        it still come from the server instead of converting."""
+        views_a, _ = self.machine_a("fp")
+        shutil.copytree(os.path.join(self.nginx.root, "fp"), os.path.join(self.nginx.root, "fullput"))
+        src = os.path.join(self.base, "fullput", "src")
+        copy_props(src)
+        write_grid(os.path.join(src, "extra.obj"), 12)  # on no server: converted, then a PUT
+        with Mount(src, os.path.join(self.base, "fullput", "mnt"),
+                   os.path.join(self.base, "fullput", "cache"), "remote=" + self.odd.url("fullput")) as m:
+            with open(os.path.join(m.mnt, "extra.fmd"), "rb") as f:
+                f.read()
+            deadline = time.time() + 30
+            while m.stats()["remote_upload_backoffs"] == 0:
+                self.assertLess(time.time(), deadline, m.output())
+                time.sleep(0.1)
+            views = read_views(m.mnt)
+            st = m.stats()
+            log = m.output()
+        views = {k: v for k, v in views.items() if not k.startswith("extra.")}
+        self.assertEqual(views, views_a)
+        self.assertEqual(st["conversions"], 1, log)  # extra.obj only
+        self.assertGreaterEqual(st["remote_hits"], 3)
+        self.assertEqual((st["remote_read_backoffs"], st["remote_upload_backoffs"]), (0, 1), st)
+        self.assertEqual(st["remote_errors"], 1, st)
+        self.assertEqual(log.count(f"remote cache: {self.odd.url('fullput')}: PUT: HTTP 500, server error; "
+                                   "uploads paused for 30 s (reads go on)"), 1, log)
+        self.assertEqual(log.count("paused for"), 1, log)
+        puts = [r for r in self.odd.requests if r[0] == "PUT" and r[1].startswith("/fullput/")]
+        self.assertEqual(len(puts), 1, puts)  # the rest of the queue waits out the pause
+
     def test_429_backs_off_for_retry_after(self):
         """A 429 (a rate-limiting proxy) with Retry-After: 120 is an overload,
-        not a miss: the tier is skipped for those 120 s, said once, rather
-        than asked again by every read."""
+        not a miss: reads skip the server for those 120 s, said once, rather
+        than asked again by every read; so do uploads, on their own 429."""
         with self.odd_machine("busy", "busy") as m:
             views = read_views(m.mnt)
             time.sleep(0.3)
@@ -442,12 +476,18 @@ class RemoteTest(unittest.TestCase):
         self.assertGreater(len(views), 3)
         self.assertGreater(st["conversions"], 0)
         self.assertEqual(log.count(f"remote cache: {self.odd.url('busy')}: GET: HTTP 429, "
-                                   "too many requests; not used for 120 s"), 1, log)
+                                   "too many requests; reads paused for 120 s (uploads go on)"), 1, log)
         asked = [r for r in self.odd.requests if r[1].startswith("/busy/")]
+        gets = [r for r in asked if r[0] == "GET"]
+        heads = [r for r in asked if r[0] == "HEAD"]
         # the models of props may each have one in flight before the first answer
-        self.assertIn(len(asked), (1, 2, 3), asked)
-        self.assertEqual([r[0] for r in asked], ["GET"] * len(asked))
-        self.assertIn(st["remote_errors"], (1, 2, 3), st)
+        self.assertIn(len(gets), (1, 2, 3), asked)
+        # the one upload thread: its first HEAD's 429 pauses the uploads
+        self.assertLessEqual(len(heads), 1, asked)
+        self.assertEqual(len(gets) + len(heads), len(asked), asked)
+        self.assertEqual(st["remote_errors"], len(asked), st)
+        self.assertEqual(st["remote_read_backoffs"], 1, st)
+        self.assertEqual(st["remote_upload_backoffs"], len(heads), st)
 
     def test_slow_upload_cut_short_at_unmount(self):
         """An upload a slow server takes in at 160 KB/s (never idle, so the
@@ -502,6 +542,9 @@ class RemoteTest(unittest.TestCase):
     def test_server_error_backs_off(self):
         with self.machine("err", "err") as m:
             views = read_views(m.mnt)
+            deadline = time.time() + 30
+            while m.stats()["remote_upload_backoffs"] == 0 and time.time() < deadline:
+                time.sleep(0.1)  # the upload thread's HEAD
             time.sleep(0.3)
             st = m.stats()
             log = m.output()
@@ -509,10 +552,13 @@ class RemoteTest(unittest.TestCase):
         self.assertGreater(st["conversions"], 0)
         # the first 503 starts a 30 s back-off: no request is sent after it
         # (the two models of props may each have one in flight already)
-        self.assertIn(st["remote_errors"], (1, 2), st)
+        self.assertIn(st["remote_errors"], (2, 3, 4), st)  # and one HEAD
+        self.assertEqual((st["remote_read_backoffs"], st["remote_upload_backoffs"]), (1, 1), st)
         self.assertEqual(st["remote_uploads"], 0)
-        self.assertEqual(log.count("not used for"), 1, log)
-        self.assertIn("not used for 30 s", log)
+        # one back-off a direction: the reads' GET, the uploads' HEAD
+        self.assertEqual(log.count("paused for"), 2, log)
+        self.assertEqual(log.count("GET: HTTP 503, server error; reads paused for 30 s (uploads go on)"), 1, log)
+        self.assertEqual(log.count("HEAD: HTTP 503, server error; uploads paused for 30 s (reads go on)"), 1, log)
         with open(self.nginx.access) as f:
             self.assertEqual(len([l for l in f if " /err/" in l]), st["remote_errors"])
 
@@ -676,7 +722,8 @@ class RemoteTest(unittest.TestCase):
                  "-o", os.path.join(self.base, "nohead", "out"), src], timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         url = self.odd.url("nohead")
-        self.assertIn(f"remote cache: {url}: HEAD: HTTP 503, server error; not used for 30 s", p.stderr)
+        self.assertIn(f"remote cache: {url}: HEAD: HTTP 503, server error; uploads paused for 30 s (reads go on)",
+                      p.stderr)
         heads = [r for r in self.odd.requests if r[0] == "HEAD" and r[1].startswith("/nohead/")]
         self.assertEqual(len(heads), 1, heads)
         m = re.search(rf"meshfs-convert: remote cache: {re.escape(url)}: (\d+) uploads not sent "
@@ -704,7 +751,7 @@ class RemoteTest(unittest.TestCase):
         self.assertEqual(p.stderr.count(f"remote cache: {self.odd.url('toobig')}: PUT: HTTP 413, too large "
                                         "for the server; such objects are not uploaded (logged once)"),
                          1, p.stderr)
-        self.assertNotIn("not used for", p.stderr)
+        self.assertNotIn("paused for", p.stderr)
         puts = [r for r in self.odd.requests if r[0] == "PUT" and r[1].startswith("/toobig/")]
         self.assertGreaterEqual(len(puts), 3, puts)  # a manifest a model at least
 
@@ -969,24 +1016,32 @@ class RemoteSlowOrHugeTest(unittest.TestCase):
             t0 = time.time()
             first = self.read(m, self.MODELS[0])
             took_first = time.time() - t0
-            asked_first = len(self.srv.seen("slow404"))
+            asked_first = len([r for r in self.srv.seen("slow404") if r[0] == "GET"])
             worst, views = 0.0, {self.MODELS[0]: first}
             for name in self.MODELS[1:]:
                 t0 = time.time()
                 views[name] = self.read(m, name)
                 worst = max(worst, time.time() - t0)
-            time.sleep(0.5)  # an upload's HEAD, were one sent
+            deadline = time.time() + 30
+            while m.stats()["remote_upload_backoffs"] == 0 and time.time() < deadline:
+                time.sleep(0.1)  # the upload thread's HEAD: just as late
+            time.sleep(0.5)
             st = m.stats()
             log = m.output()
         self.assertEqual(views, self.want)
         self.assertEqual(asked_first, 1, self.srv.requests)
-        # one GET in all: the other models' cold reads skip the server
-        self.assertEqual(len(self.srv.seen("slow404")), 1, self.srv.requests)
-        self.assertEqual(st["remote_errors"], 1, st)
+        # one GET in all: the other models' cold reads skip the server; and
+        # one HEAD, which pauses the uploads the same way
+        self.assertEqual(sorted(r[0] for r in self.srv.seen("slow404")), ["GET", "HEAD"],
+                         self.srv.requests)
+        self.assertEqual(st["remote_errors"], 2, st)
+        self.assertEqual((st["remote_read_backoffs"], st["remote_upload_backoffs"]), (1, 1), st)
         self.assertEqual(st["remote_hits"], 0, st)
         self.assertEqual(st["conversions"], len(self.MODELS), st)
-        self.assertEqual(log.count(f"remote cache: {self.srv.url('slow404')}: GET: no answer within 300 ms "
-                                   "(remote_timeout_ms); not used for 30 s"), 1, log)
+        for what, paused in (("GET", "reads paused for 30 s (uploads go on)"),
+                             ("HEAD", "uploads paused for 30 s (reads go on)")):
+            self.assertEqual(log.count(f"remote cache: {self.srv.url('slow404')}: {what}: no answer within "
+                                       f"300 ms (remote_timeout_ms); {paused}"), 1, log)
         # generous bounds, each well under the server's 4.5 s: no read waited for it
         self.assertLess(took_first, Hostile.SLOW_S - 1, log)
         self.assertLess(worst, Hostile.SLOW_S - 1, log)
