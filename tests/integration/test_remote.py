@@ -23,6 +23,18 @@ from nginx import NGINX, Nginx
 
 PROPS = os.path.join(SOURCE, "examples", "assets", "props")
 REC = 56
+# An answer not begun within remote_timeout_ms (default 150) is a fault that
+# backs off (RemoteSlowOrHugeTest): tests of anything else give the servers
+# here, on a machine busy with other tests, time to answer.
+PATIENT = "remote_timeout_ms=2000"
+PATIENT_ARGS = ["--remote-timeout-ms", "2000"]
+
+
+def patient(opts):
+    """opts with PATIENT unless they set remote_timeout_ms themselves."""
+    if any(o.startswith("remote_timeout_ms=") for o in opts):
+        return list(opts)
+    return [PATIENT] + list(opts)
 
 
 def read_views(mnt):
@@ -197,7 +209,7 @@ class RemoteTest(unittest.TestCase):
         if not os.path.exists(src):
             copy_props(src, src_from)
         return Mount(src, os.path.join(self.base, name, "mnt"), os.path.join(self.base, name, "cache"),
-                     "remote=" + self.nginx.url(prefix), *opts)
+                     "remote=" + self.nginx.url(prefix), *patient(opts))
 
     def machine_a(self, prefix):
         with self.machine("a-" + prefix, prefix) as a:
@@ -350,7 +362,7 @@ class RemoteTest(unittest.TestCase):
         src = os.path.join(self.base, "named-b", "src")
         copy_props(src)
         with Mount(src, os.path.join(self.base, "named-b", "mnt"),
-                   os.path.join(self.base, "named-b", "cache"), "remote=" + url) as m:
+                   os.path.join(self.base, "named-b", "cache"), "remote=" + url, PATIENT) as m:
             self.assertEqual(read_views(m.mnt), views_a)
             log = m.output()
         name = os.path.relpath(obj, self.nginx.root)
@@ -361,7 +373,7 @@ class RemoteTest(unittest.TestCase):
         src = os.path.join(self.base, name, "src")
         copy_props(src)
         return Mount(src, os.path.join(self.base, name, "mnt"), os.path.join(self.base, name, "cache"),
-                     "remote=" + self.odd.url(prefix), *opts)
+                     "remote=" + self.odd.url(prefix), *patient(opts))
 
     def test_redirect_and_refusal_said_never_followed(self):
         """A 301 to another host (an http->https or moved-server rule) and a
@@ -410,7 +422,7 @@ class RemoteTest(unittest.TestCase):
         copy_props(src)
         write_grid(os.path.join(src, "extra.obj"), 12)  # on no server: converted, then a PUT
         with Mount(src, os.path.join(self.base, "noput", "mnt"), os.path.join(self.base, "noput", "cache"),
-                   "remote=" + self.odd.url("noput")) as m:
+                   "remote=" + self.odd.url("noput"), PATIENT) as m:
             with open(os.path.join(m.mnt, "extra.fmd"), "rb") as f:
                 f.read()
             deadline = time.time() + 30
@@ -442,7 +454,7 @@ class RemoteTest(unittest.TestCase):
         copy_props(src)
         write_grid(os.path.join(src, "extra.obj"), 12)  # on no server: converted, then a PUT
         with Mount(src, os.path.join(self.base, "fullput", "mnt"),
-                   os.path.join(self.base, "fullput", "cache"), "remote=" + self.odd.url("fullput")) as m:
+                   os.path.join(self.base, "fullput", "cache"), "remote=" + self.odd.url("fullput"), PATIENT) as m:
             with open(os.path.join(m.mnt, "extra.fmd"), "rb") as f:
                 f.read()
             deadline = time.time() + 30
@@ -499,7 +511,7 @@ class RemoteTest(unittest.TestCase):
         write_grid(os.path.join(src, "g.obj"), 300)  # a .dem of ~12 MB
         with Mount(src, os.path.join(self.base, "trickle", "mnt"),
                    os.path.join(self.base, "trickle", "cache"),
-                   "remote=" + self.odd.url("trickle"), "formats=dem") as m:
+                   "remote=" + self.odd.url("trickle"), PATIENT, "formats=dem") as m:
             with open(os.path.join(m.mnt, "g.dem"), "rb") as f:
                 size = len(f.read())
             deadline = time.time() + 60
@@ -520,7 +532,7 @@ class RemoteTest(unittest.TestCase):
 
     def test_slow_server_bounded_by_data_timeout(self):
         views_a, _ = self.machine_a("slowsrc")  # read back slowly as /slow/
-        with self.machine("s", "slow", "remote_data_timeout_s=1") as m:
+        with self.machine("s", "slow", "remote_data_timeout_s=1", "remote_timeout_ms=150") as m:
             worst, views = 0.0, {}
             for d, dirs, files in os.walk(m.mnt):
                 for f in sorted(files):
@@ -625,7 +637,7 @@ class RemoteTest(unittest.TestCase):
         for i in range(1, 8):  # other paths, so other keys: 8 conversions, 8 uploads
             os.link(os.path.join(src, "grid0.obj"), os.path.join(src, f"grid{i}.obj"))
         with Mount(src, os.path.join(self.base, "big", "mnt"), os.path.join(self.base, "big", "cache"),
-                   "remote=" + self.nginx.url("big"), "formats=dem", "convert_jobs=2") as m:
+                   "remote=" + self.nginx.url("big"), PATIENT, "formats=dem", "convert_jobs=2") as m:
             base_hwm = vm_kib(m.proc.pid, "VmHWM")
 
             def read(i):
@@ -691,7 +703,7 @@ class RemoteTest(unittest.TestCase):
         copy_props(src)
         out = os.path.join(self.base, "cli", "out")
         p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf", "--cache-dir",
-                 os.path.join(self.base, "cli", "cache"), "--remote", self.nginx.url("cli"),
+                 os.path.join(self.base, "cli", "cache"), "--remote", self.nginx.url("cli"), *PATIENT_ARGS,
                  "-o", out, src], timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         # the run ends after its uploads: objects are there at exit
@@ -718,7 +730,7 @@ class RemoteTest(unittest.TestCase):
         src = os.path.join(self.base, "nohead", "src")
         copy_props(src)
         p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf", "--cache-dir",
-                 os.path.join(self.base, "nohead", "cache"), "--remote", self.odd.url("nohead"),
+                 os.path.join(self.base, "nohead", "cache"), "--remote", self.odd.url("nohead"), *PATIENT_ARGS,
                  "-o", os.path.join(self.base, "nohead", "out"), src], timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         url = self.odd.url("nohead")
@@ -732,7 +744,7 @@ class RemoteTest(unittest.TestCase):
         self.assertGreaterEqual(int(m.group(1)), 3)  # a manifest a model at least
         # a run whose uploads all went says nothing of the kind
         p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf", "--cache-dir",
-                 os.path.join(self.base, "nohead", "cache2"), "--remote", self.nginx.url("sent"),
+                 os.path.join(self.base, "nohead", "cache2"), "--remote", self.nginx.url("sent"), *PATIENT_ARGS,
                  "-o", os.path.join(self.base, "nohead", "out2"), src], timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn("not sent", p.stderr)
@@ -745,7 +757,7 @@ class RemoteTest(unittest.TestCase):
         src = os.path.join(self.base, "toobig", "src")
         copy_props(src)
         p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf", "--cache-dir",
-                 os.path.join(self.base, "toobig", "cache"), "--remote", self.odd.url("toobig"),
+                 os.path.join(self.base, "toobig", "cache"), "--remote", self.odd.url("toobig"), *PATIENT_ARGS,
                  "-o", os.path.join(self.base, "toobig", "out"), src], timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr.count(f"remote cache: {self.odd.url('toobig')}: PUT: HTTP 413, too large "
@@ -765,7 +777,7 @@ class RemoteTest(unittest.TestCase):
         for prefix, cache in (("nc-cached", ["--cache-dir", os.path.join(self.base, "nc", "c")]),
                               ("nc-none", ["--no-cache"])):
             p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf"] + cache +
-                    ["--remote", self.nginx.url(prefix), "-o",
+                    ["--remote", self.nginx.url(prefix), *PATIENT_ARGS, "-o",
                      os.path.join(self.base, "nc", "out-" + prefix), src], timeout=300)
             self.assertEqual(p.returncode, 0, p.stderr)
             names[prefix] = [os.path.relpath(x, os.path.join(self.nginx.root, prefix))
@@ -782,7 +794,7 @@ class RemoteTest(unittest.TestCase):
         src = os.path.join(self.base, "warm", "src")
         copy_props(src)
         p = run([tool("meshfs-cache"), "--cache-dir", os.path.join(self.base, "warm", "cache"),
-                 "warm", "-q", "--remote", self.nginx.url("warm"), src], timeout=300)
+                 "warm", "-q", "--remote", self.nginx.url("warm"), *PATIENT_ARGS, src], timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertGreater(len(objects(self.nginx.root, "warm", "view")), 0)
         with self.machine("warm-b", "warm") as m:
@@ -1004,7 +1016,7 @@ class RemoteSlowOrHugeTest(unittest.TestCase):
 
     def mount(self, name, prefix, *opts):
         return Mount(self.src, os.path.join(self.base, name, "mnt"), os.path.join(self.base, name, "cache"),
-                     "formats=fmd", "remote=" + self.srv.url(prefix), *opts)
+                     "formats=fmd", "remote=" + self.srv.url(prefix), *patient(opts))
 
     def test_slow_404_backs_off(self):
         """A 404 after 4.5 s (within the 5 s data timeout: before, every cold
@@ -1055,7 +1067,7 @@ class RemoteSlowOrHugeTest(unittest.TestCase):
         cap = 8 * MIB
         for prefix in ("huge", "endless"):
             with self.subTest(prefix):
-                with self.mount("cap-" + prefix, prefix, "cache_size=8M") as m:
+                with self.mount("cap-" + prefix, prefix, "cache_size=8M", "remote_data_timeout_s=60") as m:
                     with TmpSampler(m.cache) as s:
                         with concurrent.futures.ThreadPoolExecutor(len(self.MODELS)) as ex:
                             views = dict(zip(self.MODELS, ex.map(lambda n: self.read(m, n), self.MODELS)))
@@ -1086,7 +1098,7 @@ class RemoteSlowOrHugeTest(unittest.TestCase):
         a manifest's limit (64 MiB and its record), not at the cache's cap;
         said once for two reads."""
         limit = (64 << 20) + REC
-        with self.mount("limit", "endless_fast", "cache_size=100M") as m:
+        with self.mount("limit", "endless_fast", "cache_size=100M", "remote_data_timeout_s=60") as m:
             with TmpSampler(m.cache) as s:
                 views = {n: self.read(m, n) for n in self.MODELS[:2]}
             st = m.stats()
