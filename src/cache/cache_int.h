@@ -216,7 +216,8 @@ void mfs_cache_account(mfs_cache *c, uint64_t bytes);
 /* A file growing in tmp/ that the cache did not make (a remote download)
  * counts against max_size while it grows: reserve before writing bytes,
  * making room by eviction if the entries and other reservations leave too
- * little.  0, or -1 if even then bytes do not fit (nothing reserved).
+ * little.  0, or -1 if even then bytes do not fit (nothing reserved; and
+ * nothing evicted if the other reservations alone leave too little).
  * unreserve gives bytes back, kept of them now being an entry (0: the file
  * was discarded), so the cap is never checked with both counted. */
 int mfs_cache_reserve(mfs_cache *c, uint64_t bytes);

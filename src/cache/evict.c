@@ -193,12 +193,26 @@ int mfs_cache_reserve(mfs_cache *c, uint64_t bytes)
 {
     if (take(c, bytes))
         return 0;
+    /* Pledged while the trim runs, so that it trims room for them too; not
+     * if the other downloads alone leave too little: no eviction helps. */
+    pthread_mutex_lock(&c->mu);
+    int hopeless = c->reserved + bytes > c->max_size;
+    if (!hopeless)
+        c->reserved += bytes;
+    pthread_mutex_unlock(&c->mu);
+    if (hopeless)
+        return -1;
     /* waits for another trimmer: this download would otherwise be refused
      * for lack of room that is being made */
     mfs_err err;
     mfs_err_clear(&err);
     evict(c, 1, &err);
-    return take(c, bytes) ? 0 : -1;
+    pthread_mutex_lock(&c->mu);
+    int ok = c->st.size + c->reserved <= c->max_size;
+    if (!ok)
+        c->reserved -= bytes;
+    pthread_mutex_unlock(&c->mu);
+    return ok ? 0 : -1;
 }
 
 void mfs_cache_unreserve(mfs_cache *c, uint64_t bytes, uint64_t kept)
