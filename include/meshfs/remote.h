@@ -7,9 +7,13 @@
  * store's own check (magic, version, kind, key, length, checksum) before it
  * is renamed into the local cache; a bad one is a miss, logged once.
  *
- * Reads wait at most the connect timeout plus the data timeout; after a
- * transport error or a 5xx the tier is skipped for a back-off (30 s, doubling
- * to 5 min).  Uploads go through one background thread with a bounded queue
+ * Reads wait at most the connect timeout plus the data timeout, and an
+ * answer that has not begun within timeout_ms of the request is a fault
+ * whatever its status would be; after such an answer, a transport error or
+ * a 5xx that direction (reads: GET; uploads: HEAD and PUT) skips the server
+ * for a back-off (30 s, doubling to 5 min), and the other goes on.  A
+ * download is bounded by the object's limit (a manifest's, view_max for a
+ * view, the cache's cap) and counted against the cap while in tmp/.  Uploads go through one background thread with a bounded queue
  * (HEAD, then PUT if absent); a full queue drops.  401/403 on PUT makes the
  * session read-only.  The token is never logged nor shown. */
 #ifndef MESHFS_REMOTE_H
@@ -26,8 +30,9 @@
 
 typedef struct mfs_remote_cfg {
     const char *url;          /* http:// or https://, no trailing '/' needed */
-    unsigned timeout_ms;      /* connect; 0: default */
+    unsigned timeout_ms;      /* connect, and the answer's start; 0: default */
     unsigned data_timeout_s;  /* whole transfer of a read; 0: default */
+    uint64_t view_max;        /* the output cap (mfs_limits.output); 0: none */
     int read_only;
     const char *token;        /* bearer token or NULL; copied */
     void (*log)(void *ctx, const char *msg);
@@ -36,6 +41,7 @@ typedef struct mfs_remote_cfg {
 
 typedef struct mfs_remote_stats {
     uint64_t hits, misses, errors, bytes_down, bytes_up, queue, dropped, uploads;
+    uint64_t read_backoffs, upload_backoffs; /* back-offs begun, each direction */
 } mfs_remote_stats;
 
 typedef struct mfs_remote mfs_remote;
@@ -63,5 +69,8 @@ void mfs_remote_drain(mfs_remote *r, unsigned timeout_s);
 int mfs_remote_read_token(const char *path, char **token, mfs_err *err);
 /* Checks a remote= value: http:// or https:// with a host.  0 or -1. */
 int mfs_remote_check_url(const char *what, const char *url, mfs_err *err);
+/* url without the user:password@ of its authority, malloc'd (NULL: out of
+ * memory): what log lines and messages show. */
+char *mfs_remote_public_name(const char *url);
 
 #endif

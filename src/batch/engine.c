@@ -510,9 +510,13 @@ int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
         mfs_batch_close(b);
         return -1;
     }
-    if (cfg->remote && !(b->remote = mfs_remote_new(cfg->remote, b->cache, err))) {
-        mfs_batch_close(b);
-        return -1;
+    if (cfg->remote) {
+        mfs_remote_cfg rc = *cfg->remote;
+        rc.view_max = cfg->limits.output; /* no view fetched is larger than one made here */
+        if (!(b->remote = mfs_remote_new(&rc, b->cache, err))) {
+            mfs_batch_close(b);
+            return -1;
+        }
     }
     *out = b;
     return 0;

@@ -79,6 +79,9 @@ enum {
 #define MFS_CACHE_MAGIC "mfscache"
 #define MFS_CACHE_VERSION 2
 enum { MFS_CACHE_FORM_XATTR = 1, MFS_CACHE_FORM_TRAILER = 2 };
+/* The largest payload under an 'm' name (manifests, model entries): they
+ * are read whole, so an absurd size is refused (store.c, remote.c). */
+#define MFS_CACHE_SMALL_MAX (64u << 20)
 
 typedef struct mfs_vset_slot {
     mfs_cache_key key;
@@ -103,8 +106,9 @@ struct mfs_cache {
     unsigned tmp_max_age_s;
     unsigned flags;
 
-    pthread_mutex_t mu; /* guards st (with the size estimate st.size) and vset */
+    pthread_mutex_t mu; /* guards st (with the size estimate st.size), reserved and vset */
     mfs_cache_stats st;
+    uint64_t reserved; /* bytes downloads in tmp/ hold against max_size (evict.c) */
     mfs_vset vset;
 
     pthread_mutex_t evict_mu; /* one evicting thread per handle */
@@ -209,6 +213,15 @@ void mfs_cache_discard(mfs_cache *c, const char *path, int fd);
 
 /* evict.c: called after each commit with the bytes added. */
 void mfs_cache_account(mfs_cache *c, uint64_t bytes);
+/* A file growing in tmp/ that the cache did not make (a remote download)
+ * counts against max_size while it grows: reserve before writing bytes,
+ * making room by eviction if the entries and other reservations leave too
+ * little.  0, or -1 if even then bytes do not fit (nothing reserved; and
+ * nothing evicted if the other reservations alone leave too little).
+ * unreserve gives bytes back, kept of them now being an entry (0: the file
+ * was discarded), so the cap is never checked with both counted. */
+int mfs_cache_reserve(mfs_cache *c, uint64_t bytes);
+void mfs_cache_unreserve(mfs_cache *c, uint64_t bytes, uint64_t kept);
 
 /* index.c.  Opening reads no shard (each is read when first needed) but
  * moves an old index.log into the shards.  cap: records kept in memory

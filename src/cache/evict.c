@@ -146,10 +146,12 @@ static int evict(mfs_cache *c, int wait, mfs_err *err)
     int removed = scan(c, &l, err);
     if (removed == 0) {
         pthread_mutex_lock(&c->mu);
-        uint64_t max = c->max_size;
+        uint64_t max = c->max_size, held = c->reserved;
         pthread_mutex_unlock(&c->mu);
-        if (l.total > max)
-            removed = trim(c, &l, max / 10 * 9);
+        /* downloads in tmp/ hold part of the cap: the entries get the rest */
+        uint64_t target = max / 10 * 9 > held ? max / 10 * 9 - held : 0;
+        if (l.total + held > max)
+            removed = trim(c, &l, target);
         pthread_mutex_lock(&c->mu);
         c->st.size = l.total;
         c->st.evictions += (uint64_t)removed;
@@ -170,7 +172,55 @@ void mfs_cache_account(mfs_cache *c, uint64_t bytes)
 {
     pthread_mutex_lock(&c->mu);
     c->st.size += bytes;
-    int over = c->st.size > c->max_size;
+    int over = c->st.size + c->reserved > c->max_size;
+    pthread_mutex_unlock(&c->mu);
+    if (over)
+        evict(c, 0, NULL);
+}
+
+/* Whether bytes more fit under the cap now; reserves them if so. */
+static int take(mfs_cache *c, uint64_t bytes)
+{
+    pthread_mutex_lock(&c->mu);
+    int ok = c->st.size + c->reserved + bytes <= c->max_size;
+    if (ok)
+        c->reserved += bytes;
+    pthread_mutex_unlock(&c->mu);
+    return ok;
+}
+
+int mfs_cache_reserve(mfs_cache *c, uint64_t bytes)
+{
+    if (take(c, bytes))
+        return 0;
+    /* Pledged while the trim runs, so that it trims room for them too; not
+     * if the other downloads alone leave too little: no eviction helps. */
+    pthread_mutex_lock(&c->mu);
+    int hopeless = c->reserved + bytes > c->max_size;
+    if (!hopeless)
+        c->reserved += bytes;
+    pthread_mutex_unlock(&c->mu);
+    if (hopeless)
+        return -1;
+    /* waits for another trimmer: this download would otherwise be refused
+     * for lack of room that is being made */
+    mfs_err err;
+    mfs_err_clear(&err);
+    evict(c, 1, &err);
+    pthread_mutex_lock(&c->mu);
+    int ok = c->st.size + c->reserved <= c->max_size;
+    if (!ok)
+        c->reserved -= bytes;
+    pthread_mutex_unlock(&c->mu);
+    return ok ? 0 : -1;
+}
+
+void mfs_cache_unreserve(mfs_cache *c, uint64_t bytes, uint64_t kept)
+{
+    pthread_mutex_lock(&c->mu);
+    c->reserved -= bytes < c->reserved ? bytes : c->reserved;
+    c->st.size += kept;
+    int over = c->st.size + c->reserved > c->max_size;
     pthread_mutex_unlock(&c->mu);
     if (over)
         evict(c, 0, NULL);

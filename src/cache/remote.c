@@ -25,9 +25,20 @@
 
 #include "cache_int.h"
 #include "meshfs/remote.h"
+#include "remote_xfer.h"
 
 #define BACKOFF_MIN_S 30
 #define BACKOFF_MAX_S 300
+
+/* One direction's back-off: reads (GET) and uploads (HEAD, PUT) fail
+ * apart, so a server whose disk is full (every PUT a 500) still serves
+ * the objects it holds. */
+typedef struct backoff {
+    const char *name; /* "reads", "uploads": for the log */
+    const char *other;
+    int64_t until; /* monotonic s */
+    unsigned s;    /* the last back-off's length; 0 after a success */
+} backoff;
 
 typedef struct job {
     mfs_cache_key key;
@@ -40,6 +51,7 @@ struct mfs_remote {
     char *name;  /* url without user:password@: what log lines show */
     char *auth;  /* "Authorization: Bearer ..." or NULL */
     unsigned timeout_ms, data_timeout_s;
+    uint64_t view_max; /* the largest view a conversion may write; 0: none */
     int read_only;
     void (*log)(void *ctx, const char *msg);
     void *log_ctx;
@@ -56,9 +68,8 @@ struct mfs_remote {
     int started; /* the upload thread, made on first use: none exists before
                     the daemon detaches (fuse_daemonize forks) */
     pthread_t thread;
-    int64_t backoff_until; /* monotonic s */
-    unsigned backoff_s;
-    int logged_bad, logged_ro, logged_down, logged_get, logged_big;
+    backoff rd, up;
+    int logged_bad, logged_ro, logged_down, logged_get, logged_big, logged_huge, logged_room;
     mfs_remote_stats st;
 };
 
@@ -105,42 +116,49 @@ static void share_unlock(CURL *h, curl_lock_data d, void *u)
         MFS_CACHE_STAT_ADD((r)->c, remote_##f, (v));  \
     } while (0)
 
-/* Whether the tier is usable now (not backing off). */
-static int available(mfs_remote *r)
+/* Whether direction d may ask the server now (not backing off). */
+static int available(mfs_remote *r, const backoff *d)
 {
     pthread_mutex_lock(&r->mu);
-    int ok = mono_s() >= r->backoff_until;
+    int ok = mono_s() >= d->until;
     pthread_mutex_unlock(&r->mu);
     return ok;
 }
 
-/* A transport error, a 5xx or a 429: skip the tier for a while, doubling,
- * and at least at_least_s (the server's Retry-After). */
-static void failed(mfs_remote *r, const char *what, const char *detail, unsigned at_least_s)
+/* A transport error, a late answer, a 5xx or a 429 in direction d: d skips
+ * the server for a while, doubling, and at least at_least_s (the server's
+ * Retry-After); the other direction goes on. */
+static void failed(mfs_remote *r, backoff *d, const char *what, const char *detail,
+                   unsigned at_least_s)
 {
     MFS_CACHE_STAT_ADD(r->c, remote_errors, 1);
     pthread_mutex_lock(&r->mu);
     r->st.errors++;
-    if (mono_s() < r->backoff_until) {
+    if (mono_s() < d->until) {
         /* a request begun before the back-off did: the same outage */
         pthread_mutex_unlock(&r->mu);
         return;
     }
-    r->backoff_s = r->backoff_s ? r->backoff_s * 2 : BACKOFF_MIN_S;
-    if (r->backoff_s < at_least_s)
-        r->backoff_s = at_least_s;
-    if (r->backoff_s > BACKOFF_MAX_S)
-        r->backoff_s = BACKOFF_MAX_S;
-    r->backoff_until = mono_s() + r->backoff_s;
-    unsigned b = r->backoff_s;
+    d->s = d->s ? d->s * 2 : BACKOFF_MIN_S;
+    if (d->s < at_least_s)
+        d->s = at_least_s;
+    if (d->s > BACKOFF_MAX_S)
+        d->s = BACKOFF_MAX_S;
+    d->until = mono_s() + d->s;
+    unsigned b = d->s;
+    if (d == &r->rd)
+        r->st.read_backoffs++;
+    else
+        r->st.upload_backoffs++;
     pthread_mutex_unlock(&r->mu);
-    rlog(r, "remote cache: %s: %s: %s; not used for %u s", r->name, what, detail, b);
+    rlog(r, "remote cache: %s: %s: %s; %s paused for %u s (%s go on)", r->name, what, detail,
+         d->name, b, d->other);
 }
 
-static void succeeded(mfs_remote *r)
+static void succeeded(mfs_remote *r, backoff *d)
 {
     pthread_mutex_lock(&r->mu);
-    r->backoff_s = 0;
+    d->s = 0;
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -160,8 +178,6 @@ static unsigned retry_after(CURL *h)
     return s > BACKOFF_MAX_S ? BACKOFF_MAX_S : (unsigned)s;
 }
 
-static char *public_name(const char *url);
-
 /* What an answer that is not a success means, for a log line. */
 static void answer_text(mfs_remote *r, CURL *h, CURLcode cc, long code, char *out, size_t n)
 {
@@ -170,7 +186,7 @@ static void answer_text(mfs_remote *r, CURL *h, CURLcode cc, long code, char *ou
         snprintf(out, n, "%s", curl_easy_strerror(cc));
     else if (code >= 300 && code < 400) {
         if (curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &to) == CURLE_OK && to)
-            loc = public_name(to); /* a relative Location has our userinfo */
+            loc = mfs_remote_public_name(to); /* a relative Location has our userinfo */
         snprintf(out, n, "HTTP %ld, a redirect to %s (not followed: give the final URL)", code,
                  loc ? loc : "nowhere");
         free(loc);
@@ -249,28 +265,6 @@ static int answered(CURLcode cc)
     return cc == CURLE_OK || cc == CURLE_HTTP_RETURNED_ERROR;
 }
 
-typedef struct sink {
-    int fd;
-    uint64_t n, max;
-    int err;
-} sink;
-
-static size_t sink_write(char *p, size_t sz, size_t nm, void *u)
-{
-    sink *s = u;
-    size_t n = sz * nm;
-    if (s->max && s->n + n > s->max) {
-        s->err = EFBIG; /* more than the cache may hold: never an entry */
-        return 0;
-    }
-    if (mfs_cache_pwrite_full(s->fd, p, n, s->n) != 0) {
-        s->err = errno ? errno : EIO;
-        return 0; /* aborts the transfer */
-    }
-    s->n += n;
-    return n;
-}
-
 /* Views, manifests and model entries (small views inside): never
  * failures, which are each machine's own. */
 static int carried(int kind, int manifest)
@@ -306,9 +300,59 @@ static const char *verify(mfs_remote *r, int fd, const mfs_cache_key *k, int man
     return NULL;
 }
 
+/* The largest object a fetch accepts, and what sets it (for the log): a
+ * manifest is read whole (MFS_CACHE_SMALL_MAX), a view is at most what a
+ * conversion may write (the output cap), and nothing larger than the
+ * cache's cap could ever be kept. */
+static uint64_t object_limit(const mfs_remote *r, int manifest, const char **what)
+{
+    uint64_t lim = manifest ? MFS_CACHE_SMALL_MAX : r->view_max;
+    *what = manifest ? "the limit of a manifest" : "the output cap of a view";
+    if (lim)
+        lim += MFS_CACHE_REC_LEN;
+    pthread_mutex_lock(&r->c->mu);
+    uint64_t cap = r->c->max_size;
+    pthread_mutex_unlock(&r->c->mu);
+    if (!lim || cap < lim) {
+        lim = cap;
+        *what = "the cache's cap";
+    }
+    return lim;
+}
+
+/* A download we stopped (too large, no room): a miss, said once a reason.
+ * Too large is the server's fault and counted as an error, but no back-off:
+ * it is that object, like a bad one, and was cut at its limit. */
+static void refused(mfs_remote *r, const mfs_rx *x, int manifest)
+{
+    const char *what;
+    uint64_t lim = object_limit(r, manifest, &what);
+    char d[256];
+    STAT_ADD(r, misses, 1);
+    if (x->refused == MFS_RX_OVER_LIMIT) {
+        STAT_ADD(r, errors, 1);
+        if (x->declared)
+            snprintf(d, sizeof d, "an answer of %" PRIu64 " bytes, over %s (%" PRIu64
+                     " bytes); refused before reading it", x->declared, what, lim);
+        else
+            snprintf(d, sizeof d, "an answer longer than %s (%" PRIu64 " bytes); cut there", what,
+                     lim);
+        once(r, &r->logged_huge, "GET", d, "a miss: converted locally (logged once)");
+    } else if (x->refused == MFS_RX_NO_ROOM) {
+        pthread_mutex_lock(&r->c->mu);
+        uint64_t cap = r->c->max_size;
+        pthread_mutex_unlock(&r->c->mu);
+        snprintf(d, sizeof d, "no room for an answer %s%" PRIu64 " bytes under the cache's cap (%"
+                 PRIu64 " bytes) beside its entries and other downloads; %s",
+                 x->declared ? "of " : "past ", x->declared ? x->declared : x->n, cap,
+                 x->declared ? "refused before reading it" : "cut there");
+        once(r, &r->logged_room, "GET", d, "a miss: converted locally (logged once)");
+    }
+}
+
 int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
 {
-    if (!r || !available(r))
+    if (!r || !available(r, &r->rd))
         return 0;
     char url[4200];
     object_url(r, k, manifest, url, sizeof url);
@@ -318,22 +362,30 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
     int fd = mfs_cache_tmp_create(r->c, tmp, &err);
     if (fd < 0)
         return 0; /* the local cache's trouble: the caller converts */
+    const char *what;
+    mfs_rx x = {.c = r->c, .fd = fd, .limit = object_limit(r, manifest, &what)};
     struct curl_slist *hdr;
     CURL *h = easy(r, url, &hdr);
     int got = 0;
+    uint64_t kept = 0;
     if (!h)
         goto out;
-    sink s = {fd, 0, r->c->max_size, 0};
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+    mfs_rx_attach(h, &x);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms + 1000L * r->data_timeout_s);
     curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
-    CURLcode cc = curl_easy_perform(h);
+    int late;
+    CURLcode cc = mfs_rx_perform(h, &x, r->timeout_ms, &late);
     long code = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    if (cc == CURLE_OK && code >= 200 && code < 300) {
-        succeeded(r);
-        STAT_ADD(r, bytes_down, s.n);
+    if (late) {
+        /* whatever it would have said: a server this slow costs every read */
+        char d[128];
+        snprintf(d, sizeof d, "no answer within %u ms (remote_timeout_ms)", r->timeout_ms);
+        STAT_ADD(r, misses, 1);
+        failed(r, &r->rd, "GET", d, 0);
+    } else if (cc == CURLE_OK && code >= 200 && code < 300) {
+        succeeded(r, &r->rd);
+        STAT_ADD(r, bytes_down, x.n);
         const char *why = verify(r, fd, k, manifest);
         if (why) {
             STAT_ADD(r, misses, 1);
@@ -350,28 +402,30 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
             struct stat st;
             if (fstat(fd, &st) == 0 && mfs_cache_rename_into(r->c, tmp, final, &err) == 0) {
                 tmp[0] = '\0';
-                mfs_cache_account(r->c, (uint64_t)st.st_size);
+                kept = (uint64_t)st.st_size;
                 STAT_ADD(r, hits, 1);
                 got = 1;
             }
         }
-    } else if (s.err) {
+    } else if (x.refused == MFS_RX_OVER_LIMIT || x.refused == MFS_RX_NO_ROOM) {
+        refused(r, &x, manifest);
+    } else if (x.refused == MFS_RX_DISK) {
         STAT_ADD(r, misses, 1); /* the local disk's trouble, not the server's */
     } else if (answered(cc) && (code == 404 || code == 410)) {
-        succeeded(r);
+        succeeded(r, &r->rd);
         STAT_ADD(r, misses, 1);
     } else if (answered(cc) && code >= 300 && !overloaded(code)) {
         /* a redirect, a refused token, another 4xx: a miss, said once */
         char d[512];
         answer_text(r, h, cc, code, d, sizeof d);
-        succeeded(r);
+        succeeded(r, &r->rd);
         STAT_ADD(r, misses, 1);
         once(r, &r->logged_get, "GET", d, "a miss: converted locally (logged once)");
     } else {
         char d[512];
         answer_text(r, h, cc, code, d, sizeof d);
         STAT_ADD(r, misses, 1);
-        failed(r, "GET", d, answered(cc) ? retry_after(h) : 0);
+        failed(r, &r->rd, "GET", d, answered(cc) ? retry_after(h) : 0);
     }
     curl_easy_cleanup(h);
     curl_slist_free_all(hdr);
@@ -379,6 +433,7 @@ out:
     close(fd);
     if (tmp[0])
         unlinkat(r->c->dirfd, tmp, 0);
+    mfs_rx_release(&x, kept); /* after the unlink: the cap never undercounts */
     return got;
 }
 
@@ -430,7 +485,7 @@ static int stop_check(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl
  * was not sent. */
 static int upload(mfs_remote *r, const job *j)
 {
-    if (!available(r))
+    if (!available(r, &r->up))
         return 0;
     pthread_mutex_lock(&r->mu);
     int ro = r->read_only;
@@ -470,14 +525,19 @@ static int upload(mfs_remote *r, const job *j)
     }
     curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms + 1000L * r->data_timeout_s);
-    CURLcode cc = curl_easy_perform(h);
+    mfs_rx x = {.c = r->c, .fd = -1};
+    mfs_rx_attach(h, &x);
+    int late;
+    CURLcode cc = mfs_rx_perform(h, &x, r->timeout_ms, &late);
     long code = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
     char d[512];
     answer_text(r, h, cc, code, d, sizeof d);
+    if (late)
+        snprintf(d, sizeof d, "no answer within %u ms (remote_timeout_ms)", r->timeout_ms);
     int done = cc == CURLE_OK && code >= 200 && code < 300; /* there already */
     if (cc != CURLE_OK || overloaded(code)) {
-        failed(r, "HEAD", d, cc == CURLE_OK ? retry_after(h) : 0);
+        failed(r, &r->up, "HEAD", d, cc == CURLE_OK ? retry_after(h) : 0);
     } else if (code >= 300 && code != 404 && code != 410) {
         uploads_refused(r, "HEAD", d);
     } else if (code == 404 || code == 410) {
@@ -504,7 +564,7 @@ static int upload(mfs_remote *r, const job *j)
         answer_text(r, h, cc, code, d, sizeof d);
         if (cc == CURLE_OK && code >= 200 && code < 300) {
             done = 1;
-            succeeded(r);
+            succeeded(r, &r->up);
             STAT_ADD(r, bytes_up, (uint64_t)total);
             pthread_mutex_lock(&r->mu);
             r->st.uploads++;
@@ -518,7 +578,7 @@ static int upload(mfs_remote *r, const job *j)
             rlog(r, "remote cache: %s: PUT of %" PRIu64 " bytes cut short at exit", r->name,
                  (uint64_t)total);
         } else {
-            failed(r, "PUT", d, cc == CURLE_OK ? retry_after(h) : 0);
+            failed(r, &r->up, "PUT", d, cc == CURLE_OK ? retry_after(h) : 0);
         }
     }
     curl_easy_cleanup(h);
@@ -603,82 +663,6 @@ void mfs_remote_get_stats(mfs_remote *r, mfs_remote_stats *out)
 
 /* ---- setup ---- */
 
-/* url without the user:password@ of its authority, malloc'd: log lines
- * name the server, never a password. */
-static char *public_name(const char *url)
-{
-    const char *host = strstr(url, "://");
-    host = host ? host + 3 : url;
-    size_t alen = strcspn(host, "/");
-    const char *at = NULL;
-    for (size_t i = 0; i < alen; i++)
-        if (host[i] == '@')
-            at = host + i;
-    size_t pre = (size_t)(host - url);
-    const char *rest = at ? at + 1 : host;
-    size_t n = pre + strlen(rest) + 1;
-    char *out = malloc(n);
-    if (out)
-        snprintf(out, n, "%.*s%s", (int)pre, url, rest);
-    return out;
-}
-
-/* shown: url as messages show it, without user:password@ */
-static int check_url(const char *what, const char *url, const char *shown, mfs_err *err)
-{
-    const char *rest = !strncmp(url, "http://", 7) ? url + 7 : !strncmp(url, "https://", 8) ? url + 8 : NULL;
-    if (!rest)
-        return mfs_errf(err, "%s=%s: must start with http:// or https://", what, shown);
-    if (!rest[0] || rest[0] == '/' || rest[0] == ':')
-        return mfs_errf(err, "%s=%s: no host", what, shown);
-    for (const char *p = url; *p; p++)
-        if ((unsigned char)*p <= ' ' || *p == '?' || *p == '#')
-            return mfs_errf(err, "%s=%s: spaces, '?' and '#' are not allowed", what, shown);
-    return 0;
-}
-
-int mfs_remote_check_url(const char *what, const char *url, mfs_err *err)
-{
-    char *shown = public_name(url);
-    if (!shown)
-        return mfs_errf(err, "out of memory");
-    int rc = check_url(what, url, shown, err);
-    free(shown);
-    return rc;
-}
-
-int mfs_remote_read_token(const char *path, char **token, mfs_err *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return mfs_errf(err, "remote_token_file=%s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return mfs_errf(err, "remote_token_file=%s: not a regular file", path);
-    }
-    if (st.st_mode & 0077) {
-        close(fd);
-        return mfs_errf(err, "remote_token_file=%s: mode %04o gives group or others access to it; "
-                        "chmod 600 it", path, (unsigned)(st.st_mode & 07777));
-    }
-    char buf[4096];
-    int64_t n = mfs_cache_pread_full(fd, buf, sizeof buf - 1, 0);
-    close(fd);
-    if (n < 0)
-        return mfs_errf(err, "remote_token_file=%s: %s", path, strerror(errno));
-    buf[n] = '\0';
-    buf[strcspn(buf, "\r\n")] = '\0';
-    if (!buf[0])
-        return mfs_errf(err, "remote_token_file=%s: empty", path);
-    for (char *p = buf; *p; p++)
-        if ((unsigned char)*p < ' ' || (unsigned char)*p > '~')
-            return mfs_errf(err, "remote_token_file=%s: the token has a byte a header cannot carry",
-                            path);
-    *token = strdup(buf);
-    return *token ? 0 : mfs_errf(err, "out of memory");
-}
-
 mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err *err)
 {
     if (mfs_remote_check_url("remote", cfg->url, err) < 0)
@@ -698,7 +682,7 @@ mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err 
         size_t n = strlen(r->url);
         while (n && r->url[n - 1] == '/')
             r->url[--n] = '\0';
-        r->name = public_name(r->url);
+        r->name = mfs_remote_public_name(r->url);
     }
     if (cfg->token) {
         size_t n = strlen(cfg->token) + 32;
@@ -707,7 +691,10 @@ mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err 
     }
     r->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : MFS_REMOTE_TIMEOUT_MS_DEFAULT;
     r->data_timeout_s = cfg->data_timeout_s ? cfg->data_timeout_s : MFS_REMOTE_DATA_TIMEOUT_S_DEFAULT;
+    r->view_max = cfg->view_max;
     r->read_only = cfg->read_only;
+    r->rd = (backoff){.name = "reads", .other = "uploads"};
+    r->up = (backoff){.name = "uploads", .other = "reads"};
     r->log = cfg->log;
     r->log_ctx = cfg->log_ctx;
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)

@@ -39,7 +39,7 @@
 
 #define VERIFY_CHUNK (256 * 1024)
 #define REASON_MAX (64 * 1024)
-#define SMALL_MAX (64u << 20) /* manifests: read whole, refuse absurd sizes */
+#define SMALL_MAX MFS_CACHE_SMALL_MAX
 #define REC MFS_CACHE_REC_LEN
 #define DESC MFS_CACHE_DESC_LEN
 

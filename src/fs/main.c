@@ -172,7 +172,7 @@ static void usage(const char *prog)
            "    -o negative_timeout=T    ... an absent name (default 0)\n"
            "    -o remote=URL            a shared cache over HTTP (WebDAV: GET, HEAD, PUT),\n"
            "                             e.g. http://cache:8080/meshfs (docs/cache.md)\n"
-           "    -o remote_timeout_ms=MS  connect timeout (default 150)\n"
+           "    -o remote_timeout_ms=MS  to connect, then for the answer to begin (default 150)\n"
            "    -o remote_data_timeout_s=S  a remote read's whole transfer (default 5)\n"
            "    -o remote_read_only      never upload\n"
            "    -o remote_token_file=F   bearer token, a file only its owner may read\n"
@@ -425,6 +425,7 @@ static int open_state(mfs_fs *fs)
         mfs_remote_cfg rc = {.url = fs->cfg.remote,
                              .timeout_ms = fs->cfg.remote_timeout_ms,
                              .data_timeout_s = fs->cfg.remote_data_timeout_s,
+                             .view_max = fs->cfg.limits.output,
                              .read_only = fs->cfg.remote_read_only,
                              .token = fs->cfg.remote_token,
                              .log = remote_log,

@@ -495,7 +495,7 @@ static void usage(FILE *f)
           "      --remote URL        a shared cache over HTTP (WebDAV): fetch views from it\n"
           "                          before converting, upload what was converted\n"
           "                          (docs/cache.md, \"Remote tier\")\n"
-          "      --remote-timeout-ms MS      connect timeout (default 150)\n"
+          "      --remote-timeout-ms MS      to connect, then for the answer to begin (default 150)\n"
           "      --remote-data-timeout-s S   a remote read's whole transfer (default 5)\n"
           "      --remote-read-only  never upload\n"
           "      --remote-token-file FILE    bearer token (a file only its owner may read)\n"

@@ -23,6 +23,18 @@ from nginx import NGINX, Nginx
 
 PROPS = os.path.join(SOURCE, "examples", "assets", "props")
 REC = 56
+# An answer not begun within remote_timeout_ms (default 150) is a fault that
+# backs off (RemoteSlowOrHugeTest): tests of anything else give the servers
+# here, on a machine busy with other tests, time to answer.
+PATIENT = "remote_timeout_ms=2000"
+PATIENT_ARGS = ["--remote-timeout-ms", "2000"]
+
+
+def patient(opts):
+    """opts with PATIENT unless they set remote_timeout_ms themselves."""
+    if any(o.startswith("remote_timeout_ms=") for o in opts):
+        return list(opts)
+    return [PATIENT] + list(opts)
 
 
 def read_views(mnt):
@@ -99,7 +111,8 @@ class Misbehaving:
     (127.0.0.2, whose server records anything reaching it in self.elsewhere),
     /noput/ refuses PUT with 405, /busy/ answers 429 with Retry-After: 120,
     /locked/ answers 403, /nohead/ answers HEAD with 503, /trickle/ reads a
-    PUT's body at 160 KB/s, /toobig/ refuses PUT with 413.  self.requests: (method, path, Authorization)."""
+    PUT's body at 160 KB/s, /toobig/ refuses PUT with 413, /fullput/ answers
+    PUT with 500 (a full disk).  self.requests: (method, path, Authorization)."""
 
     def __init__(self, root):
         self.requests, self.elsewhere = [], []
@@ -151,7 +164,7 @@ class Misbehaving:
                 if mode == "nohead" and self.command == "HEAD":
                     return self.answer(503, b"<html>Service Unavailable</html>")
                 if self.command == "PUT":
-                    return self.answer({"noput": 405, "toobig": 413}.get(mode, 201))
+                    return self.answer({"noput": 405, "toobig": 413, "fullput": 500}.get(mode, 201))
                 path = os.path.join(root, self.path.lstrip("/"))
                 if not os.path.isfile(path):
                     return self.answer(404)
@@ -196,7 +209,7 @@ class RemoteTest(unittest.TestCase):
         if not os.path.exists(src):
             copy_props(src, src_from)
         return Mount(src, os.path.join(self.base, name, "mnt"), os.path.join(self.base, name, "cache"),
-                     "remote=" + self.nginx.url(prefix), *opts)
+                     "remote=" + self.nginx.url(prefix), *patient(opts))
 
     def machine_a(self, prefix):
         with self.machine("a-" + prefix, prefix) as a:
@@ -338,7 +351,7 @@ class RemoteTest(unittest.TestCase):
                  os.path.join(self.base, "gone", "out"), PROPS], timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn(f"meshfs-convert: remote cache: http://127.0.0.1:{port}/team: GET: "
-                      "Couldn't connect to server; not used for 30 s", p.stderr)
+                      "Couldn't connect to server; reads paused for 30 s (uploads go on)", p.stderr)
         self.assertNotIn("hunter2pw", p.stderr)
         # a bad object's line names the server and the object
         views_a, _ = self.machine_a("named")
@@ -349,7 +362,7 @@ class RemoteTest(unittest.TestCase):
         src = os.path.join(self.base, "named-b", "src")
         copy_props(src)
         with Mount(src, os.path.join(self.base, "named-b", "mnt"),
-                   os.path.join(self.base, "named-b", "cache"), "remote=" + url) as m:
+                   os.path.join(self.base, "named-b", "cache"), "remote=" + url, PATIENT) as m:
             self.assertEqual(read_views(m.mnt), views_a)
             log = m.output()
         name = os.path.relpath(obj, self.nginx.root)
@@ -360,7 +373,7 @@ class RemoteTest(unittest.TestCase):
         src = os.path.join(self.base, name, "src")
         copy_props(src)
         return Mount(src, os.path.join(self.base, name, "mnt"), os.path.join(self.base, name, "cache"),
-                     "remote=" + self.odd.url(prefix), *opts)
+                     "remote=" + self.odd.url(prefix), *patient(opts))
 
     def test_redirect_and_refusal_said_never_followed(self):
         """A 301 to another host (an http->https or moved-server rule) and a
@@ -387,7 +400,7 @@ class RemoteTest(unittest.TestCase):
             self.assertGreater(len(views), 3)
             self.assertEqual(st["remote_hits"], 0)
             self.assertNotIn("bad object", log)
-            self.assertNotIn("not used for", log)
+            self.assertNotIn("paused for", log)
             self.assertNotIn(secret, log)
             url = self.odd.url(prefix)
             self.assertEqual(log.count(f"remote cache: {url}: GET: {status}"), 1, log)
@@ -409,7 +422,7 @@ class RemoteTest(unittest.TestCase):
         copy_props(src)
         write_grid(os.path.join(src, "extra.obj"), 12)  # on no server: converted, then a PUT
         with Mount(src, os.path.join(self.base, "noput", "mnt"), os.path.join(self.base, "noput", "cache"),
-                   "remote=" + self.odd.url("noput")) as m:
+                   "remote=" + self.odd.url("noput"), PATIENT) as m:
             with open(os.path.join(m.mnt, "extra.fmd"), "rb") as f:
                 f.read()
             deadline = time.time() + 30
@@ -426,14 +439,47 @@ class RemoteTest(unittest.TestCase):
         self.assertGreaterEqual(st["remote_hits"], 3)
         self.assertEqual(log.count(f"remote cache: {self.odd.url('noput')}: PUT: HTTP 405, "
                                    "the method is not allowed there; read-only for this session"), 1, log)
-        self.assertNotIn("not used for", log)
+        self.assertNotIn("paused for", log)
         puts = [r for r in self.odd.requests if r[0] == "PUT" and r[1].startswith("/noput/")]
         self.assertEqual(len(puts), 1, puts)
 
+    def test_failed_upload_pauses_uploads_only(self):
+        """Issue 35, item 1: a server whose disk is full answers every PUT
+        with 500 but still serves what it holds.  The failed PUT pauses the
+        uploads (said once, counted as an upload back-off); the reads after
+        it still come from the server instead of converting."""
+        views_a, _ = self.machine_a("fp")
+        shutil.copytree(os.path.join(self.nginx.root, "fp"), os.path.join(self.nginx.root, "fullput"))
+        src = os.path.join(self.base, "fullput", "src")
+        copy_props(src)
+        write_grid(os.path.join(src, "extra.obj"), 12)  # on no server: converted, then a PUT
+        with Mount(src, os.path.join(self.base, "fullput", "mnt"),
+                   os.path.join(self.base, "fullput", "cache"), "remote=" + self.odd.url("fullput"), PATIENT) as m:
+            with open(os.path.join(m.mnt, "extra.fmd"), "rb") as f:
+                f.read()
+            deadline = time.time() + 30
+            while m.stats()["remote_upload_backoffs"] == 0:
+                self.assertLess(time.time(), deadline, m.output())
+                time.sleep(0.1)
+            views = read_views(m.mnt)
+            st = m.stats()
+            log = m.output()
+        views = {k: v for k, v in views.items() if not k.startswith("extra.")}
+        self.assertEqual(views, views_a)
+        self.assertEqual(st["conversions"], 1, log)  # extra.obj only
+        self.assertGreaterEqual(st["remote_hits"], 3)
+        self.assertEqual((st["remote_read_backoffs"], st["remote_upload_backoffs"]), (0, 1), st)
+        self.assertEqual(st["remote_errors"], 1, st)
+        self.assertEqual(log.count(f"remote cache: {self.odd.url('fullput')}: PUT: HTTP 500, server error; "
+                                   "uploads paused for 30 s (reads go on)"), 1, log)
+        self.assertEqual(log.count("paused for"), 1, log)
+        puts = [r for r in self.odd.requests if r[0] == "PUT" and r[1].startswith("/fullput/")]
+        self.assertEqual(len(puts), 1, puts)  # the rest of the queue waits out the pause
+
     def test_429_backs_off_for_retry_after(self):
         """A 429 (a rate-limiting proxy) with Retry-After: 120 is an overload,
-        not a miss: the tier is skipped for those 120 s, said once, rather
-        than asked again by every read."""
+        not a miss: reads skip the server for those 120 s, said once, rather
+        than asked again by every read; so do uploads, on their own 429."""
         with self.odd_machine("busy", "busy") as m:
             views = read_views(m.mnt)
             time.sleep(0.3)
@@ -442,12 +488,18 @@ class RemoteTest(unittest.TestCase):
         self.assertGreater(len(views), 3)
         self.assertGreater(st["conversions"], 0)
         self.assertEqual(log.count(f"remote cache: {self.odd.url('busy')}: GET: HTTP 429, "
-                                   "too many requests; not used for 120 s"), 1, log)
+                                   "too many requests; reads paused for 120 s (uploads go on)"), 1, log)
         asked = [r for r in self.odd.requests if r[1].startswith("/busy/")]
+        gets = [r for r in asked if r[0] == "GET"]
+        heads = [r for r in asked if r[0] == "HEAD"]
         # the models of props may each have one in flight before the first answer
-        self.assertIn(len(asked), (1, 2, 3), asked)
-        self.assertEqual([r[0] for r in asked], ["GET"] * len(asked))
-        self.assertIn(st["remote_errors"], (1, 2, 3), st)
+        self.assertIn(len(gets), (1, 2, 3), asked)
+        # the one upload thread: its first HEAD's 429 pauses the uploads
+        self.assertLessEqual(len(heads), 1, asked)
+        self.assertEqual(len(gets) + len(heads), len(asked), asked)
+        self.assertEqual(st["remote_errors"], len(asked), st)
+        self.assertEqual(st["remote_read_backoffs"], 1, st)
+        self.assertEqual(st["remote_upload_backoffs"], len(heads), st)
 
     def test_slow_upload_cut_short_at_unmount(self):
         """An upload a slow server takes in at 160 KB/s (never idle, so the
@@ -459,7 +511,7 @@ class RemoteTest(unittest.TestCase):
         write_grid(os.path.join(src, "g.obj"), 300)  # a .dem of ~12 MB
         with Mount(src, os.path.join(self.base, "trickle", "mnt"),
                    os.path.join(self.base, "trickle", "cache"),
-                   "remote=" + self.odd.url("trickle"), "formats=dem") as m:
+                   "remote=" + self.odd.url("trickle"), PATIENT, "formats=dem") as m:
             with open(os.path.join(m.mnt, "g.dem"), "rb") as f:
                 size = len(f.read())
             deadline = time.time() + 60
@@ -480,7 +532,7 @@ class RemoteTest(unittest.TestCase):
 
     def test_slow_server_bounded_by_data_timeout(self):
         views_a, _ = self.machine_a("slowsrc")  # read back slowly as /slow/
-        with self.machine("s", "slow", "remote_data_timeout_s=1") as m:
+        with self.machine("s", "slow", "remote_data_timeout_s=1", "remote_timeout_ms=150") as m:
             worst, views = 0.0, {}
             for d, dirs, files in os.walk(m.mnt):
                 for f in sorted(files):
@@ -502,6 +554,9 @@ class RemoteTest(unittest.TestCase):
     def test_server_error_backs_off(self):
         with self.machine("err", "err") as m:
             views = read_views(m.mnt)
+            deadline = time.time() + 30
+            while m.stats()["remote_upload_backoffs"] == 0 and time.time() < deadline:
+                time.sleep(0.1)  # the upload thread's HEAD
             time.sleep(0.3)
             st = m.stats()
             log = m.output()
@@ -509,10 +564,13 @@ class RemoteTest(unittest.TestCase):
         self.assertGreater(st["conversions"], 0)
         # the first 503 starts a 30 s back-off: no request is sent after it
         # (the two models of props may each have one in flight already)
-        self.assertIn(st["remote_errors"], (1, 2), st)
+        self.assertIn(st["remote_errors"], (2, 3, 4), st)  # and one HEAD
+        self.assertEqual((st["remote_read_backoffs"], st["remote_upload_backoffs"]), (1, 1), st)
         self.assertEqual(st["remote_uploads"], 0)
-        self.assertEqual(log.count("not used for"), 1, log)
-        self.assertIn("not used for 30 s", log)
+        # one back-off a direction: the reads' GET, the uploads' HEAD
+        self.assertEqual(log.count("paused for"), 2, log)
+        self.assertEqual(log.count("GET: HTTP 503, server error; reads paused for 30 s (uploads go on)"), 1, log)
+        self.assertEqual(log.count("HEAD: HTTP 503, server error; uploads paused for 30 s (reads go on)"), 1, log)
         with open(self.nginx.access) as f:
             self.assertEqual(len([l for l in f if " /err/" in l]), st["remote_errors"])
 
@@ -579,7 +637,7 @@ class RemoteTest(unittest.TestCase):
         for i in range(1, 8):  # other paths, so other keys: 8 conversions, 8 uploads
             os.link(os.path.join(src, "grid0.obj"), os.path.join(src, f"grid{i}.obj"))
         with Mount(src, os.path.join(self.base, "big", "mnt"), os.path.join(self.base, "big", "cache"),
-                   "remote=" + self.nginx.url("big"), "formats=dem", "convert_jobs=2") as m:
+                   "remote=" + self.nginx.url("big"), PATIENT, "formats=dem", "convert_jobs=2") as m:
             base_hwm = vm_kib(m.proc.pid, "VmHWM")
 
             def read(i):
@@ -645,7 +703,7 @@ class RemoteTest(unittest.TestCase):
         copy_props(src)
         out = os.path.join(self.base, "cli", "out")
         p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf", "--cache-dir",
-                 os.path.join(self.base, "cli", "cache"), "--remote", self.nginx.url("cli"),
+                 os.path.join(self.base, "cli", "cache"), "--remote", self.nginx.url("cli"), *PATIENT_ARGS,
                  "-o", out, src], timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         # the run ends after its uploads: objects are there at exit
@@ -672,11 +730,12 @@ class RemoteTest(unittest.TestCase):
         src = os.path.join(self.base, "nohead", "src")
         copy_props(src)
         p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf", "--cache-dir",
-                 os.path.join(self.base, "nohead", "cache"), "--remote", self.odd.url("nohead"),
+                 os.path.join(self.base, "nohead", "cache"), "--remote", self.odd.url("nohead"), *PATIENT_ARGS,
                  "-o", os.path.join(self.base, "nohead", "out"), src], timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         url = self.odd.url("nohead")
-        self.assertIn(f"remote cache: {url}: HEAD: HTTP 503, server error; not used for 30 s", p.stderr)
+        self.assertIn(f"remote cache: {url}: HEAD: HTTP 503, server error; uploads paused for 30 s (reads go on)",
+                      p.stderr)
         heads = [r for r in self.odd.requests if r[0] == "HEAD" and r[1].startswith("/nohead/")]
         self.assertEqual(len(heads), 1, heads)
         m = re.search(rf"meshfs-convert: remote cache: {re.escape(url)}: (\d+) uploads not sent "
@@ -685,7 +744,7 @@ class RemoteTest(unittest.TestCase):
         self.assertGreaterEqual(int(m.group(1)), 3)  # a manifest a model at least
         # a run whose uploads all went says nothing of the kind
         p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf", "--cache-dir",
-                 os.path.join(self.base, "nohead", "cache2"), "--remote", self.nginx.url("sent"),
+                 os.path.join(self.base, "nohead", "cache2"), "--remote", self.nginx.url("sent"), *PATIENT_ARGS,
                  "-o", os.path.join(self.base, "nohead", "out2"), src], timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn("not sent", p.stderr)
@@ -698,13 +757,13 @@ class RemoteTest(unittest.TestCase):
         src = os.path.join(self.base, "toobig", "src")
         copy_props(src)
         p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf", "--cache-dir",
-                 os.path.join(self.base, "toobig", "cache"), "--remote", self.odd.url("toobig"),
+                 os.path.join(self.base, "toobig", "cache"), "--remote", self.odd.url("toobig"), *PATIENT_ARGS,
                  "-o", os.path.join(self.base, "toobig", "out"), src], timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr.count(f"remote cache: {self.odd.url('toobig')}: PUT: HTTP 413, too large "
                                         "for the server; such objects are not uploaded (logged once)"),
                          1, p.stderr)
-        self.assertNotIn("not used for", p.stderr)
+        self.assertNotIn("paused for", p.stderr)
         puts = [r for r in self.odd.requests if r[0] == "PUT" and r[1].startswith("/toobig/")]
         self.assertGreaterEqual(len(puts), 3, puts)  # a manifest a model at least
 
@@ -718,7 +777,7 @@ class RemoteTest(unittest.TestCase):
         for prefix, cache in (("nc-cached", ["--cache-dir", os.path.join(self.base, "nc", "c")]),
                               ("nc-none", ["--no-cache"])):
             p = run([tool("meshfs-convert"), "-q", "-f", "fmd:gmf"] + cache +
-                    ["--remote", self.nginx.url(prefix), "-o",
+                    ["--remote", self.nginx.url(prefix), *PATIENT_ARGS, "-o",
                      os.path.join(self.base, "nc", "out-" + prefix), src], timeout=300)
             self.assertEqual(p.returncode, 0, p.stderr)
             names[prefix] = [os.path.relpath(x, os.path.join(self.nginx.root, prefix))
@@ -735,7 +794,7 @@ class RemoteTest(unittest.TestCase):
         src = os.path.join(self.base, "warm", "src")
         copy_props(src)
         p = run([tool("meshfs-cache"), "--cache-dir", os.path.join(self.base, "warm", "cache"),
-                 "warm", "-q", "--remote", self.nginx.url("warm"), src], timeout=300)
+                 "warm", "-q", "--remote", self.nginx.url("warm"), *PATIENT_ARGS, src], timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertGreater(len(objects(self.nginx.root, "warm", "view")), 0)
         with self.machine("warm-b", "warm") as m:
@@ -809,6 +868,247 @@ class RemoteTest(unittest.TestCase):
             self.assertIn("remote_token_file=%s: mode %04o gives group or others access to it"
                           % (tok, mode), p.stderr)
             self.assertNotIn(secret, p.stderr + p.stdout)
+
+
+
+class Hostile:
+    """A fake server that is slow or sends too much, on 127.0.0.1; the first
+    path component picks how (the rest of the path is never looked at):
+    /slow404/ answers 404 after SLOW_S seconds, /huge/ answers 200 with a
+    Content-Length of 1 TiB and sends zeros until the client hangs up,
+    /endless/ answers 200 with a chunked body that never ends, /endless_fast/
+    the same at full speed; but for /slow404/, a HEAD is answered 200 at once
+    (the object is there: no PUT follows).  self.requests: (method, path, arrival time)."""
+    SLOW_S = 4.5  # the finding's server: under the 5 s data timeout
+    PIECE = b"\0" * 65536
+
+    def __init__(self):
+        self.requests = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                outer.requests.append((self.command, self.path, time.time()))
+                mode = self.path.split("/")[1]
+                try:
+                    if self.command == "HEAD" and mode != "slow404":
+                        self.send_response(200)  # "already there": no PUT follows
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                    elif mode == "slow404":
+                        time.sleep(outer.SLOW_S)
+                        self.send_response(404)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                    elif mode == "huge":
+                        self.send_response(200)
+                        self.send_header("Content-Length", str(1 << 40))
+                        self.end_headers()
+                        while True:
+                            self.wfile.write(outer.PIECE)
+                            time.sleep(0.002)  # ~30 MB/s: a sampler sees each file grow
+                    elif mode.startswith("endless"):
+                        self.send_response(200)
+                        self.send_header("Transfer-Encoding", "chunked")
+                        self.end_headers()
+                        chunk = b"%x\r\n" % len(outer.PIECE) + outer.PIECE + b"\r\n"
+                        while True:
+                            self.wfile.write(chunk)
+                            if mode == "endless":
+                                time.sleep(0.002)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
+            do_HEAD = do_GET
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, prefix):
+        return f"http://127.0.0.1:{self.port}/{prefix}"
+
+    def seen(self, prefix):
+        return [r for r in self.requests if r[1].startswith(f"/{prefix}/")]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class TmpSampler:
+    """The bytes in a cache's tmp/ (the downloads' and the workers' files),
+    sampled every millisecond while in a with block; self.peak the most."""
+
+    def __init__(self, cache):
+        self.tmp = os.path.join(cache, "tmp")
+        self.peak, self.samples = 0, 0
+        self.stop = threading.Event()
+
+    def size(self):
+        total = 0
+        for d, dirs, files in os.walk(self.tmp):
+            for f in files:
+                try:
+                    total += os.lstat(os.path.join(d, f)).st_size
+                except FileNotFoundError:
+                    pass
+        return total
+
+    def loop(self):
+        while not self.stop.is_set():
+            self.peak = max(self.peak, self.size())
+            self.samples += 1
+            time.sleep(0.001)
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        return False
+
+
+MIB = 1 << 20
+
+
+class RemoteSlowOrHugeTest(unittest.TestCase):
+    """A hostile or broken server (issue 33, finding 4) costs a cold read at
+    most the remote timeout once, then nothing while the tier backs off; its
+    oversized answers never fill the cache past its cap nor past an
+    object's limit; the views are converted locally with the right bytes."""
+    MODELS = ("m5", "m6", "m7", "m8", "m9", "m10")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.td = tempdir()
+        cls.base = cls.td.name
+        cls.srv = Hostile()
+        cls.src = os.path.join(cls.base, "src")
+        os.makedirs(cls.src)
+        for name in cls.MODELS:
+            write_grid(os.path.join(cls.src, name + ".obj"), int(name[1:]))
+        # the bytes a mount with no remote makes
+        with Mount(cls.src, os.path.join(cls.base, "ref", "mnt"), os.path.join(cls.base, "ref", "cache"),
+                   "formats=fmd") as m:
+            cls.want = {n: cls.read(m, n) for n in cls.MODELS}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+        cls.td.cleanup()
+
+    @staticmethod
+    def read(m, name):
+        """One model's view, opened by name: no listing, so no prefetch asks
+        the server on its own."""
+        with open(os.path.join(m.mnt, name + ".fmd"), "rb") as f:
+            return f.read()
+
+    def mount(self, name, prefix, *opts):
+        return Mount(self.src, os.path.join(self.base, name, "mnt"), os.path.join(self.base, name, "cache"),
+                     "formats=fmd", "remote=" + self.srv.url(prefix), *patient(opts))
+
+    def test_slow_404_backs_off(self):
+        """A 404 after 4.5 s (within the 5 s data timeout: before, every cold
+        read waited for it, and it counted as a plain miss) with
+        remote_timeout_ms=300: the first cold read gives up on it after
+        0.3 s, counts an error and backs off; the cold reads of the other
+        models never ask the server again."""
+        with self.mount("slow", "slow404", "remote_timeout_ms=300") as m:
+            t0 = time.time()
+            first = self.read(m, self.MODELS[0])
+            took_first = time.time() - t0
+            asked_first = len([r for r in self.srv.seen("slow404") if r[0] == "GET"])
+            worst, views = 0.0, {self.MODELS[0]: first}
+            for name in self.MODELS[1:]:
+                t0 = time.time()
+                views[name] = self.read(m, name)
+                worst = max(worst, time.time() - t0)
+            deadline = time.time() + 30
+            while m.stats()["remote_upload_backoffs"] == 0 and time.time() < deadline:
+                time.sleep(0.1)  # the upload thread's HEAD: just as late
+            time.sleep(0.5)
+            st = m.stats()
+            log = m.output()
+        self.assertEqual(views, self.want)
+        self.assertEqual(asked_first, 1, self.srv.requests)
+        # one GET in all: the other models' cold reads skip the server; and
+        # one HEAD, which pauses the uploads the same way
+        self.assertEqual(sorted(r[0] for r in self.srv.seen("slow404")), ["GET", "HEAD"],
+                         self.srv.requests)
+        self.assertEqual(st["remote_errors"], 2, st)
+        self.assertEqual((st["remote_read_backoffs"], st["remote_upload_backoffs"]), (1, 1), st)
+        self.assertEqual(st["remote_hits"], 0, st)
+        self.assertEqual(st["conversions"], len(self.MODELS), st)
+        for what, paused in (("GET", "reads paused for 30 s (uploads go on)"),
+                             ("HEAD", "uploads paused for 30 s (reads go on)")):
+            self.assertEqual(log.count(f"remote cache: {self.srv.url('slow404')}: {what}: no answer within "
+                                       f"300 ms (remote_timeout_ms); {paused}"), 1, log)
+        # generous bounds, each well under the server's 4.5 s: no read waited for it
+        self.assertLess(took_first, Hostile.SLOW_S - 1, log)
+        self.assertLess(worst, Hostile.SLOW_S - 1, log)
+
+    def test_concurrent_oversized_answers_stay_under_the_cap(self):
+        """Six cold reads at once, each answered with far more than an 8 MiB
+        cache may hold (a 1 TiB Content-Length; an endless chunked body):
+        the downloads in tmp/ count against the cap together, so tmp/ never
+        holds more than it; the oversized Content-Length is refused before
+        its body is read, and said once."""
+        cap = 8 * MIB
+        for prefix in ("huge", "endless"):
+            with self.subTest(prefix):
+                with self.mount("cap-" + prefix, prefix, "cache_size=8M", "remote_data_timeout_s=60") as m:
+                    with TmpSampler(m.cache) as s:
+                        with concurrent.futures.ThreadPoolExecutor(len(self.MODELS)) as ex:
+                            views = dict(zip(self.MODELS, ex.map(lambda n: self.read(m, n), self.MODELS)))
+                    st = m.stats()
+                    log = m.output()
+                self.assertEqual(views, self.want)
+                self.assertGreater(s.samples, 20)
+                # the cap, plus the workers' own outputs of these small models
+                self.assertLessEqual(s.peak, cap + MIB, (s.peak, log))
+                self.assertEqual(st["remote_hits"], 0, st)
+                self.assertEqual(st["conversions"], len(self.MODELS), st)
+                url = self.srv.url(prefix)
+                if prefix == "huge":
+                    self.assertLess(s.peak, MIB, (s.peak, log))  # nothing of the bodies kept
+                    self.assertEqual(log.count(f"remote cache: {url}: GET: an answer of {1 << 40} bytes, "
+                                               f"over the cache's cap ({cap} bytes); refused before "
+                                               "reading it; a miss: converted locally (logged once)"), 1, log)
+                    self.assertEqual(st["remote_errors"], len(self.MODELS), st)
+                else:
+                    said = log.count(f"remote cache: {url}: GET: ")
+                    self.assertGreaterEqual(said, 1, log)
+                    self.assertLessEqual(said, 2, log)  # each reason once: no room, too long
+                    self.assertLessEqual(log.count(f"{url}: GET: an answer longer than the cache's cap"), 1, log)
+                    self.assertLessEqual(log.count(f"{url}: GET: no room for an answer past "), 1, log)
+
+    def test_endless_body_cut_at_a_manifests_limit(self):
+        """With a cache of 100 MiB, an endless body for a manifest is cut at
+        a manifest's limit (64 MiB and its record), not at the cache's cap;
+        said once for two reads."""
+        limit = (64 << 20) + REC
+        with self.mount("limit", "endless_fast", "cache_size=100M", "remote_data_timeout_s=60") as m:
+            with TmpSampler(m.cache) as s:
+                views = {n: self.read(m, n) for n in self.MODELS[:2]}
+            st = m.stats()
+            log = m.output()
+        self.assertEqual(views, {n: self.want[n] for n in self.MODELS[:2]})
+        self.assertLessEqual(s.peak, limit + MIB, (s.peak, log))
+        self.assertEqual(st["remote_errors"], 2, st)
+        self.assertEqual(log.count(f"remote cache: {self.srv.url('endless_fast')}: GET: an answer longer "
+                                   f"than the limit of a manifest ({limit} bytes); cut there; a miss: "
+                                   "converted locally (logged once)"), 1, log)
 
 
 if __name__ == "__main__":

@@ -1006,6 +1006,59 @@ static void test_evict_lru(void **state)
     mfs_cache_close(c);
 }
 
+/* A download's reservation (remote.c) counts against the cap: it makes room
+ * by evicting the oldest entries, and is refused when even that leaves too
+ * little beside other downloads; giving it back with kept bytes turns them
+ * into the size estimate. */
+static void test_reserve_makes_room(void **state)
+{
+    fx *f = *state;
+    enum { N = 1000 };
+    uint8_t data[3][N];
+    mfs_cache_key k[3];
+    char path[3][512];
+    for (int i = 0; i < 3; i++) {
+        fill(data[i], N, (uint32_t)i + 40);
+        char name[8] = {'r', (char)('A' + i), 0};
+        k[i] = key_of(name);
+        entry_path(f, &k[i], 'e', path[i], sizeof path[i]);
+    }
+    mfs_cache *c = open_cache(f, 3500, 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(mfs_cache_store(c, &k[i], data[i], N, NULL, NULL), 0);
+    assert_int_equal(mfs_cache_reserve(c, 400), 0); /* 3400: fits as it is */
+    assert_int_equal(stats(c).evictions, 0);
+    /* 3800 would not: the oldest entry goes (trimmed to 90% less the 800 held) */
+    assert_int_equal(mfs_cache_reserve(c, 400), 0);
+    assert_int_equal(stats(c).evictions, 1);
+    assert_false(exists(path[0]));
+    assert_true(exists(path[2]));
+    assert_int_equal(stats(c).size, 2 * N);
+    /* 2800 beside the 800 held: no eviction can make room, and none is done */
+    assert_int_equal(mfs_cache_reserve(c, 2800), -1);
+    assert_int_equal(stats(c).evictions, 1);
+    assert_true(exists(path[1]));
+    /* a download given back, one kept as an entry of 500 bytes */
+    mfs_cache_unreserve(c, 400, 0);
+    mfs_cache_unreserve(c, 400, 500);
+    assert_int_equal(stats(c).size, 2 * N + 500);
+    assert_int_equal(mfs_cache_reserve(c, 1000), 0); /* 3500: exactly the cap */
+    /* one byte more: the trim's scan finds the true size (no file of 500
+     * bytes was kept here), so it fits without evicting */
+    assert_int_equal(mfs_cache_reserve(c, 1), 0);
+    assert_int_equal(stats(c).evictions, 1);
+    assert_int_equal(stats(c).size, 2 * N);
+    /* a second download of the whole cap: hopeless beside the first */
+    assert_int_equal(mfs_cache_reserve(c, 3500), -1);
+    mfs_cache_unreserve(c, 1001, 0);
+    /* alone, it empties the cache for itself */
+    assert_int_equal(mfs_cache_reserve(c, 3500), 0);
+    assert_int_equal(stats(c).evictions, 3);
+    assert_int_equal(stats(c).size, 0);
+    mfs_cache_unreserve(c, 3500, 0);
+    mfs_cache_close(c);
+}
+
 /* ---- crash leftovers -------------------------------------------------- */
 
 static void test_crash_and_tmp_cleanup(void **state)
@@ -1459,6 +1512,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_manifest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manifest_escape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_evict_lru, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reserve_makes_room, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_and_tmp_cleanup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_reviving, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trust_created_private, setup, teardown),
