@@ -68,6 +68,12 @@ typedef struct mfs_fs_stats {
     atomic_uint_least64_t cache_store_failures; /* conversions whose results the cache's
                                                    file system refused to store
                                                    (meshfs/storerr.h) */
+    atomic_uint_least64_t conversions_redone;   /* runs redone: the cache's files
+                                                   vanished under them (convert.c) */
+    atomic_uint_least64_t packages_redone;      /* packages packed again: a view moved
+                                                   or vanished while packing (lgepkg.c) */
+    atomic_uint_least64_t views_evicted_at_store; /* views too big for the room
+                                                     the cache could make (pins.c) */
 } mfs_fs_stats;
 
 typedef struct mfs_dirmaps mfs_dirmaps;
