@@ -121,6 +121,7 @@ void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_key *mk,
         bytes += hits[i].length;
         mfs_pins_put(&man->views[i].key, &hits[i]);
     }
+    atomic_fetch_add(&fs->stats.views_evicted_at_store, n);
     if (n)
         mfs_fs_log(fs, "%s: cache too small: %u of its views (%llu bytes) were evicted as soon as "
                        "stored (cache_size=%llu); serving them uncached, converting again when "
