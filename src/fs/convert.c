@@ -346,7 +346,8 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
  * loss) failed for no fault of the model's: run again, up to three runs in
  * all, the reader waiting; a fresh job folder each time, made after the
  * cache directory is made again (jobdirs.h), so the worker's sandbox never
- * meets a missing output folder.  Said once a conversion, at info. */
+ * meets a missing output folder.  Said once a conversion (a warning, as the
+ * cache directory's revival is). */
 #define CHURN_RUNS 3
 
 int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsigned formats,
@@ -366,9 +367,8 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
                             relpath, CHURN_RUNS);
         }
         if (run == 1)
-            mfs_fs_log_at(fs, MFS_LOG_INFO,
-                          "%s: the cache's files were removed during the conversion; converting again",
-                          relpath);
+            mfs_fs_log(fs, "%s: the cache's files were removed during the conversion; converting again",
+                       relpath);
         mfs_cache_manifest_free(man);
     }
 }
