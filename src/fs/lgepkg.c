@@ -21,6 +21,7 @@
 #include <xxhash.h>
 
 #include "lgepkg.h"
+#include "meshfs/storerr.h"
 #include "meshfs/timespec.h"
 
 typedef struct pkg_model {
@@ -116,7 +117,10 @@ static void resolve_model(pkg *p, pkg_model *pm)
         const char *ext = mfs_format_get((mfs_format)f)->name;
         if (o == MFS_VIEW_HIT)
             continue;
-        pm->machine |= o == MFS_VIEW_FAILED_MACHINE;
+        /* not a cache that refuses stores (full, read-only): packing again
+         * would only convert again and fail the same way */
+        pm->machine |= o == MFS_VIEW_FAILED_MACHINE && !mfs_storerr_of(err.msg) &&
+                       !mfs_storerr_is_reason(err.msg);
         if (pm->ok) {
             int machine = o == MFS_VIEW_FAILED_MACHINE;
             const char *why = err.msg[0]                             ? err.msg
