@@ -188,10 +188,13 @@ static int trim(mfs_cache *c, ev_list *l, uint64_t target, uint64_t max)
     for (size_t i = 0; i < l->n && l->total > max; i++)
         if (l->v[i].size && !is_fresh(l->v[i].path, fresh, nfresh))
             removed += remove_item(c, l, i, 1);
+    int fresh_removed = 0;
     for (size_t i = 0; i < l->n && l->total > max; i++)
         if (l->v[i].size && is_fresh(l->v[i].path, fresh, nfresh))
-            removed += remove_item(c, l, i, 1);
-    return removed;
+            fresh_removed += remove_item(c, l, i, 1);
+    if (fresh_removed)
+        MFS_CACHE_STAT_ADD(c, fresh_evictions, (uint64_t)fresh_removed);
+    return removed + fresh_removed;
 }
 
 /* wait: block for the locks (explicit calls) or give up if another thread

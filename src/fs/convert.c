@@ -196,10 +196,28 @@ static void test_hold(const char *relpath)
 
 /* The mount's side of filing a run (include/meshfs/convstore.h): the
  * mount, and the run's job folder, whose loss says the cache churned. */
+#define HELD_LINES 16
+
 typedef struct run_ctx {
     mfs_fs *fs;
     const mfs_jobdir *jd;
+    /* the filing's lines, said once it is known whether the run churned
+     * (an rm -rf takes the outputs a moment before their folder) */
+    char *line[HELD_LINES];
+    mfs_log_level level[HELD_LINES];
+    int nlines;
 } run_ctx;
+
+/* The held lines said (say) or dropped (a churned run: its retry says so). */
+static void run_lines_done(run_ctx *rc, int say)
+{
+    for (int i = 0; i < rc->nlines; i++) {
+        if (say)
+            mfs_fs_log_at(rc->fs, rc->level[i], "%s", rc->line[i]);
+        free(rc->line[i]);
+    }
+    rc->nlines = 0;
+}
 
 static int cs_hash(void *ctx, const char *relpath, struct stat *st, uint8_t hash[16], mfs_err *err)
 {
@@ -231,7 +249,13 @@ static void cs_log(void *ctx, const char *msg)
         level = MFS_LOG_ERROR;
     else if (strstr(msg, ": the model names no diffuse texture"))
         level = MFS_LOG_INFO;
-    mfs_fs_log_at(rc->fs, level, "%s", msg);
+    char *copy = rc->nlines < HELD_LINES ? strdup(msg) : NULL;
+    if (!copy) {
+        mfs_fs_log_at(rc->fs, level, "%s", msg);
+        return;
+    }
+    rc->level[rc->nlines] = level;
+    rc->line[rc->nlines++] = copy;
 }
 
 /* The cache's file system refused this run's results (full, over quota,
@@ -265,10 +289,18 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
 {
     memset(man, 0, sizeof *man);
     *churned = 0;
-    int revived = 0;
-    mfs_jobdir *jd = mfs_jobdirs_take(fs->jobdirs, &revived, err);
-    if (revived) /* the cache directory (or all in it) was removed under the mount */
-        mfs_fs_log(fs, "cache directory was removed while mounted: created it again");
+    mfs_jobdir *jd = mfs_jobdirs_take(fs->jobdirs, NULL, err);
+    /* the cache directory (or all in it) was removed under the mount and
+     * made again: here, or by whichever store met it first (the stat
+     * index's, a writer's); said once each time */
+    mfs_cache_stats cst;
+    mfs_cache_get_stats(fs->cache, &cst);
+    uint_least64_t said = atomic_load(&fs->revivals_said);
+    while (cst.revivals > said)
+        if (atomic_compare_exchange_weak(&fs->revivals_said, &said, cst.revivals)) {
+            mfs_fs_log(fs, "cache directory was removed while mounted: created it again");
+            break;
+        }
     if (!jd)
         return -1;
     const char *tmp = mfs_jobdir_path(jd);
@@ -320,15 +352,18 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
     }
     if (rep.route[0])
         mfs_fs_log_at(fs, MFS_LOG_DEBUG, "%s: importer: %s", relpath, rep.route);
-    run_ctx ctx = {fs, jd};
+    run_ctx ctx = {.fs = fs, .jd = jd};
     mfs_convstore cs = {.ctx = &ctx, .cache = fs->cache, .views = fs->views, .hash_model = cs_hash,
                         .failctx = cs_failctx, .errtext = cs_errtext, .log = cs_log,
                         .store_failed = cs_store_failed, .stored = cs_stored, .keep_outputs = 1};
     mfs_cache_hit hits[MFS_FMT_COUNT];
     mfs_cache_key mk;
+    mfs_cache_stats before;
+    mfs_cache_get_stats(fs->cache, &before);
     rc = mfs_convstore_file(&cs, relpath, tmp, fmi_model, formats, &rep, man, &mk, hits, err);
     mfs_report_free(&rep);
     *churned = rc != 0 && mfs_jobdir_lost(jd);
+    run_lines_done(&ctx, !*churned);
     mfs_jobdirs_give(fs->jobdirs, jd, formats, rc >= 0 && !*churned);
     if (*churned) {
         for (int f = 0; f < MFS_FMT_COUNT; f++)
@@ -337,7 +372,7 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
     }
     if (rc < 0)
         return -1;
-    mfs_pins_keep(fs, relpath, &mk, man, hits); /* what the cache could not hold */
+    mfs_pins_keep(fs, relpath, &mk, man, hits, before.fresh_evictions); /* what the cache lost */
     return rc;
 }
 

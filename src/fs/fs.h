@@ -112,6 +112,7 @@ typedef struct mfs_fs {
     mfs_dirmaps *dirs;
     mfs_fs_stats stats;
     mfs_latch store_refused; /* the cache cannot store: said once (convert.c) */
+    atomic_uint_least64_t revivals_said; /* the cache's revivals logged (convert.c) */
     char tmpdir[4096];      /* worker output dirs live here (same fs as the cache) */
     mfs_jobdirs *jobdirs;   /* and are kept between conversions (meshfs/jobdirs.h) */
     pthread_mutex_t job_lock;
