@@ -281,6 +281,19 @@ static void cs_stored(void *ctx)
         mfs_fs_log_at(fs, MFS_LOG_ERROR, "cache: storing again");
 }
 
+/* Did the run meet the cache's churn?  Its job folder went, or the
+ * cache's contents were removed during it (made again since revivals0,
+ * or found removed now): an rm -rf may take a job folder's outputs and
+ * leave the folder itself, when the worker made a file in it meanwhile. */
+static int churned_since(mfs_fs *fs, const mfs_jobdir *jd, uint64_t revivals0)
+{
+    if (mfs_jobdir_lost(jd) || mfs_cache_revive(fs->cache, NULL) == 1)
+        return 1;
+    mfs_cache_stats cst;
+    mfs_cache_get_stats(fs->cache, &cst);
+    return cst.revivals != revivals0;
+}
+
 /* One worker run filed: 0, 1 (a view failed for the machine's sake) or -1
  * with err, as mfs_fs_convert.  *churned: the run's job folder went during
  * it (the cache's contents removed), so its failure is nobody's. */
@@ -332,7 +345,7 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
     job_slot_give(fs);
     atomic_fetch_add(&fs->stats.conversions, 1);
     if (rc < 0) {
-        *churned = mfs_jobdir_lost(jd);
+        *churned = churned_since(fs, jd, cst.revivals);
         mfs_jobdirs_give(fs->jobdirs, jd, formats, 0);
         return -1;
     }
@@ -362,7 +375,7 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
     mfs_cache_get_stats(fs->cache, &before);
     rc = mfs_convstore_file(&cs, relpath, tmp, fmi_model, formats, &rep, man, &mk, hits, err);
     mfs_report_free(&rep);
-    *churned = rc != 0 && mfs_jobdir_lost(jd);
+    *churned = rc != 0 && churned_since(fs, jd, cst.revivals);
     run_lines_done(&ctx, !*churned);
     mfs_jobdirs_give(fs->jobdirs, jd, formats, rc >= 0 && !*churned);
     if (*churned) {
