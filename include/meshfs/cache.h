@@ -147,6 +147,11 @@ typedef struct mfs_cache_stats {
     /* cache files opened to read (entries, model entries, folder records):
      * a listing with a folder record opens one (docs/cache.md) */
     uint64_t files_opened;
+    /* entries the size cap removed before they were served: larger than
+     * the room evicting every other entry made (evict.c); this handle's */
+    uint64_t fresh_evictions;
+    /* times the directory was made again after its removal (revive.c) */
+    uint64_t revivals;
 } mfs_cache_stats;
 
 void mfs_cache_get_stats(mfs_cache *c, mfs_cache_stats *out);

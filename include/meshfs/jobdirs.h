@@ -33,6 +33,11 @@ mfs_jobdir *mfs_jobdirs_take(mfs_jobdirs *p, int *revived, mfs_err *err);
 
 const char *mfs_jobdir_path(const mfs_jobdir *d);
 
+/* 1 if the directory is no longer the one taken: removed (an `rm -rf` of
+ * the cache or of its tmp/) or replaced.  A run whose folder went failed
+ * for the cache's churn, not for the model: it is worth running again. */
+int mfs_jobdir_lost(const mfs_jobdir *d);
+
 /* Back to the pool if clean and the run left each output of `formats`
  * absent or emptied (convstore.h, keep_outputs: the next run writes into
  * the same file) and no dropped-privilege worker's subdirectory; else

@@ -98,6 +98,19 @@ typedef struct mfs_vset {
 
 typedef struct mfs_index mfs_index;
 
+/* Entries this handle stored and has not served yet (evict.c): the
+ * eviction that their own store sets off takes every colder entry first.
+ * A ring: the oldest of more than MFS_CACHE_FRESH_MAX stores, or one past
+ * MFS_CACHE_FRESH_NS, is no longer fresh. */
+#define MFS_CACHE_FRESH_MAX 64
+#define MFS_CACHE_FRESH_NS (60 * (int64_t)1000000000)
+
+typedef struct mfs_cache_fresh {
+    mfs_cache_key key;
+    char suffix;               /* 0: free */
+    int64_t at_ns;
+} mfs_cache_fresh;
+
 struct mfs_cache {
     char *dir;
     int dirfd;
@@ -106,10 +119,12 @@ struct mfs_cache {
     unsigned tmp_max_age_s;
     unsigned flags;
 
-    pthread_mutex_t mu; /* guards st (with the size estimate st.size), reserved and vset */
+    pthread_mutex_t mu; /* guards st (with the size estimate st.size), reserved, vset and fresh */
     mfs_cache_stats st;
     uint64_t reserved; /* bytes downloads in tmp/ hold against max_size (evict.c) */
     mfs_vset vset;
+    mfs_cache_fresh fresh[MFS_CACHE_FRESH_MAX];
+    unsigned fresh_next;
 
     pthread_mutex_t evict_mu; /* one evicting thread per handle */
     mfs_index *idx;           /* has its own lock */
@@ -127,6 +142,11 @@ struct mfs_cache {
         (c)->st.field += (v);              \
         pthread_mutex_unlock(&(c)->mu);    \
     } while (0)
+
+/* evict.c: an entry just stored (committed), and one served (looked up):
+ * no longer fresh.  Called with c->mu not held. */
+void mfs_cache_fresh_add(mfs_cache *c, const mfs_cache_key *k, char suffix);
+void mfs_cache_fresh_served(mfs_cache *c, const mfs_cache_key *k, char suffix);
 
 /* io.c: I/O helpers.  Return 0 or a positive errno; read_full returns the
  * byte count read (short only at end of file) or -errno. */

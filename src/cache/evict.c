@@ -9,6 +9,13 @@
  * size and, if it is over, removes the oldest files until 90% of the cap is
  * left, so scans are paid once per 10% of the cap written, not per store.
  *
+ * An entry this handle has just stored and not yet served (fresh, below)
+ * goes last: its reader is waiting for it, and entries read a moment ago
+ * by others (whose stamps are newer than its own) would otherwise outlive
+ * it, which made a view that fits the cap be evicted as soon as stored,
+ * and converted again, while colder entries stayed.  Fresh entries go only
+ * if the cache is still over its cap without any other entry.
+ *
  * Removing an entry another thread or process is reading is safe: unlink()
  * removes the name only.  An open file's inode, its data and its page cache
  * live until the last descriptor closes, so a reader's pread() keeps
@@ -111,23 +118,83 @@ static int by_age(const void *a, const void *b)
     return strcmp(x->path, y->path);
 }
 
-/* Removes oldest first down to target; returns files removed. */
-static int trim(mfs_cache *c, ev_list *l, uint64_t target)
+void mfs_cache_fresh_add(mfs_cache *c, const mfs_cache_key *k, char suffix)
+{
+    pthread_mutex_lock(&c->mu);
+    c->fresh[c->fresh_next++ % MFS_CACHE_FRESH_MAX] =
+        (mfs_cache_fresh){*k, suffix, mfs_cache_now_ns()};
+    pthread_mutex_unlock(&c->mu);
+}
+
+void mfs_cache_fresh_served(mfs_cache *c, const mfs_cache_key *k, char suffix)
+{
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < MFS_CACHE_FRESH_MAX; i++)
+        if (c->fresh[i].suffix == suffix && !memcmp(c->fresh[i].key.b, k->b, sizeof k->b))
+            c->fresh[i].suffix = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* The paths of the fresh entries now; returns how many. */
+static int fresh_paths(mfs_cache *c, char out[MFS_CACHE_FRESH_MAX][MFS_CACHE_PATH_MAX])
+{
+    int n = 0;
+    int64_t since = mfs_cache_now_ns() - MFS_CACHE_FRESH_NS;
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < MFS_CACHE_FRESH_MAX; i++)
+        if (c->fresh[i].suffix && c->fresh[i].at_ns > since)
+            mfs_cache_key_path(&c->fresh[i].key, c->fresh[i].suffix, out[n++]);
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+static int is_fresh(const char *path, char fresh[][MFS_CACHE_PATH_MAX], int nfresh)
+{
+    for (int i = 0; i < nfresh; i++)
+        if (!strcmp(path, fresh[i]))
+            return 1;
+    return 0;
+}
+
+/* Removes item i, unless it was used since the scan and !anyway; 1 if
+ * removed. */
+static int remove_item(mfs_cache *c, ev_list *l, size_t i, int anyway)
+{
+    struct stat st;
+    /* Used since the scan (a hit moved its stamp): no longer the oldest. */
+    if (!anyway && (fstatat(c->dirfd, l->v[i].path, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    mfs_cache_ts_ns(&st.st_mtim) != l->v[i].mtime_ns))
+        return 0;
+    if (unlinkat(c->dirfd, l->v[i].path, 0) < 0)
+        return 0;
+    l->total -= l->v[i].size;
+    l->v[i].size = 0;
+    return 1;
+}
+
+/* Removes oldest first down to target, skipping files used since the scan;
+ * then, only while the total is over max, the rest of the files other than
+ * fresh ones (used since the scan or not), then fresh ones.  Returns files
+ * removed. */
+static int trim(mfs_cache *c, ev_list *l, uint64_t target, uint64_t max)
 {
     qsort(l->v, l->n, sizeof *l->v, by_age);
+    char fresh[MFS_CACHE_FRESH_MAX][MFS_CACHE_PATH_MAX];
+    int nfresh = fresh_paths(c, fresh);
     int removed = 0;
-    for (size_t i = 0; i < l->n && l->total > target; i++) {
-        struct stat st;
-        /* Used since the scan (a hit moved its stamp): no longer the oldest. */
-        if (fstatat(c->dirfd, l->v[i].path, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-            mfs_cache_ts_ns(&st.st_mtim) != l->v[i].mtime_ns)
-            continue;
-        if (unlinkat(c->dirfd, l->v[i].path, 0) == 0) {
-            l->total -= l->v[i].size;
-            removed++;
-        }
-    }
-    return removed;
+    for (size_t i = 0; i < l->n && l->total > target; i++)
+        if (!is_fresh(l->v[i].path, fresh, nfresh))
+            removed += remove_item(c, l, i, 0);
+    for (size_t i = 0; i < l->n && l->total > max; i++)
+        if (l->v[i].size && !is_fresh(l->v[i].path, fresh, nfresh))
+            removed += remove_item(c, l, i, 1);
+    int fresh_removed = 0;
+    for (size_t i = 0; i < l->n && l->total > max; i++)
+        if (l->v[i].size && is_fresh(l->v[i].path, fresh, nfresh))
+            fresh_removed += remove_item(c, l, i, 1);
+    if (fresh_removed)
+        MFS_CACHE_STAT_ADD(c, fresh_evictions, (uint64_t)fresh_removed);
+    return removed + fresh_removed;
 }
 
 /* wait: block for the locks (explicit calls) or give up if another thread
@@ -151,7 +218,7 @@ static int evict(mfs_cache *c, int wait, mfs_err *err)
         /* downloads in tmp/ hold part of the cap: the entries get the rest */
         uint64_t target = max / 10 * 9 > held ? max / 10 * 9 - held : 0;
         if (l.total + held > max)
-            removed = trim(c, &l, target);
+            removed = trim(c, &l, target, max > held ? max - held : 0);
         pthread_mutex_lock(&c->mu);
         c->st.size = l.total;
         c->st.evictions += (uint64_t)removed;

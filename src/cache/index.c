@@ -252,33 +252,55 @@ void mfs_index_close(mfs_cache *c)
     c->idx = NULL;
 }
 
+/* This thread holds an index's lock.  Writing a shard's log makes a
+ * temporary file, and a tmp/ found gone revives the cache (io.c), whose
+ * mfs_index_revive takes that lock again: the thread waited for itself, and
+ * every later lookup for it (a mount hung when its cache was removed while
+ * a source's hash was being recorded). */
+static _Thread_local int index_held;
+
+static void index_lock(mfs_index *x)
+{
+    pthread_mutex_lock(&x->mu);
+    index_held = 1;
+}
+
+static void index_unlock(mfs_index *x)
+{
+    index_held = 0;
+    pthread_mutex_unlock(&x->mu);
+}
+
 void mfs_index_revive(mfs_cache *c)
 {
     mfs_index *x = c->idx;
-    if (!x)
+    /* called from inside the index (above): the shard being written is
+     * made again by that write; the others' records are lost with the
+     * directory, which costs a re-hash */
+    if (!x || index_held)
         return;
     /* a fresh log of each shard in memory; the others' records are lost
      * with the directory, which costs a re-hash */
-    pthread_mutex_lock(&x->mu);
+    index_lock(x);
     if (mkdirat(c->dirfd, MFS_CACHE_INDEX_DIR, 0700) == 0 || errno == EEXIST)
         for (idx_shard *s = x->newest; s; s = s->older) {
             uint32_t n = s->n;
             idx_shard_compact(c, s);
             x->resident = x->resident + s->n - n;
         }
-    pthread_mutex_unlock(&x->mu);
+    index_unlock(x);
 }
 
 /* r added to its shard (in memory and appended to its log). */
 static void add_record(mfs_cache *c, const idx_rec *r)
 {
     mfs_index *x = c->idx;
-    pthread_mutex_lock(&x->mu);
+    index_lock(x);
     uint32_t n0;
     idx_shard *s = acquire(c, r, &n0);
     idx_shard_add(c, s, r);
     release(c, s, n0);
-    pthread_mutex_unlock(&x->mu);
+    index_unlock(x);
 }
 
 int mfs_index_record(mfs_cache *c, const struct stat *st, const uint8_t hash[16])
@@ -338,7 +360,7 @@ static int racy(const idx_rec *r)
 static int index_find(mfs_cache *c, const idx_rec *want, uint8_t out[16])
 {
     mfs_index *x = c->idx;
-    pthread_mutex_lock(&x->mu);
+    index_lock(x);
     uint32_t n0;
     idx_shard *s = acquire(c, want, &n0);
     const idx_rec *hit = idx_shard_match(s, want);
@@ -349,7 +371,7 @@ static int index_find(mfs_cache *c, const idx_rec *want, uint8_t out[16])
     if (hit)
         memcpy(out, hit->hash, 16);
     release(c, s, n0);
-    pthread_mutex_unlock(&x->mu);
+    index_unlock(x);
     return hit != NULL;
 }
 

@@ -86,9 +86,12 @@ int mfs_cache_tmp_create(mfs_cache *c, char name[MFS_CACHE_PATH_MAX], mfs_err *e
         int fd = openat(c->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0)
             return fd;
-        if (errno == ENOENT) { /* tmp/ removed by hand: recreate it */
-            if (mkdirat(c->dirfd, MFS_CACHE_TMP_DIR, 0700) < 0 && errno == ENOENT && c->revive)
-                c->revive(c, NULL); /* the whole directory went (revive.c) */
+        if (errno == ENOENT) {
+            /* tmp/ removed: with the rest of the cache (the directory, or
+             * all in it: revive.c makes the lock file and CACHEDIR.TAG
+             * again too, whichever store meets it first), or alone */
+            if (!c->revive || c->revive(c, NULL) <= 0)
+                mkdirat(c->dirfd, MFS_CACHE_TMP_DIR, 0700);
         } else if (errno != EEXIST)
             return mfs_errf(err, "cache %s: creating %s: %s", c->dir, name, strerror(errno));
     }

@@ -89,6 +89,7 @@ static int revive_locked(mfs_cache *c, mfs_err *err)
     if (mfs_cache_write_tag(c, err) < 0)
         return -1;
     mfs_index_revive(c);
+    MFS_CACHE_STAT_ADD(c, revivals, 1);
     return 1;
 }
 

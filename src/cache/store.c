@@ -339,6 +339,7 @@ int mfs_cache_wr_commit(mfs_cache_wr *w, mfs_cache_hit *hit, mfs_err *err)
         *hit = (mfs_cache_hit){.fd = ro, .offset = 0, .length = w->len};
     wr_release(w);
     MFS_CACHE_STAT_ADD(c, stores, 1);
+    mfs_cache_fresh_add(c, &w->key, kind_suffix(w->kind));
     mfs_cache_account(c, (uint64_t)st.st_size);
     return 0;
 }
@@ -652,6 +653,7 @@ int mfs_cache_lookup(mfs_cache *c, const mfs_cache_key *k, mfs_cache_hit *hit, m
     }
     *hit = (mfs_cache_hit){.fd = fd, .offset = 0, .length = len};
     MFS_CACHE_STAT_ADD(c, hits, 1);
+    mfs_cache_fresh_served(c, k, 'e');
     return 1;
 }
 

@@ -672,7 +672,9 @@ mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *path, const char *f
     pthread_mutex_lock(&m->lock);
     int rc = 0;
     mfs_view_outcome out = MFS_VIEW_FAILED_MACHINE;
-    for (int tries = 0; tries < 2; tries++) {
+    /* an entry evicted or removed (clear, trim, rm -rf) between the memo
+     * and the open is made again: up to three times, then EIO */
+    for (int tries = 0; tries < 3; tries++) {
         if (!memo_current(v, m, fmi_model) || !m->fmt[format].known) {
             rc = refresh(v, m, fmi_model, format, err);
             if (rc < 0)

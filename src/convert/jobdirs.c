@@ -17,6 +17,8 @@
 
 struct mfs_jobdir {
     char path[PATH_MAX + 32];
+    dev_t dev;                /* the folder made: mfs_jobdir_lost compares */
+    ino_t ino;
     struct mfs_jobdir *next;
 };
 
@@ -78,7 +80,8 @@ mfs_jobdir *mfs_jobdirs_take(mfs_jobdirs *p, int *revived, mfs_err *err)
     pthread_mutex_unlock(&p->lock);
     if (d) {
         struct stat st;
-        if (stat(d->path, &st) == 0 && S_ISDIR(st.st_mode) &&
+        if (stat(d->path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_ino == d->ino &&
+            st.st_dev == d->dev &&
             (int64_t)time(NULL) - (int64_t)st.st_mtim.tv_sec < MFS_CACHE_DEFAULT_TMP_AGE / 2)
             return d;
         jobdir_remove(d);
@@ -104,7 +107,18 @@ mfs_jobdir *mfs_jobdirs_take(mfs_jobdirs *p, int *revived, mfs_err *err)
         free(d);
         return NULL;
     }
+    struct stat st;
+    if (stat(d->path, &st) == 0) {
+        d->dev = st.st_dev;
+        d->ino = st.st_ino;
+    }
     return d;
+}
+
+int mfs_jobdir_lost(const mfs_jobdir *d)
+{
+    struct stat st;
+    return stat(d->path, &st) < 0 || st.st_dev != d->dev || st.st_ino != d->ino;
 }
 
 const char *mfs_jobdir_path(const mfs_jobdir *d)

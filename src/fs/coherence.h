@@ -120,10 +120,13 @@ int mfs_pins_peek(const mfs_cache_key *k, uint64_t *length);
 int mfs_pins_open(const mfs_cache_key *k, mfs_cache_hit *hit);
 /* After a conversion of relpath stored its views (hits[i]: the commit's
  * descriptor for man->views[i], or fd -1) and its model entry mk: pins
- * those the cache no longer has, logs that the cache is too small,
- * releases the rest. */
+ * those the cache no longer has, releases the rest.  If the size cap took
+ * some (the cache's fresh_evictions moved from fresh_before, read before
+ * the run was filed), logs that the cache is too small and counts them
+ * in views_evicted_at_store; else they were removed from outside (clear,
+ * trim, rm -rf), which is said only at info. */
 void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_key *mk,
-                   const mfs_cache_manifest *man, mfs_cache_hit *hits);
+                   const mfs_cache_manifest *man, mfs_cache_hit *hits, uint64_t fresh_before);
 
 /* ---- entry.c: an entry as the mount sees it ---- */
 

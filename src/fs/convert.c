@@ -194,24 +194,54 @@ static void test_hold(const char *relpath)
 }
 #endif
 
-/* The mount's side of filing a run (include/meshfs/convstore.h). */
+/* The mount's side of filing a run (include/meshfs/convstore.h): the
+ * mount, and the run's job folder, whose loss says the cache churned. */
+#define HELD_LINES 16
+
+typedef struct run_ctx {
+    mfs_fs *fs;
+    const mfs_jobdir *jd;
+    /* the filing's lines, said once it is known whether the run churned
+     * (an rm -rf takes the outputs a moment before their folder) */
+    char *line[HELD_LINES];
+    mfs_log_level level[HELD_LINES];
+    int nlines;
+} run_ctx;
+
+/* The held lines said (say) or dropped (a churned run: its retry says so). */
+static void run_lines_done(run_ctx *rc, int say)
+{
+    for (int i = 0; i < rc->nlines; i++) {
+        if (say)
+            mfs_fs_log_at(rc->fs, rc->level[i], "%s", rc->line[i]);
+        free(rc->line[i]);
+    }
+    rc->nlines = 0;
+}
+
 static int cs_hash(void *ctx, const char *relpath, struct stat *st, uint8_t hash[16], mfs_err *err)
 {
-    return mfs_beneath_hash(ctx, relpath, st, hash, err) < 0 ? -1 : 0;
+    return mfs_beneath_hash(((run_ctx *)ctx)->fs, relpath, st, hash, err) < 0 ? -1 : 0;
 }
 
 static void cs_failctx(void *ctx, const mfs_dep *deps, uint32_t ndeps, mfs_cache_failctx *out)
 {
-    mfs_failure_ctx(ctx, deps, ndeps, out); /* failure.c */
+    mfs_failure_ctx(((run_ctx *)ctx)->fs, deps, ndeps, out); /* failure.c */
 }
 
 static void cs_errtext(void *ctx, const char *in, char *out, size_t n)
 {
-    mfs_fs_errtext(ctx, in, out, n);
+    mfs_fs_errtext(((run_ctx *)ctx)->fs, in, out, n);
 }
 
 static void cs_log(void *ctx, const char *msg)
 {
+    run_ctx *rc = ctx;
+    /* a run whose folder went with the cache's contents is run again, and
+     * says so once (mfs_fs_convert): what it met meanwhile (outputs gone,
+     * a store that found no tmp/) is that churn, not news */
+    if (mfs_jobdir_lost(rc->jd))
+        return;
     /* the cache failing is meshfs's trouble, not the model's; a model
      * without a texture is no trouble at all (a white .tex is its view) */
     mfs_log_level level = MFS_LOG_WARNING;
@@ -219,7 +249,13 @@ static void cs_log(void *ctx, const char *msg)
         level = MFS_LOG_ERROR;
     else if (strstr(msg, ": the model names no diffuse texture"))
         level = MFS_LOG_INFO;
-    mfs_fs_log_at(ctx, level, "%s", msg);
+    char *copy = rc->nlines < HELD_LINES ? strdup(msg) : NULL;
+    if (!copy) {
+        mfs_fs_log_at(rc->fs, level, "%s", msg);
+        return;
+    }
+    rc->level[rc->nlines] = level;
+    rc->line[rc->nlines++] = copy;
 }
 
 /* The cache's file system refused this run's results (full, over quota,
@@ -228,7 +264,7 @@ static void cs_log(void *ctx, const char *msg)
  * which would read as the models' fault (docs/reliability.md). */
 static void cs_store_failed(void *ctx, const char *relpath, int errnum)
 {
-    mfs_fs *fs = ctx;
+    mfs_fs *fs = ((run_ctx *)ctx)->fs;
     atomic_fetch_add(&fs->stats.cache_store_failures, 1);
     if (mfs_latch_raise(&fs->store_refused))
         mfs_fs_log_at(fs, MFS_LOG_ERROR,
@@ -240,19 +276,44 @@ static void cs_store_failed(void *ctx, const char *relpath, int errnum)
 /* At the condition's level, so whoever saw it start sees it end. */
 static void cs_stored(void *ctx)
 {
-    mfs_fs *fs = ctx;
+    mfs_fs *fs = ((run_ctx *)ctx)->fs;
     if (mfs_latch_lower(&fs->store_refused))
         mfs_fs_log_at(fs, MFS_LOG_ERROR, "cache: storing again");
 }
 
-int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsigned formats,
-                   mfs_cache_manifest *man, mfs_err *err)
+/* Did the run meet the cache's churn?  Its job folder went, or the
+ * cache's contents were removed during it (made again since revivals0,
+ * or found removed now): an rm -rf may take a job folder's outputs and
+ * leave the folder itself, when the worker made a file in it meanwhile. */
+static int churned_since(mfs_fs *fs, const mfs_jobdir *jd, uint64_t revivals0)
+{
+    if (mfs_jobdir_lost(jd) || mfs_cache_revive(fs->cache, NULL) == 1)
+        return 1;
+    mfs_cache_stats cst;
+    mfs_cache_get_stats(fs->cache, &cst);
+    return cst.revivals != revivals0;
+}
+
+/* One worker run filed: 0, 1 (a view failed for the machine's sake) or -1
+ * with err, as mfs_fs_convert.  *churned: the run's job folder went during
+ * it (the cache's contents removed), so its failure is nobody's. */
+static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, unsigned formats,
+                        mfs_cache_manifest *man, int *churned, mfs_err *err)
 {
     memset(man, 0, sizeof *man);
-    int revived = 0;
-    mfs_jobdir *jd = mfs_jobdirs_take(fs->jobdirs, &revived, err);
-    if (revived) /* the cache directory (or all in it) was removed under the mount */
-        mfs_fs_log(fs, "cache directory was removed while mounted: created it again");
+    *churned = 0;
+    mfs_jobdir *jd = mfs_jobdirs_take(fs->jobdirs, NULL, err);
+    /* the cache directory (or all in it) was removed under the mount and
+     * made again: here, or by whichever store met it first (the stat
+     * index's, a writer's); said once each time */
+    mfs_cache_stats cst;
+    mfs_cache_get_stats(fs->cache, &cst);
+    uint_least64_t said = atomic_load(&fs->revivals_said);
+    while (cst.revivals > said)
+        if (atomic_compare_exchange_weak(&fs->revivals_said, &said, cst.revivals)) {
+            mfs_fs_log(fs, "cache directory was removed while mounted: created it again");
+            break;
+        }
     if (!jd)
         return -1;
     const char *tmp = mfs_jobdir_path(jd);
@@ -290,8 +351,16 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     job_slot_give(fs);
     atomic_fetch_add(&fs->stats.conversions, 1);
     if (rc < 0) {
+        *churned = churned_since(fs, jd, cst.revivals);
         mfs_jobdirs_give(fs->jobdirs, jd, formats, 0);
         return -1;
+    }
+    /* outputs gone with the folder: not worth filing, nor a line */
+    if (mfs_jobdir_lost(jd)) {
+        *churned = 1;
+        mfs_report_free(&rep);
+        mfs_jobdirs_give(fs->jobdirs, jd, formats, 0);
+        return mfs_errf(err, "%s: the cache's files were removed during the conversion", relpath);
     }
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
     if (!rep.ok) {
@@ -302,16 +371,58 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
     }
     if (rep.route[0])
         mfs_fs_log_at(fs, MFS_LOG_DEBUG, "%s: importer: %s", relpath, rep.route);
-    mfs_convstore cs = {.ctx = fs, .cache = fs->cache, .views = fs->views, .hash_model = cs_hash,
+    run_ctx ctx = {.fs = fs, .jd = jd};
+    mfs_convstore cs = {.ctx = &ctx, .cache = fs->cache, .views = fs->views, .hash_model = cs_hash,
                         .failctx = cs_failctx, .errtext = cs_errtext, .log = cs_log,
                         .store_failed = cs_store_failed, .stored = cs_stored, .keep_outputs = 1};
     mfs_cache_hit hits[MFS_FMT_COUNT];
     mfs_cache_key mk;
+    mfs_cache_stats before;
+    mfs_cache_get_stats(fs->cache, &before);
     rc = mfs_convstore_file(&cs, relpath, tmp, fmi_model, formats, &rep, man, &mk, hits, err);
     mfs_report_free(&rep);
-    mfs_jobdirs_give(fs->jobdirs, jd, formats, rc >= 0);
+    *churned = rc != 0 && churned_since(fs, jd, cst.revivals);
+    run_lines_done(&ctx, !*churned);
+    mfs_jobdirs_give(fs->jobdirs, jd, formats, rc >= 0 && !*churned);
+    if (*churned) {
+        for (int f = 0; f < MFS_FMT_COUNT; f++)
+            mfs_cache_hit_release(&hits[f]);
+        return -1;
+    }
     if (rc < 0)
         return -1;
-    mfs_pins_keep(fs, relpath, &mk, man, hits); /* what the cache could not hold */
+    mfs_pins_keep(fs, relpath, &mk, man, hits, before.fresh_evictions); /* what the cache lost */
     return rc;
+}
+
+/* A run whose cache files vanished under it (the cache's contents removed
+ * by hand, by `meshfs-cache clear` racing a store, by the job folder's
+ * loss) failed for no fault of the model's: run again, up to three runs in
+ * all, the reader waiting; a fresh job folder each time, made after the
+ * cache directory is made again (jobdirs.h), so the worker's sandbox never
+ * meets a missing output folder.  Said once a conversion (a warning, as the
+ * cache directory's revival is). */
+#define CHURN_RUNS 3
+
+int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsigned formats,
+                   mfs_cache_manifest *man, mfs_err *err)
+{
+    for (int run = 1;; run++) {
+        int churned = 0;
+        mfs_err_clear(err);
+        int rc = convert_once(fs, relpath, fmi_model, formats, man, &churned, err);
+        if (!churned)
+            return rc;
+        atomic_fetch_add(&fs->stats.conversions_redone, 1);
+        if (run == CHURN_RUNS) {
+            mfs_fs_log(fs, "%s: the cache's files were removed during %d conversions in a row; "
+                           "giving up for this access", relpath, CHURN_RUNS);
+            return mfs_errf(err, "%s: the cache's files were removed during %d conversions in a row",
+                            relpath, CHURN_RUNS);
+        }
+        if (run == 1)
+            mfs_fs_log(fs, "%s: the cache's files were removed during the conversion; converting again",
+                       relpath);
+        mfs_cache_manifest_free(man);
+    }
 }

@@ -68,6 +68,12 @@ typedef struct mfs_fs_stats {
     atomic_uint_least64_t cache_store_failures; /* conversions whose results the cache's
                                                    file system refused to store
                                                    (meshfs/storerr.h) */
+    atomic_uint_least64_t conversions_redone;   /* runs redone: the cache's files
+                                                   vanished under them (convert.c) */
+    atomic_uint_least64_t packages_redone;      /* packages packed again: a view moved
+                                                   or vanished while packing (lgepkg.c) */
+    atomic_uint_least64_t views_evicted_at_store; /* views too big for the room
+                                                     the cache could make (pins.c) */
 } mfs_fs_stats;
 
 typedef struct mfs_dirmaps mfs_dirmaps;
@@ -106,6 +112,7 @@ typedef struct mfs_fs {
     mfs_dirmaps *dirs;
     mfs_fs_stats stats;
     mfs_latch store_refused; /* the cache cannot store: said once (convert.c) */
+    atomic_uint_least64_t revivals_said; /* the cache's revivals logged (convert.c) */
     char tmpdir[4096];      /* worker output dirs live here (same fs as the cache) */
     mfs_jobdirs *jobdirs;   /* and are kept between conversions (meshfs/jobdirs.h) */
     pthread_mutex_t job_lock;

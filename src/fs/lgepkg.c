@@ -21,6 +21,7 @@
 #include <xxhash.h>
 
 #include "lgepkg.h"
+#include "meshfs/storerr.h"
 #include "meshfs/timespec.h"
 
 typedef struct pkg_model {
@@ -28,6 +29,7 @@ typedef struct pkg_model {
     char name[MFS_LGE_NAME_BYTES];
     mfs_view_info vs[MFS_LGEPKG_CHUNKS];
     int ok;                   /* all four views have bytes */
+    int machine;              /* else left out for the machine's sake (worth a retry) */
     char reason[MFS_ERR_MAX];  /* else why not */
 } pkg_model;
 
@@ -115,6 +117,10 @@ static void resolve_model(pkg *p, pkg_model *pm)
         const char *ext = mfs_format_get((mfs_format)f)->name;
         if (o == MFS_VIEW_HIT)
             continue;
+        /* not a cache that refuses stores (full, read-only): packing again
+         * would only convert again and fail the same way */
+        pm->machine |= o == MFS_VIEW_FAILED_MACHINE && !mfs_storerr_of(err.msg) &&
+                       !mfs_storerr_is_reason(err.msg);
         if (pm->ok) {
             int machine = o == MFS_VIEW_FAILED_MACHINE;
             const char *why = err.msg[0]                             ? err.msg
@@ -407,6 +413,7 @@ static int cache_flush(mfs_sink *s, const uint8_t *p, size_t n)
 typedef struct fetch_ctx {
     pkg *p;
     const size_t *packed; /* packed index -> model index */
+    int moved;            /* a view was not the one planned: pack again */
 } fetch_ctx;
 
 static void release_views(void *ctx, size_t j, mfs_lge_src chunk[MFS_LGEPKG_CHUNKS])
@@ -436,6 +443,7 @@ static int fetch_views(void *ctx, size_t j, mfs_lge_src chunk[MFS_LGEPKG_CHUNKS]
             if (mfs_view_get(p->fs, p->dir, pm->model, pm->base, mfs_lgepkg_formats[k],
                              MFS_VIEW_OPEN, vs, &verr) != MFS_VIEW_HIT ||
                 memcmp(vs->key.b, want.b, sizeof want.b) || vs->hit.length != size) {
+                c->moved = 1;
                 mfs_errf(err, "%s%s%s: .%s changed or vanished while packing it", p->dir,
                          p->dir[0] ? "/" : "", pm->model,
                          mfs_format_get(mfs_lgepkg_formats[k])->name);
@@ -448,7 +456,17 @@ static int fetch_views(void *ctx, size_t j, mfs_lge_src chunk[MFS_LGEPKG_CHUNKS]
     return 0;
 }
 
-static int assemble(pkg *p, mfs_cache_hit *hit)
+/* A store that met the cache's contents removed (tmp/ or v2/ gone under
+ * it): the cache's churn, worth packing again. */
+static int churn_text(const char *msg)
+{
+    return strstr(msg, strerror(ENOENT)) != NULL;
+}
+
+/* 0 with *hit, -EAGAIN if a view moved (its model saved) or the cache's
+ * files went while packing (then err says why; pack again from the new
+ * plan), else -errno (logged). */
+static int assemble(pkg *p, mfs_cache_hit *hit, mfs_err *why)
 {
     mfs_lgepkg_model *mods = calloc(p->packed ? p->packed : 1, sizeof *mods);
     if (!mods)
@@ -471,10 +489,12 @@ static int assemble(pkg *p, mfs_cache_hit *hit)
     }
     cache_sink_ctx c;
     mfs_err_clear(&c.err);
-    if (rc == 0 && mfs_cache_writer_begin(p->fs->cache, &p->key, &c.w, &c.err) < 0)
-        rc = -EIO;
+    if (rc == 0 && mfs_cache_writer_begin(p->fs->cache, &p->key, &c.w, &c.err) < 0) {
+        rc = churn_text(c.err.msg) ? -EAGAIN : -EIO;
+        snprintf(why->msg, sizeof why->msg, "cache: %s", c.err.msg);
+    }
     if (rc == 0) {
-        fetch_ctx fc = {p, packed};
+        fetch_ctx fc = {p, packed, 0};
         mfs_lgepkg_fetch fetch = {fetch_views, release_views, &fc};
         mfs_sink s;
         memset(&s, 0, sizeof s);
@@ -489,9 +509,10 @@ static int assemble(pkg *p, mfs_cache_hit *hit)
         else if (mfs_lgepkg_write_fetched(p->fs->cfg.lgepkg_name, p->fs->cfg.lgepkg_version,
                                           mods, n, &fetch, &s, &err) < 0 ||
                  mfs_sink_finish(&s) != 0) {
-            mfs_fs_log(p->fs, "%s/%s: %s", p->dir, MFS_LGEPKG_FILE_NAME,
-                       err.msg[0] ? err.msg : c.err.msg);
-            rc = -EIO;
+            snprintf(why->msg, sizeof why->msg, "%s", err.msg[0] ? err.msg : c.err.msg);
+            rc = fc.moved || churn_text(c.err.msg) ? -EAGAIN : -EIO;
+            if (rc == -EIO)
+                mfs_fs_log(p->fs, "%s/%s: %s", p->dir, MFS_LGEPKG_FILE_NAME, why->msg);
         }
         free(s.buf);
         if (rc == 0 && s.total != p->size) {
@@ -503,8 +524,10 @@ static int assemble(pkg *p, mfs_cache_hit *hit)
         if (rc < 0)
             mfs_cache_writer_abort(c.w);
         else if (mfs_cache_writer_commit(c.w, hit, &c.err) < 0) {
-            mfs_fs_log_at(p->fs, MFS_LOG_ERROR, "cache: %s", c.err.msg);
-            rc = -EIO;
+            snprintf(why->msg, sizeof why->msg, "cache: %s", c.err.msg);
+            rc = churn_text(c.err.msg) ? -EAGAIN : -EIO;
+            if (rc == -EIO)
+                mfs_fs_log_at(p->fs, MFS_LOG_ERROR, "cache: %s", c.err.msg);
         }
     }
     free(mods);
@@ -512,8 +535,12 @@ static int assemble(pkg *p, mfs_cache_hit *hit)
     return rc;
 }
 
-int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_key *key,
-                    struct stat *st)
+/* One plan packed: as mfs_lgepkg_open, or -EAGAIN (why says it) when the
+ * plan no longer holds: a view moved or vanished while packing, or a model
+ * was left out for the machine's sake (the cache's files removed under its
+ * conversion). */
+static int open_once(mfs_fs *fs, const char *dir, int last, mfs_cache_hit *hit, mfs_cache_key *key,
+                     struct stat *st, mfs_err *why)
 {
     hit->fd = -1;
     hit->reason = NULL;
@@ -521,6 +548,12 @@ int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_k
     int rc = pkg_load(fs, dir, MFS_VIEW_ATTR, &p);
     if (rc < 0)
         return rc;
+    for (size_t i = 0; !last && i < p.n; i++)
+        if (!p.m[i].ok && p.m[i].machine) {
+            snprintf(why->msg, sizeof why->msg, "left out %s: %s", p.m[i].model, p.m[i].reason);
+            pkg_free(&p);
+            return -EAGAIN;
+        }
     if (!p.size_ok) {
         mfs_fs_log(fs, "%s%s%s: %s", dir, dir[0] ? "/" : "", MFS_LGEPKG_FILE_NAME, p.size_err);
         pkg_free(&p);
@@ -534,7 +567,7 @@ int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_k
     if (r != 1 || hit->fd < 0 || hit->length != p.size) {
         mfs_cache_hit_release(hit);
         hit->fd = -1;
-        rc = assemble(&p, hit);
+        rc = assemble(&p, hit, why);
     }
     pthread_mutex_unlock(lock);
     if (rc == 0) {
@@ -545,6 +578,34 @@ int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_k
     if (rc < 0)
         mfs_cache_hit_release(hit);
     return rc;
+}
+
+/* A package is one version, as a view is: a plan that no longer holds
+ * (a model saved while its views were packed, the cache's files removed)
+ * is made again from what the folder holds now, up to three plans, the
+ * reader waiting.  Said once a package, at info; only the third failure
+ * fails the open. */
+#define PACK_PLANS 3
+
+int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_key *key,
+                    struct stat *st)
+{
+    for (int plan = 1;; plan++) {
+        mfs_err why;
+        mfs_err_clear(&why);
+        int rc = open_once(fs, dir, plan == PACK_PLANS, hit, key, st, &why);
+        if (rc != -EAGAIN)
+            return rc;
+        atomic_fetch_add(&fs->stats.packages_redone, 1);
+        if (plan == PACK_PLANS) {
+            mfs_fs_log(fs, "%s%s%s: %s (%d times in a row)", dir, dir[0] ? "/" : "",
+                       MFS_LGEPKG_FILE_NAME, why.msg, PACK_PLANS);
+            return -EIO;
+        }
+        if (plan == 1)
+            mfs_fs_log_at(fs, MFS_LOG_INFO, "%s%s%s: %s; packing it again", dir, dir[0] ? "/" : "",
+                          MFS_LGEPKG_FILE_NAME, why.msg);
+    }
 }
 
 int mfs_lgepkg_error(mfs_fs *fs, const char *dir, char *out, size_t n)

@@ -631,7 +631,8 @@ static int stats_text_base(mfs_fs *fs, char *buf, size_t n)
                     "cache_corrupt_discarded=%llu cache_evictions=%llu files_hashed=%llu "
                     "readdir_requests=%llu conversions_running=%llu conversions_peak=%llu "
                     "read_requests=%llu passthrough_opens=%llu views_renewed=%llu prefetched=%llu "
-                    "prefetch_queued=%u slot_waiters=%u cache_store_failures=%llu\n",
+                    "prefetch_queued=%u slot_waiters=%u cache_store_failures=%llu "
+                    "conversions_redone=%llu packages_redone=%llu views_evicted_at_store=%llu\n",
                     (unsigned long long)atomic_load(&fs->stats.conversions),
                     (unsigned long long)atomic_load(&fs->stats.conversion_failures),
                     (unsigned long long)atomic_load(&fs->stats.views_served),
@@ -648,7 +649,10 @@ static int stats_text_base(mfs_fs *fs, char *buf, size_t n)
                     (unsigned long long)atomic_load(&fs->stats.views_renewed),
                     (unsigned long long)atomic_load(&fs->stats.prefetched), mfs_prefetch_waiting(fs),
                     slot_waiters,
-                    (unsigned long long)atomic_load(&fs->stats.cache_store_failures));
+                    (unsigned long long)atomic_load(&fs->stats.cache_store_failures),
+                    (unsigned long long)atomic_load(&fs->stats.conversions_redone),
+                    (unsigned long long)atomic_load(&fs->stats.packages_redone),
+                    (unsigned long long)atomic_load(&fs->stats.views_evicted_at_store));
 }
 
 /* The view's failure reason (for user.meshfs.error); 0 if it has none. */

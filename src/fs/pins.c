@@ -95,7 +95,7 @@ int mfs_pins_open(const mfs_cache_key *k, mfs_cache_hit *hit)
 }
 
 void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_key *mk,
-                   const mfs_cache_manifest *man, mfs_cache_hit *hits)
+                   const mfs_cache_manifest *man, mfs_cache_hit *hits, uint64_t fresh_before)
 {
     unsigned n = 0;
     uint64_t bytes = 0;
@@ -121,8 +121,19 @@ void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_key *mk,
         bytes += hits[i].length;
         mfs_pins_put(&man->views[i].key, &hits[i]);
     }
-    if (n)
-        mfs_fs_log(fs, "%s: cache too small: %u of its views (%llu bytes) were evicted as soon as "
+    if (!n)
+        return;
+    mfs_cache_stats cs;
+    mfs_cache_get_stats(fs->cache, &cs);
+    if (cs.fresh_evictions == fresh_before) { /* not the cap: clear, trim, rm -rf */
+        mfs_fs_log_at(fs, MFS_LOG_INFO,
+                      "%s: %u of its views were removed from the cache as soon as stored; "
+                      "serving them uncached",
+                      relpath, n);
+        return;
+    }
+    atomic_fetch_add(&fs->stats.views_evicted_at_store, n);
+    mfs_fs_log(fs, "%s: cache too small: %u of its views (%llu bytes) were evicted as soon as "
                        "stored (cache_size=%llu); serving them uncached, converting again when "
                        "needed; raise -o cache_size",
                    relpath, n, (unsigned long long)bytes, (unsigned long long)fs->cfg.cache_size);

@@ -526,6 +526,7 @@ class TinyCache(Base):
                     self.assertEqual(os.stat(v).st_size, len(exp[f]), f)
             self.assertIn("cache too small", m.output())
             self.assertIn("raise -o cache_size", m.output())
+            self.assertGreater(m.stats()["views_evicted_at_store"], 0)  # counted (issue 36)
             self.assertTrue(m.alive())
 
 

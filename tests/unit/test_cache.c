@@ -968,8 +968,12 @@ static void test_evict_lru(void **state)
      * to 90% (3150) takes exactly one. */
     mfs_cache *c = open_cache(f, 3500, 0);
     mfs_cache_hit h;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         assert_int_equal(mfs_cache_store(c, &k[i], data[i], N, NULL, NULL), 0);
+        /* served: no longer fresh (test_evict_fresh_last) */
+        assert_int_equal(mfs_cache_lookup(c, &k[i], &h, NULL), 1);
+        mfs_cache_hit_release(&h);
+    }
     assert_int_equal(mfs_cache_lookup(c, &k[0], &h, NULL), 1); /* A is now newer than B */
     mfs_cache_hit_release(&h);
     assert_int_equal(stats(c).evictions, 0);
@@ -1056,6 +1060,53 @@ static void test_reserve_makes_room(void **state)
     assert_int_equal(stats(c).evictions, 3);
     assert_int_equal(stats(c).size, 0);
     mfs_cache_unreserve(c, 3500, 0);
+    mfs_cache_close(c);
+}
+
+/* An entry stored and not yet served goes after every other one, even
+ * entries used since its store: its reader is waiting for it (issue 36: a
+ * view that fits the cap was evicted as soon as stored while others'
+ * reads kept their stamps newer).  Only when the others cannot make room
+ * does it go too. */
+static void test_evict_fresh_last(void **state)
+{
+    fx *f = *state;
+    enum { N = 1000 };
+    uint8_t data[5][N];
+    mfs_cache_key k[5];
+    char path[5][512];
+    for (int i = 0; i < 5; i++) {
+        fill(data[i], N, (uint32_t)i + 40);
+        char name[8] = {'f', (char)('A' + i), 0};
+        k[i] = key_of(name);
+        entry_path(f, &k[i], 'e', path[i], sizeof path[i]);
+    }
+    /* Cap 4500: four entries fit, a fifth trims to 4050, one goes. */
+    mfs_cache *c = open_cache(f, 4500, 0);
+    mfs_cache_hit h;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(mfs_cache_store(c, &k[i], data[i], N, NULL, NULL), 0);
+        assert_int_equal(mfs_cache_lookup(c, &k[i], &h, NULL), 1);
+        mfs_cache_hit_release(&h);
+    }
+    assert_int_equal(mfs_cache_store(c, &k[3], data[3], N, NULL, NULL), 0); /* fresh: D */
+    for (int i = 0; i < 3; i++) { /* the others are used after it: newer stamps */
+        assert_int_equal(mfs_cache_lookup(c, &k[i], &h, NULL), 1);
+        mfs_cache_hit_release(&h);
+    }
+    assert_int_equal(mfs_cache_store(c, &k[4], data[4], N, NULL, NULL), 0);
+    assert_int_equal(stats(c).evictions, 1);
+    assert_false(exists(path[0])); /* the least recently used of the served ones */
+    assert_true(exists(path[3]));  /* the fresh one stays */
+    assert_true(exists(path[4]));
+    /* served, it is an entry like any other: the oldest now */
+    assert_int_equal(mfs_cache_lookup(c, &k[3], &h, NULL), 1);
+    mfs_cache_hit_release(&h);
+    /* a cap the fresh one alone does not fit: it goes as well */
+    mfs_cache_set_max_size(c, 500);
+    assert_int_equal(mfs_cache_evict(c, NULL), 4);
+    for (int i = 0; i < 5; i++)
+        assert_false(exists(path[i]));
     mfs_cache_close(c);
 }
 
@@ -1513,6 +1564,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_manifest_escape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_evict_lru, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reserve_makes_room, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_evict_fresh_last, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_and_tmp_cleanup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_reviving, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trust_created_private, setup, teardown),
