@@ -20,6 +20,8 @@ struct mfs_leasewait {
     pthread_t thread;
     int stop;
     mfs_leasewait_entry *list;
+    unsigned handed; /* requests on threads of their own (hand_begin) */
+    pthread_cond_t handed_cond;
     size_t waiting;
     uint64_t total;
 };
@@ -107,8 +109,10 @@ mfs_leasewait *mfs_leasewait_new(void)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&w->cond, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&w->handed_cond, NULL);
     pthread_mutex_init(&w->lock, NULL);
     if (pthread_create(&w->thread, NULL, wait_main, w) != 0) {
+        pthread_cond_destroy(&w->handed_cond);
         pthread_cond_destroy(&w->cond);
         pthread_mutex_destroy(&w->lock);
         free(w);
@@ -126,11 +130,18 @@ void mfs_leasewait_free(mfs_leasewait *w)
     pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->lock);
     pthread_join(w->thread, NULL);
+    /* a request handed on may come back (leased again): into the list,
+     * answered below */
+    pthread_mutex_lock(&w->lock);
+    while (w->handed)
+        pthread_cond_wait(&w->handed_cond, &w->lock);
+    pthread_mutex_unlock(&w->lock);
     while (w->list) {
         mfs_leasewait_entry *e = w->list;
         w->list = e->next;
         e->again(e, 1);
     }
+    pthread_cond_destroy(&w->handed_cond);
     pthread_cond_destroy(&w->cond);
     pthread_mutex_destroy(&w->lock);
     free(w);
@@ -147,6 +158,21 @@ void mfs_leasewait_add(mfs_leasewait *w, mfs_leasewait_entry *e)
     w->waiting++;
     w->total++;
     pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void mfs_leasewait_hand_begin(mfs_leasewait *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->handed++;
+    pthread_mutex_unlock(&w->lock);
+}
+
+void mfs_leasewait_hand_end(mfs_leasewait *w)
+{
+    pthread_mutex_lock(&w->lock);
+    if (--w->handed == 0)
+        pthread_cond_broadcast(&w->handed_cond);
     pthread_mutex_unlock(&w->lock);
 }
 

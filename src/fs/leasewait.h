@@ -10,7 +10,10 @@
  * to 100 ms, until it opens, and answers the kernel from there: the
  * reader's process waits for the holder as on a local disk, and no request
  * thread does.  A retry also lets the kernel time the lease out once the
- * break time is over (it does so only when someone opens). */
+ * break time is over (it does so only when someone opens).  A retry must
+ * not wait itself (every waiting request shares the thread): one that
+ * would (a view's open, which may convert) is handed on to a thread of
+ * its own (mfs_leasewait_hand_begin). */
 #ifndef MESHFS_FS_LEASEWAIT_H
 #define MESHFS_FS_LEASEWAIT_H
 
@@ -34,12 +37,19 @@ typedef struct mfs_leasewait_entry {
 /* Starts the waiting thread.  NULL if it cannot. */
 mfs_leasewait *mfs_leasewait_new(void);
 
-/* Stops the thread; each request still waiting is answered (stopping). */
+/* Stops the thread, waits for the requests it handed on, then answers
+ * each request still waiting (stopping). */
 void mfs_leasewait_free(mfs_leasewait *w);
 
 /* The request's first try found a lease (EWOULDBLOCK): it is tried again
  * from the waiting thread. */
 void mfs_leasewait_add(mfs_leasewait *w, mfs_leasewait_entry *e);
+
+/* A request the waiter handed on to a thread of its own (an open that may
+ * convert): begun before the thread starts, ended by it as it ends.
+ * mfs_leasewait_free waits until every one has ended. */
+void mfs_leasewait_hand_begin(mfs_leasewait *w);
+void mfs_leasewait_hand_end(mfs_leasewait *w);
 
 /* Requests handed over since the mount began, and waiting now (stats
  * xattr: lease_waits, lease_waiting). */

@@ -293,8 +293,12 @@ typedef struct open_wait {
     fuse_req_t req;
     fuse_ino_t ino;
     int retry;
+    int view; /* not a file of SRC: its open may convert */
     struct fuse_file_info fi;
 } open_wait;
+
+static int hand_back(open_wait *w);
+static int may_wait(fuse_ino_t ino, const char *child);
 
 static int open_again(mfs_leasewait_entry *e, int stopping)
 {
@@ -303,6 +307,16 @@ static int open_again(mfs_leasewait_entry *e, int stopping)
     int rc = stopping                       ? -EIO
              : fuse_req_interrupted(w->req) ? -EINTR /* the reader gave up (a signal) */
                                             : mfs_nodes_path(nodes, w->ino, path, sizeof path);
+    /* a view's open may convert, which may wait (for its inputs' leases
+     * too): never on this thread, which every waiting open shares.  It only
+     * looks whether the model is still leased, and then hands the open
+     * back to its user's share. */
+    if (rc == 0 && w->view) {
+        if (mfs_ops_leased(path))
+            return 1;
+        if (hand_back(w) == 0)
+            return 0;
+    }
     if (rc == 0 && (rc = mfs_ops_open(path, w->ino, w->retry, &w->fi)) == MFS_OPS_LEASED)
         return 1;
     open_reply(w->req, w->ino, path, &w->fi, rc);
@@ -318,19 +332,19 @@ static int wait_lease(fuse_req_t req, fuse_ino_t ino, int retry, const struct fu
         free(w);
         return -1;
     }
-    *w = (open_wait){.entry.again = open_again, .req = req, .ino = ino, .retry = retry, .fi = *fi};
+    *w = (open_wait){.entry.again = open_again, .req = req, .ino = ino, .retry = retry,
+                     .view = may_wait(ino, NULL), .fi = *fi};
     mfs_leasewait_add(mfs_ops_fs->leasewait, &w->entry);
     return 0;
 }
 
-static void do_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* An OPEN whose retry flag (nodes.h) is known: asked at its first try. */
+static void open_run(fuse_req_t req, fuse_ino_t ino, int retry, struct fuse_file_info *fi)
 {
-    atomic_fetch_add(&tells, 1);
     char path[PATH_MAX];
     if (path_of(req, ino, path) < 0)
         return;
     uint32_t tid = (uint32_t)fuse_req_ctx(req)->pid;
-    int retry = mfs_nodes_retry_of(nodes, ino, tid);
     int rc = mfs_ops_open(path, ino, retry, fi);
     /* its retry comes next (nodes.h); a retry's own ESTALE is the
      * caller's answer, and no retry follows it */
@@ -339,6 +353,15 @@ static void do_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (rc == MFS_OPS_LEASED && wait_lease(req, ino, retry, fi) == 0)
         return;
     open_reply(req, ino, path, fi, rc == MFS_OPS_LEASED ? -ENOMEM : rc);
+}
+
+static void do_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    atomic_fetch_add(&tells, 1);
+    char path[PATH_MAX];
+    if (path_of(req, ino, path) < 0)
+        return;
+    open_run(req, ino, mfs_nodes_retry_of(nodes, ino, (uint32_t)fuse_req_ctx(req)->pid), fi);
 }
 
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -545,7 +568,7 @@ static void ll_fallocate(fuse_req_t r, fuse_ino_t i, int m, off_t o, off_t l,
  * files never queue behind that user's conversions, and RELEASE and
  * FORGET never queue at all (a RELEASE held back would keep a passthrough
  * inode bound: docs/passthrough.md). */
-enum { J_LOOKUP, J_GETATTR, J_OPEN, J_GETXATTR };
+enum { J_LOOKUP, J_GETATTR, J_OPEN, J_GETXATTR, J_OPEN_AGAIN };
 
 typedef struct ll_job {
     mfs_share_job share; /* first */
@@ -555,6 +578,7 @@ typedef struct ll_job {
     int has_fi;
     struct fuse_file_info fi;
     size_t size;
+    int retry; /* J_OPEN_AGAIN: the OPEN's, from its first try */
     char name[]; /* LOOKUP's and GETXATTR's */
 } ll_job;
 
@@ -567,6 +591,7 @@ static void run_job(mfs_share_job *sj)
     case J_GETATTR: do_getattr(j->req, j->ino, fi); break;
     case J_OPEN: do_open(j->req, j->ino, fi); break;
     case J_GETXATTR: do_getxattr(j->req, j->ino, j->name, j->size); break;
+    case J_OPEN_AGAIN: open_run(j->req, j->ino, j->retry, fi); break;
     }
     free(j);
 }
@@ -604,6 +629,43 @@ static int share_job(fuse_req_t req, int op, fuse_ino_t ino, struct fuse_file_in
         memcpy(j->name, name, nl);
     mfs_share_run(mfs_ops_fs->share, &j->share);
     return 1;
+}
+
+/* A view's OPEN whose model's lease went (open_again): it runs as a job
+ * of its user's share, on a thread of its own, which ends once the job
+ * has run or is queued (the waiter counts it: mfs_leasewait_free waits for
+ * it).  0, or -1 if no thread can be had (the waiter then opens it
+ * itself). */
+static void *hand_main(void *arg)
+{
+    ll_job *j = arg;
+    mfs_share_run(mfs_ops_fs->share, &j->share);
+    mfs_leasewait_hand_end(mfs_ops_fs->leasewait);
+    return NULL;
+}
+
+static int hand_back(open_wait *w)
+{
+    ll_job *j = malloc(sizeof *j);
+    if (!j)
+        return -1;
+    *j = (ll_job){.share = {.uid = fuse_req_ctx(w->req)->uid, .run = run_job}, .req = w->req,
+                  .op = J_OPEN_AGAIN, .ino = w->ino, .has_fi = 1, .fi = w->fi,
+                  .retry = w->retry};
+    pthread_attr_t a;
+    pthread_t t;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    mfs_leasewait_hand_begin(mfs_ops_fs->leasewait);
+    int rc = pthread_create(&t, &a, hand_main, j);
+    pthread_attr_destroy(&a);
+    if (rc != 0) {
+        mfs_leasewait_hand_end(mfs_ops_fs->leasewait);
+        free(j);
+        return -1;
+    }
+    free(w);
+    return 0;
 }
 
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)

@@ -474,6 +474,28 @@ static int open_current(const char *path, uint64_t node, struct fuse_file_info *
     return 0;
 }
 
+int mfs_ops_leased(const char *path)
+{
+    mfs_fs *fs = FS();
+    const char *r = mfs_ops_rel(path);
+    struct stat st;
+    char dir[4096], mpath[4200];
+    mfs_view_ref ref;
+    if (!r)
+        return 0;
+    if (mfs_beneath_stat(fs, r, &st) < 0) {
+        if (find_view(fs, r, dir, sizeof dir, &ref) <= 0)
+            return 0;
+        snprintf(mpath, sizeof mpath, "%s%s%s", dir, dir[0] ? "/" : "", ref.model);
+        ref_free(&ref);
+        r = mpath;
+    }
+    int fd = mfs_beneath_open(fs, r, O_RDONLY | O_NONBLOCK);
+    if (fd >= 0)
+        close(fd);
+    return fd < 0 && errno == EWOULDBLOCK;
+}
+
 int mfs_ops_open(const char *path, uint64_t node, int retry, struct fuse_file_info *fi)
 {
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT)))

@@ -25,6 +25,11 @@ extern const struct fuse_operations mfs_fuse_ops;
 #define MFS_OPS_LEASED 1
 int mfs_ops_open(const char *path, uint64_t node, int retry, struct fuse_file_info *fi);
 
+/* For an open answered MFS_OPS_LEASED: whether the file at path, or the
+ * model of the view at path, is still under a lease (an O_NONBLOCK open
+ * of it answers EWOULDBLOCK).  Converts nothing, waits for nothing. */
+int mfs_ops_leased(const char *path);
+
 /* LOOKUP of path: its attributes, 0 or -errno, as GETATTR; a view whose
  * inode holds an older entry for open handles moves to a new one first
  * (mfs_ll_renew), so the path shows the new entry and the handles keep

@@ -38,6 +38,23 @@ print("released", flush=True)
 sys.stdin.readline()
 """
 
+# Takes a write lease on each file named, as LEASE_HOLDER, then lets go of
+# one file per line of stdin that names it ("released" after each).
+PICKY_HOLDER = r"""
+import fcntl, os, signal, sys
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+fds = {}
+for p in sys.argv[1:]:
+    fds[p] = os.open(p, os.O_RDONLY)
+    fcntl.fcntl(fds[p], 1024, fcntl.F_WRLCK)  # F_SETLEASE
+print("ready", flush=True)
+for line in sys.stdin:
+    fd = fds.pop(line.strip())
+    fcntl.fcntl(fd, 1024, fcntl.F_UNLCK)
+    os.close(fd)
+    print("released", flush=True)
+"""
+
 # Opens every file named at once, one thread each, and prints each one's
 # bytes in hex (or its error) on a line of its own once all are done.
 OPENER = r"""
@@ -229,6 +246,57 @@ class LeaseFloodTest(unittest.TestCase):
             self.assertEqual(m.stats()["lease_waits"], 1)
             # retried many times a second, but not logged each time
             self.assertNotIn("temporarily unavailable", m.output())
+
+
+    def test_a_conversion_never_holds_the_lease_waiter(self):
+        # B's model and its material are both leased; A opens the view (it
+        # waits for the model's lease) and one of B's leased plain files.
+        # B lets go of the model only: the view's open now converts, and the
+        # conversion waits for the material's lease.  That wait must not be
+        # on the one thread that retries every waiting open: B then lets go
+        # of the plain file, and A's open of it must end at once.
+        a, b, bdir = self.users("lw")
+        model, mtl, plain = (os.path.join(bdir, n) for n in ("m.obj", "m.mtl", "f.txt"))
+        self.write(model, "mtllib m.mtl\nusemtl red\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", *b)
+        self.write(mtl, "newmtl red\nKd 1 0 0\n", *b)
+        self.write(plain, "B's plain file\n", *b)
+        with Mount(self.src, self.mnt, self.cache, "allow_other") as m:
+            holder = self.start(as_user(*b, [sys.executable, "-c", PICKY_HOLDER, model, mtl, plain]))
+            if holder.stdout.readline().strip() != "ready":
+                self.fail("the lease holder failed: " + holder.communicate()[1])
+            view_reader = self.start(as_user(*a, [sys.executable, "-c", OPENER,
+                                                  os.path.join(self.mnt, "b", "m.vrt")]))
+            plain_reader = self.start(as_user(*a, [sys.executable, "-c", READER,
+                                                   os.path.join(self.mnt, "b", "f.txt")]))
+            time.sleep(1.0)
+            self.assertIsNone(view_reader.poll())
+            plain_reader.stdin.write("go\n")
+            plain_reader.stdin.flush()
+            time.sleep(0.5)
+            for path in (model, plain):  # the model first: its open converts
+                holder.stdin.write(path + "\n")
+                holder.stdin.flush()
+                self.assertEqual(holder.stdout.readline().strip(), "released")
+                time.sleep(0.5)
+            line = [None]
+            t = threading.Thread(target=lambda: line.__setitem__(0, plain_reader.stdout.readline()))
+            t.start()
+            t.join(5)
+            holder.stdin.write(mtl + "\n")  # and the material: the view converts
+            holder.stdin.flush()
+            t.join()
+            out, err = view_reader.communicate(timeout=60)
+            holder.stdin.close()
+            holder.wait(timeout=10)
+            plain_reader.stdin.close()
+            plain_reader.wait(timeout=10)
+            took, data = line[0].split(" ", 1)
+            # it waited from "go" until its lease went, 0.5 s after the model's
+            self.assertLess(float(took), 1.5, "the plain file's open waited for a conversion")
+            self.assertEqual(data.strip(), "B's plain file\n".encode().hex())
+            self.assertEqual(view_reader.returncode, 0, err)
+            self.assertNotIn("error", out)
+            self.assertEqual(m.stats()["lease_waits"], 2)
 
 
 if __name__ == "__main__":
