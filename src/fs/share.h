@@ -1,12 +1,13 @@
 /* Each user's share of the FUSE request threads (share.c; docs/security.md,
  * "Request threads").
  *
- * A request that may wait (a conversion, a slow disk under SRC) runs on one
- * of the mount's request threads; without a bound, one user's requests
- * could hold them all and stall everyone else's.  Here a user (the
- * requester's uid) runs at most `cap` requests at once; the next ones are
- * queued, and the thread that finishes one of that user's requests runs
- * the user's next queued one before it goes back to the kernel.  So a
+ * A request that may wait on something a user controls (a view's
+ * conversion, a lease on its inputs: lowlevel.c says which requests) runs
+ * on one of the mount's request threads; without a bound, one user's
+ * requests could hold them all and stall everyone else's.  Here a user
+ * (the requester's uid) runs at most `cap` of them at once; the next ones
+ * are queued, and the thread that finishes one of that user's requests
+ * runs the user's next queued one before it goes back to the kernel.  So a
  * queued request holds no thread, a user never holds more than `cap`, and
  * a user's own requests keep their order of arrival past the cap. */
 #ifndef MESHFS_FS_SHARE_H
