@@ -715,7 +715,9 @@ mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *path, const char *f
     if (rc < 0) {
         out = MFS_VIEW_FAILED_MACHINE;
         info->errnum = -rc;
-        if (err->msg[0] && v->h.log)
+        /* EWOULDBLOCK: an input under a lease, which the host waits for
+         * and asks again about, many times a second (src/fs/leasewait.h) */
+        if (err->msg[0] && v->h.log && rc != -EWOULDBLOCK)
             v->h.log(v->h.ctx, path, err->msg);
     }
     pthread_mutex_unlock(&m->lock);

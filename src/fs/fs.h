@@ -78,6 +78,8 @@ typedef struct mfs_fs_stats {
 
 typedef struct mfs_dirmaps mfs_dirmaps;
 typedef struct mfs_prefetch mfs_prefetch;
+typedef struct mfs_share mfs_share;
+typedef struct mfs_leasewait mfs_leasewait;
 
 /* One mount's state, owned here and passed to every function that needs
  * it: nothing below keeps a process-wide copy (kview.c and pins.c are
@@ -124,6 +126,8 @@ typedef struct mfs_fs {
         unsigned n;
     } jobs_fg_coming[16];
     mfs_prefetch *prefetch;   /* prefetch.h; NULL with -o prefetch=0 */
+    mfs_share *share;         /* each user's share of the request threads (share.h) */
+    mfs_leasewait *leasewait; /* opens waiting for a lease (leasewait.h) */
 } mfs_fs;
 
 /* ---- dirmap.c: which names in a folder are views of which model ---- */

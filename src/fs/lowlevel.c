@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,11 +25,13 @@
 
 #include "dirreply.h"
 #include "fs.h"
+#include "leasewait.h"
 #include "listing.h"
 #include "lowlevel.h"
 #include "nodes.h"
 #include "ops.h"
 #include "passthrough.h"
+#include "share.h"
 
 static mfs_nodes *nodes;
 static struct fuse_session *session;
@@ -91,12 +94,21 @@ static void *prune_main(void *arg)
     return NULL;
 }
 
-int mfs_ll_start(struct fuse_session *se)
+int mfs_ll_start(struct fuse_session *se, unsigned threads)
 {
     session = se;
     pruner_stop = 0;
-    if (pthread_create(&pruner, NULL, prune_main, NULL) != 0)
+    unsigned cap = threads / MFS_LL_SHARE_DIVISOR;
+    mfs_ops_fs->share = mfs_share_new(cap ? cap : 1);
+    mfs_ops_fs->leasewait = mfs_leasewait_new();
+    if (!mfs_ops_fs->share || !mfs_ops_fs->leasewait ||
+        pthread_create(&pruner, NULL, prune_main, NULL) != 0) {
+        mfs_leasewait_free(mfs_ops_fs->leasewait);
+        mfs_share_free(mfs_ops_fs->share);
+        mfs_ops_fs->leasewait = NULL;
+        mfs_ops_fs->share = NULL;
         return -1;
+    }
     pruner_running = 1;
     return 0;
 }
@@ -111,7 +123,25 @@ void mfs_ll_stop(void)
         pthread_join(pruner, NULL);
         pruner_running = 0;
     }
+    /* the request threads are gone: opens still waiting for a lease are
+     * answered (EIO) while the session can still take the answer */
+    mfs_leasewait_free(mfs_ops_fs->leasewait);
+    mfs_ops_fs->leasewait = NULL;
+    mfs_share_free(mfs_ops_fs->share);
+    mfs_ops_fs->share = NULL;
     session = NULL;
+}
+
+int mfs_ll_share_text(char *buf, size_t n)
+{
+    mfs_fs *fs = mfs_ops_fs;
+    uint64_t waits;
+    size_t waiting;
+    mfs_leasewait_counts(fs->leasewait, &waits, &waiting);
+    return snprintf(buf, n, " share_cap=%u share_queued=%llu lease_waits=%llu lease_waiting=%zu",
+                    fs->share ? mfs_share_cap(fs->share) : 0,
+                    (unsigned long long)(fs->share ? mfs_share_queued(fs->share) : 0),
+                    (unsigned long long)waits, waiting);
 }
 
 int mfs_ll_session_fd(void)
@@ -165,7 +195,7 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
     mfs_ops_init(conn);
 }
 
-static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     atomic_fetch_add(&tells, 1);
     char path[PATH_MAX];
@@ -208,7 +238,7 @@ static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
     fuse_reply_none(req);
 }
 
-static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void do_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     atomic_fetch_add(&tells, 1);
     char path[PATH_MAX];
@@ -239,19 +269,10 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
         fuse_reply_readlink(req, target);
 }
 
-static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* The answer to an OPEN that mfs_ops_open gave rc. */
+static void open_reply(fuse_req_t req, fuse_ino_t ino, const char *path,
+                       struct fuse_file_info *fi, int rc)
 {
-    atomic_fetch_add(&tells, 1);
-    char path[PATH_MAX];
-    if (path_of(req, ino, path) < 0)
-        return;
-    uint32_t tid = (uint32_t)fuse_req_ctx(req)->pid;
-    int retry = mfs_nodes_retry_of(nodes, ino, tid);
-    int rc = mfs_ops_open(path, ino, retry, fi);
-    /* its retry comes next (nodes.h); a retry's own ESTALE is the
-     * caller's answer, and no retry follows it */
-    if (rc == -ESTALE && !retry)
-        mfs_nodes_refused(nodes, ino, tid);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return;
@@ -261,6 +282,86 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         mfs_fuse_ops.release(path, fi); /* interrupted: no release will come */
         mfs_nodes_opened(nodes, ino, -1);
     }
+}
+
+/* An OPEN of a plain file (or a view whose model is) under a lease, tried
+ * again by the lease waiter (leasewait.h) and answered from its thread.
+ * The path is asked of the node at each try: the kernel holds the node
+ * while it waits. */
+typedef struct open_wait {
+    mfs_leasewait_entry entry; /* first */
+    fuse_req_t req;
+    fuse_ino_t ino;
+    int retry;
+    int view; /* not a file of SRC: its open may convert */
+    struct fuse_file_info fi;
+} open_wait;
+
+static int hand_back(open_wait *w);
+static int may_wait(fuse_ino_t ino, const char *child);
+
+static int open_again(mfs_leasewait_entry *e, int stopping)
+{
+    open_wait *w = (open_wait *)e;
+    char path[PATH_MAX] = "";
+    int rc = stopping                       ? -EIO
+             : fuse_req_interrupted(w->req) ? -EINTR /* the reader gave up (a signal) */
+                                            : mfs_nodes_path(nodes, w->ino, path, sizeof path);
+    /* a view's open may convert, which may wait (for its inputs' leases
+     * too): never on this thread, which every waiting open shares.  It only
+     * looks whether the model is still leased, and then hands the open
+     * back to its user's share. */
+    if (rc == 0 && w->view) {
+        if (mfs_ops_leased(path))
+            return 1;
+        if (hand_back(w) == 0)
+            return 0;
+    }
+    if (rc == 0 && (rc = mfs_ops_open(path, w->ino, w->retry, &w->fi)) == MFS_OPS_LEASED)
+        return 1;
+    open_reply(w->req, w->ino, path, &w->fi, rc);
+    free(w);
+    return 0;
+}
+
+/* 0: the waiter has the request; -1: it could not take it (no memory). */
+static int wait_lease(fuse_req_t req, fuse_ino_t ino, int retry, const struct fuse_file_info *fi)
+{
+    open_wait *w = calloc(1, sizeof *w);
+    if (!w || !mfs_ops_fs->leasewait) {
+        free(w);
+        return -1;
+    }
+    *w = (open_wait){.entry.again = open_again, .req = req, .ino = ino, .retry = retry,
+                     .view = may_wait(ino, NULL), .fi = *fi};
+    mfs_leasewait_add(mfs_ops_fs->leasewait, &w->entry);
+    return 0;
+}
+
+/* An OPEN whose retry flag (nodes.h) is known: asked at its first try. */
+static void open_run(fuse_req_t req, fuse_ino_t ino, int retry, struct fuse_file_info *fi)
+{
+    char path[PATH_MAX];
+    if (path_of(req, ino, path) < 0)
+        return;
+    uint32_t tid = (uint32_t)fuse_req_ctx(req)->pid;
+    int rc = mfs_ops_open(path, ino, retry, fi);
+    /* its retry comes next (nodes.h); a retry's own ESTALE is the
+     * caller's answer, and no retry follows it */
+    if (rc == -ESTALE && !retry)
+        mfs_nodes_refused(nodes, ino, tid);
+    if (rc == MFS_OPS_LEASED && wait_lease(req, ino, retry, fi) == 0)
+        return;
+    open_reply(req, ino, path, fi, rc == MFS_OPS_LEASED ? -ENOMEM : rc);
+}
+
+static void do_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    atomic_fetch_add(&tells, 1);
+    char path[PATH_MAX];
+    if (path_of(req, ino, path) < 0)
+        return;
+    open_run(req, ino, mfs_nodes_retry_of(nodes, ino, (uint32_t)fuse_req_ctx(req)->pid), fi);
 }
 
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -355,7 +456,7 @@ static void reply_xattr(fuse_req_t req, int rc, const char *value, size_t size)
         fuse_reply_buf(req, value, (size_t)rc);
 }
 
-static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+static void do_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
     char path[PATH_MAX];
     if (path_of(req, ino, path) < 0)
@@ -452,6 +553,141 @@ static void ll_fallocate(fuse_req_t r, fuse_ino_t i, int m, off_t o, off_t l,
 {
     (void)i, (void)m, (void)o, (void)l, (void)f;
     rofs(r);
+}
+
+/* ---- each user's share of the request threads (share.h) ----
+ *
+ * A request that may wait on something a user controls runs as a job of
+ * its user's share, with its arguments copied, as it may run later on
+ * another thread: a LOOKUP, GETATTR, OPEN or GETXATTR of a name that is
+ * not a file of SRC (a view, which may wait for its conversion, and for a
+ * lease on its inputs).  Everything else runs at once, as it never waits
+ * for anyone: listings take no model lock they would wait for (fs.h),
+ * reads read an open descriptor, and an open of a plain file under a lease
+ * waits in the lease waiter, not here.  So a user's own listings and plain
+ * files never queue behind that user's conversions, and RELEASE and
+ * FORGET never queue at all (a RELEASE held back would keep a passthrough
+ * inode bound: docs/passthrough.md). */
+enum { J_LOOKUP, J_GETATTR, J_OPEN, J_GETXATTR, J_OPEN_AGAIN };
+
+typedef struct ll_job {
+    mfs_share_job share; /* first */
+    fuse_req_t req;
+    int op;
+    fuse_ino_t ino;
+    int has_fi;
+    struct fuse_file_info fi;
+    size_t size;
+    int retry; /* J_OPEN_AGAIN: the OPEN's, from its first try */
+    char name[]; /* LOOKUP's and GETXATTR's */
+} ll_job;
+
+static void run_job(mfs_share_job *sj)
+{
+    ll_job *j = (ll_job *)sj;
+    struct fuse_file_info *fi = j->has_fi ? &j->fi : NULL;
+    switch (j->op) {
+    case J_LOOKUP: do_lookup(j->req, j->ino, j->name); break;
+    case J_GETATTR: do_getattr(j->req, j->ino, fi); break;
+    case J_OPEN: do_open(j->req, j->ino, fi); break;
+    case J_GETXATTR: do_getxattr(j->req, j->ino, j->name, j->size); break;
+    case J_OPEN_AGAIN: open_run(j->req, j->ino, j->retry, fi); break;
+    }
+    free(j);
+}
+
+/* Whether the request is about a name that is not a file of SRC (a view,
+ * or nothing), so it may wait.  A stat beneath SRC, which no lease holds
+ * up; a hidden source (-o hide_sources) is answered ENOENT at once; an
+ * error is the request's to report, at once too. */
+static int may_wait(fuse_ino_t ino, const char *child)
+{
+    char path[PATH_MAX];
+    int rc = child ? mfs_nodes_child_path(nodes, ino, child, path, sizeof path)
+                   : mfs_nodes_path(nodes, ino, path, sizeof path);
+    const char *r = rc == 0 ? mfs_ops_rel(path) : NULL;
+    struct stat st;
+    return r && mfs_beneath_stat(mfs_ops_fs, r, &st) < 0 && errno == ENOENT;
+}
+
+/* 1: the request is its user's share's now (run, or queued); 0: the
+ * caller runs it at once. */
+static int share_job(fuse_req_t req, int op, fuse_ino_t ino, struct fuse_file_info *fi,
+                     size_t size, const char *name)
+{
+    if (!may_wait(ino, op == J_LOOKUP ? name : NULL))
+        return 0;
+    size_t nl = name ? strlen(name) + 1 : 0;
+    ll_job *j = malloc(sizeof *j + nl);
+    if (!j)
+        return 0; /* unbounded rather than refused */
+    *j = (ll_job){.share = {.uid = fuse_req_ctx(req)->uid, .run = run_job}, .req = req,
+                  .op = op, .ino = ino, .has_fi = fi != NULL, .size = size};
+    if (fi)
+        j->fi = *fi;
+    if (name)
+        memcpy(j->name, name, nl);
+    mfs_share_run(mfs_ops_fs->share, &j->share);
+    return 1;
+}
+
+/* A view's OPEN whose model's lease went (open_again): it runs as a job
+ * of its user's share, on a thread of its own, which ends once the job
+ * has run or is queued (the waiter counts it: mfs_leasewait_free waits for
+ * it).  0, or -1 if no thread can be had (the waiter then opens it
+ * itself). */
+static void *hand_main(void *arg)
+{
+    ll_job *j = arg;
+    mfs_share_run(mfs_ops_fs->share, &j->share);
+    mfs_leasewait_hand_end(mfs_ops_fs->leasewait);
+    return NULL;
+}
+
+static int hand_back(open_wait *w)
+{
+    ll_job *j = malloc(sizeof *j);
+    if (!j)
+        return -1;
+    *j = (ll_job){.share = {.uid = fuse_req_ctx(w->req)->uid, .run = run_job}, .req = w->req,
+                  .op = J_OPEN_AGAIN, .ino = w->ino, .has_fi = 1, .fi = w->fi,
+                  .retry = w->retry};
+    pthread_attr_t a;
+    pthread_t t;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    mfs_leasewait_hand_begin(mfs_ops_fs->leasewait);
+    int rc = pthread_create(&t, &a, hand_main, j);
+    pthread_attr_destroy(&a);
+    if (rc != 0) {
+        mfs_leasewait_hand_end(mfs_ops_fs->leasewait);
+        free(j);
+        return -1;
+    }
+    free(w);
+    return 0;
+}
+
+static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    if (!share_job(req, J_LOOKUP, parent, NULL, 0, name))
+        do_lookup(req, parent, name);
+}
+static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    /* through an open handle: answered from it, no wait */
+    if (fi || !share_job(req, J_GETATTR, ino, NULL, 0, NULL))
+        do_getattr(req, ino, fi);
+}
+static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    if (!share_job(req, J_OPEN, ino, fi, 0, NULL))
+        do_open(req, ino, fi);
+}
+static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+    if (!share_job(req, J_GETXATTR, ino, NULL, size, name))
+        do_getxattr(req, ino, name, size);
 }
 
 const struct fuse_lowlevel_ops mfs_ll_ops = {

@@ -22,10 +22,19 @@ int mfs_ll_setup(mfs_fs *fs, size_t max_inodes, double entry_timeout, double att
                  double negative_timeout);
 void mfs_ll_teardown(void);
 
-/* Once mounted: starts the thread that tells the kernel to drop entries
- * beyond the cap; mfs_ll_stop ends it, before the session goes. */
-int mfs_ll_start(struct fuse_session *se);
+/* Once mounted, with the session's number of request threads: starts the
+ * thread that tells the kernel to drop entries beyond the cap, each user's
+ * share of the request threads (share.h: a 1/MFS_LL_SHARE_DIVISOR part,
+ * at least 1) and the waiter for opens under a lease (leasewait.h);
+ * mfs_ll_stop ends them, after the request threads and before the session
+ * goes.  0 or -1. */
+#define MFS_LL_SHARE_DIVISOR 4
+int mfs_ll_start(struct fuse_session *se, unsigned threads);
 void mfs_ll_stop(void);
+
+/* " share_cap=N share_queued=N lease_waits=N lease_waiting=N" (the stats
+ * xattr; docs/security.md, "Request threads"); snprintf's return. */
+int mfs_ll_share_text(char *buf, size_t n);
 
 /* The session's device descriptor (passthrough's backing ids); -1 before
  * mfs_ll_start. */

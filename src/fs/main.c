@@ -506,15 +506,16 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
     if (!opts.foreground)
         mfs_log_to_syslog(); /* stderr is /dev/null from here on */
     mfs_pt_test_drop_sys_admin();
-    if (mfs_ll_start(se) < 0)
+    unsigned max = opts.singlethread ? 1
+                   : opts.max_threads && opts.max_threads != UINT_MAX ? opts.max_threads
+                                                                      : DEFAULT_MAX_THREADS;
+    if (mfs_ll_start(se, max) < 0)
         goto handlers;
     if (opts.singlethread) {
         rc = fuse_session_loop(se) ? 1 : 0;
     } else {
         struct fuse_loop_config *lc = fuse_loop_cfg_create();
         fuse_loop_cfg_set_clone_fd(lc, (unsigned)opts.clone_fd);
-        unsigned max = opts.max_threads && opts.max_threads != UINT_MAX ? opts.max_threads
-                                                                        : DEFAULT_MAX_THREADS;
         fuse_loop_cfg_set_max_threads(lc, max);
         /* never retire idle threads: a worker spawned by a thread that
          * exits would lose nothing (lifeline), but thread churn is waste */

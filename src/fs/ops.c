@@ -388,12 +388,19 @@ static int open_current(const char *path, uint64_t node, struct fuse_file_info *
         return -ENOMEM;
     struct stat st;
     if (mfs_beneath_stat(fs, r, &st) == 0 && !is_hidden_source(fs, r, &st)) {
-        h->fd = mfs_beneath_open(fs, r, O_RDONLY);
+        /* never a blocking open, which a lease would hold up to the lease
+         * break time: O_NONBLOCK starts the break and answers EWOULDBLOCK,
+         * and the caller waits elsewhere (leasewait.h).  For a regular file
+         * only a lease answers so (FIFOs never reach the daemon). */
+        h->fd = mfs_beneath_open(fs, r, O_RDONLY | O_NONBLOCK);
         if (h->fd < 0) {
             int e = errno;
             free(h);
-            return -e;
+            return e == EWOULDBLOCK && S_ISREG(st.st_mode) ? MFS_OPS_LEASED : -e;
         }
+        int fl = fcntl(h->fd, F_GETFL);
+        if (fl >= 0)
+            fcntl(h->fd, F_SETFL, fl & ~O_NONBLOCK); /* reads as a plain open's */
         fi->fh = keep(h);
         return 0;
     }
@@ -435,10 +442,14 @@ static int open_current(const char *path, uint64_t node, struct fuse_file_info *
     uint64_t where = mfs_view_where(dir, ref.base);
     ref_free(&ref);
     struct stat mst;
-    int rc = o == MFS_VIEW_HIT ? 0 : failure_errno(fs, o, &vi);
+    /* the model under a lease: its hash's O_NONBLOCK open answered
+     * EWOULDBLOCK (beneath.c), and the open waits as a plain file's */
+    int rc = o == MFS_VIEW_HIT                                         ? 0
+             : o == MFS_VIEW_FAILED_MACHINE && vi.errnum == EWOULDBLOCK ? MFS_OPS_LEASED
+                                                                        : failure_errno(fs, o, &vi);
     if (rc == 0 && mfs_beneath_stat(fs, mpath, &mst) < 0)
         rc = errno == ENOENT ? -ENOENT : -EIO;
-    if (rc < 0) {
+    if (rc != 0) {
         mfs_cache_hit_release(&vi.hit);
         free(h);
         return rc;
@@ -461,6 +472,28 @@ static int open_current(const char *path, uint64_t node, struct fuse_file_info *
     fi->fh = keep(h);
     atomic_fetch_add(&fs->stats.views_served, 1);
     return 0;
+}
+
+int mfs_ops_leased(const char *path)
+{
+    mfs_fs *fs = FS();
+    const char *r = mfs_ops_rel(path);
+    struct stat st;
+    char dir[4096], mpath[4200];
+    mfs_view_ref ref;
+    if (!r)
+        return 0;
+    if (mfs_beneath_stat(fs, r, &st) < 0) {
+        if (find_view(fs, r, dir, sizeof dir, &ref) <= 0)
+            return 0;
+        snprintf(mpath, sizeof mpath, "%s%s%s", dir, dir[0] ? "/" : "", ref.model);
+        ref_free(&ref);
+        r = mpath;
+    }
+    int fd = mfs_beneath_open(fs, r, O_RDONLY | O_NONBLOCK);
+    if (fd >= 0)
+        close(fd);
+    return fd < 0 && errno == EWOULDBLOCK;
 }
 
 int mfs_ops_open(const char *path, uint64_t node, int retry, struct fuse_file_info *fi)
@@ -607,6 +640,8 @@ static int stats_text(mfs_fs *fs, char *buf, size_t n)
     int m = bounds_text(fs, more, sizeof more);
     if (m > 0 && (size_t)m < sizeof more)
         m += remote_text(fs, more + m, sizeof more - (size_t)m);
+    if (m > 0 && (size_t)m < sizeof more)
+        m += mfs_ll_share_text(more + m, sizeof more - (size_t)m);
     /* the base ends in a newline: the bounds go before it, if they fit */
     if (len <= 0 || m <= 0 || (size_t)m >= sizeof more || (size_t)len + (size_t)m >= n)
         return len;

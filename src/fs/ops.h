@@ -17,8 +17,18 @@ extern const struct fuse_operations mfs_fuse_ops;
  * (mfs_ll_renew) and the kernel, told ESTALE, looks the name up again and
  * opens that (docs/coherence.md, B1).  retry: this OPEN is the kernel's
  * retry of one answered ESTALE (mfs_nodes_retry_of); it is then served the
- * entry the moved inode's handles read rather than refused again. */
+ * entry the moved inode's handles read rather than refused again.
+ * MFS_OPS_LEASED: a plain file, or a view's model, under another
+ * process's lease (leasewait.h):
+ * nothing was opened and fi is untouched; the caller asks again later,
+ * from outside the request threads, until it answers otherwise. */
+#define MFS_OPS_LEASED 1
 int mfs_ops_open(const char *path, uint64_t node, int retry, struct fuse_file_info *fi);
+
+/* For an open answered MFS_OPS_LEASED: whether the file at path, or the
+ * model of the view at path, is still under a lease (an O_NONBLOCK open
+ * of it answers EWOULDBLOCK).  Converts nothing, waits for nothing. */
+int mfs_ops_leased(const char *path);
 
 /* LOOKUP of path: its attributes, 0 or -errno, as GETATTR; a view whose
  * inode holds an older entry for open handles moves to a new one first
