@@ -9,7 +9,7 @@
 typedef struct mfs_iofs {
     struct aiFileIO io;   /* handed to assimp; UserData points back here */
     int rootfd;
-    mfs_deps *deps;       /* every file opened, model first */
+    mfs_deps *deps;       /* every file opened, model first; paths not found */
     char refused[512];    /* first path refused for leaving the root */
     int refused_count;
     int oom;
@@ -33,6 +33,10 @@ int mfs_iofs_oom(const mfs_iofs *fs, mfs_err *err);
  * mfs_iofs_unview(fs, returned handle).  NULL when it cannot be opened. */
 struct aiFile *mfs_iofs_view(mfs_iofs *fs, const char *rel, const uint8_t **data, size_t *size);
 void mfs_iofs_unview(mfs_iofs *fs, struct aiFile *f);
+
+/* Records the case-insensitive search of rel ("folder/name") as an input:
+ * the folder's names equal to name ignoring case (include/meshfs/inputs.h). */
+void mfs_iofs_record_listing(mfs_iofs *fs, const char *rel);
 
 /* Lexically normalises a path the way the confinement sees it:
  * "a/./b//c/../d" -> "a/b/d".  Returns -1 if it is absolute or climbs

@@ -11,7 +11,8 @@
  * Every file is opened through the importer's confined file system, so a
  * texture outside the source root is refused unopened, and whatever is read
  * is recorded as a dependency (it decides the .tex bytes, so it must be part
- * of the cache key).  Nothing here fails the import: a model without a usable
+ * of the cache key), as is every candidate not found and the case-insensitive
+ * search itself (include/meshfs/inputs.h).  Nothing here fails the import: a model without a usable
  * texture still has every other view, and .tex says why in its note. */
 #include <ctype.h>
 #include <dirent.h>
@@ -272,6 +273,11 @@ static int join(const char *dir, const char *name, char *out, size_t cap)
  * name, so the choice does not depend on directory order).  0 if none. */
 static int find_nocase(tex_ctx *c, const char *dir, const char *base, char *out, size_t cap)
 {
+    /* the search is an input: a name that matches better (or at all) when
+     * it appears makes the views again */
+    char searched[PATH_CAP];
+    if (join(dir, base, searched, sizeof searched) == 0)
+        mfs_iofs_record_listing(c->fs, searched);
     struct open_how how = {
         .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,

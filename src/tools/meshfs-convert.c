@@ -408,8 +408,11 @@ static int write_report(const batch *b, report_out *r, const char *path)
             first = 0;
         }
         fputs("},\"deps\":[", f);
+        int any = 0;
         for (uint32_t d = 0; d < it->rep.deps.n; d++) {
-            if (d)
+            if (it->rep.deps.v[d].kind != MFS_DEP_FILE)
+                continue; /* the files read; paths only looked at are not */
+            if (any++)
                 fputc(',', f);
             mfs_json_str(f, it->rep.deps.v[d].path);
         }
