@@ -101,12 +101,14 @@ static void note_refused(mfs_iofs *fs, const char *path)
 }
 
 /* The dep slot for rel, or NULL if rel is recorded already (or out of
- * memory, which fs->oom says). */
-static mfs_dep *new_dep(mfs_iofs *fs, const char *rel)
+ * memory, which fs->oom says).  An open's outcome (a file or absent) and a
+ * search for the name are apart: "Wood.png" not found as written is one
+ * input, the folder's names equal to it ignoring case another. */
+static mfs_dep *new_dep(mfs_iofs *fs, const char *rel, int listing)
 {
     mfs_deps *d = fs->deps;
     for (uint32_t i = 0; i < d->n; i++)
-        if (strcmp(d->v[i].path, rel) == 0)
+        if ((d->v[i].kind == MFS_DEP_LISTING) == listing && strcmp(d->v[i].path, rel) == 0)
             return NULL;
     if (d->n == d->cap) {
         uint32_t cap = d->cap ? d->cap * 2 : 8;
@@ -131,7 +133,7 @@ static mfs_dep *new_dep(mfs_iofs *fs, const char *rel)
 
 static void record_dep(mfs_iofs *fs, const char *rel, const uint8_t *data, size_t size)
 {
-    mfs_dep *dep = new_dep(fs, rel);
+    mfs_dep *dep = new_dep(fs, rel, 0);
     if (!dep)
         return;
     dep->size = size;
@@ -149,7 +151,7 @@ static void record_absent(mfs_iofs *fs, const char *rel)
      * model comes first in every list the cache keys. */
     if (fs->deps->n == 0)
         return;
-    mfs_dep *dep = new_dep(fs, rel);
+    mfs_dep *dep = new_dep(fs, rel, 0);
     if (dep)
         dep->kind = MFS_DEP_ABSENT;
 }
@@ -162,7 +164,7 @@ void mfs_iofs_record_listing(mfs_iofs *fs, const char *rel)
         fs->oom = 1;
         return;
     }
-    mfs_dep *dep = new_dep(fs, rel);
+    mfs_dep *dep = new_dep(fs, rel, 1);
     if (!dep)
         return;
     dep->kind = MFS_DEP_LISTING;

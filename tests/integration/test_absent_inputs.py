@@ -1,0 +1,229 @@
+"""Absent inputs are inputs (issue 28): every path an importer tried and
+did not find, and every folder searched for a texture ignoring case, is an
+input of the model's views.  A file that appears there (the .mtl, texture
+or .bin copied in after the model), a better-matching name, or a file
+removed again, makes the views again: in meshfs-convert with its cache and
+in a live mount once the attribute timeout has passed, with both
+importers.  Each run's bytes are compared with a conversion without the
+cache: the cache never gives what a fresh conversion would not."""
+import errno
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+import unittest
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import SOURCE, TreeCase, run_tests, tool  # noqa: E402
+from mount import Mount  # noqa: E402
+
+EXAMPLES = os.path.join(SOURCE, "examples", "assets")
+FALLBACK = struct.pack("<iiiHH", 1, 1, 4, 3, 3) + b"\xff\xff\xff\xff"
+IMPORTERS = ("auto", "assimp")
+
+
+def png(w, h=1, grey=0x80):
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    raw = b"".join(b"\x00" + bytes([grey, grey, grey]) * w for _ in range(h))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def tex_size(data):
+    return struct.unpack("<ii", data[:8])
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
+
+
+def views(out, stem):
+    """{file name: bytes} of the views of one model in an output folder."""
+    d = os.path.join(out, os.path.dirname(stem))
+    base = os.path.basename(stem) + "."
+    return {n: open(os.path.join(d, n), "rb").read() for n in sorted(os.listdir(d))
+            if n.startswith(base)}
+
+
+class Convert(TreeCase):
+    """meshfs-convert with its cache, each run checked against a run
+    without it (--no-cache into another folder)."""
+
+    def convert(self, importer, out="out", cache=True):
+        rpath = os.path.join(self.tmp, "report.json")
+        argv = [tool("meshfs-convert"), "-o", os.path.join(self.tmp, out), "--report", rpath,
+                "--importer", importer, "--timeout", "60"]
+        argv += ["--cache-dir", self.cache] if cache else ["--no-cache"]
+        p = subprocess.run(argv + [self.src], capture_output=True, text=True, timeout=600)
+        with open(rpath) as f:
+            rows = {r["model"]: r for r in map(json.loads, f) if "model" in r}
+        return p, rows
+
+    def step(self, importer, model, state):
+        """Converts with the cache; the row's state must be `state`, and the
+        views must equal those of a conversion without the cache."""
+        p, rows = self.convert(importer)
+        self.assertEqual(rows[model]["state"], state, (p.stderr, rows[model]))
+        stem = os.path.splitext(model)[0]
+        if state != "failed":
+            fresh = "fresh-%d" % time.monotonic_ns()
+            q, _ = self.convert(importer, out=fresh, cache=False)
+            self.assertEqual(q.returncode, 0, q.stderr)
+            got = views(os.path.join(self.tmp, "out"), stem)
+            self.assertEqual(got, views(os.path.join(self.tmp, fresh), stem))
+            shutil.rmtree(os.path.join(self.tmp, fresh))
+        return rows[model]
+
+    def tex(self, stem):
+        with open(os.path.join(self.tmp, "out", stem + ".tex"), "rb") as f:
+            return f.read()
+
+    def test_obj_before_its_mtl_and_texture(self):
+        for importer in IMPORTERS:
+            with self.subTest(importer=importer):
+                shutil.rmtree(self.tmp + "/src", ignore_errors=True)
+                shutil.rmtree(self.tmp + "/out", ignore_errors=True)
+                shutil.rmtree(self.cache, ignore_errors=True)
+                crate = os.path.join(EXAMPLES, "crate")
+                write(os.path.join(self.src, "crate", "crate.obj"),
+                      open(os.path.join(crate, "crate.obj"), "rb").read())
+                self.step(importer, "crate/crate.obj", "converted")
+                self.assertEqual(self.tex("crate/crate"), FALLBACK)
+                first = views(os.path.join(self.tmp, "out"), "crate/crate")
+                self.step(importer, "crate/crate.obj", "up to date")
+                # the artist copies the material and its textures in
+                shutil.copy(os.path.join(crate, "crate.mtl"), os.path.join(self.src, "crate"))
+                shutil.copytree(os.path.join(crate, "textures"),
+                                os.path.join(self.src, "crate", "textures"))
+                row = self.step(importer, "crate/crate.obj", "converted")
+                self.assertEqual(tex_size(self.tex("crate/crate")), (8, 8))
+                self.assertIn("crate/crate.mtl", row["deps"])
+                self.assertIn("crate/textures/crate.png", row["deps"])
+                self.step(importer, "crate/crate.obj", "up to date")
+                # the .mtl removed again: the first run's bytes (the model
+                # entry lists the latest inputs only, so a worker runs)
+                os.unlink(os.path.join(self.src, "crate", "crate.mtl"))
+                self.step(importer, "crate/crate.obj", "converted")
+                self.assertEqual(views(os.path.join(self.tmp, "out"), "crate/crate"), first)
+
+    def test_gltf_before_its_bin(self):
+        for importer in IMPORTERS:
+            with self.subTest(importer=importer):
+                shutil.rmtree(self.tmp + "/src", ignore_errors=True)
+                shutil.rmtree(self.cache, ignore_errors=True)
+                chars = os.path.join(EXAMPLES, "characters")
+                write(os.path.join(self.src, "strip.gltf"),
+                      open(os.path.join(chars, "strip.gltf"), "rb").read())
+                row = self.step(importer, "strip.gltf", "failed")
+                self.assertFalse(row["ok"])
+                row = self.step(importer, "strip.gltf", "failed")
+                self.assertTrue(row["remembered"], row)  # still failing: remembered
+                shutil.copy(os.path.join(chars, "strip.bin"), self.src)
+                row = self.step(importer, "strip.gltf", "converted")
+                self.assertTrue(row["ok"], row)
+                self.assertIn("strip.bin", row["deps"])
+
+    def test_texture_found_ignoring_case_then_a_better_match(self):
+        for importer in IMPORTERS:
+            with self.subTest(importer=importer):
+                shutil.rmtree(self.tmp + "/src", ignore_errors=True)
+                shutil.rmtree(self.tmp + "/out", ignore_errors=True)
+                shutil.rmtree(self.cache, ignore_errors=True)
+                m = os.path.join(self.src, "m")
+                write(os.path.join(m, "m.obj"), "mtllib m.mtl\nusemtl a\nv 0 0 0\nv 1 0 0\n"
+                      "v 0 1 0\nvt 0 0\nvt 1 0\nvt 0 1\nf 1/1 2/2 3/3\n")
+                write(os.path.join(m, "m.mtl"), "newmtl a\nKd 1 1 1\nmap_Kd Wood.png\n")
+                write(os.path.join(m, "wood.png"), png(2))
+                self.step(importer, "m/m.obj", "converted")
+                self.assertEqual(tex_size(self.tex("m/m")), (2, 1))
+                # another folder's new file, or a name that does not match: no work
+                write(os.path.join(self.src, "other.txt"), "x")
+                write(os.path.join(m, "stone.png"), png(5))
+                self.step(importer, "m/m.obj", "up to date")
+                # a name the search prefers (byte order: upper case first)
+                write(os.path.join(m, "WOOD.PNG"), png(3))
+                self.step(importer, "m/m.obj", "converted")
+                self.assertEqual(tex_size(self.tex("m/m")), (3, 1))
+                # the name as written, which beats any search
+                write(os.path.join(m, "Wood.png"), png(4))
+                self.step(importer, "m/m.obj", "converted")
+                self.assertEqual(tex_size(self.tex("m/m")), (4, 1))
+                # removed again: back to the search's best
+                os.unlink(os.path.join(m, "Wood.png"))
+                self.step(importer, "m/m.obj", "converted")
+                self.assertEqual(tex_size(self.tex("m/m")), (3, 1))
+                os.unlink(os.path.join(m, "WOOD.PNG"))
+                self.step(importer, "m/m.obj", "converted")
+                self.assertEqual(tex_size(self.tex("m/m")), (2, 1))
+
+
+class Mounted(TreeCase):
+    """A live mount: no remount, no touch; only the attribute timeout."""
+
+    def read(self, path):
+        with open(os.path.join(self.mnt, path), "rb") as f:
+            return f.read()
+
+    def wait_timeout(self):
+        time.sleep(1.3)  # attr_timeout=1 and entry_timeout=1
+
+    def test_files_appearing_and_going_under_a_mount(self):
+        for importer in IMPORTERS:
+            with self.subTest(importer=importer):
+                shutil.rmtree(self.src, ignore_errors=True)
+                shutil.rmtree(self.cache, ignore_errors=True)
+                crate = os.path.join(EXAMPLES, "crate")
+                chars = os.path.join(EXAMPLES, "characters")
+                write(os.path.join(self.src, "crate", "crate.obj"),
+                      open(os.path.join(crate, "crate.obj"), "rb").read())
+                write(os.path.join(self.src, "strip.gltf"),
+                      open(os.path.join(chars, "strip.gltf"), "rb").read())
+                with Mount(self.src, self.mnt, self.cache, "importer=" + importer,
+                           "attr_timeout=1", "entry_timeout=1") as mnt:
+                    self.assertEqual(self.read("crate/crate.tex"), FALLBACK)
+                    with self.assertRaises(OSError) as e:
+                        self.read("strip.gmf")
+                    self.assertEqual(e.exception.errno, errno.EIO)
+                    before = mnt.stats()["conversions"]
+                    self.wait_timeout()
+                    # nothing changed: nothing converted
+                    self.assertEqual(self.read("crate/crate.tex"), FALLBACK)
+                    self.assertEqual(mnt.stats()["conversions"], before)
+
+                    shutil.copy(os.path.join(crate, "crate.mtl"),
+                                os.path.join(self.src, "crate"))
+                    shutil.copytree(os.path.join(crate, "textures"),
+                                    os.path.join(self.src, "crate", "textures"))
+                    shutil.copy(os.path.join(chars, "strip.bin"), self.src)
+                    self.wait_timeout()
+                    tex = self.read("crate/crate.tex")
+                    self.assertEqual(tex_size(tex), (8, 8))
+                    gmf = self.read("strip.gmf")
+                    self.assertGreater(len(gmf), 100)
+                    self.assertEqual(mnt.stats()["conversions"], before + 2)
+
+                    os.unlink(os.path.join(self.src, "crate", "crate.mtl"))
+                    self.wait_timeout()
+                    self.assertEqual(self.read("crate/crate.tex"), FALLBACK)
+                    # the bytes a conversion without the cache gives
+                    fresh = os.path.join(self.tmp, "fresh")
+                    p = subprocess.run([tool("meshfs-convert"), "-o", fresh, "--no-cache",
+                                        "--importer", importer, self.src],
+                                       capture_output=True, text=True, timeout=600)
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    for name in ("crate/crate.tex", "crate/crate.gmf", "strip.gmf", "strip.fmd"):
+                        with open(os.path.join(fresh, name), "rb") as f:
+                            self.assertEqual(self.read(name), f.read(), name)
+                    shutil.rmtree(fresh)
+
+
+if __name__ == "__main__":
+    run_tests()
