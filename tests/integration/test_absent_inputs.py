@@ -164,6 +164,24 @@ class Convert(TreeCase):
                 self.step(importer, "m/m.obj", "converted")
                 self.assertEqual(tex_size(self.tex("m/m")), (2, 1))
 
+    def test_warm_converts_again_when_a_file_appears(self):
+        crate = os.path.join(EXAMPLES, "crate")
+        write(os.path.join(self.src, "crate.obj"),
+              open(os.path.join(crate, "crate.obj"), "rb").read())
+        warm = [tool("meshfs-cache"), "--cache-dir", self.cache, "warm", self.src]
+        for expect in ("1 converted, 0 up to date", "0 converted, 1 up to date"):
+            p = subprocess.run(warm, capture_output=True, text=True, timeout=600)
+            self.assertEqual(p.stdout, f"warm: {expect}, 0 failed\n", p.stderr)
+        shutil.copy(os.path.join(crate, "crate.mtl"), self.src)
+        shutil.copytree(os.path.join(crate, "textures"), os.path.join(self.src, "textures"))
+        for expect in ("1 converted, 0 up to date", "0 converted, 1 up to date"):
+            p = subprocess.run(warm, capture_output=True, text=True, timeout=600)
+            self.assertEqual(p.stdout, f"warm: {expect}, 0 failed\n", p.stderr)
+        # and a run of meshfs-convert over that cache converts nothing more
+        row = self.step("auto", "crate.obj", "up to date")
+        self.assertEqual(tex_size(self.tex("crate")), (8, 8))
+        self.assertIn("textures/crate.png", row["deps"])
+
 
 class Mounted(TreeCase):
     """A live mount: no remount, no touch; only the attribute timeout."""
