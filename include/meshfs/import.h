@@ -25,6 +25,8 @@ typedef enum mfs_dep_kind {
                             path is "folder/name" as searched for, size the
                             count of matching names, hash theirs
                             (include/meshfs/inputs.h) */
+    MFS_DEP_MISSING = 3, /* absent, and a file the model references (not a
+                            candidate a search tried): said as a warning */
 } mfs_dep_kind;
 
 typedef struct mfs_dep {

@@ -30,6 +30,16 @@ int mfs_input_absent(int rootfd, const char *path);
  * Cost: one listing of the folder.  0, or -1 out of memory. */
 int mfs_input_listing(int rootfd, const char *path, uint64_t *count, uint8_t hash[16]);
 
+/* Whether input i of deps is a referenced file to be said missing
+ * (MFS_DEP_MISSING), once: not if an earlier missing input or a file read
+ * has the same base name (assimp tries a reference under other folders,
+ * glTF2/x/glTF2/x/a.bin, before it gives up or finds it). */
+int mfs_input_said(const mfs_dep *deps, uint32_t n, uint32_t i);
+
+/* The text of that warning for input d, as every user sees it: the mount's
+ * log, user.meshfs.warnings, meshfs-convert's output and report. */
+#define MFS_INPUT_MISSING_FMT "referenced file '%s' is missing"
+
 /* Whether an absent or listing input d still holds: 1 yes, 0 changed,
  * -1 error (errno).  A file input is not for this function (-1, EINVAL). */
 int mfs_input_holds(int rootfd, const mfs_dep *d);

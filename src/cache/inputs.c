@@ -100,9 +100,27 @@ int mfs_input_listing(int rootfd, const char *path, uint64_t *count, uint8_t has
     return rc;
 }
 
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+int mfs_input_said(const mfs_dep *deps, uint32_t n, uint32_t i)
+{
+    if (i >= n || deps[i].kind != MFS_DEP_MISSING)
+        return 0;
+    const char *b = base_name(deps[i].path);
+    for (uint32_t j = 0; j < n; j++)
+        if (j != i && (deps[j].kind == MFS_DEP_FILE || (deps[j].kind == MFS_DEP_MISSING && j < i)) &&
+            strcmp(base_name(deps[j].path), b) == 0)
+            return 0;
+    return 1;
+}
+
 int mfs_input_holds(int rootfd, const mfs_dep *d)
 {
-    if (d->kind == MFS_DEP_ABSENT)
+    if (d->kind == MFS_DEP_ABSENT || d->kind == MFS_DEP_MISSING)
         return mfs_input_absent(rootfd, d->path);
     if (d->kind != MFS_DEP_LISTING) {
         errno = EINVAL;

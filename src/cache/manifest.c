@@ -13,7 +13,8 @@
  * Payload, little-endian:
  *   u32 ndeps, then per dep:  u32 path_len, path, u64 size, 16-byte hash
  *     (size: its low 56 bits; the top byte, the dep's kind: 0 a file read,
- *     1 a path tried and absent, 2 a folder searched (include/meshfs/inputs.h).
+ *     1 a path tried and absent, 2 a folder searched, 3 absent and a file
+ *     the model references (include/meshfs/inputs.h).
  *     A meshfs from before kinds reads an absent dep as a file of 2^56 bytes
  *     or more, which never matches: a conversion, never a wrong answer; and
  *     the manifest key's domain moved to v2, so neither finds the other's.)
@@ -194,7 +195,7 @@ static int decode(reader *r, int kind, int payload, mfs_cache_manifest *m)
         d->size = size & SIZE_MASK;
         d->kind = (uint8_t)(size >> 56);
         const uint8_t *h = take(r, 16);
-        if (!d->path || !h || d->kind > MFS_DEP_LISTING)
+        if (!d->path || !h || d->kind > MFS_DEP_MISSING)
             return -1;
         memcpy(d->hash, h, 16);
     }

@@ -16,6 +16,7 @@
 #include <xxhash.h>
 
 #include "meshfs/formats.h"
+#include "meshfs/inputs.h"
 #include "meshfs/timespec.h"
 #include "meshfs/views.h"
 
@@ -599,6 +600,18 @@ static void remote_upload(const mfs_views *v, const model *m, unsigned need,
 
 /* ---- tiers 2 and 3: the local cache, then a conversion ---- */
 
+/* Each referenced file the conversion found missing, in the log: once a
+ * model version (its conversion), not a read. */
+static void log_missing(const mfs_views *v, const char *path, const mfs_cache_manifest *man)
+{
+    for (uint32_t i = 0; v->h.log && i < man->ndeps; i++)
+        if (mfs_input_said(man->deps, man->ndeps, i)) {
+            char msg[4200];
+            snprintf(msg, sizeof msg, MFS_INPUT_MISSING_FMT, man->deps[i].path);
+            v->h.log(v->h.ctx, path, msg);
+        }
+}
+
 /* Brings the memo up to date, converting if `format` has no entry for the
  * current inputs (then every enabled view still missing is made by the same
  * import).  Views already cached are never remade for another's sake, so an
@@ -665,6 +678,8 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
                          memcmp(man.deps[0].hash, hash, 16) != 0))
             cur = 0;
         int rc = cur == 1 ? memo_fill(v, m, &man, &mk, fmi_model, 0) : -EAGAIN;
+        if (rc == 0)
+            log_missing(v, m->path, &man);
         mfs_cache_manifest_free(&man);
         if (rc == 0 && v->h.remote)
             remote_upload(v, m, need, &mk);
@@ -764,6 +779,39 @@ mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *path, const char *f
     pthread_mutex_unlock(&m->lock);
     put_model(v, m);
     return out;
+}
+
+int mfs_views_missing(mfs_views *v, const char *path, const char *fmi_model, int format,
+                      char *out, size_t n, mfs_err *err)
+{
+    mfs_view_info info;
+    mfs_view_outcome o = mfs_views_resolve(v, path, fmi_model, format, MFS_VIEW_ATTR, &info, err);
+    if (o == MFS_VIEW_FAILED_MACHINE)
+        return -(info.errnum ? info.errnum : EIO);
+    model *m = get_model(v, path);
+    if (!m)
+        return -ENOMEM;
+    pthread_mutex_lock(&m->lock);
+    size_t len = 0;
+    mfs_dep *deps = m->valid ? calloc(m->ninputs ? m->ninputs : 1, sizeof *deps) : NULL;
+    for (uint32_t i = 0; deps && i < m->ninputs; i++)
+        deps[i] = (mfs_dep){.path = m->input_paths[i], .kind = m->input_kinds[i]};
+    for (uint32_t i = 0; deps && i < m->ninputs; i++) {
+        if (!mfs_input_said(deps, m->ninputs, i))
+            continue;
+        int k = snprintf(out + len, n - len, "%s" MFS_INPUT_MISSING_FMT, len ? "\n" : "",
+                         deps[i].path);
+        if (k < 0 || (size_t)k >= n - len) {
+            out[len] = '\0';
+            break; /* what fits */
+        }
+        len += (size_t)k;
+    }
+    int rc = m->valid && !deps ? -ENOMEM : (int)len;
+    free(deps);
+    pthread_mutex_unlock(&m->lock);
+    put_model(v, m);
+    return rc;
 }
 
 mfs_view_outcome mfs_views_known(mfs_views *v, const char *path, const char *fmi_model,

@@ -153,7 +153,15 @@ static void record_absent(mfs_iofs *fs, const char *rel)
         return;
     mfs_dep *dep = new_dep(fs, rel, 0);
     if (dep)
-        dep->kind = MFS_DEP_ABSENT;
+        dep->kind = fs->searching ? MFS_DEP_ABSENT : MFS_DEP_MISSING;
+}
+
+void mfs_iofs_mark_missing(mfs_iofs *fs, const char *rel)
+{
+    mfs_deps *d = fs->deps;
+    for (uint32_t i = 0; i < d->n; i++)
+        if (d->v[i].kind == MFS_DEP_ABSENT && strcmp(d->v[i].path, rel) == 0)
+            d->v[i].kind = MFS_DEP_MISSING;
 }
 
 void mfs_iofs_record_listing(mfs_iofs *fs, const char *rel)

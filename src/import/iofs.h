@@ -13,6 +13,8 @@ typedef struct mfs_iofs {
     char refused[512];    /* first path refused for leaving the root */
     int refused_count;
     int oom;
+    int searching;        /* candidates are being tried (a texture's): one
+                             not found is absent, not yet said missing */
     char oom_file[512];   /* the first input too big to map, and its size
                              ("" if none: the memory ran out elsewhere) */
 } mfs_iofs;
@@ -37,6 +39,10 @@ void mfs_iofs_unview(mfs_iofs *fs, struct aiFile *f);
 /* Records the case-insensitive search of rel ("folder/name") as an input:
  * the folder's names equal to name ignoring case (include/meshfs/inputs.h). */
 void mfs_iofs_record_listing(mfs_iofs *fs, const char *rel);
+
+/* Says the absent input rel missing after all (MFS_DEP_MISSING): the
+ * search it was a candidate of found nothing. */
+void mfs_iofs_mark_missing(mfs_iofs *fs, const char *rel);
 
 /* Lexically normalises a path the way the confinement sees it:
  * "a/./b//c/../d" -> "a/b/d".  Returns -1 if it is absolute or climbs

@@ -347,6 +347,12 @@ static void from_disk(tex_ctx *c, const char *path, const char *model_dir)
         strcmp(nocase, by_base) != 0 && try_candidate(c, nocase, &refused))
         return;
 
+    /* not found: the reference is said missing, as written if it could
+     * be looked up so, else by its base name */
+    if (!escapes && !refused && !absolute)
+        mfs_iofs_mark_missing(c->fs, rel);
+    else if (!escapes && !refused && by_base[0])
+        mfs_iofs_mark_missing(c->fs, by_base);
     if (escapes || refused)
         note(c, "texture '%s' refused: it leaves the source root (and the model's folder has "
              "no '%s')", path, base);
@@ -388,7 +394,9 @@ void mfs_import_texture_from(mfs_scene *s, const mfs_embedded_image *emb, unsign
                 *slash = '\0';
             else
                 dir[0] = '\0';
+            fs->searching = 1;
             from_disk(&c, path, dir);
+            fs->searching = 0;
         }
     }
     if (!s->image.pixels && !s->image.note)

@@ -210,7 +210,7 @@ int main(int argc, char **argv)
         printf(",\"%s\":[", lists[k]);
         int any = 0;
         for (uint32_t d = 0; d < deps.n; d++) {
-            if (deps.v[d].kind != k)
+            if ((deps.v[d].kind == MFS_DEP_MISSING ? MFS_DEP_ABSENT : deps.v[d].kind) != k)
                 continue;
             if (any++)
                 putchar(',');

@@ -183,6 +183,99 @@ class Convert(TreeCase):
         self.assertIn("textures/crate.png", row["deps"])
 
 
+def missing_tree(src):
+    """An .obj without its .mtl, a .gltf without its .bin, and a model whose
+    .mtl names a texture that is not there (and the name a search finds)."""
+    write(os.path.join(src, "crate", "crate.obj"),
+          open(os.path.join(EXAMPLES, "crate", "crate.obj"), "rb").read())
+    write(os.path.join(src, "strip.gltf"),
+          open(os.path.join(EXAMPLES, "characters", "strip.gltf"), "rb").read())
+    write(os.path.join(src, "m", "m.obj"), "mtllib m.mtl\nusemtl a\nv 0 0 0\nv 1 0 0\n"
+          "v 0 1 0\nvt 0 0\nvt 1 0\nvt 0 1\nf 1/1 2/2 3/3\n")
+    write(os.path.join(src, "m", "m.mtl"), "newmtl a\nKd 1 1 1\nmap_Kd textures/Wood.png\n")
+
+
+MISSING = {"crate/crate.obj": "referenced file 'crate/crate.mtl' is missing",
+           "strip.gltf": "referenced file 'strip.bin' is missing",
+           "m/m.obj": "referenced file 'm/textures/Wood.png' is missing"}
+
+
+class Said(TreeCase):
+    """A missing referenced file is said (issue 28, item 2): in
+    meshfs-convert's output and --report, and in a mount's log and the
+    views' user.meshfs.warnings."""
+
+    def run_convert(self, importer):
+        rpath = os.path.join(self.tmp, "report.json")
+        p = subprocess.run([tool("meshfs-convert"), "-o", os.path.join(self.tmp, "out"),
+                            "--cache-dir", self.cache, "--importer", importer, "--report", rpath,
+                            "--timeout", "60", self.src],
+                           capture_output=True, text=True, timeout=600)
+        with open(rpath) as f:
+            rows = {r["model"]: r for r in map(json.loads, f) if "model" in r}
+        lines = sorted(ln for ln in p.stderr.splitlines() if ": warning: " in ln)
+        return rows, lines
+
+    def test_convert_says_each_missing_file_once(self):
+        missing_tree(self.src)
+        for importer in IMPORTERS:
+            with self.subTest(importer=importer):
+                shutil.rmtree(self.cache, ignore_errors=True)
+                want = sorted(f"meshfs-convert: warning: {self.src}/{m}: {t}"
+                              for m, t in MISSING.items())
+                for run in ("converted", "from the cache"):
+                    rows, lines = self.run_convert(importer)
+                    self.assertEqual(lines, want, run)
+                    for m, t in MISSING.items():
+                        self.assertEqual(rows[m]["warnings"], [t], (run, m))
+                    self.assertEqual(rows["crate/crate.obj"]["state"],
+                                     "converted" if run == "converted" else "up to date")
+        # every file there: nothing to say
+        shutil.copy(os.path.join(EXAMPLES, "crate", "crate.mtl"), os.path.join(self.src, "crate"))
+        shutil.copytree(os.path.join(EXAMPLES, "crate", "textures"),
+                        os.path.join(self.src, "crate", "textures"))
+        shutil.copy(os.path.join(EXAMPLES, "characters", "strip.bin"), self.src)
+        shutil.copytree(os.path.join(EXAMPLES, "characters", "textures"),
+                        os.path.join(self.src, "textures"))
+        write(os.path.join(self.src, "m", "textures", "Wood.png"), png(2))
+        rows, lines = self.run_convert("auto")
+        self.assertEqual(lines, [])
+        self.assertEqual({m: r["warnings"] for m, r in rows.items()},
+                         {m: [] for m in MISSING})
+
+    def test_a_mount_says_them_in_its_log_and_an_xattr(self):
+        missing_tree(self.src)
+        with Mount(self.src, self.mnt, self.cache, "attr_timeout=1", "entry_timeout=1") as mnt:
+            def warnings(view):
+                return os.getxattr(os.path.join(self.mnt, view), "user.meshfs.warnings").decode()
+            for _ in range(3):  # several reads: one line in the log
+                for view in ("crate/crate.gmf", "crate/crate.tex", "m/m.tex", "strip.fmd"):
+                    model = {"crate": "crate/crate.obj", "m": "m/m.obj",
+                             "strip.fmd": "strip.gltf"}[view.split("/")[0]]
+                    self.assertEqual(warnings(view), MISSING[model], view)
+            # not on a model's own file, nor on a folder's package
+            for name in ("crate/crate.obj", "crate/game_resources.lgepkg", "."):
+                with self.assertRaises(OSError) as e:
+                    os.getxattr(os.path.join(self.mnt, name), "user.meshfs.warnings")
+                self.assertEqual(e.exception.errno, errno.ENODATA, name)
+            log = mnt.output()
+            for m, t in MISSING.items():
+                self.assertEqual(log.count(f"{m}: {t}"), 1, log)
+            shutil.copy(os.path.join(EXAMPLES, "crate", "crate.mtl"),
+                        os.path.join(self.src, "crate"))
+            time.sleep(1.3)
+            # the .mtl is there: now its texture is what is missing
+            self.assertEqual(warnings("crate/crate.gmf"),
+                             "referenced file 'crate/textures/crate.png' is missing")
+            shutil.copytree(os.path.join(EXAMPLES, "crate", "textures"),
+                            os.path.join(self.src, "crate", "textures"))
+            time.sleep(1.3)
+            with self.assertRaises(OSError) as e:
+                warnings("crate/crate.gmf")
+            self.assertEqual(e.exception.errno, errno.ENODATA)
+            self.assertEqual(warnings("strip.gmf"), MISSING["strip.gltf"])
+
+
 class Mounted(TreeCase):
     """A live mount: no remount, no touch; only the attribute timeout."""
 
