@@ -276,6 +276,59 @@ class Said(TreeCase):
             self.assertEqual(warnings("strip.gmf"), MISSING["strip.gltf"])
 
 
+def stamps(root):
+    """{relative path: (inode, mtime ns, mode)} of every file under root."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for n in files:
+            st = os.lstat(os.path.join(d, n))
+            out[os.path.relpath(os.path.join(d, n), root)] = (st.st_ino, st.st_mtime_ns,
+                                                              st.st_mode)
+    return out
+
+
+class SecondRun(TreeCase):
+    """A second run over unchanged inputs rewrites nothing (issue 28, item
+    3): every output keeps its inode and mtime, game_resources.lgepkg
+    included, so rsync -ai itemizes nothing; a package whose bytes change
+    is rewritten."""
+
+    def convert(self):
+        p = subprocess.run([tool("meshfs-convert"), "-o", os.path.join(self.tmp, "out"),
+                            "--cache-dir", self.cache, self.src],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def rsync(self):
+        p = subprocess.run(["rsync", "-ai", os.path.join(self.tmp, "out") + "/",
+                            os.path.join(self.tmp, "copy") + "/"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
+
+    def test_a_second_run_rewrites_nothing(self):
+        shutil.copytree(EXAMPLES, self.src)
+        self.convert()
+        out = os.path.join(self.tmp, "out")
+        before = stamps(out)
+        self.assertEqual(sum(k.endswith("game_resources.lgepkg") for k in before), 4)
+        self.assertNotEqual(self.rsync(), "")
+        time.sleep(0.05)  # a rewrite would show in the mtime
+        self.convert()
+        self.assertEqual(stamps(out), before)
+        self.assertEqual(self.rsync(), "")
+        # a model changed: its views and its folder's package, nothing else
+        with open(os.path.join(self.src, "crate", "crate.obj"), "a") as f:
+            f.write("v 2 2 2\nf 1 2 9\n")
+        self.convert()
+        now = stamps(out)
+        moved = sorted(k for k in now if now[k] != before.get(k))
+        self.assertIn("crate/game_resources.lgepkg", moved)
+        self.assertIn("crate/crate.gmf", moved)
+        self.assertTrue(all(k.startswith("crate/") for k in moved), moved)
+        self.assertNotIn("crate/crate.tex", moved)  # same bytes: kept
+
+
 class Mounted(TreeCase):
     """A live mount: no remount, no touch; only the attribute timeout."""
 
