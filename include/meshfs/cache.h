@@ -75,7 +75,8 @@ int mfs_cache_view_key(const mfs_dep *deps, uint32_t ndeps, const char *format,
                        const char *options, const char *version, mfs_cache_key *out,
                        mfs_err *err);
 
-/* Key of a model's manifest: domain "meshfs.manifest.v1", the model as a dep
+/* Key of a model's manifest: domain "meshfs.manifest.v2" (v1: before
+ * absent inputs were recorded, so never trusted now), the model as a dep
  * (relative path, size, content hash), option text, version. */
 int mfs_cache_manifest_key(const char *model_path, uint64_t model_size,
                            const uint8_t model_hash[16], const char *options,

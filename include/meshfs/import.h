@@ -14,10 +14,26 @@
 #include "meshfs/err.h"
 #include "meshfs/scene.h"
 
+/* What an input is (docs/cache.md, "Absent inputs").  Every path an
+ * importer looked at decides the views, found or not: a file that appears
+ * where the importer found none must make the views again. */
+typedef enum mfs_dep_kind {
+    MFS_DEP_FILE = 0,    /* a file read: size and hash of its bytes */
+    MFS_DEP_ABSENT = 1,  /* a path tried that named no regular file beneath
+                            the root: size 0, hash zero */
+    MFS_DEP_LISTING = 2, /* a folder searched for a name ignoring case:
+                            path is "folder/name" as searched for, size the
+                            count of matching names, hash theirs
+                            (include/meshfs/inputs.h) */
+    MFS_DEP_MISSING = 3, /* absent, and a file the model references (not a
+                            candidate a search tried): said as a warning */
+} mfs_dep_kind;
+
 typedef struct mfs_dep {
     char *path;           /* relative to root, '/'-separated */
     uint64_t size;
     uint8_t hash[16];     /* XXH3-128 of the bytes, canonical (big-endian) form */
+    uint8_t kind;         /* mfs_dep_kind; 0 (a file) when zeroed */
 } mfs_dep;
 
 typedef struct mfs_deps {
@@ -59,7 +75,8 @@ typedef struct mfs_import_opts {
 } mfs_import_opts;
 
 /* Imports root/relpath.  On success *out owns the scene; deps lists every
- * file read (the model first).  deps is filled as far as it got even on
+ * file read (the model first), every path tried and not found, and every
+ * folder searched (mfs_dep_kind).  deps is filled as far as it got even on
  * failure, so a failed conversion can still be keyed by its inputs. */
 int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
                mfs_scene **out, mfs_deps *deps, mfs_err *err);

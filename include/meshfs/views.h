@@ -188,6 +188,14 @@ mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *model, const char *
                                    int format, mfs_view_mode mode, mfs_view_info *info,
                                    mfs_err *err);
 
+/* The referenced files the model's import found missing (mfs_input_said),
+ * one MFS_INPUT_MISSING_FMT line each, for view `format` of it: resolved
+ * first as mfs_views_resolve does (so converting if need be).  The length
+ * written (0: none; out is cut at a line if n is short), or -errno when the
+ * view could not be resolved for the machine's sake. */
+int mfs_views_missing(mfs_views *v, const char *model, const char *fmi_model, int format,
+                      char *out, size_t n, mfs_err *err);
+
 /* The listing query: what is known without converting, hashing a source or
  * waiting (the memo if current, else the manifest and entry answered from
  * the stat index alone); MISS otherwise, with info->model_cold when that

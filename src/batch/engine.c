@@ -276,6 +276,8 @@ static void cs_failctx(void *ctx, const mfs_dep *deps, uint32_t ndeps, mfs_cache
     /* the newest mtime as the memo takes it (host_stat) */
     for (uint32_t i = 0; i < ndeps; i++) {
         struct stat st;
+        if (deps[i].kind != MFS_DEP_FILE) /* the memo's newest is its files' */
+            continue;
         if (fstatat(r->fd, deps[i].path, &st, 0) < 0)
             continue;
         int64_t t = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;

@@ -4,6 +4,8 @@
  *   'S' u64 len, bytes            a string or byte run
  *   'U' u64                       an integer
  *   'D' u64 len, path, u64 size, 16-byte hash    one input file
+ *   'A' u64 len, path                           a path tried, not found
+ *   'L' u64 len, path, u64 count, 16-byte hash  a folder searched for a name
  * with all integers little-endian.  Each field says how long it is, so the
  * stream parses back into exactly one field sequence: no two different
  * sequences hash the same bytes. */
@@ -123,8 +125,19 @@ int mfs_cache_view_key(const mfs_dep *deps, uint32_t ndeps, const char *format,
     mfs_cache_keyb kb;
     if (mfs_cache_key_init(&kb, "meshfs.view.v1", err) < 0)
         return -1;
-    for (uint32_t i = 0; i < ndeps; i++)
-        mfs_cache_key_add_dep(&kb, deps[i].path, deps[i].size, deps[i].hash);
+    for (uint32_t i = 0; i < ndeps; i++) {
+        const mfs_dep *d = &deps[i];
+        if (d->kind == MFS_DEP_FILE) {
+            mfs_cache_key_add_dep(&kb, d->path, d->size, d->hash);
+            continue;
+        }
+        put_tag(kb.state, d->kind == MFS_DEP_LISTING ? 'L' : 'A');
+        put_run(kb.state, d->path ? d->path : "", d->path ? strlen(d->path) : 0);
+        if (d->kind == MFS_DEP_LISTING) {
+            put_u64(kb.state, d->size);
+            XXH3_128bits_update(kb.state, d->hash, 16);
+        }
+    }
     mfs_cache_key_add_str(&kb, format);
     mfs_cache_key_add_str(&kb, options);
     mfs_cache_key_add_str(&kb, version);
@@ -137,7 +150,7 @@ int mfs_cache_manifest_key(const char *model_path, uint64_t model_size,
                            const char *version, mfs_cache_key *out, mfs_err *err)
 {
     mfs_cache_keyb kb;
-    if (mfs_cache_key_init(&kb, "meshfs.manifest.v1", err) < 0)
+    if (mfs_cache_key_init(&kb, "meshfs.manifest.v2", err) < 0)
         return -1;
     mfs_cache_key_add_dep(&kb, model_path, model_size, model_hash);
     mfs_cache_key_add_str(&kb, options);

@@ -12,6 +12,12 @@
  * and one block instead of one per view (docs/cache.md, "Small views inside the model entry").
  * Payload, little-endian:
  *   u32 ndeps, then per dep:  u32 path_len, path, u64 size, 16-byte hash
+ *     (size: its low 56 bits; the top byte, the dep's kind: 0 a file read,
+ *     1 a path tried and absent, 2 a folder searched, 3 absent and a file
+ *     the model references (include/meshfs/inputs.h).
+ *     A meshfs from before kinds reads an absent dep as a file of 2^56 bytes
+ *     or more, which never matches: a conversion, never a wrong answer; and
+ *     the manifest key's domain moved to v2, so neither finds the other's.)
  *   u32 nviews, then per view: u32 name_len, name, 16-byte key,
  *                              u32 flags (bit 0: embedded), u64 offset, u64 length
  *   the embedded views' bytes, each at its offset (from the payload's start,
@@ -28,6 +34,7 @@
 #include <unistd.h>
 
 #include "cache_int.h"
+#include "meshfs/inputs.h"
 #include "meshfs/sink.h"
 
 /* ---- encoding --------------------------------------------------------- */
@@ -45,6 +52,7 @@ static void put_name(mfs_sink *s, const char *str)
     mfs_put(s, str ? str : "", n);
 }
 
+#define SIZE_MASK ((UINT64_C(1) << 56) - 1)
 #define FLAG_EMBEDDED 1u
 #define FLAG_SIZED 2u /* an entry file of its own, of the length given */
 /* Views a model entry keeps at most, and bytes embedded at most, counting
@@ -73,7 +81,7 @@ void mfs_manifest_put_table(mfs_sink *s, const mfs_cache_manifest *m)
     mfs_put_u32(s, m->ndeps);
     for (uint32_t i = 0; i < m->ndeps; i++) {
         put_name(s, m->deps[i].path);
-        put_u64(s, m->deps[i].size);
+        put_u64(s, (m->deps[i].size & SIZE_MASK) | ((uint64_t)m->deps[i].kind << 56));
         mfs_put(s, m->deps[i].hash, 16);
     }
     mfs_put_u32(s, m->nviews);
@@ -183,9 +191,11 @@ static int decode(reader *r, int kind, int payload, mfs_cache_manifest *m)
     for (; m->ndeps < nd; m->ndeps++) {
         mfs_dep *d = &m->deps[m->ndeps];
         d->path = get_name(r);
-        d->size = get_u64(r);
+        uint64_t size = get_u64(r);
+        d->size = size & SIZE_MASK;
+        d->kind = (uint8_t)(size >> 56);
         const uint8_t *h = take(r, 16);
-        if (!d->path || !h)
+        if (!d->path || !h || d->kind > MFS_DEP_MISSING)
             return -1;
         memcpy(d->hash, h, 16);
     }
@@ -297,7 +307,7 @@ static int same_deps(const mfs_cache_manifest *a, const mfs_cache_manifest *b)
         return 0;
     for (uint32_t i = 0; i < a->ndeps; i++)
         if (strcmp(a->deps[i].path, b->deps[i].path) || a->deps[i].size != b->deps[i].size ||
-            memcmp(a->deps[i].hash, b->deps[i].hash, 16))
+            a->deps[i].kind != b->deps[i].kind || memcmp(a->deps[i].hash, b->deps[i].hash, 16))
             return 0;
     return 1;
 }
@@ -457,6 +467,10 @@ static int dep_current(mfs_cache *c, int rootfd, const mfs_dep *d, int hash_ok, 
 {
     if (!path_ok(d->path))
         return 0;
+    if (d->kind != MFS_DEP_FILE) { /* absent, or a search: no bytes to hash */
+        int r = mfs_input_holds(rootfd, d);
+        return r < 0 ? mfs_errf(err, "%s: %s", d->path, strerror(errno)) : r;
+    }
     int fd = open_beneath(rootfd, d->path, !hash_ok);
     if (fd < 0)
         return errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV

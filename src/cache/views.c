@@ -16,6 +16,7 @@
 #include <xxhash.h>
 
 #include "meshfs/formats.h"
+#include "meshfs/inputs.h"
 #include "meshfs/timespec.h"
 #include "meshfs/views.h"
 
@@ -27,6 +28,8 @@ typedef struct sig {
     uid_t uid;
     gid_t gid;
     mode_t mode;
+    int gone;                 /* an absent input's path, or a searched
+                                 folder, that the stat did not find */
 } sig;
 
 typedef struct fmt_memo {
@@ -53,6 +56,8 @@ typedef struct model {
     uint32_t ninputs;
     char **input_paths;
     sig *input_sigs;
+    uint8_t *input_kinds;     /* mfs_dep_kind: what is stat'ed for each
+                                 (a searched folder's path is its own) */
     struct timespec newest;
     mfs_view_perm perm;       /* the host's answer, with the folders it watches */
     sig *dir_sigs;
@@ -105,9 +110,11 @@ static void memo_clear(model *m)
         free(m->input_paths[i]);
     free(m->input_paths);
     free(m->input_sigs);
+    free(m->input_kinds);
     free(m->fmi_model);
     m->input_paths = NULL;
     m->input_sigs = NULL;
+    m->input_kinds = NULL;
     m->fmi_model = NULL;
     m->ninputs = 0;
     for (uint32_t i = 0; i < m->perm.ndirs; i++)
@@ -279,7 +286,7 @@ static int take_sig(const mfs_views *v, const char *path, mfs_view_path kind, si
     if (rc < 0)
         return rc;
     *s = (sig){st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim,
-               st.st_uid, st.st_gid, st.st_mode};
+               st.st_uid, st.st_gid, st.st_mode, 0};
     return 0;
 }
 
@@ -292,6 +299,8 @@ static int same_dir_sig(const sig *a, const sig *b)
 
 static int same_sig(const sig *a, const sig *b)
 {
+    if (a->gone || b->gone)
+        return a->gone && b->gone;
     return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
            mfs_ts_equal(a->mtime, b->mtime) && mfs_ts_equal(a->ctime, b->ctime);
 }
@@ -301,13 +310,35 @@ static mfs_view_path input_kind(uint32_t i)
     return i > 0 ? MFS_VIEW_PATH_DEP : MFS_VIEW_PATH_MODEL;
 }
 
+/* An input's sig as the memo keeps it.  A file's stat must succeed (else
+ * -errno).  An absent path is stat'ed as it is, and its failing to stat is
+ * its sig (gone): a file appearing there moves it.  A search is the stat
+ * of the folder searched, whose mtime moves with any name added, removed
+ * or renamed in it (the cache tier then tells whether the match did).
+ * One fstatat either way: a warm stat stays one stat per input. */
+static int input_sig(const mfs_views *v, const char *path, int kind, uint32_t i, sig *s)
+{
+    if (kind == MFS_DEP_FILE)
+        return take_sig(v, path, input_kind(i), s);
+    char dir[4096];
+    if (kind == MFS_DEP_LISTING) {
+        const char *slash = strrchr(path, '/');
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1,
+                 slash ? path : ".");
+        path = dir;
+    }
+    if (take_sig(v, path, MFS_VIEW_PATH_DEP, s) < 0)
+        *s = (sig){.gone = 1};
+    return 0;
+}
+
 static int memo_current(const mfs_views *v, const model *m, const char *fmi_model)
 {
     if (!m->valid || strcmp(m->fmi_model, fmi_model))
         return 0;
     for (uint32_t i = 0; i < m->ninputs; i++) {
         sig now;
-        if (take_sig(v, m->input_paths[i], input_kind(i), &now) < 0 ||
+        if (input_sig(v, m->input_paths[i], m->input_kinds[i], i, &now) < 0 ||
             !same_sig(&now, &m->input_sigs[i]))
             return 0;
     }
@@ -353,28 +384,39 @@ static const mfs_cache_view *recorded_view(const mfs_cache_manifest *man, const 
     return NULL;
 }
 
-/* Who may read the views: the host's rule over the inputs' stats. */
+/* Who may read the views: the host's rule over the files read (a path
+ * not found or a folder searched gives nothing to read). */
 static int memo_perm(const mfs_views *v, model *m)
 {
     struct stat *st = calloc(m->ninputs ? m->ninputs : 1, sizeof *st);
-    if (!st)
+    char **paths = calloc(m->ninputs ? m->ninputs : 1, sizeof *paths);
+    if (!st || !paths) {
+        free(st);
+        free(paths);
         return -ENOMEM;
+    }
+    uint32_t n = 0;
     for (uint32_t i = 0; i < m->ninputs; i++) {
-        st[i].st_dev = m->input_sigs[i].dev;
-        st[i].st_ino = m->input_sigs[i].ino;
-        st[i].st_uid = m->input_sigs[i].uid;
-        st[i].st_gid = m->input_sigs[i].gid;
-        st[i].st_mode = m->input_sigs[i].mode;
+        if (m->input_kinds[i] != MFS_DEP_FILE)
+            continue;
+        paths[n] = m->input_paths[i];
+        st[n].st_dev = m->input_sigs[i].dev;
+        st[n].st_ino = m->input_sigs[i].ino;
+        st[n].st_uid = m->input_sigs[i].uid;
+        st[n].st_gid = m->input_sigs[i].gid;
+        st[n].st_mode = m->input_sigs[i].mode;
+        n++;
     }
     int rc = 0;
     if (v->h.perm) {
-        rc = v->h.perm(v->h.ctx, m->path, m->input_paths, st, m->ninputs, &m->perm);
-    } else if (m->ninputs) {
+        rc = v->h.perm(v->h.ctx, m->path, paths, st, n, &m->perm);
+    } else if (n) {
         m->perm.perm = 0444; /* no rule: the model's owner */
         m->perm.uid = st[0].st_uid;
         m->perm.gid = st[0].st_gid;
     }
     free(st);
+    free(paths);
     if (rc < 0)
         return rc;
     if (m->perm.ndirs && !(m->dir_sigs = calloc(m->perm.ndirs, sizeof *m->dir_sigs)))
@@ -382,7 +424,7 @@ static int memo_perm(const mfs_views *v, model *m)
     for (uint32_t i = 0; i < m->perm.ndirs; i++) {
         const struct stat *d = &m->perm.dir_st[i];
         m->dir_sigs[i] = (sig){d->st_dev, d->st_ino, d->st_size, d->st_mtim, d->st_ctim,
-                               d->st_uid, d->st_gid, d->st_mode};
+                               d->st_uid, d->st_gid, d->st_mode, 0};
     }
     return 0;
 }
@@ -396,17 +438,21 @@ static int memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man
     memo_clear(m);
     m->input_paths = calloc(man->ndeps + 1, sizeof *m->input_paths);
     m->input_sigs = calloc(man->ndeps + 1, sizeof *m->input_sigs);
+    m->input_kinds = calloc(man->ndeps + 1, sizeof *m->input_kinds);
     m->fmi_model = strdup(fmi_model);
-    if (!m->input_paths || !m->input_sigs || !m->fmi_model)
+    if (!m->input_paths || !m->input_sigs || !m->input_kinds || !m->fmi_model)
         return -ENOMEM;
     m->newest = (struct timespec){0, 0};
     for (uint32_t i = 0; i < man->ndeps; i++) {
         m->input_paths[i] = strdup(man->deps[i].path);
         if (!m->input_paths[i])
             return -ENOMEM;
+        m->input_kinds[i] = man->deps[i].kind;
         m->ninputs++;
-        if (take_sig(v, man->deps[i].path, input_kind(i), &m->input_sigs[i]) < 0)
+        if (input_sig(v, man->deps[i].path, man->deps[i].kind, i, &m->input_sigs[i]) < 0)
             return -EAGAIN; /* vanished meanwhile: resolve again */
+        if (man->deps[i].kind != MFS_DEP_FILE)
+            continue; /* the views' mtime is their files' newest */
         struct timespec t = m->input_sigs[i].mtime;
         if (mfs_ts_later(t, m->newest))
             m->newest = t;
@@ -554,6 +600,18 @@ static void remote_upload(const mfs_views *v, const model *m, unsigned need,
 
 /* ---- tiers 2 and 3: the local cache, then a conversion ---- */
 
+/* Each referenced file the conversion found missing, in the log: once a
+ * model version (its conversion), not a read. */
+static void log_missing(const mfs_views *v, const char *path, const mfs_cache_manifest *man)
+{
+    for (uint32_t i = 0; v->h.log && i < man->ndeps; i++)
+        if (mfs_input_said(man->deps, man->ndeps, i)) {
+            char msg[4200];
+            snprintf(msg, sizeof msg, MFS_INPUT_MISSING_FMT, man->deps[i].path);
+            v->h.log(v->h.ctx, path, msg);
+        }
+}
+
 /* Brings the memo up to date, converting if `format` has no entry for the
  * current inputs (then every enabled view still missing is made by the same
  * import).  Views already cached are never remade for another's sake, so an
@@ -620,6 +678,8 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
                          memcmp(man.deps[0].hash, hash, 16) != 0))
             cur = 0;
         int rc = cur == 1 ? memo_fill(v, m, &man, &mk, fmi_model, 0) : -EAGAIN;
+        if (rc == 0)
+            log_missing(v, m->path, &man);
         mfs_cache_manifest_free(&man);
         if (rc == 0 && v->h.remote)
             remote_upload(v, m, need, &mk);
@@ -723,6 +783,39 @@ mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *path, const char *f
     pthread_mutex_unlock(&m->lock);
     put_model(v, m);
     return out;
+}
+
+int mfs_views_missing(mfs_views *v, const char *path, const char *fmi_model, int format,
+                      char *out, size_t n, mfs_err *err)
+{
+    mfs_view_info info;
+    mfs_view_outcome o = mfs_views_resolve(v, path, fmi_model, format, MFS_VIEW_ATTR, &info, err);
+    if (o == MFS_VIEW_FAILED_MACHINE)
+        return -(info.errnum ? info.errnum : EIO);
+    model *m = get_model(v, path);
+    if (!m)
+        return -ENOMEM;
+    pthread_mutex_lock(&m->lock);
+    size_t len = 0;
+    mfs_dep *deps = m->valid ? calloc(m->ninputs ? m->ninputs : 1, sizeof *deps) : NULL;
+    for (uint32_t i = 0; deps && i < m->ninputs; i++)
+        deps[i] = (mfs_dep){.path = m->input_paths[i], .kind = m->input_kinds[i]};
+    for (uint32_t i = 0; deps && i < m->ninputs; i++) {
+        if (!mfs_input_said(deps, m->ninputs, i))
+            continue;
+        int k = snprintf(out + len, n - len, "%s" MFS_INPUT_MISSING_FMT, len ? "\n" : "",
+                         deps[i].path);
+        if (k < 0 || (size_t)k >= n - len) {
+            out[len] = '\0';
+            break; /* what fits */
+        }
+        len += (size_t)k;
+    }
+    int rc = m->valid && !deps ? -ENOMEM : (int)len;
+    free(deps);
+    pthread_mutex_unlock(&m->lock);
+    put_model(v, m);
+    return rc;
 }
 
 mfs_view_outcome mfs_views_known(mfs_views *v, const char *path, const char *fmi_model,

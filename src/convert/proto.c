@@ -57,6 +57,7 @@ int mfs_report_encode(const mfs_report *r, uint8_t **buf, size_t *len)
         mfs_put(&s, d->path, n);
         put_u64(&s, d->size);
         mfs_put(&s, d->hash, 16);
+        mfs_put_u8(&s, d->kind);
     }
     const mfs_stats *st = &r->stats;
     const uint32_t counts[5] = {st->meshes, st->nodes, st->bones, st->animations, st->materials};
@@ -187,7 +188,7 @@ static int get_deps(rd *r, mfs_deps *d)
     uint32_t n;
     if (get_u32(r, &n, "dependency count") < 0)
         return -1;
-    if (n > MAX_DEPS || (size_t)n * 28 > r->left)
+    if (n > MAX_DEPS || (size_t)n * 29 > r->left)
         return mfs_errf(r->err, "worker report: %u dependencies do not fit", n);
     d->v = calloc(n ? n : 1, sizeof(mfs_dep));
     if (!d->v)
@@ -207,6 +208,13 @@ static int get_deps(rd *r, mfs_deps *d)
         memcpy(dep->hash, r->p, 16);
         r->p += 16;
         r->left -= 16;
+        if (need(r, 1, "dependency kind") < 0)
+            return -1;
+        dep->kind = r->p[0];
+        r->p++;
+        r->left--;
+        if (dep->kind > MFS_DEP_MISSING)
+            return mfs_errf(r->err, "worker report: dependency kind %u", dep->kind);
     }
     return 0;
 }

@@ -30,6 +30,8 @@ void mfs_failure_ctx(mfs_fs *fs, const mfs_dep *deps, uint32_t ndeps, mfs_cache_
      * each dependency as the worker opened it) */
     for (uint32_t i = 0; i < ndeps; i++) {
         struct stat st;
+        if (deps[i].kind != MFS_DEP_FILE) /* the memo's newest is its files' */
+            continue;
         if ((i ? mfs_beneath_stat_dep(fs, deps[i].path, &st) : mfs_beneath_stat(fs, deps[i].path, &st)) < 0)
             continue;
         int64_t t = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;

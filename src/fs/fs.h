@@ -277,6 +277,11 @@ int mfs_fs_views_open(mfs_fs *fs);
 mfs_view_outcome mfs_view_get(mfs_fs *fs, const char *dir, const char *name, const char *base,
                               int format, mfs_view_mode mode, mfs_view_info *info, mfs_err *err);
 
+/* The referenced files the view's model was found missing by its import,
+ * one per line (mfs_views_missing): the length, 0 none, or -errno. */
+int mfs_view_missing(mfs_fs *fs, const char *dir, const char *name, const char *base,
+                     int format, char *out, size_t n);
+
 /* A view's attributes if they are known without converting, hashing or
  * waiting (mfs_views_known: HIT or FAILED_MODEL): 1 with *st filled, else
  * 0, or -1 when nothing of the model is known (its other views need not be

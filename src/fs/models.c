@@ -193,6 +193,17 @@ mfs_view_outcome mfs_view_get(mfs_fs *fs, const char *dir, const char *name, con
     return mfs_views_resolve(fs->views, path, fmi_model, format, mode, info, err);
 }
 
+int mfs_view_missing(mfs_fs *fs, const char *dir, const char *name, const char *base,
+                     int format, char *out, size_t n)
+{
+    char path[4096], fmi_model[4096];
+    if (view_paths(fs, dir, name, base, path, fmi_model) < 0)
+        return -ENAMETOOLONG;
+    mfs_err err;
+    mfs_err_clear(&err);
+    return mfs_views_missing(fs->views, path, fmi_model, format, out, n, &err);
+}
+
 int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,
                          struct stat *model_st, mfs_view_inputs inputs, struct stat *st)
 {

@@ -29,6 +29,7 @@
 
 #define XATTR_ERROR "user.meshfs.error"
 #define XATTR_WARNING "user.meshfs.warning"
+#define XATTR_WARNINGS "user.meshfs.warnings"
 #define XATTR_STATS "user.meshfs.stats"
 
 typedef struct handle {
@@ -740,6 +741,30 @@ static int reply_xattr(const char *text, int len, char *value, size_t size)
     return len;
 }
 
+/* user.meshfs.warnings of a view: the files its model references that its
+ * import found missing (the .mtl copied in later, a glTF buffer, a texture
+ * behind the white fallback), one per line; ENODATA if none. */
+static int view_missing(mfs_fs *fs, const char *r, char *value, size_t size)
+{
+    char dir[4096];
+    mfs_view_ref ref;
+    int v = find_view(fs, r, dir, sizeof dir, &ref);
+    if (v <= 0)
+        return v == 0 ? -ENODATA : v;
+    if (ref.format == MFS_FS_LGEPKG) { /* its models' views say theirs */
+        ref_free(&ref);
+        return -ENODATA;
+    }
+    char *text = malloc(65536);
+    int len = text ? mfs_view_missing(fs, dir, ref.model, ref.base, ref.format, text, 65536)
+                   : -ENOMEM;
+    ref_free(&ref);
+    if (len > 0)
+        len = reply_xattr(text, len, value, size);
+    free(text);
+    return len == 0 ? -ENODATA : len;
+}
+
 /* user.meshfs.error of a model file: its failed views, one per line
  * (failed.c), so the reasons stay readable under -o hide_failed.  Read by
  * name only: listxattr does not offer it, so `cp -a` and `rsync -X` do not
@@ -773,9 +798,12 @@ static int op_getxattr(const char *path, const char *name, char *value, size_t s
     if (!strcmp(r, ".") && !strcmp(name, XATTR_STATS))
         return reply_xattr(text, stats_text(fs, text, sizeof text), value, size);
     int warning = !strcmp(name, XATTR_WARNING);
-    if (strcmp(name, XATTR_ERROR) && !warning)
+    int warnings = !strcmp(name, XATTR_WARNINGS);
+    if (strcmp(name, XATTR_ERROR) && !warning && !warnings)
         return -ENODATA;
     struct stat st;
+    if (warnings) /* paths relative to SRC already: nothing to rewrite */
+        return mfs_beneath_stat(fs, r, &st) == 0 ? -ENODATA : view_missing(fs, r, value, size);
     if (mfs_beneath_stat(fs, r, &st) == 0) {
         if (!warning && S_ISDIR(st.st_mode)) /* entries lowercase_names hides */
             return mfs_dirmap_hidden(fs, strcmp(r, ".") ? r : "", value, size);

@@ -6,7 +6,9 @@
  * asset tree.  Every open goes through here: the path is normalised, refused
  * if it leaves the source root (openat2 with RESOLVE_BENEATH also catches
  * symlinks that escape), and each file read is recorded with its size and
- * XXH3-128, which is the input list the cache keys are built from.
+ * XXH3-128, which is the input list the cache keys are built from; a path
+ * tried and not found is recorded as absent (assimp's Exists is an open
+ * through here too), since a file appearing there changes the views.
  *
  * Files are mapped, not copied: the hash and assimp's reads see the very same
  * bytes, and a large model costs no second heap copy. */
@@ -23,6 +25,7 @@
 #include <xxhash.h>
 
 #include "iofs.h"
+#include "meshfs/inputs.h"
 
 typedef struct mapped_file {
     const uint8_t *data;
@@ -167,33 +170,84 @@ static void note_refused(mfs_iofs *fs, const char *path)
     }
 }
 
-static void record_dep(mfs_iofs *fs, const char *rel, const uint8_t *data, size_t size)
+/* The dep slot for rel, or NULL if rel is recorded already (or out of
+ * memory, which fs->oom says).  An open's outcome (a file or absent) and a
+ * search for the name are apart: "Wood.png" not found as written is one
+ * input, the folder's names equal to it ignoring case another. */
+static mfs_dep *new_dep(mfs_iofs *fs, const char *rel, int listing)
 {
     mfs_deps *d = fs->deps;
     for (uint32_t i = 0; i < d->n; i++)
-        if (strcmp(d->v[i].path, rel) == 0)
-            return;
+        if ((d->v[i].kind == MFS_DEP_LISTING) == listing && strcmp(d->v[i].path, rel) == 0)
+            return NULL;
     if (d->n == d->cap) {
         uint32_t cap = d->cap ? d->cap * 2 : 8;
         mfs_dep *nv = realloc(d->v, sizeof(mfs_dep) * cap);
         if (!nv) {
             fs->oom = 1;
-            return;
+            return NULL;
         }
         d->v = nv;
         d->cap = cap;
     }
     mfs_dep *dep = &d->v[d->n];
+    memset(dep, 0, sizeof *dep);
     dep->path = strdup(rel);
     if (!dep->path) {
         fs->oom = 1;
-        return;
+        return NULL;
     }
+    d->n++;
+    return dep;
+}
+
+static void record_dep(mfs_iofs *fs, const char *rel, const uint8_t *data, size_t size)
+{
+    mfs_dep *dep = new_dep(fs, rel, 0);
+    if (!dep)
+        return;
     dep->size = size;
     XXH128_canonical_t c;
     XXH128_canonicalFromHash(&c, XXH3_128bits(data, size));
     memcpy(dep->hash, c.digest, 16);
-    d->n++;
+}
+
+/* A path tried and not found is an input too (include/meshfs/inputs.h):
+ * the file that appears there later must make the views again. */
+static void record_absent(mfs_iofs *fs, const char *rel)
+{
+    /* Not before the first file read, which is the model: a model that
+     * could not be opened is no input (mfs_deps.model_unopened), and the
+     * model comes first in every list the cache keys. */
+    if (fs->deps->n == 0)
+        return;
+    mfs_dep *dep = new_dep(fs, rel, 0);
+    if (dep)
+        dep->kind = fs->searching ? MFS_DEP_ABSENT : MFS_DEP_MISSING;
+}
+
+void mfs_iofs_mark_missing(mfs_iofs *fs, const char *rel)
+{
+    mfs_deps *d = fs->deps;
+    for (uint32_t i = 0; i < d->n; i++)
+        if (d->v[i].kind == MFS_DEP_ABSENT && strcmp(d->v[i].path, rel) == 0)
+            d->v[i].kind = MFS_DEP_MISSING;
+}
+
+void mfs_iofs_record_listing(mfs_iofs *fs, const char *rel)
+{
+    uint64_t n;
+    uint8_t h[16];
+    if (mfs_input_listing(fs->rootfd, rel, &n, h) < 0) {
+        fs->oom = 1;
+        return;
+    }
+    mfs_dep *dep = new_dep(fs, rel, 1);
+    if (!dep)
+        return;
+    dep->kind = MFS_DEP_LISTING;
+    dep->size = n;
+    memcpy(dep->hash, h, 16);
 }
 
 static size_t f_read(struct aiFile *f, char *buf, size_t size, size_t count)
@@ -262,10 +316,14 @@ static struct aiFile *fs_open(struct aiFileIO *io, const char *path, const char 
     if (fd < 0) {
         if (errno == EXDEV || errno == ELOOP)
             note_refused(fs, path);
+        if (errno == ENOENT || errno == ENOTDIR || errno == EXDEV || errno == ELOOP)
+            record_absent(fs, rel); /* as mfs_input_absent says it */
         return NULL;
     }
-    struct stat st;
+    struct stat st = {0};
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        if (st.st_mode && !S_ISREG(st.st_mode))
+            record_absent(fs, rel);
         close(fd);
         return NULL;
     }

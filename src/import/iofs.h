@@ -14,10 +14,12 @@ typedef struct mfs_iofs {
     size_t model_dir;     /* length of its folder: up to its last '/' */
     size_t parser_dir;    /* ... as the parsers take it: up to its last
                              '/' or '\' (assimp, cgltf and fast_obj all do) */
-    mfs_deps *deps;       /* every file opened, model first */
+    mfs_deps *deps;       /* every file opened, model first; paths not found */
     char refused[512];    /* first path refused for leaving the root */
     int refused_count;
     int oom;
+    int searching;        /* candidates are being tried (a texture's): one
+                             not found is absent, not yet said missing */
     char oom_file[512];   /* the first input too big to map, and its size
                              ("" if none: the memory ran out elsewhere) */
 } mfs_iofs;
@@ -38,6 +40,14 @@ int mfs_iofs_oom(const mfs_iofs *fs, mfs_err *err);
  * mfs_iofs_unview(fs, returned handle).  NULL when it cannot be opened. */
 struct aiFile *mfs_iofs_view(mfs_iofs *fs, const char *rel, const uint8_t **data, size_t *size);
 void mfs_iofs_unview(mfs_iofs *fs, struct aiFile *f);
+
+/* Records the case-insensitive search of rel ("folder/name") as an input:
+ * the folder's names equal to name ignoring case (include/meshfs/inputs.h). */
+void mfs_iofs_record_listing(mfs_iofs *fs, const char *rel);
+
+/* Says the absent input rel missing after all (MFS_DEP_MISSING): the
+ * search it was a candidate of found nothing. */
+void mfs_iofs_mark_missing(mfs_iofs *fs, const char *rel);
 
 /* The model whose references are resolved: rel is kept (borrowed) and
  * opened exactly as given whenever a parser asks for that very string.

@@ -11,7 +11,8 @@
  * Every file is opened through the importer's confined file system, so a
  * texture outside the source root is refused unopened, and whatever is read
  * is recorded as a dependency (it decides the .tex bytes, so it must be part
- * of the cache key).  Nothing here fails the import: a model without a usable
+ * of the cache key), as is every candidate not found and the case-insensitive
+ * search itself (include/meshfs/inputs.h).  Nothing here fails the import: a model without a usable
  * texture still has every other view, and .tex says why in its note. */
 #include <ctype.h>
 #include <dirent.h>
@@ -272,6 +273,11 @@ static int join(const char *dir, const char *name, char *out, size_t cap)
  * name, so the choice does not depend on directory order).  0 if none. */
 static int find_nocase(tex_ctx *c, const char *dir, const char *base, char *out, size_t cap)
 {
+    /* the search is an input: a name that matches better (or at all) when
+     * it appears makes the views again */
+    char searched[PATH_CAP];
+    if (join(dir, base, searched, sizeof searched) == 0)
+        mfs_iofs_record_listing(c->fs, searched);
     struct open_how how = {
         .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
@@ -341,6 +347,12 @@ static void from_disk(tex_ctx *c, const char *path, const char *model_dir)
         strcmp(nocase, by_base) != 0 && try_candidate(c, nocase, &refused))
         return;
 
+    /* not found: the reference is said missing, as written if it could
+     * be looked up so, else by its base name */
+    if (!escapes && !refused && !absolute)
+        mfs_iofs_mark_missing(c->fs, rel);
+    else if (!escapes && !refused && by_base[0])
+        mfs_iofs_mark_missing(c->fs, by_base);
     if (escapes || refused)
         note(c, "texture '%s' refused: it leaves the source root (and the model's folder has "
              "no '%s')", path, base);
@@ -382,7 +394,9 @@ void mfs_import_texture_from(mfs_scene *s, const mfs_embedded_image *emb, unsign
                 *slash = '\0';
             else
                 dir[0] = '\0';
+            fs->searching = 1;
             from_disk(&c, path, dir);
+            fs->searching = 0;
         }
     }
     if (!s->image.pixels && !s->image.note)

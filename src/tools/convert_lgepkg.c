@@ -98,6 +98,68 @@ static void release(void *ctx, size_t j, mfs_lge_src chunk[MFS_LGEPKG_CHUNKS])
         close(chunk[k].fd);
 }
 
+/* A sink that writes nothing: it compares what a writer puts with the
+ * bytes of an existing file, and stops the writer at the first
+ * difference (a sticky error), so an unchanged package costs a read of
+ * the old one and no file made in its folder (whose mtime rsync -a would
+ * otherwise copy). */
+typedef struct cmp_ctx {
+    int fd;
+    uint64_t off;
+    int differs;
+    uint8_t buf[65536];
+} cmp_ctx;
+
+static int cmp_flush(mfs_sink *s, const uint8_t *p, size_t n)
+{
+    cmp_ctx *c = s->ctx;
+    while (n && !c->differs) {
+        size_t want = n < sizeof c->buf ? n : sizeof c->buf;
+        ssize_t r = pread(c->fd, c->buf, want, (off_t)c->off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || memcmp(c->buf, p, (size_t)r) != 0)
+            c->differs = 1;
+        else {
+            c->off += (uint64_t)r;
+            p += r;
+            n -= (size_t)r;
+        }
+    }
+    return c->differs ? ECANCELED : 0;
+}
+
+/* 1 if the package at path holds exactly the bytes these models make, and
+ * the mode a new one would get. */
+static int same_package(const char *path, const char *name, const char *version,
+                        const mfs_lgepkg_model *pm, size_t np, fetch_ctx *fc)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0)
+        return 0;
+    cmp_ctx *c = fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+                     ? calloc(1, sizeof *c)
+                     : NULL;
+    mfs_sink s;
+    int same = 0;
+    if (c && mfs_sink_init_fd(&s, fd) == 0) {
+        c->fd = fd;
+        s.flush = cmp_flush;
+        s.ctx = c;
+        mfs_err err;
+        mfs_err_clear(&err);
+        mfs_lgepkg_fetch f = {fetch, release, fc};
+        int rc = mfs_lgepkg_write_fetched(name, version, pm, np, &f, &s, &err);
+        same = rc == 0 && mfs_sink_finish(&s) == 0 && !c->differs &&
+               c->off == (uint64_t)st.st_size;
+        mfs_sink_free(&s);
+    }
+    free(c);
+    close(fd);
+    return same;
+}
+
 /* The package of the n models at m (one folder, sorted by base). */
 static int write_one(pkg_input *const *m, size_t n, const char *name, const char *version,
                      FILE *out)
@@ -142,19 +204,33 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
         }
         packed[np++] = i;
     }
+    fetch_ctx fc = {m, packed};
+    /* the package there already: kept, with its inode and mtime (a second
+     * run rewrites nothing, rsync -a sends nothing) */
+    int same = rc == 0 && same_package(path, name, version, pm, np, &fc);
     int fd = -1;
-    if (rc == 0) {
+    if (same) { /* its bytes kept; its mode as a new one's (settle_mode) */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        mfs_err merr;
+        if (fd < 0)
+            rc = mfs_errf(&err, "%s: %s", path, strerror(errno));
+        else if (mfs_batch_settle_mode(fd, &readers, mfs_batch_file_mode(), &merr) < 0)
+            rc = mfs_errf(&err, "%s: %s", path, merr.msg);
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    if (rc == 0 && !same) {
         snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, MFS_LGEPKG_FILE_NAME);
         fd = mfs_batch_mkstemp(tmp);
         if (fd < 0)
             rc = mfs_errf(&err, "%s: %s", tmp, strerror(errno));
     }
-    if (rc == 0) {
+    if (rc == 0 && !same) {
         mfs_sink s;
         if (mfs_sink_init_fd(&s, fd) < 0) {
             rc = mfs_errf(&err, "out of memory");
         } else {
-            fetch_ctx fc = {m, packed};
             mfs_lgepkg_fetch f = {fetch, release, &fc};
             rc = mfs_lgepkg_write_fetched(name, version, pm, np, &f, &s, &err);
             int e = mfs_sink_finish(&s);

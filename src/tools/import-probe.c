@@ -204,13 +204,20 @@ int main(int argc, char **argv)
     str(mfs_import_route());
     printf(",\"ok\":%s,\"error\":", rc == 0 ? "true" : "false");
     str(rc == 0 ? "" : err.msg);
-    printf(",\"deps\":[");
-    for (uint32_t d = 0; d < deps.n; d++) {
-        if (d)
-            putchar(',');
-        str(deps.v[d].path);
+    /* the files read, then the paths found empty and the folders searched */
+    static const char *const lists[] = {"deps", "absent", "searched"};
+    for (int k = MFS_DEP_FILE; k <= MFS_DEP_LISTING; k++) {
+        printf(",\"%s\":[", lists[k]);
+        int any = 0;
+        for (uint32_t d = 0; d < deps.n; d++) {
+            if ((deps.v[d].kind == MFS_DEP_MISSING ? MFS_DEP_ABSENT : deps.v[d].kind) != k)
+                continue;
+            if (any++)
+                putchar(',');
+            str(deps.v[d].path);
+        }
+        putchar(']');
     }
-    putchar(']');
     if (s) {
         printf(",\"nodes\":%u,\"vertices\":%llu,\"triangles\":%llu", s->n_nodes,
                (unsigned long long)mfs_scene_vertex_count(s), (unsigned long long)mfs_scene_triangle_count(s));

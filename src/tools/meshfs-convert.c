@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "meshfs/batch.h"
+#include "meshfs/inputs.h"
 #include "meshfs/json.h"
 #include "meshfs/naming.h"
 #include "meshfs/optvalue.h"
@@ -183,6 +184,22 @@ static void place_views(batch *b, item *it, mfs_batch_result *r)
     it->done_ok = all;
 }
 
+/* The referenced files the model's import found missing, as warnings on
+ * stderr (the run's own and the cached run's alike: the report carries
+ * the inputs), like the naming notes. */
+static void say_missing(const item *it)
+{
+    const mfs_deps *d = &it->rep.deps;
+    for (uint32_t i = 0; i < d->n; i++) {
+        if (!mfs_input_said(d->v, d->n, i))
+            continue;
+        char q[PATH_MAX + 64], msg[PATH_MAX + 64];
+        snprintf(msg, sizeof msg, MFS_INPUT_MISSING_FMT, d->v[i].path);
+        fprintf(stderr, "meshfs-convert: warning: %s: %s\n",
+                mfs_batch_quote(it->p->shown, q, sizeof q), msg);
+    }
+}
+
 static mfs_batch_state each(void *ctx, size_t i, mfs_batch_result *r)
 {
     batch *b = ctx;
@@ -196,6 +213,9 @@ static mfs_batch_state each(void *ctx, size_t i, mfs_batch_result *r)
         it->remembered = r->remembered;
         place_views(b, it, r);
     }
+    pthread_mutex_lock(&b->lock);
+    say_missing(it);
+    pthread_mutex_unlock(&b->lock);
     if (!b->tty && !b->quiet) {
         char q[PATH_MAX + 64];
         pthread_mutex_lock(&b->lock);
@@ -408,8 +428,11 @@ static int write_report(const batch *b, report_out *r, const char *path)
             first = 0;
         }
         fputs("},\"deps\":[", f);
+        int any = 0;
         for (uint32_t d = 0; d < it->rep.deps.n; d++) {
-            if (d)
+            if (it->rep.deps.v[d].kind != MFS_DEP_FILE)
+                continue; /* the files read; paths only looked at are not */
+            if (any++)
                 fputc(',', f);
             mfs_json_str(f, it->rep.deps.v[d].path);
         }
@@ -418,6 +441,15 @@ static int write_report(const batch *b, report_out *r, const char *path)
             if (w)
                 fputc(',', f);
             mfs_json_str(f, it->p->warnings[w]);
+        }
+        for (uint32_t d = 0, w = (uint32_t)it->p->nwarnings; d < it->rep.deps.n; d++) {
+            if (!mfs_input_said(it->rep.deps.v, it->rep.deps.n, d))
+                continue;
+            char msg[PATH_MAX + 64];
+            snprintf(msg, sizeof msg, MFS_INPUT_MISSING_FMT, it->rep.deps.v[d].path);
+            if (w++)
+                fputc(',', f);
+            mfs_json_str(f, msg);
         }
         fputs("]}\n", f);
     }

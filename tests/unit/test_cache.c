@@ -24,6 +24,7 @@
 
 #include "fixtures.h"
 #include "meshfs/cache.h"
+#include "meshfs/inputs.h"
 #include "../../src/cache/cache_int.h" /* mfs_cache_entry_check */
 
 typedef fixture_cache_dirs fx;
@@ -175,7 +176,7 @@ static void kb_dep(kbuf *k, const char *path, uint64_t size, const uint8_t h[16]
 static void test_key_encoding(void **state)
 {
     (void)state;
-    mfs_dep deps[2] = {{"car.obj", 1234, {0}}, {"car.mtl", 56, {0}}};
+    mfs_dep deps[2] = {{"car.obj", 1234, {0}, 0}, {"car.mtl", 56, {0}, 0}};
     for (int i = 0; i < 16; i++) {
         deps[0].hash[i] = (uint8_t)i;
         deps[1].hash[i] = (uint8_t)(0xf0 + i);
@@ -201,7 +202,7 @@ static void test_key_encoding(void **state)
 
     /* The manifest key: its domain, the model as a dep, options, version. */
     kbuf mw = {{0}, 0};
-    kb_str(&mw, "meshfs.manifest.v1");
+    kb_str(&mw, "meshfs.manifest.v2");
     kb_dep(&mw, "car.obj", 1234, deps[0].hash);
     kb_str(&mw, "");
     kb_str(&mw, "v");
@@ -255,15 +256,15 @@ static void test_key_separation(void **state)
 
     /* A dep is not a string with the same bytes; order of deps matters. */
     uint8_t h1[16] = {1}, h2[16] = {2};
-    mfs_dep d12[2] = {{"a", 1, {1}}, {"b", 1, {2}}};
-    mfs_dep d21[2] = {{"b", 1, {2}}, {"a", 1, {1}}};
+    mfs_dep d12[2] = {{"a", 1, {1}, 0}, {"b", 1, {2}, 0}};
+    mfs_dep d21[2] = {{"b", 1, {2}, 0}, {"a", 1, {1}, 0}};
     mfs_cache_key k12, k21;
     mfs_cache_view_key(d12, 2, "fmd", "", "v", &k12, NULL);
     mfs_cache_view_key(d21, 2, "fmd", "", "v", &k21, NULL);
     assert_memory_not_equal(k12.b, k21.b, 16);
 
     /* Each dep field changes the key. */
-    mfs_dep one = {"a", 1, {0}};
+    mfs_dep one = {"a", 1, {0}, 0};
     memcpy(one.hash, h1, 16);
     mfs_cache_key base, k;
     mfs_cache_view_key(&one, 1, "fmd", "", "v", &base, NULL);
@@ -809,6 +810,104 @@ static void test_index_shared(void **state)
 
 /* ---- manifests -------------------------------------------------------- */
 
+/* Absent inputs are inputs (docs/cache.md, "Absent inputs"): a path the
+ * importer tried and did not find, and a case-insensitive search, are kept
+ * with their kind, keyed apart from files, and a manifest stops being
+ * current when a file appears there or the search would find other names. */
+static void test_manifest_absent_inputs(void **state)
+{
+    fx *f = *state;
+    write_file(f, "car.obj", "v 0 0 0\nmtllib car.mtl\n", 23);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/tex", f->root);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    write_file(f, "tex/wood.png", "PNG", 3);
+    mfs_cache *c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
+
+    mfs_dep deps[3] = {{0}};
+    struct stat st;
+    deps[0].path = "car.obj";
+    assert_int_equal(mfs_cache_file_hash_at(c, f->rootfd, "car.obj", &st, deps[0].hash, NULL), 0);
+    deps[0].size = (uint64_t)st.st_size;
+    deps[1] = (mfs_dep){.path = "car.mtl", .kind = MFS_DEP_ABSENT};
+    deps[2] = (mfs_dep){.path = "tex/WOOD.png", .kind = MFS_DEP_LISTING};
+    assert_int_equal(mfs_input_listing(f->rootfd, "tex/WOOD.png", &deps[2].size, deps[2].hash), 0);
+    assert_int_equal(deps[2].size, 1);
+    assert_int_equal(mfs_input_absent(f->rootfd, "car.mtl"), 1);
+    assert_int_equal(mfs_input_absent(f->rootfd, "car.obj"), 0);
+    assert_int_equal(mfs_input_absent(f->rootfd, "tex"), 1); /* a folder is no file */
+    assert_int_equal(mfs_input_absent(f->rootfd, "car.obj/x"), 1);
+
+    /* keys: an absent path is its own field, never a file of size 0 */
+    mfs_cache_key k3, k1, kfile;
+    assert_int_equal(mfs_cache_view_key(deps, 3, "fmd", "", "v", &k3, NULL), 0);
+    assert_int_equal(mfs_cache_view_key(deps, 1, "fmd", "", "v", &k1, NULL), 0);
+    assert_memory_not_equal(k3.b, k1.b, 16);
+    mfs_dep asfile[2] = {deps[0], deps[1]};
+    asfile[1].kind = MFS_DEP_FILE;
+    mfs_cache_key k2;
+    assert_int_equal(mfs_cache_view_key(deps, 2, "fmd", "", "v", &k2, NULL), 0);
+    assert_int_equal(mfs_cache_view_key(asfile, 2, "fmd", "", "v", &kfile, NULL), 0);
+    assert_memory_not_equal(k2.b, kfile.b, 16);
+    kbuf want = {{0}, 0};
+    kb_str(&want, "meshfs.view.v1");
+    kb_dep(&want, "car.obj", deps[0].size, deps[0].hash);
+    want.b[want.n++] = 'A';
+    kb_u64(&want, 7);
+    memcpy(want.b + want.n, "car.mtl", 7);
+    want.n += 7;
+    kb_str(&want, "fmd");
+    kb_str(&want, "");
+    kb_str(&want, "v");
+    uint8_t h[16];
+    canon128(want.b, want.n, h);
+    assert_memory_equal(k2.b, h, 16);
+
+    /* stored and read back with their kinds */
+    mfs_cache_view views[1] = {{.format = "fmd", .key = k3}};
+    mfs_cache_key mk;
+    mfs_cache_manifest_key("car.obj", deps[0].size, deps[0].hash, "", "v", &mk, NULL);
+    mfs_cache_manifest m = {deps, 3, views, 1}, got;
+    assert_int_equal(mfs_cache_manifest_store(c, &mk, &m, NULL, NULL), 0);
+    assert_int_equal(mfs_cache_manifest_load(c, &mk, &got, NULL), 1);
+    assert_int_equal(got.ndeps, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_string_equal(got.deps[i].path, deps[i].path);
+        assert_int_equal(got.deps[i].kind, deps[i].kind);
+        assert_int_equal(got.deps[i].size, deps[i].size);
+        assert_memory_equal(got.deps[i].hash, deps[i].hash, 16);
+    }
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 1);
+    assert_int_equal(mfs_cache_manifest_known(c, f->rootfd, &got, NULL), 1);
+
+    /* the .mtl copied in after the model: stale; gone again: current */
+    write_file(f, "car.mtl", "newmtl a\n", 9);
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 0);
+    assert_int_equal(mfs_cache_manifest_known(c, f->rootfd, &got, NULL), 0);
+    char p[512];
+    snprintf(p, sizeof p, "%s/car.mtl", f->root);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 1);
+
+    /* a name the search does not match changes nothing */
+    write_file(f, "tex/stone.png", "PNG", 3);
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 1);
+    /* a better match appears: stale; removed: current */
+    write_file(f, "tex/WOOD.png", "PNG", 3);
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 0);
+    snprintf(p, sizeof p, "%s/tex/WOOD.png", f->root);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 1);
+    /* the only match renamed away: stale */
+    char q[512];
+    snprintf(p, sizeof p, "%s/tex/wood.png", f->root);
+    snprintf(q, sizeof q, "%s/tex/wood2.png", f->root);
+    assert_int_equal(rename(p, q), 0);
+    assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &got, NULL), 0);
+    mfs_cache_manifest_free(&got);
+    mfs_cache_close(c);
+}
+
 static void test_manifest(void **state)
 {
     fx *f = *state;
@@ -821,7 +920,7 @@ static void test_manifest(void **state)
     mfs_cache *c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
 
     static const char *names[3] = {"car.obj", "car.mtl", "tex.png"};
-    mfs_dep deps[3];
+    mfs_dep deps[3] = {{0}};
     for (int i = 0; i < 3; i++) {
         struct stat st;
         deps[i].path = (char *)names[i];
@@ -932,7 +1031,7 @@ static void test_manifest_escape(void **state)
     close(fd);
     snprintf(link, sizeof link, "%s/tex.png", f->root);
     assert_int_equal(symlink(outside, link), 0);
-    mfs_dep d = {"tex.png", 3, {0}};
+    mfs_dep d = {"tex.png", 3, {0}, 0};
     canon128("PNG", 3, d.hash);
     mfs_cache_manifest m = {&d, 1, NULL, 0};
     mfs_cache *c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
@@ -1561,6 +1660,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_index_racy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manifest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_manifest_absent_inputs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manifest_escape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_evict_lru, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reserve_makes_room, setup, teardown),

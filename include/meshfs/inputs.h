@@ -1,0 +1,47 @@
+/* Inputs that are not a file's bytes: a path an importer tried and did not
+ * find, and a folder it searched for a name (mfs_dep_kind in import.h).
+ *
+ * Both decide a model's views as much as the files it read do: a .mtl
+ * copied in after the .obj, or a texture whose better-matching name
+ * appears, must give other views.  The worker records them (src/import/),
+ * the cache keys and checks them the same way (src/cache/manifest.c,
+ * views.c), so these two functions are the one definition of "still
+ * absent" and of a listing's value, for the importer and for every check.
+ *
+ * Paths are relative to rootfd and resolved beneath it, as the importer
+ * resolves them (openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS). */
+#ifndef MESHFS_INPUTS_H
+#define MESHFS_INPUTS_H
+
+#include <stdint.h>
+
+#include "meshfs/import.h"
+
+/* 1: path names no regular file beneath the root (not there, a component
+ * not a folder, a link leading out, or not a regular file): what the
+ * importer would again fail to open; 0: a regular file is there; -1 any
+ * other error (errno). */
+int mfs_input_absent(int rootfd, const char *path);
+
+/* A case-insensitive search's value: path is "folder/name" ("name" for
+ * the root); *count receives how many entries of the folder equal name
+ * ignoring case, hash the XXH3-128 (canonical) of those names in byte
+ * order, each followed by a NUL.  A folder that cannot be opened has none.
+ * Cost: one listing of the folder.  0, or -1 out of memory. */
+int mfs_input_listing(int rootfd, const char *path, uint64_t *count, uint8_t hash[16]);
+
+/* Whether input i of deps is a referenced file to be said missing
+ * (MFS_DEP_MISSING), once: not if an earlier missing input or a file read
+ * has the same base name (assimp tries a reference under other folders,
+ * glTF2/x/glTF2/x/a.bin, before it gives up or finds it). */
+int mfs_input_said(const mfs_dep *deps, uint32_t n, uint32_t i);
+
+/* The text of that warning for input d, as every user sees it: the mount's
+ * log, user.meshfs.warnings, meshfs-convert's output and report. */
+#define MFS_INPUT_MISSING_FMT "referenced file '%s' is missing"
+
+/* Whether an absent or listing input d still holds: 1 yes, 0 changed,
+ * -1 error (errno).  A file input is not for this function (-1, EINVAL). */
+int mfs_input_holds(int rootfd, const mfs_dep *d);
+
+#endif

@@ -1,0 +1,136 @@
+/* Absent and listing inputs (include/meshfs/inputs.h): the one definition
+ * the importer records and the cache checks. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "meshfs/inputs.h"
+
+static int open_beneath(int rootfd, const char *rel, uint64_t flags)
+{
+    struct open_how how = {
+        .flags = flags | O_CLOEXEC,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    };
+    int fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
+    if (fd < 0 && errno == ENOSYS) /* kernel < 5.6 */
+        fd = openat(rootfd, rel, (int)how.flags);
+    return fd;
+}
+
+int mfs_input_absent(int rootfd, const char *path)
+{
+    int fd = open_beneath(rootfd, path, O_PATH);
+    if (fd < 0)
+        return errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV ? 1 : -1;
+    struct stat st;
+    int r = fstat(fd, &st) < 0 ? -1 : !S_ISREG(st.st_mode);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return r;
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int mfs_input_listing(int rootfd, const char *path, uint64_t *count, uint8_t hash[16])
+{
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    char *dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+    if (!dir)
+        return -1;
+    char **found = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    int fd = open_beneath(rootfd, dir, O_RDONLY | O_DIRECTORY);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (fd >= 0 && !d)
+        close(fd);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        if (strcasecmp(e->d_name, name) != 0)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 4;
+            char **nf = realloc(found, nc * sizeof *nf);
+            if (!nf) {
+                rc = -1;
+                break;
+            }
+            found = nf;
+            cap = nc;
+        }
+        if (!(found[n] = strdup(e->d_name))) {
+            rc = -1;
+            break;
+        }
+        n++;
+    }
+    if (d)
+        closedir(d);
+    qsort(found, n, sizeof *found, by_bytes);
+    XXH3_state_t *st = XXH3_createState();
+    if (!st)
+        rc = -1;
+    if (rc == 0) {
+        XXH3_128bits_reset(st);
+        for (size_t i = 0; i < n; i++)
+            XXH3_128bits_update(st, found[i], strlen(found[i]) + 1);
+        XXH128_canonical_t c;
+        XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+        memcpy(hash, c.digest, 16);
+        *count = n;
+    }
+    XXH3_freeState(st);
+    for (size_t i = 0; i < n; i++)
+        free(found[i]);
+    free(found);
+    free(dir);
+    return rc;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+int mfs_input_said(const mfs_dep *deps, uint32_t n, uint32_t i)
+{
+    if (i >= n || deps[i].kind != MFS_DEP_MISSING)
+        return 0;
+    const char *b = base_name(deps[i].path);
+    for (uint32_t j = 0; j < n; j++)
+        if (j != i && (deps[j].kind == MFS_DEP_FILE || (deps[j].kind == MFS_DEP_MISSING && j < i)) &&
+            strcmp(base_name(deps[j].path), b) == 0)
+            return 0;
+    return 1;
+}
+
+int mfs_input_holds(int rootfd, const mfs_dep *d)
+{
+    if (d->kind == MFS_DEP_ABSENT || d->kind == MFS_DEP_MISSING)
+        return mfs_input_absent(rootfd, d->path);
+    if (d->kind != MFS_DEP_LISTING) {
+        errno = EINVAL;
+        return -1;
+    }
+    uint64_t n;
+    uint8_t h[16];
+    if (mfs_input_listing(rootfd, d->path, &n, h) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return n == d->size && memcmp(h, d->hash, 16) == 0;
+}
