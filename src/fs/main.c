@@ -19,7 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../cache/cache_int.h" /* MFS_CACHE_VERSION, for --version only */
 #include "coherence.h"
 #include "fs.h"
 #include "meshfs/optvalue.h"
@@ -27,6 +26,7 @@
 #include "meshfs/lgepkg.h"
 #include "meshfs/log.h"
 #include "meshfs/sandbox.h"
+#include "meshfs/version.h"
 #include "dirreply.h"
 #include "listing.h"
 #include "lowlevel.h"
@@ -577,13 +577,10 @@ int main(int argc, char **argv)
     if (fuse_opt_parse(&args, &c, cli_spec, cli_proc) < 0) {
         rc = 2;
     } else if (c.show_version) {
-        /* assimp is the worker's (the daemon never links it): the version
-         * meson built against */
-        printf("meshfs %s\nFUSE library version %s\n", MESHFS_VERSION, fuse_pkgversion());
+        mfs_version_print(stdout, "meshfs", MFS_VERSION_WORKER_LIBS);
+        printf("FUSE library version %s\n", fuse_pkgversion());
         fflush(stdout);
-        fuse_lowlevel_version();
-        printf("assimp version %s (meshfs-worker, at build time)\ncache format version %d\n",
-               MESHFS_ASSIMP_VERSION, MFS_CACHE_VERSION);
+        fuse_lowlevel_version(); /* the kernel interface's */
     } else if (c.show_help) {
         usage(argv[0]);
         printf("FUSE options:\n");

@@ -23,6 +23,7 @@
 #include "meshfs/json.h"
 #include "meshfs/optvalue.h"
 #include "meshfs/spawner.h"
+#include "meshfs/version.h"
 
 enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_CACHE = 3 };
 
@@ -476,7 +477,7 @@ static void usage(FILE *f)
           "                     /var/cache/meshfs for root)\n"
           "  --json             one JSON object on stdout (default: text)\n"
           "  --help             this text\n"
-          "  --version          print the version\n"
+          "  -V, --version      meshfs's, the formats' and the libraries' versions\n"
           "warm OPTS, as the mount's options of the same name (use the mount's, or the\n"
           "views are keyed differently and the mount converts them again):\n"
           "  -f, --formats LIST  views to make (default: all, as the mount)\n"
@@ -536,8 +537,8 @@ int main(int argc, char **argv)
             usage(stdout);
             free(rest);
             return 0;
-        } else if (!strcmp(a, "--version")) {
-            printf("meshfs-cache %s\n", MESHFS_VERSION);
+        } else if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+            mfs_version_print(stdout, "meshfs-cache", 0);
             free(rest);
             return 0;
         } else if (cmd) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "meshfs/inspect.h"
+#include "meshfs/version.h"
 
 static void usage(FILE *f)
 {
@@ -15,7 +16,7 @@ static void usage(FILE *f)
           "             violation fails the file\n"
           "  --json     one JSON object per file, one per line (fields: docs/inspect.md)\n"
           "  --help     this text\n"
-          "  --version  print the version\n"
+          "  -V, --version  meshfs's, the formats' and the libraries' versions\n"
           "Exit status: 0 all files read (and checked), 1 any file failed, 2 usage.\n",
           f);
 }
@@ -36,8 +37,8 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
-        } else if (strcmp(a, "--version") == 0) {
-            printf("meshfs-inspect %s\n", MESHFS_VERSION);
+        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            mfs_version_print(stdout, "meshfs-inspect", 0);
             return 0;
         } else {
             fprintf(stderr, "meshfs-inspect: unknown option '%s'\n", a);

@@ -150,6 +150,35 @@ class Installed(unittest.TestCase):
         self.assertRegex(p.stdout, r"assimp version \d+\.\d+\.\d+")
         self.assertIn("cache format version 2\n", p.stdout)
 
+    def test_every_tool_prints_versions(self):
+        """Issue 32 item 4: -V and --version on all four tools, each naming
+        meshfs, the cache format and output versions and the libraries its
+        bytes depend on, as it links them."""
+        info = json.loads(sh(["meson", "introspect", BUILD, "--projectinfo"]).stdout)
+        env = dict(os.environ, LD_LIBRARY_PATH=self.libdir())
+        worker_libs = [r"assimp version \d+\.\d+", r"meshoptimizer version \d+\.\d+",
+                       r"cgltf version (\d+\.\d+|not built)", r"fast_obj version (\d+\.\d+|not built)"]
+        for name in ("meshfs", "meshfs-convert", "meshfs-inspect", "meshfs-cache"):
+            outs = []
+            for flag in ("-V", "--version"):
+                p = sh([self.files[name], flag], env=env)
+                self.assertEqual((p.returncode, p.stderr), (0, ""), (name, flag))
+                outs.append(p.stdout)
+            self.assertEqual(outs[0], outs[1], name)
+            out = outs[0]
+            self.assertTrue(out.startswith(f"{name} {info['version']}\n"), out)
+            self.assertIn("\ncache format version 2\n", out)
+            self.assertRegex(out, r"\noutput version " + re.escape(info["version"]) + r"\+assimp-")
+            self.assertRegex(out, r"\nzlib version 1\.\d+")
+            self.assertRegex(out, r"\nxxhash version 0\.\d+\.\d+\n")
+            self.assertRegex(out, r"\nlibdeflate version 1\.\d+\n")
+            converts = name in ("meshfs", "meshfs-convert")
+            for lib in worker_libs:
+                (self.assertRegex if converts else self.assertNotRegex)(out, lib)
+            (self.assertRegex if name == "meshfs" else self.assertNotRegex)(out, r"FUSE library version 3\.")
+            # the man page says -V too
+            self.assertRegex(self.man_text(name + ".1"), r"-V, --version", name)
+
     FSTAB_SCRIPT = r"""
 mount --bind "$PREFIX" /usr/local
 mount -T "$FSTAB" "$MNT"
