@@ -122,9 +122,11 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
     return 1;
 }
 
-static void usage(const char *prog)
+/* The bare name, as the other tools print theirs: argv[0] is a full path
+ * when mount(8) or a unit runs meshfs. */
+static void usage(void)
 {
-    printf("usage: %s [options] SRC MNT\n\n"
+    printf("usage: meshfs [options] SRC MNT\n\n"
            "Mounts SRC read-only at MNT; every model shows up beside its converted views\n"
            "(.fmd .fmi .gmf .dem .vrt .tri .sph .tex), converted on first access and\n"
            "cached, and every folder with models shows game_resources.lgepkg.\n\n"
@@ -153,7 +155,8 @@ static void usage(const char *prog)
            "    -o fmi_textures          fmi: texture names instead of UNKNOWN\n"
            "    -o reverse_winding       tri: reverse every triangle\n"
            "    -o source_frame          keep the importer's raw coordinates\n"
-           "    -o cache_dir=DIR         default ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs\n"
+           "    -o cache_dir=DIR         default ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs,\n"
+           "                             /var/cache/meshfs for root\n"
            "    -o cache_size=SIZE       cap, e.g. 512M, 2G (default 2G)\n"
            "    -o convert_timeout=SECS  per conversion, then SIGKILL (default 60)\n"
            "    -o convert_memory=SIZE   address-space cap per conversion (default 4G)\n"
@@ -187,8 +190,7 @@ static void usage(const char *prog)
            "                             when the daemon is gone, even after kill -9)\n"
            "An unknown -o option stops the mount with status 2.\n"
            "Of the FUSE options below, -o max_threads is 64 unless given (not libfuse's\n"
-           "10), and -o max_idle_threads changes nothing: no idle thread is retired.\n\n",
-           prog);
+           "10), and -o max_idle_threads changes nothing: no idle thread is retired.\n\n");
 }
 
 /* Limits on what options may ask (docs: README, "Options"). */
@@ -582,7 +584,7 @@ int main(int argc, char **argv)
         fflush(stdout);
         fuse_lowlevel_version(); /* the kernel interface's */
     } else if (c.show_help) {
-        usage(argv[0]);
+        usage();
         printf("FUSE options:\n");
         fuse_cmdline_help();
         fuse_lowlevel_help();

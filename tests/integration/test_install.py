@@ -114,6 +114,28 @@ class Installed(unittest.TestCase):
         for default in ["Default: 2G", "Default: 60", "Default: 4G", "game_resources"]:
             self.assertIn(default, re.sub(r"\s+", " ", man))
 
+    def test_help_names_the_program_and_both_default_caches(self):
+        """Issue 32 item 10: run by its full path (as mount(8) runs it),
+        meshfs --help says "usage: meshfs", and gives the cache folder a user
+        and root get, as the man page and README do."""
+        p = sh([self.files["meshfs"], "--help"], env=dict(os.environ, LD_LIBRARY_PATH=self.libdir()))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(p.stdout.startswith("usage: meshfs [options] SRC MNT\n"), p.stdout[:80])
+        self.assertNotIn(self.prefix, p.stdout)
+        flat = re.sub(r"\s+", " ", p.stdout)
+        self.assertIn("-o cache_dir=DIR default ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs, "
+                      "/var/cache/meshfs for root", flat)
+        man = re.sub(r"\s+", " ", self.man_text("meshfs.1"))
+        self.assertIn("Default: ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs, /var/cache/meshfs for root", man)
+        readme = re.sub(r"\s+", " ", slurp(os.path.join(SOURCE, "README.md")))
+        self.assertIn("`${XDG_CACHE_HOME:-$HOME/.cache}/meshfs`, `/var/cache/meshfs` for root", readme)
+        for name in ("meshfs-convert", "meshfs-inspect", "meshfs-cache"):
+            p = sh([self.files[name], "--help"])
+            self.assertTrue(p.stdout.startswith("usage: " + name + " "), (name, p.stdout[:80]))
+        for name in ("meshfs-convert", "meshfs-cache"):
+            flat = re.sub(r"\s+", " ", sh([self.files[name], "--help"]).stdout)
+            self.assertRegex(flat, r"\$\{XDG_CACHE_HOME:-\$HOME/\.cache\}/meshfs, (or )?/var/cache/meshfs for root")
+
     def test_tool_man_pages_list_every_option(self):
         for name in ("meshfs-convert", "meshfs-inspect", "meshfs-cache"):
             help_text = sh([self.files[name], "--help"]).stdout
