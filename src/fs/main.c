@@ -30,6 +30,7 @@
 #include "dirreply.h"
 #include "listing.h"
 #include "lowlevel.h"
+#include "optsuggest.h"
 #include "ops.h"
 #include "passthrough.h"
 #include "prefetch.h"
@@ -188,7 +189,7 @@ static void usage(void)
            "    -o no_auto_unmount       leave the mount behind if the daemon is killed\n"
            "                             (default: a meshfs-umount process unmounts MNT\n"
            "                             when the daemon is gone, even after kill -9)\n"
-           "An unknown -o option stops the mount with status 2.\n"
+           "An unknown -o option stops the mount with status 2, naming the closest known one.\n"
            "Of the FUSE options below, -o max_threads is 64 unless given (not libfuse's\n"
            "10), and -o max_idle_threads changes nothing: no idle thread is retired.\n\n");
 }
@@ -446,22 +447,63 @@ static int open_state(mfs_fs *fs)
  * an ls would have to queue behind them (docs/listing.md). */
 #define DEFAULT_MAX_THREADS 64
 
-/* libfuse names an unknown -o option ("fuse: unknown option(s): ...")
- * and fuse_new fails; seen here, the mount exits 2 like meshfs's own bad
- * options instead of 1 like a failed mount. */
+/* libfuse names an unknown -o option ("fuse: unknown option(s): `...'",
+ * in several calls) and fuse_session_new fails; seen here, its words are
+ * left out for meshfs's own (optsuggest.h) and the mount exits 2 like for
+ * meshfs's own bad options instead of 1 like a failed mount.  1: inside
+ * libfuse's message, 2: after it, 3: probing which options it refused
+ * (libfuse's words are not wanted then either). */
 static int unknown_option_seen;
 
 /* libfuse's own messages go where meshfs's go (stderr, or syslog once
  * detached), at the matching level. */
 static void fuse_log_stderr(enum fuse_log_level level, const char *fmt, va_list ap)
 {
-    if (strstr(fmt, "unknown option"))
+    if (strstr(fmt, "unknown option(s)"))
         unknown_option_seen = 1;
+    if (unknown_option_seen == 3)
+        return;
+    if (unknown_option_seen == 1) {
+        size_t n = strlen(fmt);
+        if (n >= 2 && !strcmp(fmt + n - 2, "'\n"))
+            unknown_option_seen = 2;
+        return;
+    }
     mfs_vlog_foreign(level <= FUSE_LOG_ERR       ? MFS_LOG_ERROR
                      : level == FUSE_LOG_WARNING ? MFS_LOG_WARNING
                      : level == FUSE_LOG_DEBUG   ? MFS_LOG_DEBUG
                                                  : MFS_LOG_INFO,
                      fmt, ap);
+}
+
+/* Does libfuse refuse this one -o option alone?  A session it makes is
+ * only parsed options: nothing is opened or mounted. */
+static int fuse_refuses(const char *opt, void *ctx)
+{
+    const char *argv0 = ctx;
+    char *argv[] = {(char *)argv0, "-o", (char *)opt, NULL};
+    struct fuse_args one = FUSE_ARGS_INIT(3, argv);
+    struct fuse_session *se = fuse_session_new(&one, &mfs_ll_ops, sizeof mfs_ll_ops, NULL);
+    if (se)
+        fuse_session_destroy(se);
+    return se == NULL;
+}
+
+/* meshfs's words for what libfuse refused (optsuggest.h); `given` is a
+ * copy of the arguments libfuse was handed, which it freed. */
+static void say_unknown(const struct fuse_args *given, const cli *c)
+{
+    const char *known[sizeof cli_spec / sizeof cli_spec[0]];
+    size_t n = 0;
+    for (size_t i = 0; cli_spec[i].templ; i++)
+        known[n++] = cli_spec[i].templ;
+    known[n] = NULL;
+    unknown_option_seen = 3;
+    int said = mfs_unknown_options_say(given->argc, given->argv, fuse_refuses, given->argv[0],
+                                       known, c->formats);
+    unknown_option_seen = 2;
+    if (!said) /* refused together, not alone: libfuse's words, then */
+        fprintf(stderr, "meshfs: libfuse refused the options (meshfs --help lists them)\n");
 }
 
 /* What fuse_main() did, on a low-level session (lowlevel.c says why), with
@@ -491,7 +533,14 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
      * cost a tenth of a memo record (docs/scale.md) */
     if (mfs_ll_setup(fs, 32 * fs->cfg.memo_size, c->entry_s, c->attr_s, c->negative_s) < 0)
         goto out;
+    struct fuse_args given = FUSE_ARGS_INIT(0, NULL);
+    for (int i = 0; i < args->argc; i++)
+        if (fuse_opt_add_arg(&given, args->argv[i]) < 0)
+            goto out;
     struct fuse_session *se = fuse_session_new(args, &mfs_ll_ops, sizeof mfs_ll_ops, fs);
+    if (!se && unknown_option_seen)
+        say_unknown(&given, c);
+    fuse_opt_free_args(&given);
     if (!se) {
         rc = unknown_option_seen ? 2 : 1;
         goto out;

@@ -359,6 +359,32 @@ class MountBehaviour(unittest.TestCase):
             self.assertEqual(p.returncode, 2, (t, p.stderr))
             self.assertIn("no-such-opt", p.stderr)
 
+    def refused(self, opts):
+        os.makedirs(self.mnt, exist_ok=True)
+        p = sh([tool("meshfs"), "-f", "-o", "cache_dir=" + self.cache + "," + opts, self.src, self.mnt])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertEqual(mounts_at(self.mnt), [])
+        self.assertNotIn("fuse: unknown option", p.stderr)  # meshfs's words, not libfuse's
+        return p.stderr
+
+    def test_unknown_option_names_the_closest(self):
+        """Issue 32 item 6: a typo of a meshfs or a FUSE option names the
+        closest one; a word far from every option does not guess."""
+        self.assertEqual(self.refused("fromats=gmf"),
+                         "meshfs: unknown option -o fromats=gmf (did you mean formats=?)\n")
+        self.assertEqual(self.refused("hide_source,alow_other"),
+                         "meshfs: unknown option -o hide_source (did you mean hide_sources?)\n"
+                         "meshfs: unknown option -o alow_other (did you mean allow_other?)\n")
+        self.assertEqual(self.refused("max_thread=4"),
+                         "meshfs: unknown option -o max_thread=4 (did you mean max_threads=?)\n")
+        self.assertEqual(self.refused("ro,no_such_opt"),
+                         "meshfs: unknown option -o no_such_opt (meshfs --help lists the options)\n")
+
+    def test_comma_inside_formats_gets_the_separator_hint(self):
+        self.assertEqual(self.refused("formats=gmf,dem"),
+                         "meshfs: unknown option -o dem: inside -o formats=, ':' or '+' separates the "
+                         "formats (a comma ends the option): -o formats=gmf:dem\n")
+
     def test_generic_fuse_options_still_work(self):
         with Mount(self.src, self.mnt, self.cache, "allow_other", "default_permissions", "max_threads=4",
                    "ro", "auto_unmount", "entry_timeout=2") as m:
