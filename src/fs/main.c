@@ -61,6 +61,7 @@ typedef struct cli {
     int hide_sources, pretrans, fmi_textures, reverse_winding, source_frame;
     int fmd_raw, lowercase_names;
     int no_auto_unmount;
+    int stack;              /* -o stack: mount over a live mount of SRC */
     int show_help, show_version;
     int nonopts;
 } cli;
@@ -101,6 +102,7 @@ static const struct fuse_opt cli_spec[] = {
     OPT("worker_user=%s", worker_user),
     OPT("log_level=%s", log_level),
     OPT("no_auto_unmount", no_auto_unmount),
+    OPT("stack", stack),
     /* the default, done by meshfs (unmount_guard.h), not by libfuse */
     FUSE_OPT_KEY("auto_unmount", FUSE_OPT_KEY_DISCARD),
     OPT("-h", show_help),
@@ -189,6 +191,8 @@ static void usage(void)
            "    -o no_auto_unmount       leave the mount behind if the daemon is killed\n"
            "                             (default: a meshfs-umount process unmounts MNT\n"
            "                             when the daemon is gone, even after kill -9)\n"
+           "    -o stack                 mount even over a live meshfs mount of the same\n"
+           "                             SRC (default: refused with status 2)\n"
            "An unknown -o option stops the mount with status 2, naming the closest known one.\n"
            "Of the FUSE options below, -o max_threads is 64 unless given (not libfuse's\n"
            "10), and -o max_idle_threads changes nothing: no idle thread is retired.\n\n");
@@ -263,9 +267,15 @@ static int configure(mfs_fs *fs, cli *c)
         return -1;
     }
     cfg->src = strdup(real);
-    if (mfs_mount_point_check(real, c->mnt, &err) < 0)
+    char under[PATH_MAX];
+    if (mfs_mount_point_check(real, c->mnt, &err) < 0 ||
+        mfs_mount_point_live(real, c->mnt, c->stack, under, sizeof under, &err) < 0)
         return bad_option(&err);
-    warn_nonempty(c->mnt);
+    if (under[0])
+        mfs_log(MFS_LOG_WARNING, "mount point %s is a meshfs mount of %s; it is hidden while "
+                                 "this one is mounted over it", c->mnt, under);
+    else
+        warn_nonempty(c->mnt);
     if (c->cache_dir && !c->cache_dir[0]) {
         fprintf(stderr, "meshfs: -o cache_dir=: empty (give a folder; a relative one is taken "
                         "from the current folder)\n");

@@ -359,6 +359,41 @@ class MountBehaviour(unittest.TestCase):
             self.assertEqual(p.returncode, 2, (t, p.stderr))
             self.assertIn("no-such-opt", p.stderr)
 
+    def wait_mounts(self, n):
+        # Mount returns at once when MNT is a mount already
+        for _ in range(200):
+            if len(mounts_at(self.mnt)) == n:
+                break
+            time.sleep(0.05)
+        self.assertEqual(len(mounts_at(self.mnt)), n)
+
+    def test_second_mount_of_the_same_src_is_refused(self):
+        """Issue 32 item 5: `meshfs SRC MNT` again on a live mount of SRC
+        exits 2 saying so, and stacks nothing; -o stack does stack, warning
+        that the first mount is hidden (not "its files")."""
+        with Mount(self.src, self.mnt, self.cache):
+            p = sh([tool("meshfs"), "-f", "-o", "cache_dir=" + self.cache, self.src, self.mnt])
+            self.assertEqual(p.returncode, 2, p.stderr)
+            real = os.path.realpath(self.src)
+            self.assertEqual(p.stderr, f"meshfs: {real} is already mounted at {self.mnt} by meshfs; "
+                                       f"unmount it first (fusermount3 -u {self.mnt}), or give -o stack "
+                                       f"to mount over it\n")
+            self.assertEqual(len(mounts_at(self.mnt)), 1)
+            with Mount(self.src, self.mnt, self.cache, "stack") as second:
+                self.wait_mounts(2)
+                self.assertIn(f"mount point {self.mnt} is a meshfs mount of {real}; it is hidden while "
+                              "this one is mounted over it", second.output())
+                self.assertNotIn("not empty", second.output())
+            self.assertEqual(len(mounts_at(self.mnt)), 1)
+
+    def test_another_src_over_a_meshfs_mount_is_not_refused(self):
+        other = os.path.join(self.tmp, "other")
+        os.makedirs(other)
+        with Mount(self.src, self.mnt, self.cache):
+            with Mount(other, self.mnt, self.cache) as second:
+                self.wait_mounts(2)
+                self.assertIn(f"is a meshfs mount of {os.path.realpath(self.src)}", second.output())
+
     def refused(self, opts):
         os.makedirs(self.mnt, exist_ok=True)
         p = sh([tool("meshfs"), "-f", "-o", "cache_dir=" + self.cache + "," + opts, self.src, self.mnt])
