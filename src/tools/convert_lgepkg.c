@@ -139,6 +139,15 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
         packed[np++] = i;
     }
     int fd = -1;
+    if (rc == 0 && np == 0) {
+        /* a package of no model loads nothing, as in the mount, where the
+         * folder shows none; one an earlier run wrote is stale */
+        if (unlink(path) < 0 && errno != ENOENT)
+            rc = mfs_errf(&err, "%s: %s", path, strerror(errno));
+        else
+            fprintf(stderr, "meshfs-convert: %s: no model converted: none written\n", path);
+        goto done;
+    }
     if (rc == 0) {
         snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, MFS_LGEPKG_FILE_NAME);
         fd = mfs_batch_mkstemp(tmp);
@@ -170,9 +179,10 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
             unlink(tmp);
         mfs_batch_tmp_forget(tmp);
     }
+done:
     if (rc < 0)
         fprintf(stderr, "meshfs-convert: %s: %s\n", path, err.msg);
-    else if (out)
+    else if (out && np)
         fprintf(out, "ok %s (%zu of %zu models)\n", path, np, n);
     free(bases);
     free(names);

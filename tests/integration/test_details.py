@@ -2,14 +2,19 @@
 numbers, packages of folders where nothing converted, the cache cap, the
 stats' units and the daemon's log file.  (Versions, --help, option typos and
 double mounts are in test_install.py, with the README/man/--help checks.)"""
+import errno
 import os
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
 import unittest
 
 from common import SOURCE, tool
+from mount import Mount
+
+PKG = "game_resources.lgepkg"
 
 EXAMPLES = os.path.join(SOURCE, "examples", "assets")
 
@@ -78,6 +83,76 @@ class Inspect(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertIn("bounds" if "--json" not in args else '"cmin"', p.stdout)
             self.assertEqual(minus_zero.findall(p.stdout), [], args)
+
+
+class Packages(unittest.TestCase):
+    """Item 8: a folder where no model converted has no package (mount and
+    meshfs-convert), --check fails a package of no model, and the
+    package's user.meshfs.error is one line per model, as a model's is."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="meshfs-details-")
+        self.tmp = self._tmp.name
+        self.src = os.path.join(self.tmp, "src")
+        shutil.copytree(os.path.join(EXAMPLES, "crate"), os.path.join(self.src, "mixed"))
+        os.makedirs(os.path.join(self.src, "bad"))
+        for folder, name in (("bad", "a.obj"), ("bad", "b.obj"), ("mixed", "broken.obj"),
+                             ("mixed", "zbroken.obj")):
+            open(os.path.join(self.src, folder, name), "wb").close()  # assimp refuses an empty .obj
+        self.mnt = os.path.join(self.tmp, "mnt")
+        self.cache = os.path.join(self.tmp, "cache")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def test_mount_shows_no_package_where_no_model_converted(self):
+        with Mount(self.src, self.mnt, self.cache):
+            bad = os.path.join(self.mnt, "bad")
+            with self.assertRaises(OSError) as cm:
+                os.stat(os.path.join(bad, PKG))  # resolving it converts both: both fail
+            self.assertEqual(cm.exception.errno, errno.ENOENT)
+            self.assertNotIn(PKG, os.listdir(bad))
+            self.assertIn("a.vrt", os.listdir(bad))
+            with self.assertRaises(OSError) as cm:
+                open(os.path.join(bad, PKG), "rb")
+            self.assertEqual(cm.exception.errno, errno.ENOENT)
+            # a folder where one model converted keeps its package
+            mixed = os.path.join(self.mnt, "mixed")
+            self.assertIn(PKG, os.listdir(mixed))
+            with open(os.path.join(mixed, PKG), "rb") as f:
+                self.assertEqual(struct.unpack("<i", f.read(48)[40:44])[0], 4)  # crate's 4 chunks
+            err = os.getxattr(os.path.join(mixed, PKG), "user.meshfs.error").decode()
+            lines = err.split("\n")
+            self.assertEqual(lines[-1], "", err)  # every entry a line, as on a model
+            self.assertEqual([l.split(":")[0:2] for l in lines[:-1]],
+                             [["left out", " broken.obj"], ["left out", " zbroken.obj"]], err)
+            self.assertNotIn("; ", err)
+            model_err = os.getxattr(os.path.join(mixed, "broken.obj"), "user.meshfs.error").decode()
+            self.assertTrue(model_err.endswith("\n") and "; " not in model_err, model_err)
+
+    def test_convert_writes_no_package_where_no_model_converted(self):
+        out = os.path.join(self.tmp, "out")
+        os.makedirs(os.path.join(out, "bad"))
+        with open(os.path.join(out, "bad", PKG), "wb") as f:  # an earlier run's
+            f.write(b"stale")
+        p = sh([tool("meshfs-convert"), "--no-cache", "-o", out, self.src])
+        self.assertEqual(p.returncode, 1, p.stderr)  # models failed
+        self.assertFalse(os.path.exists(os.path.join(out, "bad", PKG)))
+        self.assertIn(f"meshfs-convert: {out}/bad/{PKG}: no model converted: none written\n", p.stderr)
+        self.assertTrue(os.path.exists(os.path.join(out, "mixed", PKG)))
+        self.assertNotIn("mixed/" + PKG + ": no model", p.stderr)
+
+    def test_check_fails_a_package_of_no_model(self):
+        empty = os.path.join(self.tmp, PKG)
+        with open(empty, "wb") as f:
+            f.write(b"game_resources".ljust(20, b"\0") + b"1.0".ljust(20, b"\0") + struct.pack("<ii", 0, 0))
+        p = sh([tool("meshfs-inspect"), "--check", empty])
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("numChunks 0, a package with no model", p.stderr)
+        self.assertNotIn(": ok", p.stdout)
+        p = sh([tool("meshfs-inspect"), empty])  # without --check: a warning, read fine
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("warning: offset 40: numChunks 0, a package with no model", p.stdout)
 
 
 if __name__ == "__main__":
