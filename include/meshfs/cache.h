@@ -97,7 +97,8 @@ enum {
 
 typedef struct mfs_cache_config {
     const char *dir;        /* NULL: ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs */
-    uint64_t max_size;      /* 0: MFS_CACHE_DEFAULT_MAX_SIZE */
+    uint64_t max_size;      /* 0: the cap meshfs-cache max-size stored in dir
+                               (cache_admin.h), else MFS_CACHE_DEFAULT_MAX_SIZE */
     unsigned tmp_max_age_s; /* 0: MFS_CACHE_DEFAULT_TMP_AGE */
     unsigned flags;
     /* Stat index records kept in memory, in whole shards, least recently
@@ -389,6 +390,9 @@ void mfs_cache_stop_reviving(mfs_cache *c);
 /* ---- size cap --------------------------------------------------------- */
 
 void mfs_cache_set_max_size(mfs_cache *c, uint64_t max_size);
+
+/* The cap in force: UINT64_MAX for none. */
+uint64_t mfs_cache_max_size(const mfs_cache *c);
 
 /* Scans the entries, and if they exceed max_size removes the least recently
  * used until they fit in 90% of it.  Returns files removed, or -1. */

@@ -160,7 +160,8 @@ static void usage(void)
            "    -o source_frame          keep the importer's raw coordinates\n"
            "    -o cache_dir=DIR         default ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs,\n"
            "                             /var/cache/meshfs for root\n"
-           "    -o cache_size=SIZE       cap, e.g. 512M, 2G (default 2G)\n"
+           "    -o cache_size=SIZE       cap, e.g. 512M, 2G (default: the cache's own, set\n"
+           "                             by meshfs-cache max-size, else 2G)\n"
            "    -o convert_timeout=SECS  per conversion, then SIGKILL (default 60)\n"
            "    -o convert_memory=SIZE   address-space cap per conversion (default 4G)\n"
            "    -o convert_jobs=N        conversions at once, 1 to 64 (default: number\n"
@@ -300,7 +301,7 @@ static int configure(mfs_fs *fs, cli *c)
     /* a package needs its four views whether or not they are listed */
     cfg->shown = asked & MFS_FMT_ALL;
     cfg->formats = asked | (asked & MFS_FMT_LGEPKG_BIT ? MFS_LGEPKG_NEEDS : 0);
-    cfg->cache_size = MFS_CACHE_DEFAULT_MAX_SIZE;
+    cfg->cache_size = 0; /* the cache's stored cap (meshfs-cache max-size), else 2G */
     if (c->cache_size &&
         mfs_optv_size("-o cache_size", c->cache_size, 1, UINT64_MAX, &cfg->cache_size, &err) < 0)
         return bad_option(&err);
@@ -424,6 +425,7 @@ static int open_state(mfs_fs *fs)
         mfs_log(MFS_LOG_ERROR, "%s", err.msg); /* the cache layer names itself */
         return -1;
     }
+    fs->cfg.cache_size = mfs_cache_max_size(fs->cache);
     /* worker output goes beside the cache, so filing it is a local copy */
     snprintf(fs->tmpdir, sizeof fs->tmpdir, "%s/tmp", mfs_cache_dir(fs->cache));
     if (mkdir(fs->tmpdir, 0700) < 0 && errno != EEXIST) {

@@ -108,7 +108,51 @@ static int finish(void)
     return fflush(stdout) == 0 ? 0 : EXIT_CACHE;
 }
 
+/* SIZE as ccache's -M takes it: a bare number is GiB ("30" is 30 GiB, not
+ * 30 bytes), else a number with K, M, G or T (powers of 1024). */
+static int cache_size_arg(const char *what, const char *s, uint64_t *out, mfs_err *err)
+{
+    if (s[0] && strspn(s, "0123456789") == strlen(s)) {
+        errno = 0;
+        unsigned long long v = strtoull(s, NULL, 10);
+        if (errno || v > (UINT64_MAX >> 30))
+            return mfs_errf(err, "%s '%s': too large", what, s);
+        *out = (uint64_t)v << 30;
+        return 0;
+    }
+    return mfs_optv_size(what, s, 0, UINT64_MAX, out, err);
+}
+
+/* The cache folder t names (the default one if none given). */
+static const char *cache_dir_of(tool *t)
+{
+    mfs_err err;
+    if (!t->dir && mfs_cache_default_dir(t->dirbuf, sizeof t->dirbuf, &err) == 0)
+        t->dir = t->dirbuf;
+    return t->dir;
+}
+
 /* ---- stats ------------------------------------------------------------- */
+
+/* The stored cap (meshfs-cache max-size), apart from the counters. */
+static void stats_max_size(mfs_cache *c, int json)
+{
+    uint64_t max;
+    mfs_err err;
+    int r = mfs_cache_max_size_stored(c, &max, &err);
+    if (json) {
+        if (r == 1)
+            printf(",\"max_size\":%" PRIu64, max);
+        else
+            fputs(",\"max_size\":null", stdout);
+        return;
+    }
+    char h[32];
+    if (r == 1 && max)
+        size_text(max, h, sizeof h);
+    printf("max size           %s\n", r != 1 ? "none set (mounts use 2G; meshfs-cache max-size)"
+                                       : max ? h : "0 (no cap)");
+}
 
 static int cmd_stats(tool *t, int argc, char **argv)
 {
@@ -128,10 +172,11 @@ static int cmd_stats(tool *t, int argc, char **argv)
         printf(",\"entries\":%" PRIu64 ",\"manifests\":%" PRIu64 ",\"model_entries\":%" PRIu64
                ",\"views_inside\":%" PRIu64 ",\"folder_records\":%" PRIu64 ",\"bytes\":%" PRIu64,
                u.entries, u.manifests, u.model_entries, u.views_inside, u.folder_records, u.bytes);
-        if (tot.cap)
+        if (tot.cap && tot.cap != UINT64_MAX)
             printf(",\"cap\":%" PRIu64, tot.cap);
         else
             fputs(",\"cap\":null", stdout);
+        stats_max_size(c, 1);
         printf(",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"conversions\":%" PRIu64
                ",\"failures\":%" PRIu64 ",\"evictions\":%" PRIu64
                ",\"corrupt_discarded\":%" PRIu64,
@@ -151,7 +196,9 @@ static int cmd_stats(tool *t, int argc, char **argv)
             size_text(u.bytes, h, sizeof h);
             snprintf(b, sizeof b, " (%s)", h);
         }
-        if (tot.cap)
+        if (tot.cap == UINT64_MAX)
+            snprintf(cap, sizeof cap, "none");
+        else if (tot.cap)
             size_text(tot.cap, cap, sizeof cap);
         else
             snprintf(cap, sizeof cap, "none recorded");
@@ -166,16 +213,17 @@ static int cmd_stats(tool *t, int argc, char **argv)
                "manifests          %" PRIu64 " (%" PRIu64 " model entries holding %" PRIu64
                " small views, %" PRIu64 " folder records)\n"
                "bytes              %" PRIu64 "%s\n"
-               "cap                %s\n"
-               "hits               %" PRIu64 " (%.1f%%)\n"
+               "cap                %s (the last mount's or run's)\n",
+               t->dir, u.entries, u.manifests, u.model_entries, u.views_inside, u.folder_records,
+               u.bytes, b, cap);
+        stats_max_size(c, 0);
+        printf("hits               %" PRIu64 " (%.1f%%)\n"
                "misses             %" PRIu64 "\n"
                "conversions        %" PRIu64 "\n"
                "failures           %" PRIu64 "\n"
                "evictions          %" PRIu64 "\n"
                "corrupt discarded  %" PRIu64 "\n",
-               t->dir, u.entries, u.manifests, u.model_entries, u.views_inside, u.folder_records,
-               u.bytes, b, cap, tot.hits,
-               asked ? 100.0 * (double)tot.hits / (double)asked : 0.0, tot.misses,
+               tot.hits, asked ? 100.0 * (double)tot.hits / (double)asked : 0.0, tot.misses,
                tot.conversions, tot.failures, tot.evictions, tot.corrupt);
         /* the remote tier's lines only where one was used */
         if (tot.remote_hits || tot.remote_misses || tot.remote_errors || tot.remote_bytes_up)
@@ -202,13 +250,13 @@ static int cmd_trim(tool *t, int argc, char **argv)
         if (!strncmp(argv[i], "--", 2))
             return usage_error("trim: unknown option '%s' (trim takes SIZE only)", argv[i]);
     if (argc < 1)
-        return usage_error("trim: missing SIZE (e.g. meshfs-cache trim 500M)");
+        return usage_error("trim: missing SIZE (e.g. meshfs-cache trim 500M; a bare number is GiB)");
     if (argc > 1)
         return usage_error("%s: unexpected argument '%s'", "trim", argv[1]);
     mfs_err err;
     mfs_err_clear(&err);
     uint64_t size;
-    if (mfs_optv_size("trim SIZE", argv[0], 0, UINT64_MAX, &size, &err) < 0) {
+    if (cache_size_arg("trim SIZE", argv[0], &size, &err) < 0) {
         fprintf(stderr, "meshfs-cache: %s\n", err.msg);
         return EXIT_USAGE;
     }
@@ -231,6 +279,45 @@ static int cmd_trim(tool *t, int argc, char **argv)
         size_text(after.bytes, b, sizeof b);
         printf("removed %" PRIu64 " files; %s before, %s now (%" PRIu64 " entries, %" PRIu64
                " manifests)\n", removed, a, b, after.entries, after.manifests);
+    }
+    mfs_cache_close(c);
+    return finish();
+}
+
+/* ---- max-size [SIZE] (-M SIZE) ------------------------------------------ */
+
+static int cmd_max_size(tool *t, int argc, char **argv)
+{
+    if (argc > 1)
+        return usage_error("%s: unexpected argument '%s'", "max-size", argv[1]);
+    if (argc == 1 && argv[0][0] == '-')
+        return usage_error("max-size: unknown option '%s' (max-size takes SIZE only)", argv[0]);
+    mfs_err err;
+    mfs_err_clear(&err);
+    uint64_t size = 0;
+    if (argc == 1 && cache_size_arg("max-size SIZE", argv[0], &size, &err) < 0) {
+        fprintf(stderr, "meshfs-cache: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    mfs_cache *c;
+    int rc = open_cache(t, &c);
+    if (rc)
+        return rc;
+    if (argc == 1 && mfs_cache_max_size_store(c, size, &err) < 0)
+        return cache_failed(c, &err);
+    int set = argc == 1 ? 1 : mfs_cache_max_size_stored(c, &size, &err);
+    if (set < 0)
+        return cache_failed(c, &err);
+    if (t->json) {
+        if (set)
+            printf("{\"max_size\":%" PRIu64 "}\n", size);
+        else
+            fputs("{\"max_size\":null}\n", stdout);
+    } else {
+        char h[32];
+        size_text(size, h, sizeof h);
+        printf("max size %s%s\n", !set ? "none set (mounts use 2G)" : size ? h : "0 (no cap)",
+               argc == 1 ? " (mounts, meshfs-convert and warm use it from their next start)" : "");
     }
     mfs_cache_close(c);
     return finish();
@@ -427,6 +514,13 @@ static int cmd_warm(tool *t, int argc, char **argv)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         jobs = n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
     }
+    /* the stored cap, if any, is honoured as a mount does (otherwise warm
+     * trims nothing: a folder bigger than the default cap is warmed whole) */
+    uint64_t stored;
+    const char *dir = cache_dir_of(t);
+    if (dir && mfs_cache_max_size_read(dir, &stored) == 1)
+        cfg.no_cap = 0;
+    cfg.cache_dir = t->dir;
     mfs_batch_run run;
     FILE *progress = !quiet && !t->json && isatty(2) ? stderr : NULL;
     if (mfs_batch_warm(&cfg, src, flags, (int)jobs, progress, quiet ? NULL : stderr, &run, &err) < 0) {
@@ -451,7 +545,9 @@ static int cmd_warm(tool *t, int argc, char **argv)
 }
 
 static const command commands[] = {
-    {"stats", "", "entries, bytes, cap and the counters of every mount and run", cmd_stats},
+    {"stats", "", "entries, bytes, caps and the counters of every mount and run", cmd_stats},
+    {"max-size", " [SIZE]", "the cap mounts, meshfs-convert and warm keep the cache to (0: none)",
+     cmd_max_size},
     {"trim", " SIZE", "remove least recently used entries until at most SIZE is held", cmd_trim},
     {"clear", "", "remove every entry", cmd_clear},
     {"verify", " [--repair]", "check every entry's checksum; --repair removes bad ones",
@@ -475,6 +571,7 @@ static void usage(FILE *f)
     fputs("Options:\n"
           "  --cache-dir DIR    the cache (default: as meshfs, ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs,\n"
           "                     /var/cache/meshfs for root)\n"
+          "  -M, --max-size SIZE  the same as the max-size command\n"
           "  --json             one JSON object on stdout (default: text)\n"
           "  --help             this text\n"
           "  -V, --version      meshfs's, the formats' and the libraries' versions\n"
@@ -489,7 +586,8 @@ static void usage(FILE *f)
           "  --remote-timeout-ms MS --remote-data-timeout-s S --remote-read-only\n"
           "  --remote-token-file FILE\n"
           "  -q, --quiet         no progress line, no naming warnings\n"
-          "SIZE: a number with an optional K, M, G or T suffix (powers of 1024), e.g. 500M.\n"
+          "SIZE: a number with B, K, M, G or T (powers of 1024), e.g. 500M; a bare number\n"
+          "is GiB, as ccache's -M: 30 is 30G.\n"
           "Exit status: 0 done, 1 verify found bad entries (warm: a model failed), 2 usage,\n"
           "3 the cache could not be used.\n",
           f);
@@ -531,6 +629,17 @@ int main(int argc, char **argv)
                 return usage_error("--cache-dir: missing DIR");
             }
             t.dir = v;
+        } else if (!strcmp(a, "-M") || !strcmp(a, "--max-size") || !strncmp(a, "--max-size=", 11)) {
+            const char *v = !strncmp(a, "--max-size=", 11) ? a + 11 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || !v[0] || cmd) {
+                free(rest);
+                return usage_error(cmd ? "-M: the max-size command, not an option of %s"
+                                       : "-M: missing SIZE%s", cmd ? cmd->name : "");
+            }
+            for (size_t k = 0; k < NCOMMANDS && !cmd; k++)
+                if (!strcmp(commands[k].name, "max-size"))
+                    cmd = &commands[k];
+            rest[nrest++] = (char *)v;
         } else if (!strcmp(a, "--json")) {
             t.json = 1;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

@@ -155,5 +155,102 @@ class Packages(unittest.TestCase):
         self.assertIn("warning: offset 40: numChunks 0, a package with no model", p.stdout)
 
 
+GIB = 1 << 30
+
+
+class CacheCap(unittest.TestCase):
+    """Item 1: `meshfs-cache max-size SIZE` / -M SIZE stores a cap in the
+    cache folder (bare number: GiB, 0: none) that mounts, meshfs-convert and
+    warm honour, cache_size= overrides, stats shows; trim takes the same
+    units."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="meshfs-details-")
+        self.tmp = self._tmp.name
+        self.cache = os.path.join(self.tmp, "cache")
+        self.src = os.path.join(self.tmp, "src")
+        shutil.copytree(os.path.join(EXAMPLES, "crate"), os.path.join(self.src, "crate"))
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def cache_tool(self, *args, rc=0):
+        p = sh([tool("meshfs-cache"), "--cache-dir", self.cache] + list(args))
+        self.assertEqual(p.returncode, rc, p.stdout + p.stderr)
+        return p
+
+    def stats(self):
+        import json
+        return json.loads(self.cache_tool("--json", "stats").stdout)
+
+    def convert(self):
+        p = sh([tool("meshfs-convert"), "--cache-dir", self.cache, "-q", "-o",
+                os.path.join(self.tmp, "out"), self.src])
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_bare_number_is_gib_and_stats_show_it(self):
+        self.convert()  # makes the cache
+        self.assertIsNone(self.stats()["max_size"])
+        self.assertIn("max size           none set", self.cache_tool("stats").stdout)
+        p = self.cache_tool("max-size", "30")
+        self.assertEqual(p.stdout, "max size 30G (mounts, meshfs-convert and warm use it from their "
+                                   "next start)\n")
+        with open(os.path.join(self.cache, "max_size")) as f:
+            self.assertEqual(f.read(), f"max_size {30 * GIB}\n")
+        self.assertEqual(self.stats()["max_size"], 30 * GIB)
+        self.assertIn("\nmax size           30G\n", self.cache_tool("stats").stdout)
+        self.cache_tool("-M", "512M")
+        self.assertEqual(self.stats()["max_size"], 512 << 20)
+        self.cache_tool("--max-size=0")
+        self.assertEqual(self.stats()["max_size"], 0)
+        self.assertIn("\nmax size           0 (no cap)\n", self.cache_tool("stats").stdout)
+        self.assertEqual(self.cache_tool("max-size").stdout, "max size 0 (no cap)\n")
+        p = self.cache_tool("max-size", "lots", rc=2)
+        self.assertIn("max-size SIZE", p.stderr)
+        self.assertIn("lots", p.stderr)
+        self.assertEqual(self.stats()["max_size"], 0)  # unchanged
+
+    def test_convert_honours_the_stored_cap(self):
+        self.convert()
+        self.assertGreater(self.stats()["bytes"], 4096)
+        self.cache_tool("-M", "1K")
+        self.convert()
+        st = self.stats()
+        self.assertLessEqual(st["bytes"], 1024)
+        self.assertEqual(st["cap"], 1024)  # the run's cap, recorded
+
+    def test_warm_honours_the_stored_cap(self):
+        self.convert()
+        self.cache_tool("clear")
+        self.cache_tool("warm", "-q", self.src)
+        self.assertGreater(self.stats()["bytes"], 4096)  # no cap stored: warm trims nothing
+        self.cache_tool("clear")
+        self.cache_tool("max-size", "1K")
+        self.cache_tool("warm", "-q", self.src)
+        self.assertLessEqual(self.stats()["bytes"], 1024)
+
+    def test_mount_honours_it_and_cache_size_overrides(self):
+        self.convert()
+        self.cache_tool("max-size", "3")
+        mnt = os.path.join(self.tmp, "mnt")
+        with Mount(self.src, mnt, self.cache):
+            self.assertEqual(self.stats()["cap"], 3 * GIB)  # recorded when it opened the cache
+        with Mount(self.src, mnt, self.cache, "cache_size=5M"):
+            self.assertEqual(self.stats()["cap"], 5 << 20)
+        self.cache_tool("max-size", "0")
+        with Mount(self.src, mnt, self.cache):
+            self.assertIsNone(self.stats()["cap"])  # no cap
+            self.assertIn("\ncap                none (the last", self.cache_tool("stats").stdout)
+
+    def test_trim_takes_the_same_units(self):
+        self.convert()
+        before = self.stats()["bytes"]
+        p = self.cache_tool("trim", "1")  # 1 GiB, not 1 byte
+        self.assertIn("removed 0 files", p.stdout)
+        self.assertEqual(self.stats()["bytes"], before)
+        self.cache_tool("trim", "0")
+        self.assertEqual(self.stats()["bytes"], 0)
+
+
 if __name__ == "__main__":
     unittest.main()

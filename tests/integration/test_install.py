@@ -109,9 +109,10 @@ class Installed(unittest.TestCase):
                        "/var/cache/meshfs", ".cache/meshfs", "XDG_CACHE_HOME", "FILES", "fuse.meshfs"]:
             self.assertIn(needle, man, needle)
         # defaults as --help states them
-        for default in ["default 2G", "default 60", "default 4G", "default\n                             game_resources"]:
+        for default in ["max-size, else 2G", "default 60", "default 4G", "default\n                             game_resources"]:
             self.assertIn(default, ours)
-        for default in ["Default: 2G", "Default: 60", "Default: 4G", "game_resources"]:
+        for default in ["max-size’ stored in the cache folder, else 2G", "Default: 60",
+                        "Default: 4G", "game_resources"]:
             self.assertIn(default, re.sub(r"\s+", " ", man))
 
     def test_help_names_the_program_and_both_default_caches(self):
