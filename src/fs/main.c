@@ -47,6 +47,7 @@ typedef struct cli {
     char *lgepkg_name, *lgepkg_version;
     char *worker_user;
     char *log_level;
+    char *log_file;         /* -o log_file=PATH: the detached daemon's log */
     char *convert_timeout, *convert_jobs; /* checked whole (optvalue.h) */
     char *prefetch;         /* likewise */
     char *memo_size;
@@ -101,6 +102,7 @@ static const struct fuse_opt cli_spec[] = {
     OPT("lgepkg_version=%s", lgepkg_version),
     OPT("worker_user=%s", worker_user),
     OPT("log_level=%s", log_level),
+    OPT("log_file=%s", log_file),
     OPT("no_auto_unmount", no_auto_unmount),
     OPT("stack", stack),
     /* the default, done by meshfs (unmount_guard.h), not by libfuse */
@@ -189,6 +191,8 @@ static void usage(void)
            "                             conversion) or debug (also the importer's\n"
            "                             choices; the default with -d); to stderr with\n"
            "                             -f or -d, else to syslog (the journal)\n"
+           "    -o log_file=PATH         once in the background, log to PATH (appended)\n"
+           "                             instead of syslog\n"
            "    -o no_auto_unmount       leave the mount behind if the daemon is killed\n"
            "                             (default: a meshfs-umount process unmounts MNT\n"
            "                             when the daemon is gone, even after kill -9)\n"
@@ -255,6 +259,11 @@ static int configure(mfs_fs *fs, cli *c)
         return bad_option(&err);
     log_level_given = c->log_level != NULL;
     mfs_log_setup("meshfs", level);
+    if (c->log_file && (!c->log_file[0] || mfs_log_file_open(c->log_file, &err) < 0)) {
+        if (!c->log_file[0])
+            mfs_errf(&err, "-o log_file=: empty (give a file)");
+        return bad_option(&err);
+    }
     if (!c->src || !realpath(c->src, real)) {
         fprintf(stderr, "meshfs: source folder %s: %s\n", c->src ? c->src : "(missing)",
                 c->src ? strerror(errno) : "give SRC and MNT");
@@ -563,6 +572,12 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
      * connected") behind */
     if (!c->no_auto_unmount)
         mfs_unmount_guard_start(opts.mountpoint);
+    /* the last chance to say it where it is seen: once detached, with no
+     * syslog socket (a container, a minimal CI image) every line is lost */
+    if (!opts.foreground && !c->log_file && !mfs_log_syslog_reachable())
+        fprintf(stderr, "meshfs: warning: no syslog socket (/dev/log) and no -o log_file: once in "
+                        "the background, this mount logs nothing (failures are then only in "
+                        "user.meshfs.error); give -o log_file=PATH, or run it with -f\n");
     if (fuse_daemonize(opts.foreground) != 0 || fuse_set_signal_handlers(se) != 0)
         goto unmount;
     if (!opts.foreground)
@@ -690,6 +705,7 @@ int main(int argc, char **argv)
     free(c.lgepkg_version);
     free(c.worker_user);
     free(c.log_level);
+    free(c.log_file);
     free(c.convert_timeout);
     free(c.convert_jobs);
     free(c.passthrough_mode);

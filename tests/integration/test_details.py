@@ -252,5 +252,72 @@ class CacheCap(unittest.TestCase):
         self.assertEqual(self.stats()["bytes"], 0)
 
 
+class LogFile(unittest.TestCase):
+    """Item 3: -o log_file=PATH takes a daemonised mount's log, and a mount
+    going into the background with neither a syslog socket nor log_file
+    says so once, on stderr, before it detaches."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="meshfs-details-")
+        self.tmp = self._tmp.name
+        self.src = os.path.join(self.tmp, "src")
+        shutil.copytree(os.path.join(EXAMPLES, "crate"), os.path.join(self.src, "props"))
+        os.makedirs(os.path.join(self.src, "bad"))
+        open(os.path.join(self.src, "bad", "broken.obj"), "wb").close()
+        self.mnt = os.path.join(self.tmp, "mnt")
+        os.makedirs(self.mnt)
+        self.cache = os.path.join(self.tmp, "cache")
+
+    def tearDown(self):
+        subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True)
+        self._tmp.cleanup()
+
+    def daemonised(self, *opts, cwd=None):
+        o = ",".join(["cache_dir=" + self.cache] + list(opts))
+        return sh([tool("meshfs"), "-o", o, self.src, self.mnt], cwd=cwd)
+
+    def unmount(self):
+        subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True, check=True)
+
+    def test_log_file_gets_the_daemonised_mounts_lines(self):
+        p = self.daemonised("log_file=mount.log", "log_level=info", cwd=self.tmp)  # relative: to cwd
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        with self.assertRaises(OSError):
+            open(os.path.join(self.mnt, "bad", "broken.dem"), "rb").read()
+        with open(os.path.join(self.mnt, "props", "crate.dem"), "rb") as f:
+            self.assertGreater(len(f.read()), 0)
+        self.unmount()
+        with open(os.path.join(self.tmp, "mount.log")) as f:
+            lines = f.read().splitlines()
+        line = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d meshfs\[\d+\]: "
+        self.assertTrue(any(re.match(line + r"warning: bad/broken\.obj: conversion failed: import failed", l)
+                            for l in lines), lines)
+        self.assertTrue(any(re.match(line + r"info: props/crate\.obj: converted in [0-9.]+ s$", l)
+                            for l in lines), lines)
+        for l in lines:
+            self.assertRegex(l, line)
+        self.assertEqual(os.stat(os.path.join(self.tmp, "mount.log")).st_mode & 0o777, 0o640)
+
+    def test_a_log_file_that_cannot_be_opened_is_a_usage_error(self):
+        p = self.daemonised("log_file=" + os.path.join(self.tmp, "no", "such", "dir.log"))
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stderr, f"meshfs: -o log_file={self.tmp}/no/such/dir.log: No such file or directory\n")
+        self.assertFalse(os.path.ismount(self.mnt))
+
+    def test_no_syslog_and_no_log_file_is_said_once(self):
+        if os.path.exists("/dev/log"):
+            self.skipTest("this machine has /dev/log (test_logging's Syslog covers that case)")
+        p = self.daemonised()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.ismount(self.mnt))
+        self.assertEqual(p.stderr, "meshfs: warning: no syslog socket (/dev/log) and no -o log_file: once in "
+                                   "the background, this mount logs nothing (failures are then only in "
+                                   "user.meshfs.error); give -o log_file=PATH, or run it with -f\n")
+        self.unmount()
+        # in the foreground the log is stderr: nothing to warn about
+        with Mount(self.src, self.mnt, self.cache) as m:
+            self.assertNotIn("syslog", m.output())
+
+
 if __name__ == "__main__":
     unittest.main()
