@@ -137,6 +137,40 @@ class Installed(unittest.TestCase):
             flat = re.sub(r"\s+", " ", sh([self.files[name], "--help"]).stdout)
             self.assertRegex(flat, r"\$\{XDG_CACHE_HOME:-\$HOME/\.cache\}/meshfs, (or )?/var/cache/meshfs for root")
 
+    def test_readme_options_table_has_every_option(self):
+        """Issue 32 item 9: the mount options are a grouped table (name,
+        default, meaning) with a row naming every option --help lists."""
+        help_text = sh([self.files["meshfs"], "--help"],
+                       env=dict(os.environ, LD_LIBRARY_PATH=self.libdir())).stdout
+        # the options meshfs --help lists, one a line
+        opts = set(re.findall(r"^ +-o (\w+)", help_text.split("FUSE options:")[0], re.M))
+        self.assertGreater(len(opts), 30, help_text)
+        readme = slurp(os.path.join(SOURCE, "README.md"))
+        rows = [l for l in readme.splitlines() if l.startswith("| ")]
+        header = rows.index("| Option | Default | Meaning |")
+        table, named = [], set()
+        for l in rows[header + 1:]:
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", l.strip()[1:-1])]
+            if len(cells) != 3:
+                break
+            table.append(cells)
+            named |= set(re.findall(r"`(\w+)", cells[0]))
+        self.assertEqual(opts - named, set())
+        groups = [c[0] for c in table if c[0].startswith("**")]
+        self.assertGreaterEqual(len(groups), 4, groups)
+        for name, default, meaning in table:
+            if not name.startswith("**"):
+                self.assertTrue(default and meaning, name)
+
+    def test_readme_examples_name_real_files(self):
+        readme = slurp(os.path.join(SOURCE, "README.md"))
+        named = set(re.findall(r"[`/ ]([a-z]+/[a-z]+\.(?:obj|gltf|dae|ply|stl|gmf|dem))\b", readme))
+        self.assertIn("crate/crate.obj", named)
+        for rel in named:
+            model = os.path.splitext(rel)[0]
+            self.assertTrue(any(os.path.exists(os.path.join(EXAMPLES, model + ext))
+                                for ext in (".obj", ".gltf", ".dae", ".ply", ".stl")), rel)
+
     def test_tool_man_pages_list_every_option(self):
         for name in ("meshfs-convert", "meshfs-inspect", "meshfs-cache"):
             help_text = sh([self.files[name], "--help"]).stdout
@@ -265,6 +299,26 @@ class SystemdExample(unittest.TestCase):
             self.skipTest("no systemd-analyze")
         p = sh(["systemd-analyze", "verify", self.UNIT])
         self.assertEqual(p.returncode, 0, p.stderr)
+
+
+class Demo(unittest.TestCase):
+    """Issue 32 item 9: scripts/demo converts and mounts with one private
+    cache (the mount converts nothing again) and leaves nothing behind."""
+
+    def test_demo_shares_one_private_cache_and_cleans_up(self):
+        with tempfile.TemporaryDirectory(prefix="meshfs-demo-test-") as tmp:
+            tmpdir, home = os.path.join(tmp, "tmp"), os.path.join(tmp, "home")
+            os.makedirs(tmpdir)
+            os.makedirs(home)
+            env = dict(os.environ, TMPDIR=tmpdir, HOME=home, XDG_CACHE_HOME=os.path.join(home, ".cache"))
+            p = sh([os.path.join(SOURCE, "scripts", "demo")], env=env)
+            self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
+            self.assertIn("meshfs-convert: 5 converted, 0 up to date, 0 failed", p.stdout + p.stderr)
+            counters = p.stdout.split("== the daemon's counters", 1)[1]
+            self.assertRegex(counters, r"\nconversions=0\n")  # the mount found them in the cache
+            self.assertRegex(counters, r"\ncache_hits=[1-9]")
+            self.assertEqual(os.listdir(tmpdir), [])  # its folder, cache included, is gone
+            self.assertEqual(os.listdir(home), [])    # no ~/.cache/meshfs
 
 
 class MountBehaviour(unittest.TestCase):
