@@ -137,6 +137,10 @@ typedef struct mfs_cache_stats {
      * count views.  Persisted in the stats file (cache_admin.h). */
     uint64_t view_hits;           /* views opened, served without converting */
     uint64_t view_misses;         /* view requests that needed a conversion */
+    /* ccache's unit: one model resolved for one meshfs-convert or warm run,
+     * or for one view request of a mount, however many of its views were
+     * read: served from the cache, a hit; converted, a miss */
+    uint64_t model_hits, model_misses;
     uint64_t conversions;         /* conversions run */
     uint64_t conversion_failures; /* ... that failed */
     /* the remote tier (remote.h), persisted the same way */
@@ -157,6 +161,8 @@ typedef enum mfs_cache_event {
     MFS_CACHE_VIEW_MISS,
     MFS_CACHE_CONVERSION,
     MFS_CACHE_CONVERSION_FAILURE,
+    MFS_CACHE_MODEL_HIT,  /* model_hits, above */
+    MFS_CACHE_MODEL_MISS,
 } mfs_cache_event;
 
 /* Counts one event in the handle's statistics.  Every counter the stats

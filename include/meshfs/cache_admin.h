@@ -21,7 +21,8 @@ int mfs_cache_is_ours(const char *dir);
 
 /* The stats file's counters (docs/cache.md, "The stats file"). */
 typedef struct mfs_cache_totals {
-    uint64_t hits, misses, conversions, failures, evictions, corrupt;
+    uint64_t hits, misses, conversions, failures, evictions, corrupt; /* hits, misses: views */
+    uint64_t model_hits, model_misses; /* models resolved (mfs_cache_stats) */
     uint64_t cap;     /* the last mount's or convert run's cap; 0: none recorded */
     int64_t updated;  /* last flush, seconds since the epoch; 0: never */
     uint64_t remote_hits, remote_misses, remote_errors, remote_bytes_down, remote_bytes_up;

@@ -134,6 +134,32 @@ static const char *cache_dir_of(tool *t)
 
 /* ---- stats ------------------------------------------------------------- */
 
+/* ccache's units (meshfs-cache(1), "stats"): every stored view is an entry,
+ * the small ones inside manifests included; a hit or a miss is a model
+ * resolved for one run or one open (cache.h, model_hits).  The per-view
+ * counts stay, as extra lines. */
+static uint64_t stats_entries(const mfs_cache_usage *u)
+{
+    return u->entries + u->views_inside;
+}
+
+static void stats_hits_json(const mfs_cache_totals *tot)
+{
+    printf(",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"view_hits\":%" PRIu64
+           ",\"view_misses\":%" PRIu64, tot->model_hits, tot->model_misses, tot->hits, tot->misses);
+}
+
+static void stats_hits_text(const mfs_cache_totals *tot)
+{
+    uint64_t asked = tot->model_hits + tot->model_misses;
+    printf("hits               %" PRIu64 " (%.1f%%)\n"
+           "misses             %" PRIu64 "\n"
+           "view hits          %" PRIu64 "\n"
+           "view misses        %" PRIu64 "\n",
+           tot->model_hits, asked ? 100.0 * (double)tot->model_hits / (double)asked : 0.0,
+           tot->model_misses, tot->hits, tot->misses);
+}
+
 /* The stored cap (meshfs-cache max-size), apart from the counters. */
 static void stats_max_size(mfs_cache *c, int json)
 {
@@ -169,18 +195,20 @@ static int cmd_stats(tool *t, int argc, char **argv)
     if (t->json) {
         fputs("{\"cache_dir\":", stdout);
         mfs_json_str(stdout, t->dir);
-        printf(",\"entries\":%" PRIu64 ",\"manifests\":%" PRIu64 ",\"model_entries\":%" PRIu64
-               ",\"views_inside\":%" PRIu64 ",\"folder_records\":%" PRIu64 ",\"bytes\":%" PRIu64,
-               u.entries, u.manifests, u.model_entries, u.views_inside, u.folder_records, u.bytes);
+        printf(",\"entries\":%" PRIu64 ",\"entry_files\":%" PRIu64 ",\"manifests\":%" PRIu64
+               ",\"model_entries\":%" PRIu64 ",\"views_inside\":%" PRIu64
+               ",\"folder_records\":%" PRIu64 ",\"bytes\":%" PRIu64,
+               stats_entries(&u), u.entries, u.manifests, u.model_entries, u.views_inside,
+               u.folder_records, u.bytes);
         if (tot.cap && tot.cap != UINT64_MAX)
             printf(",\"cap\":%" PRIu64, tot.cap);
         else
             fputs(",\"cap\":null", stdout);
         stats_max_size(c, 1);
-        printf(",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"conversions\":%" PRIu64
-               ",\"failures\":%" PRIu64 ",\"evictions\":%" PRIu64
+        stats_hits_json(&tot);
+        printf(",\"conversions\":%" PRIu64 ",\"failures\":%" PRIu64 ",\"evictions\":%" PRIu64
                ",\"corrupt_discarded\":%" PRIu64,
-               tot.hits, tot.misses, tot.conversions, tot.failures, tot.evictions, tot.corrupt);
+               tot.conversions, tot.failures, tot.evictions, tot.corrupt);
         printf(",\"remote_hits\":%" PRIu64 ",\"remote_misses\":%" PRIu64 ",\"remote_errors\":%" PRIu64
                ",\"remote_bytes_down\":%" PRIu64 ",\"remote_bytes_up\":%" PRIu64,
                tot.remote_hits, tot.remote_misses, tot.remote_errors, tot.remote_bytes_down,
@@ -207,23 +235,21 @@ static int cmd_stats(tool *t, int argc, char **argv)
             struct tm tm;
             strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime_r(&tt, &tm));
         }
-        uint64_t asked = tot.hits + tot.misses;
         printf("cache directory    %s\n"
-               "entries            %" PRIu64 "\n"
-               "manifests          %" PRIu64 " (%" PRIu64 " model entries holding %" PRIu64
-               " small views, %" PRIu64 " folder records)\n"
+               "entries            %" PRIu64 " (%" PRIu64 " in files of their own, %" PRIu64
+               " inside manifests)\n"
+               "manifests          %" PRIu64 " (%" PRIu64 " model entries, %" PRIu64
+               " folder records)\n"
                "bytes              %" PRIu64 "%s\n"
                "cap                %s (the last mount's or run's)\n",
-               t->dir, u.entries, u.manifests, u.model_entries, u.views_inside, u.folder_records,
-               u.bytes, b, cap);
+               t->dir, stats_entries(&u), u.entries, u.views_inside, u.manifests, u.model_entries,
+               u.folder_records, u.bytes, b, cap);
         stats_max_size(c, 0);
-        printf("hits               %" PRIu64 " (%.1f%%)\n"
-               "misses             %" PRIu64 "\n"
-               "conversions        %" PRIu64 "\n"
+        stats_hits_text(&tot);
+        printf("conversions        %" PRIu64 "\n"
                "failures           %" PRIu64 "\n"
                "evictions          %" PRIu64 "\n"
                "corrupt discarded  %" PRIu64 "\n",
-               tot.hits, asked ? 100.0 * (double)tot.hits / (double)asked : 0.0, tot.misses,
                tot.conversions, tot.failures, tot.evictions, tot.corrupt);
         /* the remote tier's lines only where one was used */
         if (tot.remote_hits || tot.remote_misses || tot.remote_errors || tot.remote_bytes_up)

@@ -319,5 +319,58 @@ class LogFile(unittest.TestCase):
             self.assertNotIn("syslog", m.output())
 
 
+class StatsUnits(unittest.TestCase):
+    """Item 2: stats count as ccache does: a hit or a miss is one model
+    resolved for one run or one open, and every stored view is an entry."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="meshfs-details-")
+        self.tmp = self._tmp.name
+        self.cache = os.path.join(self.tmp, "cache")
+        self.src = os.path.join(self.tmp, "src")
+        shutil.copytree(os.path.join(EXAMPLES, "crate"), os.path.join(self.src, "crate"))
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def stats(self):
+        import json
+        p = sh([tool("meshfs-cache"), "--cache-dir", self.cache, "--json", "stats"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
+
+    def convert(self):
+        p = sh([tool("meshfs-convert"), "--cache-dir", self.cache, "-q", "-o",
+                os.path.join(self.tmp, "out"), self.src])
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_one_conversion_and_one_rerun_are_one_miss_and_one_hit(self):
+        self.convert()
+        s = self.stats()
+        self.assertEqual((s["hits"], s["misses"], s["conversions"]), (0, 1, 1), s)
+        self.convert()
+        s = self.stats()
+        self.assertEqual((s["hits"], s["misses"], s["conversions"]), (1, 1, 1), s)
+        self.assertGreater(s["view_hits"], 1)  # per view, as extra counts
+        # every stored view is an entry, the small ones inside the model's too
+        self.assertEqual(s["entries"], s["entry_files"] + s["views_inside"])
+        self.assertEqual(s["entries"], 9, s)  # crate's views, all small: inside its model entry
+        p = sh([tool("meshfs-cache"), "--cache-dir", self.cache, "stats"])
+        self.assertIn("\nhits               1 (50.0%)\nmisses             1\n", p.stdout)
+        self.assertRegex(p.stdout, r"\nentries            9 \(\d+ in files of their own, \d+ inside manifests\)\n")
+        self.assertRegex(p.stdout, r"\nview hits          \d+\nview misses        1\n")
+
+    def test_a_mount_counts_one_per_open(self):
+        mnt = os.path.join(self.tmp, "mnt")
+        with Mount(self.src, mnt, self.cache):
+            with open(os.path.join(mnt, "crate", "crate.gmf"), "rb") as f:
+                f.read()
+            with open(os.path.join(mnt, "crate", "crate.dem"), "rb") as f:
+                f.read()
+        s = self.stats()
+        # the first open converted the model; the second was served
+        self.assertEqual((s["misses"], s["hits"], s["conversions"]), (1, 1, 1), s)
+
+
 if __name__ == "__main__":
     unittest.main()
