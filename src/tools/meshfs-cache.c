@@ -597,7 +597,7 @@ static void usage(FILE *f)
     fputs("Options:\n"
           "  --cache-dir DIR    the cache (default: as meshfs, ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs,\n"
           "                     /var/cache/meshfs for root)\n"
-          "  -M, --max-size SIZE  the same as the max-size command\n"
+          "  -M SIZE            the max-size command (also --max-size SIZE)\n"
           "  --json             one JSON object on stdout (default: text)\n"
           "  --help             this text\n"
           "  -V, --version      meshfs's, the formats' and the libraries' versions\n"
