@@ -98,7 +98,8 @@ enum {
 
 typedef struct mfs_cache_config {
     const char *dir;        /* NULL: ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs */
-    uint64_t max_size;      /* 0: MFS_CACHE_DEFAULT_MAX_SIZE */
+    uint64_t max_size;      /* 0: the cap meshfs-cache max-size stored in dir
+                               (cache_admin.h), else MFS_CACHE_DEFAULT_MAX_SIZE */
     unsigned tmp_max_age_s; /* 0: MFS_CACHE_DEFAULT_TMP_AGE */
     unsigned flags;
     /* Stat index records kept in memory, in whole shards, least recently
@@ -137,6 +138,10 @@ typedef struct mfs_cache_stats {
      * count views.  Persisted in the stats file (cache_admin.h). */
     uint64_t view_hits;           /* views opened, served without converting */
     uint64_t view_misses;         /* view requests that needed a conversion */
+    /* ccache's unit: one model resolved for one meshfs-convert or warm run,
+     * or for one view request of a mount, however many of its views were
+     * read: served from the cache, a hit; converted, a miss */
+    uint64_t model_hits, model_misses;
     uint64_t conversions;         /* conversions run */
     uint64_t conversion_failures; /* ... that failed */
     /* the remote tier (remote.h), persisted the same way */
@@ -162,6 +167,8 @@ typedef enum mfs_cache_event {
     MFS_CACHE_VIEW_MISS,
     MFS_CACHE_CONVERSION,
     MFS_CACHE_CONVERSION_FAILURE,
+    MFS_CACHE_MODEL_HIT,  /* model_hits, above */
+    MFS_CACHE_MODEL_MISS,
 } mfs_cache_event;
 
 /* Counts one event in the handle's statistics.  Every counter the stats
@@ -395,6 +402,9 @@ void mfs_cache_stop_reviving(mfs_cache *c);
 /* ---- size cap --------------------------------------------------------- */
 
 void mfs_cache_set_max_size(mfs_cache *c, uint64_t max_size);
+
+/* The cap in force: UINT64_MAX for none. */
+uint64_t mfs_cache_max_size(const mfs_cache *c);
 
 /* Scans the entries, and if they exceed max_size removes the least recently
  * used until they fit in 90% of it.  Returns files removed, or -1. */

@@ -21,7 +21,8 @@ int mfs_cache_is_ours(const char *dir);
 
 /* The stats file's counters (docs/cache.md, "The stats file"). */
 typedef struct mfs_cache_totals {
-    uint64_t hits, misses, conversions, failures, evictions, corrupt;
+    uint64_t hits, misses, conversions, failures, evictions, corrupt; /* hits, misses: views */
+    uint64_t model_hits, model_misses; /* models resolved (mfs_cache_stats) */
     uint64_t cap;     /* the last mount's or convert run's cap; 0: none recorded */
     int64_t updated;  /* last flush, seconds since the epoch; 0: never */
     uint64_t remote_hits, remote_misses, remote_errors, remote_bytes_down, remote_bytes_up;
@@ -46,6 +47,21 @@ typedef struct mfs_cache_usage {
 } mfs_cache_usage;
 
 int mfs_cache_usage_scan(mfs_cache *c, mfs_cache_usage *out, mfs_err *err);
+
+/* ---- the stored cap (maxsize.c) ------------------------------------------ */
+
+/* `meshfs-cache max-size SIZE`: the cap kept in the cache folder, which
+ * every mount, meshfs-convert run and warm opening the cache without a cap
+ * of its own (-o cache_size=) uses; 0 stores "no cap".  It takes effect at
+ * their next open. */
+int mfs_cache_max_size_store(mfs_cache *c, uint64_t size, mfs_err *err);
+
+/* 1 with *size if a cap is stored (0: no cap), 0 if none, -1 on error. */
+int mfs_cache_max_size_stored(mfs_cache *c, uint64_t *size, mfs_err *err);
+
+/* The same for the cache at dir, without opening it (which may trim): 0
+ * too when dir is no cache yet. */
+int mfs_cache_max_size_read(const char *dir, uint64_t *size);
 
 /* ---- removing ------------------------------------------------------------ */
 

@@ -47,8 +47,19 @@ void mfs_log_setup(const char *ident, mfs_log_level level);
 mfs_log_level mfs_log_get_level(void);
 
 /* From now on to syslog (facility daemon), not stderr: called once the
- * daemon has detached, when stderr is /dev/null. */
+ * daemon has detached, when stderr is /dev/null.  To the log file instead
+ * if one was opened. */
 void mfs_log_to_syslog(void);
+
+/* -o log_file=PATH: opens PATH for appending (created 0640), before the
+ * daemon detaches; once it has (mfs_log_to_syslog), lines go there as
+ * "YYYY-mm-dd HH:MM:SS meshfs[PID]: level: text" instead of to syslog.
+ * Fails naming the option and the path. */
+int mfs_log_file_open(const char *path, mfs_err *err);
+
+/* Whether a syslog socket (/dev/log) accepts a connection now: without
+ * one and without a log file, a detached daemon's lines are lost. */
+int mfs_log_syslog_reachable(void);
 
 /* Whether a line at `level` would be written: lets a caller skip building
  * an expensive one. */

@@ -155,6 +155,10 @@ typedef struct mfs_views_host {
     /* the remote tier (NULL: none): fetched on a local miss, and each view
      * and manifest a conversion stored is queued for upload */
     mfs_remote *remote;
+    /* 1: each view request also counts as one model resolved (a mount: one
+     * open is one model); 0: the host counts models itself (a batch run,
+     * once per model however many views it read) */
+    int count_models;
 } mfs_views_host;
 
 /* About 1 KiB a record with its paths: 4 MiB for the memo by default. */

@@ -597,6 +597,14 @@ static void load_report(const root *r, const char *model, mfs_batch_result *res)
     mfs_cache_manifest_free(&man);
 }
 
+/* The stats' unit (cache.h, model_hits): this model, once for this run,
+ * however many of its views were read; a failure remembered in the cache
+ * was served from it too. */
+static void count_model(mfs_batch *b, const mfs_batch_result *res)
+{
+    mfs_cache_note(b->cache, res->converted ? MFS_CACHE_MODEL_MISS : MFS_CACHE_MODEL_HIT);
+}
+
 int mfs_batch_resolve(mfs_batch *b, const char *rootpath, const char *model, const char *fmi_model,
                       mfs_batch_result *res, mfs_err *err)
 {
@@ -636,6 +644,7 @@ int mfs_batch_resolve(mfs_batch *b, const char *rootpath, const char *model, con
     tl.res = NULL;
     pins_release();
     res->remembered = failed_model && !res->converted;
+    count_model(b, res);
     if (!res->have_report)
         load_report(r, model, res);
     test_hold("MESHFS_TEST_BATCH_HOLD_END", rootpath, 1000);

@@ -195,6 +195,11 @@ int mfs_cache_open(const mfs_cache_config *cfg, mfs_cache **out, mfs_err *err)
     }
     if (open_dirs(c, err) < 0 || mfs_index_open(c, cfg->index_cap, err) < 0)
         goto fail;
+    /* no cap of its own: the one meshfs-cache max-size stored, if any */
+    uint64_t stored;
+    if (!cfg->max_size && !(cfg->flags & MFS_CACHE_NO_CAP) &&
+        mfs_cache_max_size_read_at(c->dirfd, &stored) == 1)
+        c->max_size = stored ? stored : UINT64_MAX;
     clean_tmp(c);
     /* Version 1 entries (payload after a header) are never read; left, they
      * would hold disk space outside the size cap (docs/cache.md). */
@@ -230,6 +235,11 @@ void mfs_cache_close(mfs_cache *c)
 const char *mfs_cache_dir(const mfs_cache *c)
 {
     return c->dir;
+}
+
+uint64_t mfs_cache_max_size(const mfs_cache *c)
+{
+    return c->max_size;
 }
 
 void mfs_cache_get_stats(mfs_cache *c, mfs_cache_stats *out)

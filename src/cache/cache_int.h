@@ -49,6 +49,7 @@
 #define MFS_CACHE_INDEX_FILE "index.log"
 #define MFS_CACHE_LOCK_FILE "lock"
 #define MFS_CACHE_STATS_FILE "stats"
+#define MFS_CACHE_MAX_SIZE_FILE "max_size" /* maxsize.c */
 #define MFS_CACHE_TAG_FILE "CACHEDIR.TAG"
 #define MFS_CACHE_PATH_MAX 64
 /* root's default: root's HOME may be a user's (sudo), /var/cache is not */
@@ -204,6 +205,10 @@ int mfs_manifest_get_table(const uint8_t *p, uint64_t n, uint64_t *used, mfs_cac
 
 /* stats_file.c: the stats file, set up at open and flushed at close. */
 void mfs_cache_sfile_open(mfs_cache *c);
+
+/* maxsize.c: the stored cap, read at open: 1 with *size, 0 if none (or
+ * unreadable as one), -1 with errno. */
+int mfs_cache_max_size_read_at(int dirfd, uint64_t *size);
 void mfs_cache_sfile_close(mfs_cache *c);
 
 /* One container file, checked whole without a cache handle (a verifier's

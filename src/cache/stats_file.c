@@ -49,6 +49,9 @@ static const struct {
      offsetof(mfs_cache_totals, conversions)},
     {"failures", offsetof(mfs_cache_stats, conversion_failures),
      offsetof(mfs_cache_totals, failures)},
+    {"model_hits", offsetof(mfs_cache_stats, model_hits), offsetof(mfs_cache_totals, model_hits)},
+    {"model_misses", offsetof(mfs_cache_stats, model_misses),
+     offsetof(mfs_cache_totals, model_misses)},
     {"evictions", offsetof(mfs_cache_stats, evictions), offsetof(mfs_cache_totals, evictions)},
     {"corrupt", offsetof(mfs_cache_stats, corrupt_discarded),
      offsetof(mfs_cache_totals, corrupt)},
@@ -285,6 +288,8 @@ void mfs_cache_note(mfs_cache *c, mfs_cache_event ev)
     case MFS_CACHE_VIEW_MISS: c->st.view_misses++; break;
     case MFS_CACHE_CONVERSION: c->st.conversions++; break;
     case MFS_CACHE_CONVERSION_FAILURE: c->st.conversion_failures++; break;
+    case MFS_CACHE_MODEL_HIT: c->st.model_hits++; break;
+    case MFS_CACHE_MODEL_MISS: c->st.model_misses++; break;
     }
     pthread_mutex_unlock(&c->mu);
     struct mfs_cache_sfile *sf = c->sf;

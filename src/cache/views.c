@@ -660,6 +660,8 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         memset(&man, 0, sizeof man);
         if (!converted++) { /* one miss per request, however many tries */
             mfs_cache_note(v->h.cache, MFS_CACHE_VIEW_MISS);
+            if (v->h.count_models)
+                mfs_cache_note(v->h.cache, MFS_CACHE_MODEL_MISS);
             m->fresh[format] = 1;
         }
         mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION);
@@ -761,8 +763,11 @@ mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *path, const char *f
             m->served_key[format] = fm->key;
             if (m->fresh[format])
                 m->fresh[format] = 0; /* the request that missed */
-            else
+            else {
                 mfs_cache_note(v->h.cache, MFS_CACHE_VIEW_HIT);
+                if (v->h.count_models)
+                    mfs_cache_note(v->h.cache, MFS_CACHE_MODEL_HIT);
+            }
             break;
         }
         /* evicted or damaged since the memo was made: convert again */

@@ -158,6 +158,13 @@ int mfs_failure_stands(const mfs_fs *fs, const mfs_cache_failctx *f, struct time
  * then). */
 int mfs_mount_point_check(const char *src_real, const char *mnt, mfs_err *err);
 
+/* mountlive.c: -1 with the reason when the topmost mount at MNT is a live
+ * meshfs mount of the same SRC (a second one would stack over it), unless
+ * `stack` (-o stack) asks for that; 0 otherwise, with `under` (n bytes) the
+ * SRC of the meshfs mount this one goes over, or "" if none. */
+int mfs_mount_point_live(const char *src_real, const char *mnt, int stack, char *under,
+                         size_t n, mfs_err *err);
+
 /* ---- failed.c: failed views under -o hide_failed, and on the model ---- */
 
 /* models.c: 1 if the view is known to have failed, from what is known

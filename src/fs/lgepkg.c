@@ -315,8 +315,9 @@ int mfs_lgepkg_present(mfs_fs *fs, const char *dir)
         return r;
     size_t n;
     mfs_dirtab_models(t, &n);
+    int empty = n > 0 && mfs_lgepkg_known_empty(fs, dir, t);
     mfs_dirtab_put(t);
-    return n > 0;
+    return n > 0 && !empty;
 }
 
 /* Lists and resolves the package of folder dir. */
@@ -330,6 +331,8 @@ static int pkg_load(mfs_fs *fs, const char *dir, mfs_view_mode mode, pkg *p)
         return rc;
     pkg_resolve(p, mode);
     rc = pkg_summarise(p);
+    if (rc == 0 && p->packed == 0 && p->size_ok)
+        rc = -ENOENT; /* no model converted: no package (pkgempty.c) */
     if (rc < 0)
         pkg_free(p);
     return rc;
@@ -616,16 +619,14 @@ int mfs_lgepkg_error(mfs_fs *fs, const char *dir, char *out, size_t n)
         return rc;
     size_t len = 0;
     out[0] = '\0';
+    /* one line per entry, as on a model (failed.c) */
     if (!p.size_ok)
-        len += (size_t)snprintf(out, n, "%s", p.size_err);
-    size_t left_out = 0;
+        len += (size_t)snprintf(out, n, "%s\n", p.size_err);
     for (size_t i = 0; i < p.n && len < n; i++) {
         if (p.m[i].ok)
             continue;
-        len += (size_t)snprintf(out + len, n - len, "%s%s%s: %s",
-                                len ? "; " : "", left_out ? "" : "left out: ", p.m[i].model,
+        len += (size_t)snprintf(out + len, n - len, "left out: %s: %s\n", p.m[i].model,
                                 p.m[i].reason);
-        left_out++;
     }
     pkg_free(&p);
     return (int)(len < n ? len : n - 1);

@@ -24,6 +24,11 @@
  * rule to a listing. */
 int mfs_lgepkg_present(mfs_fs *fs, const char *dir);
 
+/* pkgempty.c: 1 if every model of folder dir (table t) is known, without
+ * converting, to have a failed package view, so its package would hold no
+ * model and is not shown; else 0. */
+int mfs_lgepkg_known_empty(mfs_fs *fs, const char *dir, const mfs_dirtab *t);
+
 /* The package's attributes, its exact size included: every model's four
  * views are resolved (converted as needed, up to convert_jobs at once).  A
  * package that cannot be made (it would pass 2 GiB) has size 0 and a reason,

@@ -442,6 +442,8 @@ int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off
             mfs_view_known_failed(fs, h->dir, &d.view))
             continue; /* -o hide_failed: a view known to have failed is not listed */
         int pkg = d.is_view && d.view.format == MFS_FS_LGEPKG;
+        if (pkg && mfs_lgepkg_known_empty(fs, h->dir, h->tab))
+            continue; /* every model failed: no package (pkgempty.c) */
         if (plus && !(d.is_view && !pkg && d.model == cold)) {
             int same = d.is_view && !pkg && d.model == checked;
             have = plus_attr(fs, h, &d, &model_st, same, &st);

@@ -19,7 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../cache/cache_int.h" /* MFS_CACHE_VERSION, for --version only */
 #include "coherence.h"
 #include "fs.h"
 #include "meshfs/optvalue.h"
@@ -27,9 +26,11 @@
 #include "meshfs/lgepkg.h"
 #include "meshfs/log.h"
 #include "meshfs/sandbox.h"
+#include "meshfs/version.h"
 #include "dirreply.h"
 #include "listing.h"
 #include "lowlevel.h"
+#include "optsuggest.h"
 #include "ops.h"
 #include "passthrough.h"
 #include "prefetch.h"
@@ -46,6 +47,7 @@ typedef struct cli {
     char *lgepkg_name, *lgepkg_version;
     char *worker_user;
     char *log_level;
+    char *log_file;         /* -o log_file=PATH: the detached daemon's log */
     char *convert_timeout, *convert_jobs; /* checked whole (optvalue.h) */
     char *prefetch;         /* likewise */
     char *memo_size;
@@ -60,6 +62,7 @@ typedef struct cli {
     int hide_sources, pretrans, fmi_textures, reverse_winding, source_frame;
     int fmd_raw, lowercase_names;
     int no_auto_unmount;
+    int stack;              /* -o stack: mount over a live mount of SRC */
     int show_help, show_version;
     int nonopts;
 } cli;
@@ -99,7 +102,9 @@ static const struct fuse_opt cli_spec[] = {
     OPT("lgepkg_version=%s", lgepkg_version),
     OPT("worker_user=%s", worker_user),
     OPT("log_level=%s", log_level),
+    OPT("log_file=%s", log_file),
     OPT("no_auto_unmount", no_auto_unmount),
+    OPT("stack", stack),
     /* the default, done by meshfs (unmount_guard.h), not by libfuse */
     FUSE_OPT_KEY("auto_unmount", FUSE_OPT_KEY_DISCARD),
     OPT("-h", show_help),
@@ -122,9 +127,11 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
     return 1;
 }
 
-static void usage(const char *prog)
+/* The bare name, as the other tools print theirs: argv[0] is a full path
+ * when mount(8) or a unit runs meshfs. */
+static void usage(void)
 {
-    printf("usage: %s [options] SRC MNT\n\n"
+    printf("usage: meshfs [options] SRC MNT\n\n"
            "Mounts SRC read-only at MNT; every model shows up beside its converted views\n"
            "(.fmd .fmi .gmf .dem .vrt .tri .sph .tex), converted on first access and\n"
            "cached, and every folder with models shows game_resources.lgepkg.\n\n"
@@ -153,8 +160,10 @@ static void usage(const char *prog)
            "    -o fmi_textures          fmi: texture names instead of UNKNOWN\n"
            "    -o reverse_winding       tri: reverse every triangle\n"
            "    -o source_frame          keep the importer's raw coordinates\n"
-           "    -o cache_dir=DIR         default ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs\n"
-           "    -o cache_size=SIZE       cap, e.g. 512M, 2G (default 2G)\n"
+           "    -o cache_dir=DIR         default ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs,\n"
+           "                             /var/cache/meshfs for root\n"
+           "    -o cache_size=SIZE       cap, e.g. 512M, 2G (default: the cache's own, set\n"
+           "                             by meshfs-cache max-size, else 2G)\n"
            "    -o convert_timeout=SECS  per conversion, then SIGKILL (default 60)\n"
            "    -o convert_memory=SIZE   address-space cap per conversion (default 4G)\n"
            "    -o convert_jobs=N        conversions at once, 1 to 64 (default: number\n"
@@ -182,13 +191,16 @@ static void usage(const char *prog)
            "                             conversion) or debug (also the importer's\n"
            "                             choices; the default with -d); to stderr with\n"
            "                             -f or -d, else to syslog (the journal)\n"
+           "    -o log_file=PATH         once in the background, log to PATH (appended)\n"
+           "                             instead of syslog\n"
            "    -o no_auto_unmount       leave the mount behind if the daemon is killed\n"
            "                             (default: a meshfs-umount process unmounts MNT\n"
            "                             when the daemon is gone, even after kill -9)\n"
-           "An unknown -o option stops the mount with status 2.\n"
+           "    -o stack                 mount even over a live meshfs mount of the same\n"
+           "                             SRC (default: refused with status 2)\n"
+           "An unknown -o option stops the mount with status 2, naming the closest known one.\n"
            "Of the FUSE options below, -o max_threads is 64 unless given (not libfuse's\n"
-           "10), and -o max_idle_threads changes nothing: no idle thread is retired.\n\n",
-           prog);
+           "10), and -o max_idle_threads changes nothing: no idle thread is retired.\n\n");
 }
 
 /* Limits on what options may ask (docs: README, "Options"). */
@@ -247,6 +259,11 @@ static int configure(mfs_fs *fs, cli *c)
         return bad_option(&err);
     log_level_given = c->log_level != NULL;
     mfs_log_setup("meshfs", level);
+    if (c->log_file && (!c->log_file[0] || mfs_log_file_open(c->log_file, &err) < 0)) {
+        if (!c->log_file[0])
+            mfs_errf(&err, "-o log_file=: empty (give a file)");
+        return bad_option(&err);
+    }
     if (!c->src || !realpath(c->src, real)) {
         fprintf(stderr, "meshfs: source folder %s: %s\n", c->src ? c->src : "(missing)",
                 c->src ? strerror(errno) : "give SRC and MNT");
@@ -260,9 +277,15 @@ static int configure(mfs_fs *fs, cli *c)
         return -1;
     }
     cfg->src = strdup(real);
-    if (mfs_mount_point_check(real, c->mnt, &err) < 0)
+    char under[PATH_MAX];
+    if (mfs_mount_point_check(real, c->mnt, &err) < 0 ||
+        mfs_mount_point_live(real, c->mnt, c->stack, under, sizeof under, &err) < 0)
         return bad_option(&err);
-    warn_nonempty(c->mnt);
+    if (under[0])
+        mfs_log(MFS_LOG_WARNING, "mount point %s is a meshfs mount of %s; it is hidden while "
+                                 "this one is mounted over it", c->mnt, under);
+    else
+        warn_nonempty(c->mnt);
     if (c->cache_dir && !c->cache_dir[0]) {
         fprintf(stderr, "meshfs: -o cache_dir=: empty (give a folder; a relative one is taken "
                         "from the current folder)\n");
@@ -287,7 +310,7 @@ static int configure(mfs_fs *fs, cli *c)
     /* a package needs its four views whether or not they are listed */
     cfg->shown = asked & MFS_FMT_ALL;
     cfg->formats = asked | (asked & MFS_FMT_LGEPKG_BIT ? MFS_LGEPKG_NEEDS : 0);
-    cfg->cache_size = MFS_CACHE_DEFAULT_MAX_SIZE;
+    cfg->cache_size = 0; /* the cache's stored cap (meshfs-cache max-size), else 2G */
     if (c->cache_size &&
         mfs_optv_size("-o cache_size", c->cache_size, 1, UINT64_MAX, &cfg->cache_size, &err) < 0)
         return bad_option(&err);
@@ -411,6 +434,7 @@ static int open_state(mfs_fs *fs)
         mfs_log(MFS_LOG_ERROR, "%s", err.msg); /* the cache layer names itself */
         return -1;
     }
+    fs->cfg.cache_size = mfs_cache_max_size(fs->cache);
     /* worker output goes beside the cache, so filing it is a local copy */
     snprintf(fs->tmpdir, sizeof fs->tmpdir, "%s/tmp", mfs_cache_dir(fs->cache));
     if (mkdir(fs->tmpdir, 0700) < 0 && errno != EEXIST) {
@@ -445,22 +469,63 @@ static int open_state(mfs_fs *fs)
  * an ls would have to queue behind them (docs/listing.md). */
 #define DEFAULT_MAX_THREADS 64
 
-/* libfuse names an unknown -o option ("fuse: unknown option(s): ...")
- * and fuse_new fails; seen here, the mount exits 2 like meshfs's own bad
- * options instead of 1 like a failed mount. */
+/* libfuse names an unknown -o option ("fuse: unknown option(s): `...'",
+ * in several calls) and fuse_session_new fails; seen here, its words are
+ * left out for meshfs's own (optsuggest.h) and the mount exits 2 like for
+ * meshfs's own bad options instead of 1 like a failed mount.  1: inside
+ * libfuse's message, 2: after it, 3: probing which options it refused
+ * (libfuse's words are not wanted then either). */
 static int unknown_option_seen;
 
 /* libfuse's own messages go where meshfs's go (stderr, or syslog once
  * detached), at the matching level. */
 static void fuse_log_stderr(enum fuse_log_level level, const char *fmt, va_list ap)
 {
-    if (strstr(fmt, "unknown option"))
+    if (strstr(fmt, "unknown option(s)"))
         unknown_option_seen = 1;
+    if (unknown_option_seen == 3)
+        return;
+    if (unknown_option_seen == 1) {
+        size_t n = strlen(fmt);
+        if (n >= 2 && !strcmp(fmt + n - 2, "'\n"))
+            unknown_option_seen = 2;
+        return;
+    }
     mfs_vlog_foreign(level <= FUSE_LOG_ERR       ? MFS_LOG_ERROR
                      : level == FUSE_LOG_WARNING ? MFS_LOG_WARNING
                      : level == FUSE_LOG_DEBUG   ? MFS_LOG_DEBUG
                                                  : MFS_LOG_INFO,
                      fmt, ap);
+}
+
+/* Does libfuse refuse this one -o option alone?  A session it makes is
+ * only parsed options: nothing is opened or mounted. */
+static int fuse_refuses(const char *opt, void *ctx)
+{
+    const char *argv0 = ctx;
+    char *argv[] = {(char *)argv0, "-o", (char *)opt, NULL};
+    struct fuse_args one = FUSE_ARGS_INIT(3, argv);
+    struct fuse_session *se = fuse_session_new(&one, &mfs_ll_ops, sizeof mfs_ll_ops, NULL);
+    if (se)
+        fuse_session_destroy(se);
+    return se == NULL;
+}
+
+/* meshfs's words for what libfuse refused (optsuggest.h); `given` is a
+ * copy of the arguments libfuse was handed, which it freed. */
+static void say_unknown(const struct fuse_args *given, const cli *c)
+{
+    const char *known[sizeof cli_spec / sizeof cli_spec[0]];
+    size_t n = 0;
+    for (size_t i = 0; cli_spec[i].templ; i++)
+        known[n++] = cli_spec[i].templ;
+    known[n] = NULL;
+    unknown_option_seen = 3;
+    int said = mfs_unknown_options_say(given->argc, given->argv, fuse_refuses, given->argv[0],
+                                       known, c->formats);
+    unknown_option_seen = 2;
+    if (!said) /* refused together, not alone: libfuse's words, then */
+        fprintf(stderr, "meshfs: libfuse refused the options (meshfs --help lists them)\n");
 }
 
 /* What fuse_main() did, on a low-level session (lowlevel.c says why), with
@@ -490,7 +555,14 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
      * cost a tenth of a memo record (docs/scale.md) */
     if (mfs_ll_setup(fs, 32 * fs->cfg.memo_size, c->entry_s, c->attr_s, c->negative_s) < 0)
         goto out;
+    struct fuse_args given = FUSE_ARGS_INIT(0, NULL);
+    for (int i = 0; i < args->argc; i++)
+        if (fuse_opt_add_arg(&given, args->argv[i]) < 0)
+            goto out;
     struct fuse_session *se = fuse_session_new(args, &mfs_ll_ops, sizeof mfs_ll_ops, fs);
+    if (!se && unknown_option_seen)
+        say_unknown(&given, c);
+    fuse_opt_free_args(&given);
     if (!se) {
         rc = unknown_option_seen ? 2 : 1;
         goto out;
@@ -501,6 +573,12 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
      * connected") behind */
     if (!c->no_auto_unmount)
         mfs_unmount_guard_start(opts.mountpoint);
+    /* the last chance to say it where it is seen: once detached, with no
+     * syslog socket (a container, a minimal CI image) every line is lost */
+    if (!opts.foreground && !c->log_file && !mfs_log_syslog_reachable())
+        fprintf(stderr, "meshfs: warning: no syslog socket (/dev/log) and no -o log_file: once in "
+                        "the background, this mount logs nothing (failures are then only in "
+                        "user.meshfs.error); give -o log_file=PATH, or run it with -f\n");
     if (fuse_daemonize(opts.foreground) != 0 || fuse_set_signal_handlers(se) != 0)
         goto unmount;
     if (!opts.foreground)
@@ -579,15 +657,12 @@ int main(int argc, char **argv)
     if (fuse_opt_parse(&args, &c, cli_spec, cli_proc) < 0) {
         rc = 2;
     } else if (c.show_version) {
-        /* assimp is the worker's (the daemon never links it): the version
-         * meson built against */
-        printf("meshfs %s\nFUSE library version %s\n", MESHFS_VERSION, fuse_pkgversion());
+        mfs_version_print(stdout, "meshfs", MFS_VERSION_WORKER_LIBS);
+        printf("FUSE library version %s\n", fuse_pkgversion());
         fflush(stdout);
-        fuse_lowlevel_version();
-        printf("assimp version %s (meshfs-worker, at build time)\ncache format version %d\n",
-               MESHFS_ASSIMP_VERSION, MFS_CACHE_VERSION);
+        fuse_lowlevel_version(); /* the kernel interface's */
     } else if (c.show_help) {
-        usage(argv[0]);
+        usage();
         printf("FUSE options:\n");
         fuse_cmdline_help();
         fuse_lowlevel_help();
@@ -632,6 +707,7 @@ int main(int argc, char **argv)
     free(c.lgepkg_version);
     free(c.worker_user);
     free(c.log_level);
+    free(c.log_file);
     free(c.convert_timeout);
     free(c.convert_jobs);
     free(c.passthrough_mode);

@@ -159,6 +159,7 @@ int mfs_fs_views_open(mfs_fs *fs)
         .log = host_log,
         .memo_size = fs->cfg.memo_size,
         .remote = fs->remote,
+        .count_models = 1, /* one open, one model (cache.h) */
     };
     fs->views = mfs_views_new(&h);
     return fs->views ? 0 : -ENOMEM;

@@ -318,6 +318,9 @@ int mfs_read_lgepkg(mfs_rd *r, const uint8_t *p, size_t n)
                          (long)total, (unsigned long)got, end - PKG_HEADER);
     if (end < n)
         mfs_rd_violation(r, "offset %zu: %zu bytes after the last chunk", end, n - end);
+    /* the engine loads nothing from it: every model of its folder failed */
+    if (got == 0)
+        mfs_rd_violation(r, "offset 40: numChunks 0, a package with no model");
     check_chunks(r, v, got);
     free(v);
     return 0;

@@ -6,10 +6,17 @@
 #include <math.h>
 #include <stdio.h>
 
+/* -0.0 prints "-0", which reads as a sign that means something: + 0.0
+ * makes it 0 and leaves every other value as it is. */
+static double unsigned_zero(float v)
+{
+    return (double)v + 0.0;
+}
+
 static void json_float(FILE *f, float v)
 {
     if (isfinite(v))
-        fprintf(f, "%.9g", (double)v);
+        fprintf(f, "%.9g", unsigned_zero(v));
     else
         fputs("null", f);
 }
@@ -96,7 +103,7 @@ void mfs_summary_json(FILE *f, const char *file, const mfs_summary *s, const cha
 
 static void print_vec(FILE *f, const float *v)
 {
-    fprintf(f, "(%g %g %g)", (double)v[0], (double)v[1], (double)v[2]);
+    fprintf(f, "(%g %g %g)", unsigned_zero(v[0]), unsigned_zero(v[1]), unsigned_zero(v[2]));
 }
 
 void mfs_summary_print(FILE *f, const char *file, const mfs_summary *s)
@@ -132,7 +139,7 @@ void mfs_summary_print(FILE *f, const char *file, const mfs_summary *s)
     if (s->has_sphere) {
         fputs("  sphere centre ", f);
         print_vec(f, s->center);
-        fprintf(f, " radius %g\n", (double)s->radius);
+        fprintf(f, " radius %g\n", unsigned_zero(s->radius));
     }
     if (s->sibling[0])
         fprintf(f, "  checked against %s\n", s->sibling);

@@ -209,6 +209,15 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
      * run rewrites nothing, rsync -a sends nothing) */
     int same = rc == 0 && same_package(path, name, version, pm, np, &fc);
     int fd = -1;
+    if (rc == 0 && np == 0) {
+        /* a package of no model loads nothing, as in the mount, where the
+         * folder shows none; one an earlier run wrote is stale */
+        if (unlink(path) < 0 && errno != ENOENT)
+            rc = mfs_errf(&err, "%s: %s", path, strerror(errno));
+        else
+            fprintf(stderr, "meshfs-convert: %s: no model converted: none written\n", path);
+        goto done;
+    }
     if (same) { /* its bytes kept; its mode as a new one's (settle_mode) */
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         mfs_err merr;
@@ -251,9 +260,10 @@ static int write_one(pkg_input *const *m, size_t n, const char *name, const char
             unlink(tmp);
         mfs_batch_tmp_forget(tmp);
     }
+done:
     if (rc < 0)
         fprintf(stderr, "meshfs-convert: %s: %s\n", path, err.msg);
-    else if (out)
+    else if (out && np)
         fprintf(out, "ok %s (%zu of %zu models)\n", path, np, n);
     free(bases);
     free(names);

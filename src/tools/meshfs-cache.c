@@ -23,6 +23,7 @@
 #include "meshfs/json.h"
 #include "meshfs/optvalue.h"
 #include "meshfs/spawner.h"
+#include "meshfs/version.h"
 
 enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_CACHE = 3 };
 
@@ -107,7 +108,77 @@ static int finish(void)
     return fflush(stdout) == 0 ? 0 : EXIT_CACHE;
 }
 
+/* SIZE as ccache's -M takes it: a bare number is GiB ("30" is 30 GiB, not
+ * 30 bytes), else a number with K, M, G or T (powers of 1024). */
+static int cache_size_arg(const char *what, const char *s, uint64_t *out, mfs_err *err)
+{
+    if (s[0] && strspn(s, "0123456789") == strlen(s)) {
+        errno = 0;
+        unsigned long long v = strtoull(s, NULL, 10);
+        if (errno || v > (UINT64_MAX >> 30))
+            return mfs_errf(err, "%s '%s': too large", what, s);
+        *out = (uint64_t)v << 30;
+        return 0;
+    }
+    return mfs_optv_size(what, s, 0, UINT64_MAX, out, err);
+}
+
+/* The cache folder t names (the default one if none given). */
+static const char *cache_dir_of(tool *t)
+{
+    mfs_err err;
+    if (!t->dir && mfs_cache_default_dir(t->dirbuf, sizeof t->dirbuf, &err) == 0)
+        t->dir = t->dirbuf;
+    return t->dir;
+}
+
 /* ---- stats ------------------------------------------------------------- */
+
+/* ccache's units (meshfs-cache(1), "stats"): every stored view is an entry,
+ * the small ones inside manifests included; a hit or a miss is a model
+ * resolved for one run or one open (cache.h, model_hits).  The per-view
+ * counts stay, as extra lines. */
+static uint64_t stats_entries(const mfs_cache_usage *u)
+{
+    return u->entries + u->views_inside;
+}
+
+static void stats_hits_json(const mfs_cache_totals *tot)
+{
+    printf(",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"view_hits\":%" PRIu64
+           ",\"view_misses\":%" PRIu64, tot->model_hits, tot->model_misses, tot->hits, tot->misses);
+}
+
+static void stats_hits_text(const mfs_cache_totals *tot)
+{
+    uint64_t asked = tot->model_hits + tot->model_misses;
+    printf("hits               %" PRIu64 " (%.1f%%)\n"
+           "misses             %" PRIu64 "\n"
+           "view hits          %" PRIu64 "\n"
+           "view misses        %" PRIu64 "\n",
+           tot->model_hits, asked ? 100.0 * (double)tot->model_hits / (double)asked : 0.0,
+           tot->model_misses, tot->hits, tot->misses);
+}
+
+/* The stored cap (meshfs-cache max-size), apart from the counters. */
+static void stats_max_size(mfs_cache *c, int json)
+{
+    uint64_t max;
+    mfs_err err;
+    int r = mfs_cache_max_size_stored(c, &max, &err);
+    if (json) {
+        if (r == 1)
+            printf(",\"max_size\":%" PRIu64, max);
+        else
+            fputs(",\"max_size\":null", stdout);
+        return;
+    }
+    char h[32];
+    if (r == 1 && max)
+        size_text(max, h, sizeof h);
+    printf("max size           %s\n", r != 1 ? "none set (mounts use 2G; meshfs-cache max-size)"
+                                       : max ? h : "0 (no cap)");
+}
 
 static int cmd_stats(tool *t, int argc, char **argv)
 {
@@ -124,17 +195,20 @@ static int cmd_stats(tool *t, int argc, char **argv)
     if (t->json) {
         fputs("{\"cache_dir\":", stdout);
         mfs_json_str(stdout, t->dir);
-        printf(",\"entries\":%" PRIu64 ",\"manifests\":%" PRIu64 ",\"model_entries\":%" PRIu64
-               ",\"views_inside\":%" PRIu64 ",\"folder_records\":%" PRIu64 ",\"bytes\":%" PRIu64,
-               u.entries, u.manifests, u.model_entries, u.views_inside, u.folder_records, u.bytes);
-        if (tot.cap)
+        printf(",\"entries\":%" PRIu64 ",\"entry_files\":%" PRIu64 ",\"manifests\":%" PRIu64
+               ",\"model_entries\":%" PRIu64 ",\"views_inside\":%" PRIu64
+               ",\"folder_records\":%" PRIu64 ",\"bytes\":%" PRIu64,
+               stats_entries(&u), u.entries, u.manifests, u.model_entries, u.views_inside,
+               u.folder_records, u.bytes);
+        if (tot.cap && tot.cap != UINT64_MAX)
             printf(",\"cap\":%" PRIu64, tot.cap);
         else
             fputs(",\"cap\":null", stdout);
-        printf(",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"conversions\":%" PRIu64
-               ",\"failures\":%" PRIu64 ",\"evictions\":%" PRIu64
+        stats_max_size(c, 1);
+        stats_hits_json(&tot);
+        printf(",\"conversions\":%" PRIu64 ",\"failures\":%" PRIu64 ",\"evictions\":%" PRIu64
                ",\"corrupt_discarded\":%" PRIu64,
-               tot.hits, tot.misses, tot.conversions, tot.failures, tot.evictions, tot.corrupt);
+               tot.conversions, tot.failures, tot.evictions, tot.corrupt);
         printf(",\"remote_hits\":%" PRIu64 ",\"remote_misses\":%" PRIu64 ",\"remote_errors\":%" PRIu64
                ",\"remote_bytes_down\":%" PRIu64 ",\"remote_bytes_up\":%" PRIu64,
                tot.remote_hits, tot.remote_misses, tot.remote_errors, tot.remote_bytes_down,
@@ -150,7 +224,9 @@ static int cmd_stats(tool *t, int argc, char **argv)
             size_text(u.bytes, h, sizeof h);
             snprintf(b, sizeof b, " (%s)", h);
         }
-        if (tot.cap)
+        if (tot.cap == UINT64_MAX)
+            snprintf(cap, sizeof cap, "none");
+        else if (tot.cap)
             size_text(tot.cap, cap, sizeof cap);
         else
             snprintf(cap, sizeof cap, "none recorded");
@@ -159,22 +235,21 @@ static int cmd_stats(tool *t, int argc, char **argv)
             struct tm tm;
             strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime_r(&tt, &tm));
         }
-        uint64_t asked = tot.hits + tot.misses;
         printf("cache directory    %s\n"
-               "entries            %" PRIu64 "\n"
-               "manifests          %" PRIu64 " (%" PRIu64 " model entries holding %" PRIu64
-               " small views, %" PRIu64 " folder records)\n"
+               "entries            %" PRIu64 " (%" PRIu64 " in files of their own, %" PRIu64
+               " inside manifests)\n"
+               "manifests          %" PRIu64 " (%" PRIu64 " model entries, %" PRIu64
+               " folder records)\n"
                "bytes              %" PRIu64 "%s\n"
-               "cap                %s\n"
-               "hits               %" PRIu64 " (%.1f%%)\n"
-               "misses             %" PRIu64 "\n"
-               "conversions        %" PRIu64 "\n"
+               "cap                %s (the last mount's or run's)\n",
+               t->dir, stats_entries(&u), u.entries, u.views_inside, u.manifests, u.model_entries,
+               u.folder_records, u.bytes, b, cap);
+        stats_max_size(c, 0);
+        stats_hits_text(&tot);
+        printf("conversions        %" PRIu64 "\n"
                "failures           %" PRIu64 "\n"
                "evictions          %" PRIu64 "\n"
                "corrupt discarded  %" PRIu64 "\n",
-               t->dir, u.entries, u.manifests, u.model_entries, u.views_inside, u.folder_records,
-               u.bytes, b, cap, tot.hits,
-               asked ? 100.0 * (double)tot.hits / (double)asked : 0.0, tot.misses,
                tot.conversions, tot.failures, tot.evictions, tot.corrupt);
         /* the remote tier's lines only where one was used */
         if (tot.remote_hits || tot.remote_misses || tot.remote_errors || tot.remote_bytes_up)
@@ -201,13 +276,13 @@ static int cmd_trim(tool *t, int argc, char **argv)
         if (!strncmp(argv[i], "--", 2))
             return usage_error("trim: unknown option '%s' (trim takes SIZE only)", argv[i]);
     if (argc < 1)
-        return usage_error("trim: missing SIZE (e.g. meshfs-cache trim 500M)");
+        return usage_error("trim: missing SIZE (e.g. meshfs-cache trim 500M; a bare number is GiB)");
     if (argc > 1)
         return usage_error("%s: unexpected argument '%s'", "trim", argv[1]);
     mfs_err err;
     mfs_err_clear(&err);
     uint64_t size;
-    if (mfs_optv_size("trim SIZE", argv[0], 0, UINT64_MAX, &size, &err) < 0) {
+    if (cache_size_arg("trim SIZE", argv[0], &size, &err) < 0) {
         fprintf(stderr, "meshfs-cache: %s\n", err.msg);
         return EXIT_USAGE;
     }
@@ -230,6 +305,45 @@ static int cmd_trim(tool *t, int argc, char **argv)
         size_text(after.bytes, b, sizeof b);
         printf("removed %" PRIu64 " files; %s before, %s now (%" PRIu64 " entries, %" PRIu64
                " manifests)\n", removed, a, b, after.entries, after.manifests);
+    }
+    mfs_cache_close(c);
+    return finish();
+}
+
+/* ---- max-size [SIZE] (-M SIZE) ------------------------------------------ */
+
+static int cmd_max_size(tool *t, int argc, char **argv)
+{
+    if (argc > 1)
+        return usage_error("%s: unexpected argument '%s'", "max-size", argv[1]);
+    if (argc == 1 && argv[0][0] == '-')
+        return usage_error("max-size: unknown option '%s' (max-size takes SIZE only)", argv[0]);
+    mfs_err err;
+    mfs_err_clear(&err);
+    uint64_t size = 0;
+    if (argc == 1 && cache_size_arg("max-size SIZE", argv[0], &size, &err) < 0) {
+        fprintf(stderr, "meshfs-cache: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    mfs_cache *c;
+    int rc = open_cache(t, &c);
+    if (rc)
+        return rc;
+    if (argc == 1 && mfs_cache_max_size_store(c, size, &err) < 0)
+        return cache_failed(c, &err);
+    int set = argc == 1 ? 1 : mfs_cache_max_size_stored(c, &size, &err);
+    if (set < 0)
+        return cache_failed(c, &err);
+    if (t->json) {
+        if (set)
+            printf("{\"max_size\":%" PRIu64 "}\n", size);
+        else
+            fputs("{\"max_size\":null}\n", stdout);
+    } else {
+        char h[32];
+        size_text(size, h, sizeof h);
+        printf("max size %s%s\n", !set ? "none set (mounts use 2G)" : size ? h : "0 (no cap)",
+               argc == 1 ? " (mounts, meshfs-convert and warm use it from their next start)" : "");
     }
     mfs_cache_close(c);
     return finish();
@@ -426,6 +540,13 @@ static int cmd_warm(tool *t, int argc, char **argv)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         jobs = n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
     }
+    /* the stored cap, if any, is honoured as a mount does (otherwise warm
+     * trims nothing: a folder bigger than the default cap is warmed whole) */
+    uint64_t stored;
+    const char *dir = cache_dir_of(t);
+    if (dir && mfs_cache_max_size_read(dir, &stored) == 1)
+        cfg.no_cap = 0;
+    cfg.cache_dir = t->dir;
     mfs_batch_run run;
     FILE *progress = !quiet && !t->json && isatty(2) ? stderr : NULL;
     if (mfs_batch_warm(&cfg, src, flags, (int)jobs, progress, quiet ? NULL : stderr, &run, &err) < 0) {
@@ -450,7 +571,9 @@ static int cmd_warm(tool *t, int argc, char **argv)
 }
 
 static const command commands[] = {
-    {"stats", "", "entries, bytes, cap and the counters of every mount and run", cmd_stats},
+    {"stats", "", "entries, bytes, caps and the counters of every mount and run", cmd_stats},
+    {"max-size", " [SIZE]", "the cap mounts, meshfs-convert and warm keep the cache to (0: none)",
+     cmd_max_size},
     {"trim", " SIZE", "remove least recently used entries until at most SIZE is held", cmd_trim},
     {"clear", "", "remove every entry", cmd_clear},
     {"verify", " [--repair]", "check every entry's checksum; --repair removes bad ones",
@@ -474,9 +597,10 @@ static void usage(FILE *f)
     fputs("Options:\n"
           "  --cache-dir DIR    the cache (default: as meshfs, ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs,\n"
           "                     /var/cache/meshfs for root)\n"
+          "  -M SIZE            the max-size command (also --max-size SIZE)\n"
           "  --json             one JSON object on stdout (default: text)\n"
           "  --help             this text\n"
-          "  --version          print the version\n"
+          "  -V, --version      meshfs's, the formats' and the libraries' versions\n"
           "warm OPTS, as the mount's options of the same name (use the mount's, or the\n"
           "views are keyed differently and the mount converts them again):\n"
           "  -f, --formats LIST  views to make (default: all, as the mount)\n"
@@ -488,7 +612,8 @@ static void usage(FILE *f)
           "  --remote-timeout-ms MS --remote-data-timeout-s S --remote-read-only\n"
           "  --remote-token-file FILE\n"
           "  -q, --quiet         no progress line, no naming warnings\n"
-          "SIZE: a number with an optional K, M, G or T suffix (powers of 1024), e.g. 500M.\n"
+          "SIZE: a number with B, K, M, G or T (powers of 1024), e.g. 500M; a bare number\n"
+          "is GiB, as ccache's -M: 30 is 30G.\n"
           "Exit status: 0 done, 1 verify found bad entries (warm: a model failed), 2 usage,\n"
           "3 the cache could not be used.\n",
           f);
@@ -530,14 +655,25 @@ int main(int argc, char **argv)
                 return usage_error("--cache-dir: missing DIR");
             }
             t.dir = v;
+        } else if (!strcmp(a, "-M") || !strcmp(a, "--max-size") || !strncmp(a, "--max-size=", 11)) {
+            const char *v = !strncmp(a, "--max-size=", 11) ? a + 11 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || !v[0] || cmd) {
+                free(rest);
+                return usage_error(cmd ? "-M: the max-size command, not an option of %s"
+                                       : "-M: missing SIZE%s", cmd ? cmd->name : "");
+            }
+            for (size_t k = 0; k < NCOMMANDS && !cmd; k++)
+                if (!strcmp(commands[k].name, "max-size"))
+                    cmd = &commands[k];
+            rest[nrest++] = (char *)v;
         } else if (!strcmp(a, "--json")) {
             t.json = 1;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             free(rest);
             return 0;
-        } else if (!strcmp(a, "--version")) {
-            printf("meshfs-cache %s\n", MESHFS_VERSION);
+        } else if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+            mfs_version_print(stdout, "meshfs-cache", 0);
             free(rest);
             return 0;
         } else if (cmd) {

@@ -24,6 +24,7 @@
 #include "meshfs/naming.h"
 #include "meshfs/optvalue.h"
 #include "meshfs/sandbox.h"
+#include "meshfs/version.h"
 #include "meshfs/worker.h"
 
 #include "convert_lgepkg.h"
@@ -539,7 +540,7 @@ static void usage(FILE *f)
           "  -q, --quiet             no per-model lines, no progress line, no summary\n"
           "                          unless something failed\n"
           "  -h, --help              this text\n"
-          "  -V, --version           version\n"
+          "  -V, --version           meshfs's, the formats' and the libraries' versions\n"
           "On a terminal, a progress line (done/total, models/s, ETA, current file) replaces\n"
           "the per-model lines.  The last line is the summary:\n"
           "  meshfs-convert: N converted, M up to date, K failed\n"
@@ -670,7 +671,7 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
             break;
         case 'q': b->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
-        case 'V': printf("meshfs-convert %s\n", MESHFS_VERSION); exit(0);
+        case 'V': mfs_version_print(stdout, "meshfs-convert", MFS_VERSION_WORKER_LIBS); exit(0);
         default: usage(stderr); exit(2);
         }
     }

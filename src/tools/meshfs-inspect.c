@@ -4,25 +4,28 @@
 #include <string.h>
 
 #include "meshfs/inspect.h"
+#include "meshfs/version.h"
 
 static void usage(FILE *f)
 {
-    fputs("usage: meshfs-inspect [--check] [--json] FILE...\n"
+    fputs("usage: meshfs-inspect [--check] [--json] [-q] FILE...\n"
           "Reads .fmd .fmi .gmf/.mdl .dem .vrt .tri .sph .tex files, LGE packages (.lgepkg)\n"
           "and chunks (.lge) strictly, and prints a summary.\n"
-          "  --check    also verify the format's invariants and the target engine's loading\n"
-          "             rules (a rotated limb fails a .gmf, only warns in a .mdl); a\n"
-          "             violation fails the file\n"
-          "  --json     one JSON object per file, one per line (fields: docs/inspect.md)\n"
-          "  --help     this text\n"
-          "  --version  print the version\n"
+          "  --check        also verify the format's invariants and the target engine's\n"
+          "                 loading rules (a rotated limb fails a .gmf, only warns in a\n"
+          "                 .mdl); a violation fails the file, a file that passes gets a\n"
+          "                 line 'FILE: ok'\n"
+          "  --json         one JSON object per file, one per line (fields: docs/inspect.md)\n"
+          "  -q, --quiet    nothing on stdout: the exit status, and the errors on stderr\n"
+          "  -h, --help     this text\n"
+          "  -V, --version  meshfs's, the formats' and the libraries' versions\n"
           "Exit status: 0 all files read (and checked), 1 any file failed, 2 usage.\n",
           f);
 }
 
 int main(int argc, char **argv)
 {
-    int check = 0, json = 0, nfiles = 0, options = 1;
+    int check = 0, json = 0, quiet = 0, nfiles = 0, options = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!options || a[0] != '-' || a[1] == '\0') {
@@ -33,11 +36,13 @@ int main(int argc, char **argv)
             check = 1;
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
-        } else if (strcmp(a, "--version") == 0) {
-            printf("meshfs-inspect %s\n", MESHFS_VERSION);
+        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            mfs_version_print(stdout, "meshfs-inspect", 0);
             return 0;
         } else {
             fprintf(stderr, "meshfs-inspect: unknown option '%s'\n", a);
@@ -64,11 +69,14 @@ int main(int argc, char **argv)
         mfs_err err;
         int rc = mfs_inspect_file(a, check, &s, &err);
         failed |= rc != 0;
-        if (json) {
+        if (json && !quiet) {
             mfs_summary_json(stdout, a, &s, rc ? err.msg : NULL);
-        } else {
-            if (s.format[0])
+        } else if (!json) {
+            if (s.format[0] && !quiet)
                 mfs_summary_print(stdout, a, &s);
+            /* the verdict, not only the exit status (one for all files) */
+            if (check && !rc && !quiet)
+                printf("%s: ok\n", a);
             if (rc) {
                 fflush(stdout);
                 fprintf(stderr, "meshfs-inspect: %s\n", err.msg);

@@ -6,6 +6,7 @@
  * mount.  Lines that find the socket full are dropped and counted instead,
  * and the count is sent before the next line that gets through. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -115,6 +116,54 @@ static void sl_send(int priority, const char *text)
     pthread_mutex_unlock(&sl_lock);
 }
 
+/* ---- -o log_file: lines appended to a file instead of syslog ---------- */
+
+/* Opened before the daemon detaches (a bad path is a usage error then),
+ * written once it has; one write(2) a line on an O_APPEND descriptor, so
+ * lines of several threads never interleave. */
+static int file_fd = -1;
+
+int mfs_log_file_open(const char *path, mfs_err *err)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+    if (fd < 0)
+        return mfs_errf(err, "-o log_file=%s: %s", path, strerror(errno));
+    /* above 2: detaching puts /dev/null on 0, 1 and 2 */
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    close(fd);
+    if (high < 0)
+        return mfs_errf(err, "-o log_file=%s: %s", path, strerror(errno));
+    file_fd = high;
+    return 0;
+}
+
+static void file_send(mfs_log_level level, const char *text)
+{
+    char line[2300], stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    if (!localtime_r(&now, &tm) || !strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm))
+        stamp[0] = '\0';
+    int n = snprintf(line, sizeof line, "%s %s[%d]: %s: %s\n", stamp, ident, (int)sl_pid,
+                     names[level], text);
+    if (n > 0) {
+        size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+        ssize_t w = write(file_fd, line, len);
+        (void)w; /* nowhere left to say it */
+    }
+}
+
+int mfs_log_syslog_reachable(void)
+{
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", _PATH_LOG);
+    int ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
 void mfs_log_to_syslog(void)
 {
     pthread_mutex_lock(&sl_lock);
@@ -140,7 +189,9 @@ void mfs_vlog(mfs_log_level level, const char *fmt, va_list ap)
     for (char *p = msg; *p; p++)
         if (*p == '\n' || *p == '\r')
             *p = ' ';
-    if (atomic_load(&use_syslog))
+    if (atomic_load(&use_syslog) && file_fd >= 0)
+        file_send(level, msg);
+    else if (atomic_load(&use_syslog))
         sl_send(priorities[level], msg);
     else
         fprintf(stderr, "%s: %s: %s\n", ident, names[level], msg);
@@ -165,5 +216,8 @@ void mfs_vlog_foreign(mfs_log_level level, const char *fmt, va_list ap)
     char msg[2048];
     vsnprintf(msg, sizeof msg, fmt, ap);
     msg[strcspn(msg, "\n")] = '\0'; /* one line, like meshfs's own */
-    sl_send(priorities[level], msg);
+    if (file_fd >= 0)
+        file_send(level, msg);
+    else
+        sl_send(priorities[level], msg);
 }

@@ -109,10 +109,67 @@ class Installed(unittest.TestCase):
                        "/var/cache/meshfs", ".cache/meshfs", "XDG_CACHE_HOME", "FILES", "fuse.meshfs"]:
             self.assertIn(needle, man, needle)
         # defaults as --help states them
-        for default in ["default 2G", "default 60", "default 4G", "default\n                             game_resources"]:
+        for default in ["max-size, else 2G", "default 60", "default 4G", "default\n                             game_resources"]:
             self.assertIn(default, ours)
-        for default in ["Default: 2G", "Default: 60", "Default: 4G", "game_resources"]:
+        for default in ["max-size’ stored in the cache folder, else 2G", "Default: 60",
+                        "Default: 4G", "game_resources"]:
             self.assertIn(default, re.sub(r"\s+", " ", man))
+
+    def test_help_names_the_program_and_both_default_caches(self):
+        """Issue 32 item 10: run by its full path (as mount(8) runs it),
+        meshfs --help says "usage: meshfs", and gives the cache folder a user
+        and root get, as the man page and README do."""
+        p = sh([self.files["meshfs"], "--help"], env=dict(os.environ, LD_LIBRARY_PATH=self.libdir()))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(p.stdout.startswith("usage: meshfs [options] SRC MNT\n"), p.stdout[:80])
+        self.assertNotIn(self.prefix, p.stdout)
+        flat = re.sub(r"\s+", " ", p.stdout)
+        self.assertIn("-o cache_dir=DIR default ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs, "
+                      "/var/cache/meshfs for root", flat)
+        man = re.sub(r"\s+", " ", self.man_text("meshfs.1"))
+        self.assertIn("Default: ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs, /var/cache/meshfs for root", man)
+        readme = re.sub(r"\s+", " ", slurp(os.path.join(SOURCE, "README.md")))
+        self.assertIn("`${XDG_CACHE_HOME:-$HOME/.cache}/meshfs`, `/var/cache/meshfs` for root", readme)
+        for name in ("meshfs-convert", "meshfs-inspect", "meshfs-cache"):
+            p = sh([self.files[name], "--help"])
+            self.assertTrue(p.stdout.startswith("usage: " + name + " "), (name, p.stdout[:80]))
+        for name in ("meshfs-convert", "meshfs-cache"):
+            flat = re.sub(r"\s+", " ", sh([self.files[name], "--help"]).stdout)
+            self.assertRegex(flat, r"\$\{XDG_CACHE_HOME:-\$HOME/\.cache\}/meshfs, (or )?/var/cache/meshfs for root")
+
+    def test_readme_options_table_has_every_option(self):
+        """Issue 32 item 9: the mount options are a grouped table (name,
+        default, meaning) with a row naming every option --help lists."""
+        help_text = sh([self.files["meshfs"], "--help"],
+                       env=dict(os.environ, LD_LIBRARY_PATH=self.libdir())).stdout
+        # the options meshfs --help lists, one a line
+        opts = set(re.findall(r"^ +-o (\w+)", help_text.split("FUSE options:")[0], re.M))
+        self.assertGreater(len(opts), 30, help_text)
+        readme = slurp(os.path.join(SOURCE, "README.md"))
+        rows = [l for l in readme.splitlines() if l.startswith("| ")]
+        header = rows.index("| Option | Default | Meaning |")
+        table, named = [], set()
+        for l in rows[header + 1:]:
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", l.strip()[1:-1])]
+            if len(cells) != 3:
+                break
+            table.append(cells)
+            named |= set(re.findall(r"`(\w+)", cells[0]))
+        self.assertEqual(opts - named, set())
+        groups = [c[0] for c in table if c[0].startswith("**")]
+        self.assertGreaterEqual(len(groups), 4, groups)
+        for name, default, meaning in table:
+            if not name.startswith("**"):
+                self.assertTrue(default and meaning, name)
+
+    def test_readme_examples_name_real_files(self):
+        readme = slurp(os.path.join(SOURCE, "README.md"))
+        named = set(re.findall(r"[`/ ]([a-z]+/[a-z]+\.(?:obj|gltf|dae|ply|stl|gmf|dem))\b", readme))
+        self.assertIn("crate/crate.obj", named)
+        for rel in named:
+            model = os.path.splitext(rel)[0]
+            self.assertTrue(any(os.path.exists(os.path.join(EXAMPLES, model + ext))
+                                for ext in (".obj", ".gltf", ".dae", ".ply", ".stl")), rel)
 
     def test_tool_man_pages_list_every_option(self):
         for name in ("meshfs-convert", "meshfs-inspect", "meshfs-cache"):
@@ -149,6 +206,35 @@ class Installed(unittest.TestCase):
         self.assertRegex(p.stdout, r"FUSE kernel interface version 7\.\d+")
         self.assertRegex(p.stdout, r"assimp version \d+\.\d+\.\d+")
         self.assertIn("cache format version 2\n", p.stdout)
+
+    def test_every_tool_prints_versions(self):
+        """Issue 32 item 4: -V and --version on all four tools, each naming
+        meshfs, the cache format and output versions and the libraries its
+        bytes depend on, as it links them."""
+        info = json.loads(sh(["meson", "introspect", BUILD, "--projectinfo"]).stdout)
+        env = dict(os.environ, LD_LIBRARY_PATH=self.libdir())
+        worker_libs = [r"assimp version \d+\.\d+", r"meshoptimizer version \d+\.\d+",
+                       r"cgltf version (\d+\.\d+|not built)", r"fast_obj version (\d+\.\d+|not built)"]
+        for name in ("meshfs", "meshfs-convert", "meshfs-inspect", "meshfs-cache"):
+            outs = []
+            for flag in ("-V", "--version"):
+                p = sh([self.files[name], flag], env=env)
+                self.assertEqual((p.returncode, p.stderr), (0, ""), (name, flag))
+                outs.append(p.stdout)
+            self.assertEqual(outs[0], outs[1], name)
+            out = outs[0]
+            self.assertTrue(out.startswith(f"{name} {info['version']}\n"), out)
+            self.assertIn("\ncache format version 2\n", out)
+            self.assertRegex(out, r"\noutput version " + re.escape(info["version"]) + r"\+assimp-")
+            self.assertRegex(out, r"\nzlib version 1\.\d+")
+            self.assertRegex(out, r"\nxxhash version 0\.\d+\.\d+\n")
+            self.assertRegex(out, r"\nlibdeflate version 1\.\d+\n")
+            converts = name in ("meshfs", "meshfs-convert")
+            for lib in worker_libs:
+                (self.assertRegex if converts else self.assertNotRegex)(out, lib)
+            (self.assertRegex if name == "meshfs" else self.assertNotRegex)(out, r"FUSE library version 3\.")
+            # the man page says -V too
+            self.assertRegex(self.man_text(name + ".1"), r"-V, --version", name)
 
     FSTAB_SCRIPT = r"""
 mount --bind "$PREFIX" /usr/local
@@ -213,6 +299,26 @@ class SystemdExample(unittest.TestCase):
             self.skipTest("no systemd-analyze")
         p = sh(["systemd-analyze", "verify", self.UNIT])
         self.assertEqual(p.returncode, 0, p.stderr)
+
+
+class Demo(unittest.TestCase):
+    """Issue 32 item 9: scripts/demo converts and mounts with one private
+    cache (the mount converts nothing again) and leaves nothing behind."""
+
+    def test_demo_shares_one_private_cache_and_cleans_up(self):
+        with tempfile.TemporaryDirectory(prefix="meshfs-demo-test-") as tmp:
+            tmpdir, home = os.path.join(tmp, "tmp"), os.path.join(tmp, "home")
+            os.makedirs(tmpdir)
+            os.makedirs(home)
+            env = dict(os.environ, TMPDIR=tmpdir, HOME=home, XDG_CACHE_HOME=os.path.join(home, ".cache"))
+            p = sh([os.path.join(SOURCE, "scripts", "demo")], env=env)
+            self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
+            self.assertIn("meshfs-convert: 5 converted, 0 up to date, 0 failed", p.stdout + p.stderr)
+            counters = p.stdout.split("== the daemon's counters", 1)[1]
+            self.assertRegex(counters, r"\nconversions=0\n")  # the mount found them in the cache
+            self.assertRegex(counters, r"\ncache_hits=[1-9]")
+            self.assertEqual(os.listdir(tmpdir), [])  # its folder, cache included, is gone
+            self.assertEqual(os.listdir(home), [])    # no ~/.cache/meshfs
 
 
 class MountBehaviour(unittest.TestCase):
@@ -307,6 +413,67 @@ class MountBehaviour(unittest.TestCase):
             p = sh([tool(t), "--no-such-opt", self.src])
             self.assertEqual(p.returncode, 2, (t, p.stderr))
             self.assertIn("no-such-opt", p.stderr)
+
+    def wait_mounts(self, n):
+        # Mount returns at once when MNT is a mount already
+        for _ in range(200):
+            if len(mounts_at(self.mnt)) == n:
+                break
+            time.sleep(0.05)
+        self.assertEqual(len(mounts_at(self.mnt)), n)
+
+    def test_second_mount_of_the_same_src_is_refused(self):
+        """Issue 32 item 5: `meshfs SRC MNT` again on a live mount of SRC
+        exits 2 saying so, and stacks nothing; -o stack does stack, warning
+        that the first mount is hidden (not "its files")."""
+        with Mount(self.src, self.mnt, self.cache):
+            p = sh([tool("meshfs"), "-f", "-o", "cache_dir=" + self.cache, self.src, self.mnt])
+            self.assertEqual(p.returncode, 2, p.stderr)
+            real = os.path.realpath(self.src)
+            self.assertEqual(p.stderr, f"meshfs: {real} is already mounted at {self.mnt} by meshfs; "
+                                       f"unmount it first (fusermount3 -u {self.mnt}), or give -o stack "
+                                       f"to mount over it\n")
+            self.assertEqual(len(mounts_at(self.mnt)), 1)
+            with Mount(self.src, self.mnt, self.cache, "stack") as second:
+                self.wait_mounts(2)
+                self.assertIn(f"mount point {self.mnt} is a meshfs mount of {real}; it is hidden while "
+                              "this one is mounted over it", second.output())
+                self.assertNotIn("not empty", second.output())
+            self.assertEqual(len(mounts_at(self.mnt)), 1)
+
+    def test_another_src_over_a_meshfs_mount_is_not_refused(self):
+        other = os.path.join(self.tmp, "other")
+        os.makedirs(other)
+        with Mount(self.src, self.mnt, self.cache):
+            with Mount(other, self.mnt, self.cache) as second:
+                self.wait_mounts(2)
+                self.assertIn(f"is a meshfs mount of {os.path.realpath(self.src)}", second.output())
+
+    def refused(self, opts):
+        os.makedirs(self.mnt, exist_ok=True)
+        p = sh([tool("meshfs"), "-f", "-o", "cache_dir=" + self.cache + "," + opts, self.src, self.mnt])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertEqual(mounts_at(self.mnt), [])
+        self.assertNotIn("fuse: unknown option", p.stderr)  # meshfs's words, not libfuse's
+        return p.stderr
+
+    def test_unknown_option_names_the_closest(self):
+        """Issue 32 item 6: a typo of a meshfs or a FUSE option names the
+        closest one; a word far from every option does not guess."""
+        self.assertEqual(self.refused("fromats=gmf"),
+                         "meshfs: unknown option -o fromats=gmf (did you mean formats=?)\n")
+        self.assertEqual(self.refused("hide_source,alow_other"),
+                         "meshfs: unknown option -o hide_source (did you mean hide_sources?)\n"
+                         "meshfs: unknown option -o alow_other (did you mean allow_other?)\n")
+        self.assertEqual(self.refused("max_thread=4"),
+                         "meshfs: unknown option -o max_thread=4 (did you mean max_threads=?)\n")
+        self.assertEqual(self.refused("ro,no_such_opt"),
+                         "meshfs: unknown option -o no_such_opt (meshfs --help lists the options)\n")
+
+    def test_comma_inside_formats_gets_the_separator_hint(self):
+        self.assertEqual(self.refused("formats=gmf,dem"),
+                         "meshfs: unknown option -o dem: inside -o formats=, ':' or '+' separates the "
+                         "formats (a comma ends the option): -o formats=gmf:dem\n")
 
     def test_generic_fuse_options_still_work(self):
         with Mount(self.src, self.mnt, self.cache, "allow_other", "default_permissions", "max_threads=4",
