@@ -322,11 +322,15 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
     mfs_job job = {.root = r->path, .model = model, .formats = run, .opts = b->cfg.opts,
                    .outdir = tmp, .limits = b->cfg.limits};
     job.opts.model_path = fmi_model;
-    /* the worker runs as the model's owner (include/meshfs/job.h) */
-    struct stat mst;
-    if (fstatat(r->fd, model, &mst, 0) == 0) {
-        job.owner_known = 1;
-        job.owner = mst.st_uid;
+    /* who the worker runs as, and the file it must find (include/meshfs/
+     * job.h) */
+    int mfd = openat(r->fd, model, O_PATH | O_CLOEXEC);
+    int known = mfs_job_set_model_file(&job, mfd, err);
+    if (mfd >= 0)
+        close(mfd);
+    if (known < 0) {
+        mfs_jobdirs_give(b->jobdirs, d, run, 1);
+        return -1;
     }
     mfs_report rep;
     if (mfs_worker_convert(&job, &rep, err) < 0) {
