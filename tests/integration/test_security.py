@@ -1369,6 +1369,28 @@ class WriterTest(unittest.TestCase):
             with open(os.path.join(self.mnt, "s", "m.fmd"), "rb") as f:
                 self.assertEqual(got, {"bytes": f.read()})
 
+    @unittest.skipUnless(HOOKS, "needs -Dtest_hooks=true")
+    def test_meshfs_convert_never_follows_a_model_swapped_for_a_link(self):
+        A, B = self.A, self.B
+        root = ("root", 0, 0)
+        folder(self.s("a"), 0o700, A)
+        put(self.s("a", "private.obj"), "v 0 0 0\nv 5 0 0\nv 0 7 0\nf 1 2 3\n", 0o600, A)
+        folder(self.s("drop"), 0o1777, root)
+        put(self.s("drop", "x.obj"), TRIANGLE, 0o644, B)
+        out = os.path.join(self.tmp, "out")
+        env = dict(os.environ, MESHFS_TEST_HOLD_OWNER=self.src)
+        p = subprocess.Popen([tool("meshfs-convert"), "--no-cache", "-q", "-f", "vrt", "-o", out,
+                              self.src], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        time.sleep(0.5)  # planned (a 3-file walk), held 1.5 s before the stat
+        os.unlink(self.s("drop", "x.obj"))
+        os.symlink("../a/private.obj", self.s("drop", "x.obj"))
+        stdout, stderr = p.communicate(timeout=120)
+        self.assertNotEqual(p.returncode, 0, stderr)
+        self.assertIn("x.obj: not a regular file", stderr)
+        vrt = os.path.join(out, "drop", "x.vrt")
+        self.assertFalse(os.path.exists(vrt) and b"5" in open(vrt, "rb").read())
+
 
 if __name__ == "__main__":
     from common import run_tests
