@@ -330,7 +330,7 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
      * plan is refused (it is not a regular file) */
     test_hold("MESHFS_TEST_HOLD_OWNER", r->path, 1500);
     struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
     int mfd = (int)syscall(SYS_openat2, r->fd, model, &how, sizeof how);
     int known = mfs_job_set_model_file(&job, mfd, err);
     if (mfd >= 0)
