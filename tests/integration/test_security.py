@@ -1044,8 +1044,8 @@ class OutputModesTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.A = make_user("ma")
-        cls.B = make_user("mb")
+        cls.A = make_user("oa")  # not ModelOwnerTest's names
+        cls.B = make_user("ob")
 
     def setUp(self):
         self.addCleanup(os.umask, os.umask(0o022))  # the modes below are this umask's
