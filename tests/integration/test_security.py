@@ -1331,6 +1331,31 @@ class WriterTest(unittest.TestCase):
                     with self.subTest(model=n, format=f):
                         self.assertEqual(self.view(f"x1/s/{n}.{f}"), self.view(f"x2/s/{n}.{f}"))
 
+    def test_a_model_with_an_acl_runs_as_the_worker_user(self):
+        """An ACL may let others write what the mode bits do not show
+        (here: B, by name, on A's 0644-looking model)."""
+        import pwd
+        A, B = self.A, self.B
+        nobody = pwd.getpwnam("nobody")
+        folder(self.s("s"), 0o755, A)
+        put(self.s("s", "m.obj"), TRIANGLE, 0o644, A)
+        # user::rw- user:B:rw- group::r-- mask::rw- other::r-- (acl_ea format)
+        acl = struct.pack("<I", 2) + b"".join(
+            struct.pack("<HHI", tag, perm, ident) for tag, perm, ident in
+            ((0x01, 6, 0xFFFFFFFF), (0x02, 6, B[1]), (0x04, 4, 0xFFFFFFFF),
+             (0x10, 6, 0xFFFFFFFF), (0x20, 4, 0xFFFFFFFF)))
+        try:
+            os.setxattr(self.s("s", "m.obj"), "system.posix_acl_access", acl)
+        except OSError as e:
+            self.skipTest(f"no POSIX ACLs here: {e}")
+        env = dict(os.environ, MESHFS_TEST_WORKER_SLEEP="2")
+        with Mount(self.src, self.mnt, self.cache, "allow_other", env=env) as m:
+            ws = self.sample(m, "s/m.fmd")
+        self.assertTrue(ws, "no worker seen")
+        for st in ws:
+            self.assertEqual(st["Uid"].split(), [str(nobody.pw_uid)] * 4)
+            self.assertEqual(st["Gid"].split(), [str(nobody.pw_gid)] * 4)
+
     @unittest.skipUnless(HOOKS, "needs -Dtest_hooks=true")
     def test_a_model_replaced_after_the_hosts_stat_is_not_converted(self):
         A = self.A
