@@ -10,6 +10,7 @@
 #define MESHFS_IMPORT_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "meshfs/err.h"
 #include "meshfs/scene.h"
@@ -72,6 +73,12 @@ typedef struct mfs_import_opts {
      * have more vertices.  Callers therefore decide it once per
      * configuration, never per run (docs/import.md, "Tangents"). */
     int tangents;
+    /* The file the host checked (mfs_job.model_dev/ino): an open of the
+     * model's path that yields another file fails the import as the model
+     * replaced (mfs_deps.model_unopened).  model_id_known 0: unchecked. */
+    int model_id_known;
+    dev_t model_dev;
+    ino_t model_ino;
 } mfs_import_opts;
 
 /* Imports root/relpath.  On success *out owns the scene; deps lists every

@@ -52,15 +52,23 @@ typedef struct mfs_worker_ident {
 } mfs_worker_ident;
 
 /* 1 with id filled when a worker started by this process must switch
- * user (it runs as root), else 0.  A model owned by a user other than
- * root: that user, with the primary group and supplementary groups the
- * user database gives it (getpwuid_r and getgrouplist, here in the parent:
- * a sandboxed child reads no name service); an owner it does not know:
- * that uid with the worker user's group and no others.  A root-owned
- * model, or an owner not known (owner_known 0): the worker user, no
- * supplementary groups.  At most MFS_WORKER_GROUPS_MAX groups are kept:
- * fewer can only read less. */
-int mfs_worker_ident_for(int owner_known, uid_t owner, mfs_worker_ident *id);
+ * user (it runs as root), else 0.  The worker runs as the model's owner
+ * only when nobody else can change the model's bytes (job->shared, see
+ * mfs_job_set_model_file): else whoever wrote them would read with the
+ * owner's rights.
+ *   - private (no g+w, no o+w, no ACL), owned by a user other than root:
+ *     that user, with the primary group and supplementary groups the user
+ *     database gives it (getpwuid_r and getgrouplist, here in the parent:
+ *     a sandboxed child reads no name service); an owner it does not know:
+ *     that uid with the worker user's group and no others;
+ *   - group-writable (g+w, no o+w, no ACL): the worker user's uid with the
+ *     file's group as its only group: what the group's members can write,
+ *     they can read already;
+ *   - o+w or any access ACL, a root-owned model, or an owner not known
+ *     (owner_known 0): the worker user with its own group only.
+ * At most MFS_WORKER_GROUPS_MAX groups are kept: fewer can only read less. */
+struct mfs_job;
+int mfs_worker_ident_for(const struct mfs_job *job, mfs_worker_ident *id);
 
 /* Asks the worker once (meshfs-worker --sandbox-status) whether every layer
  * is available here.  NULL if so, else a one-line warning for the caller to

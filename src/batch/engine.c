@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -324,11 +326,20 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
     mfs_job job = {.root = r->path, .model = model, .formats = run, .opts = b->cfg.opts,
                    .outdir = tmp, .limits = b->cfg.limits};
     job.opts.model_path = fmi_model;
-    /* the worker runs as the model's owner (include/meshfs/job.h) */
-    struct stat mst;
-    if (fstatat(r->fd, model, &mst, 0) == 0) {
-        job.owner_known = 1;
-        job.owner = mst.st_uid;
+    /* who the worker runs as, and the file it must find (include/meshfs/
+     * job.h), from the model's path as the mount resolves SRC's: beneath
+     * the input, no link followed, so a model swapped for a link since the
+     * plan is refused (it is not a regular file) */
+    test_hold("MESHFS_TEST_HOLD_OWNER", r->path, 1500);
+    struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+    int mfd = (int)syscall(SYS_openat2, r->fd, model, &how, sizeof how);
+    int known = mfs_job_set_model_file(&job, mfd, err);
+    if (mfd >= 0)
+        close(mfd);
+    if (known < 0) {
+        mfs_jobdirs_give(b->jobdirs, d, run, 1);
+        return -1;
     }
     mfs_report rep;
     if (mfs_worker_convert(&job, &rep, err) < 0) {

@@ -195,7 +195,8 @@ static void folder_free(mfs_plan_folder *f)
     free(f);
 }
 
-/* Entries' owners for the naming rule: their lstat's, or -1 (went away). */
+/* Entries' owners for the naming rule: their lstat's, or -1 (went away,
+ * or a regular file with more than one link). */
 static int owner_of(void *ctx, size_t entry, unsigned long *uid)
 {
     const long long *u = ctx;
@@ -223,7 +224,9 @@ static mfs_plan_folder *folder_plan(const mfs_plan *p, const char *path, const c
         struct stat st;
         int have = lstat(full, &st) == 0;
         int reg = have && S_ISREG(st.st_mode);
-        uid[i] = have ? (long long)st.st_uid : -1;
+        /* a file with other links may hold bytes another user wrote
+         * through one of them: its owner says nothing (docs/naming.md) */
+        uid[i] = have && !(reg && st.st_nlink > 1) ? (long long)st.st_uid : -1;
         e[i] = (mfs_name_entry){names[i], (reg && mfs_is_model_name(names[i])) ||
                                               (force && !strcmp(force, names[i]))};
         free(full);

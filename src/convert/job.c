@@ -177,7 +177,10 @@ int mfs_job_run(const mfs_job *job, mfs_report *rep)
      * views are cut from the same import: mfs_fs_convert). */
     mfs_import_opts io = {.source_frame = job->opts.source_frame, .importer = job->opts.importer,
                           .textures = (job->formats >> MFS_FMT_TEX) & 1,
-                          .tangents = (job->formats >> MFS_FMT_GMF) & 1};
+                          .tangents = (job->formats >> MFS_FMT_GMF) & 1,
+                          .model_id_known = job->model_id_known,
+                          .model_dev = job->model_dev,
+                          .model_ino = job->model_ino};
     mfs_scene *s = NULL;
     mfs_err err;
     mfs_err_clear(&err);

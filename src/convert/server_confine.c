@@ -17,6 +17,7 @@
  * run, and that holds either way. */
 #include <errno.h>
 #include <linux/capability.h>
+#include <linux/sched.h>
 #include <seccomp.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -49,7 +50,7 @@ static const char *const allow[] = {
     "brk", "mmap", "mmap2", "munmap", "mremap", "mprotect", "madvise", "msync", "mincore",
     "membarrier",
     /* threads and their synchronisation */
-    "clone", "futex", "futex_waitv", "set_robust_list", "get_robust_list", "set_tid_address",
+    "futex", "futex_waitv", "set_robust_list", "get_robust_list", "set_tid_address",
     "rseq", "sched_yield", "sched_getaffinity", "sched_getparam", "sched_getscheduler",
     "sched_get_priority_max", "sched_get_priority_min", "getcpu", "arch_prctl",
     /* processes: the server's children, and its own and theirs exit */
@@ -102,6 +103,17 @@ static int load_allow_list(mfs_err *err)
         seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
     if (rc == 0)
         rc = allow_list(ctx, allow);
+    /* clone for fork and threads only: never into a new namespace (a new
+     * user namespace would hand a child every capability inside it).
+     * clone3, whose flags sit in memory no filter can read, is not
+     * allowed: glibc falls back to clone on its ENOSYS.  (CLONE_NEWTIME
+     * is left out of the mask: for clone its bit is the exit signal's,
+     * and clone cannot make a time namespace anyway.) */
+    const scmp_datum_t newns = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC |
+                               CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET;
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                              SCMP_A0(SCMP_CMP_MASKED_EQ, newns, 0));
     if (rc == 0 && SANITIZED)
         rc = allow_list(ctx, allow_sanitizer);
     /* ioctl only to ask whether a descriptor is a terminal (stdio's

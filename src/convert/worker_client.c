@@ -124,6 +124,7 @@ typedef struct argv_buf {
     char store[8][64];
     int used;
     char groups[MFS_WORKER_GROUPS_MAX * 11 + 1]; /* "G,G,..." */
+    char model_id[48];                           /* "DEV:INO" */
 } argv_buf;
 
 static void arg(argv_buf *a, const char *s)
@@ -180,6 +181,12 @@ static void build_argv(argv_buf *a, const char *worker, const mfs_job *job, char
     if (job->opts.model_path) {
         arg(a, "--model-path");
         arg(a, job->opts.model_path);
+    }
+    if (job->model_id_known) {
+        snprintf(a->model_id, sizeof a->model_id, "%llu:%llu", (unsigned long long)job->model_dev,
+                 (unsigned long long)job->model_ino);
+        arg(a, "--model-id");
+        arg(a, a->model_id);
     }
     arg_num(a, "--memory", job->limits.memory);
     arg_num(a, "--cpu", job->limits.cpu_s);
@@ -1099,7 +1106,7 @@ int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mf
     argv_buf a;
     /* the model's owner, resolved here, in the parent (sandbox.h) */
     mfs_worker_ident id;
-    int drop = mfs_worker_ident_for(job->owner_known, job->owner, &id);
+    int drop = mfs_worker_ident_for(job, &id);
     uid_t uid = id.uid;
     build_argv(&a, sp->path, job, formats, sizeof formats, drop ? &id : NULL);
     pid_t pid = 0;

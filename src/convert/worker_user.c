@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "meshfs/job.h"
 #include "meshfs/sandbox.h"
 
 static pthread_mutex_t user_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -64,13 +65,18 @@ int mfs_worker_user_get(uid_t *uid, gid_t *gid)
     return 1;
 }
 
-int mfs_worker_ident_for(int owner_known, uid_t owner, mfs_worker_ident *id)
+int mfs_worker_ident_for(const mfs_job *job, mfs_worker_ident *id)
 {
     memset(id, 0, sizeof *id);
     if (!mfs_worker_user_get(&id->uid, &id->gid))
         return 0;
-    if (!owner_known || owner == 0)
-        return 1; /* root's models: the worker user, no groups */
+    uid_t owner = job->owner;
+    if (!job->owner_known || owner == 0 || job->shared == MFS_MODEL_OTHERS_WRITE)
+        return 1; /* the worker user, its own group only */
+    if (job->shared == MFS_MODEL_GROUP_WRITE) {
+        id->gid = job->owner_group; /* the group's reach, no user's */
+        return 1;
+    }
     id->uid = owner;
     /* getpwuid_r: the daemon is multithreaded */
     char buf[16384];

@@ -69,6 +69,11 @@ int mfs_casemap_owner(void *ctx, size_t entry, unsigned long *uid)
     int w = snprintf(path, sizeof path, "%s%s%s", o->dir, o->dir[0] ? "/" : "", o->e[entry].name);
     if (w < 0 || (size_t)w >= sizeof path || mfs_beneath_stat(o->fs, path, &st) < 0)
         return -1; /* gone since the listing: counts as nobody else's */
+    /* a hard link's bytes may be another user's (B links A's file, writes
+     * into it): with more than one link the owner says nothing, and a
+     * collision with it hides every entry (docs/naming.md) */
+    if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+        return -1;
     *uid = (unsigned long)st.st_uid;
     return 0;
 }

@@ -325,11 +325,18 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
     mfs_job job = {.root = fs->cfg.src, .model = relpath, .formats = formats,
                    .opts = fs->cfg.opts, .outdir = tmp, .limits = fs->cfg.limits};
     job.opts.model_path = fmi_model;
-    /* the worker runs as the model's owner (include/meshfs/job.h) */
-    struct stat mst;
-    if (mfs_beneath_stat(fs, relpath, &mst) == 0) {
-        job.owner_known = 1;
-        job.owner = mst.st_uid;
+    /* who the worker runs as, and the file it must find (include/meshfs/
+     * job.h); the model's path opened as the mount opens all of SRC's: no
+     * link followed.  Unknown: not run (as the worker user it might still
+     * read what the owner could not know of), and not remembered: the
+     * caller fails this read only. */
+    int mfd = mfs_beneath_open(fs, relpath, O_PATH);
+    int known = mfs_job_set_model_file(&job, mfd, err);
+    if (mfd >= 0)
+        close(mfd);
+    if (known < 0) {
+        mfs_jobdirs_give(fs->jobdirs, jd, formats, 1);
+        return -1;
     }
     mfs_report rep;
     if (job_slot_take(fs, relpath) < 0) {

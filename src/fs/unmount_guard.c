@@ -69,10 +69,31 @@ static int mount_dev(const char *mnt, char *dev, size_t devlen)
 /* What the guard does once confined: wait, read its mountinfo, unmount
  * (or, for a user's mount, exec fusermount3: see confine), exit. */
 static const char *const guard_calls[] = {
-    "read", "openat", "open", "close", "fstat", "newfstatat", "statx", "lseek", "fcntl",
-    "brk", "mmap", "munmap", "mremap", "geteuid", "umount2", "exit", "exit_group",
+    "read", "close", "fstat", "newfstatat", "statx", "lseek", "fcntl",
+    "brk", "mmap", "munmap", "mremap", "geteuid", "exit", "exit_group",
     "rt_sigreturn", "restart_syscall", NULL,
 };
+
+/* The guard's one unmount: lazily, never through a link put at MNT's
+ * path (the filter allows these flags alone). */
+#define GUARD_UMOUNT_FLAGS (MNT_DETACH | UMOUNT_NOFOLLOW)
+
+/* Calls allowed only with some arguments: opens for reading alone (a
+ * uid-0 guard, even without CAP_DAC_*, owns root's files), and the
+ * unmount with its flags.  0, or a libseccomp error. */
+static int guard_arg_rules(scmp_filter_ctx ctx)
+{
+    const scmp_datum_t wmask = O_ACCMODE | O_CREAT | O_TRUNC;
+    int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
+                              SCMP_A2(SCMP_CMP_MASKED_EQ, wmask, O_RDONLY));
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(open), 1,
+                              SCMP_A1(SCMP_CMP_MASKED_EQ, wmask, O_RDONLY));
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(umount2), 1,
+                              SCMP_A1(SCMP_CMP_EQ, GUARD_UMOUNT_FLAGS));
+    return rc;
+}
 
 /* The guard keeps what unmounting needs and nothing else
  * (docs/security.md, "The unmount helper").  As root: CAP_SYS_ADMIN
@@ -112,6 +133,8 @@ static void confine(void)
             rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
     }
     if (rc == 0)
+        rc = guard_arg_rules(ctx);
+    if (rc == 0)
         seccomp_load(ctx);
     seccomp_release(ctx);
 }
@@ -124,7 +147,7 @@ static void guard(int rfd, const char *mnt, const char *dev)
     if (mount_dev(mnt, now, sizeof now) < 0 || strcmp(now, dev) != 0)
         _exit(0); /* unmounted cleanly, or no longer ours */
     if (geteuid() == 0) {
-        umount2(mnt, MNT_DETACH);
+        umount2(mnt, GUARD_UMOUNT_FLAGS);
         _exit(0);
     }
     /* a user's mount: only the setuid helper may unmount it */

@@ -327,6 +327,14 @@ static struct aiFile *fs_open(struct aiFileIO *io, const char *path, const char 
         close(fd);
         return NULL;
     }
+    /* the host chose who runs this from the file it stat'ed: under the
+     * model's name, any other file (swapped in since) is refused */
+    if (fs->model_id_known && fs->model && strcmp(rel, fs->model) == 0 &&
+        (st.st_dev != fs->model_dev || st.st_ino != fs->model_ino)) {
+        fs->model_replaced = 1;
+        close(fd);
+        return NULL;
+    }
     struct aiFile *f = calloc(1, sizeof *f);
     mapped_file *m = calloc(1, sizeof *m);
     if (!f || !m)
@@ -411,8 +419,18 @@ void mfs_iofs_close(mfs_iofs *fs)
     fs->rootfd = -1;
 }
 
+void mfs_iofs_expect_model(mfs_iofs *fs, dev_t dev, ino_t ino)
+{
+    fs->model_id_known = 1;
+    fs->model_dev = dev;
+    fs->model_ino = ino;
+}
+
 int mfs_iofs_refusal(const mfs_iofs *fs, mfs_err *err)
 {
+    if (fs->model_replaced)
+        return mfs_errf(err, "the model '%s' was replaced during the conversion: not converted",
+                        fs->model);
     return fs->refused_count ? mfs_errf(err, "refused to open '%s': outside the source root", fs->refused)
                              : 0;
 }

@@ -15,6 +15,10 @@ typedef struct mfs_iofs {
     size_t parser_dir;    /* ... as the parsers take it: up to its last
                              '/' or '\' (assimp, cgltf and fast_obj all do) */
     mfs_deps *deps;       /* every file opened, model first; paths not found */
+    int model_id_known;   /* the model's path must open this file */
+    dev_t model_dev;
+    ino_t model_ino;
+    int model_replaced;   /* it opened another one: refused */
     char refused[512];    /* first path refused for leaving the root */
     int refused_count;
     int oom;
@@ -32,6 +36,11 @@ void mfs_iofs_close(mfs_iofs *fs);
  * first refused path named), or if reading its inputs ran out of memory;
  * else 0.  One wording for every importer. */
 int mfs_iofs_refusal(const mfs_iofs *fs, mfs_err *err);
+
+/* The file the model's path must open (mfs_import_opts.model_dev/ino):
+ * any open of that path yielding another file is refused, and
+ * mfs_iofs_refusal then says the model was replaced. */
+void mfs_iofs_expect_model(mfs_iofs *fs, dev_t dev, ino_t ino);
 int mfs_iofs_oom(const mfs_iofs *fs, mfs_err *err);
 
 /* A read-only view of the bytes of root/rel, opened through the same

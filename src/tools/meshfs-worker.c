@@ -160,6 +160,15 @@ static int parse_args(int argc, char **argv, mfs_job *job, mfs_sandbox_cfg *sb, 
         else if (!strcmp(a, "--model")) job->model = v, i++;
         else if (!strcmp(a, "--outdir")) job->outdir = v, i++;
         else if (!strcmp(a, "--model-path")) job->opts.model_path = v, i++;
+        else if (!strcmp(a, "--model-id")) {
+            unsigned long long dev, ino;
+            char end;
+            if (sscanf(v, "%llu:%llu%c", &dev, &ino, &end) != 2) {
+                fprintf(stderr, "meshfs-worker: --model-id %s: not DEV:INO\n", v);
+                return -1;
+            }
+            job->model_id_known = 1, job->model_dev = (dev_t)dev, job->model_ino = (ino_t)ino, i++;
+        }
         else if (!strcmp(a, "--importer")) {
             if (mfs_importer_parse(v, &job->opts.importer, &err) < 0) {
                 fprintf(stderr, "meshfs-worker: %s\n", err.msg);

@@ -149,6 +149,30 @@ class CaseFoldOwnersTest(unittest.TestCase):
             log = mt.output()
         self.assertEqual(log.count("drop: " + want), 1, log)
 
+    def test_a_hard_link_counts_as_owner_unknown(self):
+        """B links a file A owns (protected_hardlinks lets B link what B can
+        read and write), puts B's bytes in it and names the link
+        'Ship.obj' beside A's 'ship.obj': both are A's by uid, but the
+        linked one's bytes may be anyone's, so neither is shown, by the
+        mount or meshfs-convert (review 1, finding 3)."""
+        write(os.path.join(self.drop, "ship.obj"), A_SHIP, self.A)
+        other = os.path.join(self.src, "other")
+        mkdir(other, self.A)
+        write(os.path.join(other, "a.obj"), B_SHIP, self.A)
+        os.link(os.path.join(other, "a.obj"), os.path.join(self.drop, "Ship.obj"))
+        want = (f"'Ship.obj' (owner unknown) and 'ship.obj' (uid {self.A[1]}) are not shown: "
+                "each is 'ship.obj' in lowercase and their owners differ")
+        with self.mount():
+            for user in (self.A, self.B):
+                with self.subTest(user=user[0]):
+                    self.assert_hidden(["ship.obj"], user)
+                    self.assertEqual(self.folder_error(user), ["ok", want + "\n"])
+        out = os.path.join(self.tmp, "out")
+        p, rows = convert([self.drop], out, "--lowercase-names", "-f", "fmd")
+        made = [n for _, _, fs in os.walk(out) for n in fs if n.lower().startswith("ship")]
+        self.assertEqual(made, [])
+        self.assertTrue([n for _, _, fs in os.walk(out) for n in fs if n == "crate.fmd"])
+
     def test_one_owner_keeps_byte_order(self):
         """Both A's: 'Ship.obj' (S < s) is shown as 'ship.obj', and the folder
         says why the other is not."""

@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -1048,7 +1049,7 @@ class OutputModesTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.A = make_user("oa")
+        cls.A = make_user("oa")  # not ModelOwnerTest's names
         cls.B = make_user("ob")
 
     def setUp(self):
@@ -1244,6 +1245,181 @@ class CacheTrustTest(unittest.TestCase):
                 self.assertEqual(p.returncode, 0, p.stderr)
                 with open(os.path.join(d, "CACHEDIR.TAG")) as f:
                     self.assertIn("created by meshfs", f.read())
+
+
+@unittest.skipUnless(IS_ROOT, "needs root: test users, allow_other, chown")
+class WriterTest(unittest.TestCase):
+    """The worker runs as a model's owner only when nobody else can change
+    its bytes, and only on the file the host looked at (review 1, findings
+    1 and 2): A's group-writable model that B (in the group) rewrote to name
+    A's private file; a world-writable one; a model replaced between the
+    host's stat and the worker's open; a batch model swapped for a link."""
+
+    def setUp(self):
+        self._tmp = open_tmp()
+        self.tmp = self._tmp.name
+        self.src = os.path.join(self.tmp, "src")
+        os.makedirs(self.src)
+        os.chmod(self.src, 0o755)
+        self.mnt = os.path.join(self.tmp, "mnt")
+        self.cache = os.path.join(self.tmp, "cache")
+        if not hasattr(WriterTest, "A"):
+            WriterTest.A = make_user("wa")
+            WriterTest.B = make_user("wb")
+            WriterTest.G = make_group("w", WriterTest.B[0], WriterTest.A[0])
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def s(self, *p):
+        return os.path.join(self.src, *p)
+
+    def sample(self, m, rel):
+        """The statuses of the workers converting rel (slowed), and the
+        view's (mode, error text, bytes or errno) once done."""
+        reader = subprocess.Popen(["cat", os.path.join(self.mnt, rel)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            ws = switched_workers(m.proc.pid)
+        finally:
+            reader.communicate(timeout=60)
+        return ws
+
+    def view(self, rel):
+        path = os.path.join(self.mnt, rel)
+        mode = os.stat(path).st_mode & 0o777
+        try:
+            err = os.getxattr(path, "user.meshfs.error").decode().replace(rel.split("/")[0] + "/", "")
+        except OSError:
+            err = None
+        try:
+            with open(path, "rb") as f:
+                got = f.read()
+        except OSError as e:
+            got = e.errno
+        return mode, err, got
+
+    def test_a_model_others_can_write_runs_as_the_worker_user(self):
+        import pwd
+        A, B, G = self.A, self.B, self.G
+        nobody = pwd.getpwnam("nobody")
+        root = ("root", 0, 0)
+        for top, present in (("x1", True), ("x2", False)):
+            folder(self.s(top), 0o755, root)
+            folder(self.s(top, "a"), 0o700, A)
+            if present:
+                put(self.s(top, "a", "priv.mtl"), "newmtl red\nKd 0.25 0.5 0.75\n", 0o600, A)
+            folder(self.s(top, "s"), 0o2775, (A[0], A[1], G))
+            # A's model, mode 0664 in group G: B (in G) rewrote it to name
+            # A's private file; 0666: anyone could have
+            body = "mtllib ../a/priv.mtl\nusemtl red\n" + TRIANGLE
+            put(self.s(top, "s", "g.obj"), body, 0o664, (A[0], A[1], G))
+            put(self.s(top, "s", "o.obj"), body, 0o666, (A[0], A[1], G))
+        env = dict(os.environ, MESHFS_TEST_WORKER_SLEEP="2")
+        with Mount(self.src, self.mnt, self.cache, "allow_other", env=env) as m:
+            ws = self.sample(m, "x1/s/g.fmd")
+            self.assertTrue(ws, "no worker seen")
+            for st in ws:
+                self.assertEqual(st["Uid"].split(), [str(nobody.pw_uid)] * 4)
+                self.assertEqual(st["Gid"].split(), [str(G)] * 4)
+                self.assertEqual(st["Groups"].split(), [])
+            ws = self.sample(m, "x1/s/o.fmd")
+            self.assertTrue(ws, "no worker seen")
+            for st in ws:
+                self.assertEqual(st["Uid"].split(), [str(nobody.pw_uid)] * 4)
+                self.assertEqual(st["Gid"].split(), [str(nobody.pw_gid)] * 4)
+                self.assertEqual(st["Groups"].split(), [])
+            # A's private file is out of reach: the views are those of a
+            # reference to a missing file, mode and all
+            for n in ("g", "o"):
+                for f in ("fmd", "gmf", "vrt"):
+                    with self.subTest(model=n, format=f):
+                        self.assertEqual(self.view(f"x1/s/{n}.{f}"), self.view(f"x2/s/{n}.{f}"))
+
+    def test_a_model_with_an_acl_runs_as_the_worker_user(self):
+        """An ACL may let others write what the mode bits do not show
+        (here: B, by name, on A's 0644-looking model)."""
+        import pwd
+        A, B = self.A, self.B
+        nobody = pwd.getpwnam("nobody")
+        folder(self.s("s"), 0o755, A)
+        put(self.s("s", "m.obj"), TRIANGLE, 0o644, A)
+        # user::rw- user:B:rw- group::r-- mask::rw- other::r-- (acl_ea format)
+        acl = struct.pack("<I", 2) + b"".join(
+            struct.pack("<HHI", tag, perm, ident) for tag, perm, ident in
+            ((0x01, 6, 0xFFFFFFFF), (0x02, 6, B[1]), (0x04, 4, 0xFFFFFFFF),
+             (0x10, 6, 0xFFFFFFFF), (0x20, 4, 0xFFFFFFFF)))
+        try:
+            os.setxattr(self.s("s", "m.obj"), "system.posix_acl_access", acl)
+        except OSError as e:
+            self.skipTest(f"no POSIX ACLs here: {e}")
+        env = dict(os.environ, MESHFS_TEST_WORKER_SLEEP="2")
+        with Mount(self.src, self.mnt, self.cache, "allow_other", env=env) as m:
+            ws = self.sample(m, "s/m.fmd")
+        self.assertTrue(ws, "no worker seen")
+        for st in ws:
+            self.assertEqual(st["Uid"].split(), [str(nobody.pw_uid)] * 4)
+            self.assertEqual(st["Gid"].split(), [str(nobody.pw_gid)] * 4)
+
+    @unittest.skipUnless(HOOKS, "needs -Dtest_hooks=true")
+    def test_a_model_replaced_after_the_hosts_stat_is_not_converted(self):
+        A = self.A
+        folder(self.s("s"), 0o755, A)
+        put(self.s("s", "m.obj"), TRIANGLE, 0o644, A)
+        release = os.path.join(self.tmp, "release")
+        env = dict(os.environ, MESHFS_TEST_CONVERT_HOLD="m.obj:" + release)
+        with Mount(self.src, self.mnt, self.cache, "allow_other", env=env) as m:
+            got = {}
+
+            def reader():
+                try:
+                    with open(os.path.join(self.mnt, "s", "m.fmd"), "rb") as f:
+                        got["bytes"] = f.read()
+                except OSError as e:
+                    got["errno"] = e.errno
+            t = threading.Thread(target=reader)
+            t.start()
+            deadline = time.time() + 30
+            while not os.path.exists(release + ".held") and time.time() < deadline:
+                time.sleep(0.02)
+            self.assertTrue(os.path.exists(release + ".held"), "the conversion was not held")
+            # another file under the name, as a rename (or RENAME_EXCHANGE) does
+            put(self.s("s", "new.obj"), TRIANGLE + "v 2 2 2\nf 1 2 4\n", 0o644, A)
+            os.rename(self.s("s", "new.obj"), self.s("s", "m.obj"))
+            open(release, "w").close()
+            t.join(60)
+            # the run on the swapped-in file failed as the model replaced;
+            # transient, so not remembered: the read's retry converted the
+            # file now there, under its own stat
+            st = m.stats()
+            self.assertEqual((st["conversions"], st["conversion_failures"]), (2, 1))
+            with open(m.log) as f:
+                self.assertIn("s/m.obj: conversion failed: the model 's/m.obj' was replaced "
+                              "during the conversion: not converted", f.read())
+            with open(os.path.join(self.mnt, "s", "m.fmd"), "rb") as f:
+                self.assertEqual(got, {"bytes": f.read()})
+
+    @unittest.skipUnless(HOOKS, "needs -Dtest_hooks=true")
+    def test_meshfs_convert_never_follows_a_model_swapped_for_a_link(self):
+        A, B = self.A, self.B
+        root = ("root", 0, 0)
+        folder(self.s("a"), 0o700, A)
+        put(self.s("a", "private.obj"), "v 0 0 0\nv 5 0 0\nv 0 7 0\nf 1 2 3\n", 0o600, A)
+        folder(self.s("drop"), 0o1777, root)
+        put(self.s("drop", "x.obj"), TRIANGLE, 0o644, B)
+        out = os.path.join(self.tmp, "out")
+        env = dict(os.environ, MESHFS_TEST_HOLD_OWNER=self.src)
+        p = subprocess.Popen([tool("meshfs-convert"), "--no-cache", "-q", "-f", "vrt", "-o", out,
+                              self.src], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        time.sleep(0.5)  # planned (a 3-file walk), held 1.5 s before the stat
+        os.unlink(self.s("drop", "x.obj"))
+        os.symlink("../a/private.obj", self.s("drop", "x.obj"))
+        stdout, stderr = p.communicate(timeout=120)
+        self.assertNotEqual(p.returncode, 0, stderr)
+        self.assertIn("x.obj: not a regular file", stderr)
+        vrt = os.path.join(out, "drop", "x.vrt")
+        self.assertFalse(os.path.exists(vrt) and b"5" in open(vrt, "rb").read())
 
 
 if __name__ == "__main__":
