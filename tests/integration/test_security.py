@@ -936,7 +936,11 @@ class BackslashNameTest(unittest.TestCase):
             data = row["data"]
             self.assertFalse(has_secret(row["error"]), (path, row["error"]))
             if data is None:
-                self.assertIn(row["errno"], (errno.EACCES, errno.EIO, errno.EPERM), path)
+                # a package listed before its folder's failures were known
+                # is gone once none of its models converted (ENOENT)
+                allowed = (errno.EACCES, errno.EIO, errno.EPERM) + \
+                    ((errno.ENOENT,) if path.endswith(PKG) else ())
+                self.assertIn(row["errno"], allowed, path)
                 continue
             self.assertFalse(has_secret(data), path)
             name = os.path.basename(path)
