@@ -333,7 +333,9 @@ class DeepPathTest(TreeCase):
                     try:
                         os.stat("game_resources.lgepkg", dir_fd=deep)
                     except OSError as e:
-                        self.assertEqual(e.errno, errno.EIO)
+                        # EIO while the failure is being found; ENOENT once
+                        # it is known that no model of the folder converted
+                        self.assertIn(e.errno, (errno.EIO, errno.ENOENT))
             finally:
                 os.close(deep)
             self.assertEqual(os.readlink(f"/proc/{m.proc.pid}/fd/0"), stdin)
