@@ -79,7 +79,8 @@ int mfs_input_listing(int rootfd, const char *path, uint64_t *count, uint8_t has
     }
     if (d)
         closedir(d);
-    qsort(found, n, sizeof *found, by_bytes);
+    if (n) /* found is NULL for an empty folder */
+        qsort(found, n, sizeof *found, by_bytes);
     XXH3_state_t *st = XXH3_createState();
     if (!st)
         rc = -1;
