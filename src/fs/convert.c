@@ -298,10 +298,11 @@ static int churned_since(mfs_fs *fs, const mfs_jobdir *jd, uint64_t revivals0)
  * with err, as mfs_fs_convert.  *churned: the run's job folder went during
  * it (the cache's contents removed), so its failure is nobody's. */
 static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, unsigned formats,
-                        mfs_cache_manifest *man, int *churned, mfs_err *err)
+                        mfs_cache_manifest *man, int *churned, int *moved, mfs_err *err)
 {
     memset(man, 0, sizeof *man);
     *churned = 0;
+    *moved = 0;
     mfs_jobdir *jd = mfs_jobdirs_take(fs->jobdirs, NULL, err);
     /* the cache directory (or all in it) was removed under the mount and
      * made again: here, or by whichever store met it first (the stat
@@ -387,6 +388,10 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
     mfs_cache_stats before;
     mfs_cache_get_stats(fs->cache, &before);
     rc = mfs_convstore_file(&cs, relpath, tmp, fmi_model, formats, &rep, man, &mk, hits, err);
+    /* the worker found another file at the model's path than the one this
+     * run was made for (a save by rename between the two opens): the
+     * caller runs it again for the file there now */
+    *moved = !rep.ok && rep.deps.model_unopened;
     mfs_report_free(&rep);
     *churned = rc != 0 && churned_since(fs, jd, cst.revivals);
     run_lines_done(&ctx, !*churned);
@@ -410,14 +415,26 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
  * meets a missing output folder.  Said once a conversion (a warning, as the
  * cache directory's revival is). */
 #define CHURN_RUNS 3
+/* Likewise a run whose model was saved over (renamed onto) between the
+ * host's open and the worker's (include/meshfs/job.h: the worker reads only
+ * the file the host checked): run again for the new file, so a reader of a
+ * model being saved gets a view, not EIO (issue 36). */
+#define MOVED_RUNS 4
 
 int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsigned formats,
                    mfs_cache_manifest *man, mfs_err *err)
 {
+    int moves = 0;
     for (int run = 1;; run++) {
-        int churned = 0;
+        int churned = 0, moved = 0;
         mfs_err_clear(err);
-        int rc = convert_once(fs, relpath, fmi_model, formats, man, &churned, err);
+        int rc = convert_once(fs, relpath, fmi_model, formats, man, &churned, &moved, err);
+        if (moved && !churned && ++moves < MOVED_RUNS) {
+            atomic_fetch_add(&fs->stats.conversions_redone, 1);
+            mfs_cache_manifest_free(man);
+            run--; /* not the cache's churn */
+            continue;
+        }
         if (!churned)
             return rc;
         atomic_fetch_add(&fs->stats.conversions_redone, 1);

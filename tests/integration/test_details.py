@@ -9,6 +9,7 @@ import shutil
 import struct
 import subprocess
 import tempfile
+import time
 import unittest
 
 from common import SOURCE, tool
@@ -270,7 +271,31 @@ class LogFile(unittest.TestCase):
 
     def tearDown(self):
         subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True)
+        self.wait_daemon_gone()
         self._tmp.cleanup()
+
+    def wait_daemon_gone(self):
+        """The daemonised meshfs goes on after its unmount (it stores what
+        it converted, closes the cache): the cache folder is removed only
+        once it has exited."""
+        me = (self.mnt + "\0").encode()
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            alive = False
+            for p in os.listdir("/proc"):
+                if not p.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{p}/cmdline", "rb") as f:
+                        cmd = f.read()
+                except OSError:
+                    continue
+                if cmd.startswith(tool("meshfs").encode() + b"\0") and me in cmd:
+                    alive = True
+                    break
+            if not alive:
+                return
+            time.sleep(0.05)
 
     def daemonised(self, *opts, cwd=None):
         o = ",".join(["cache_dir=" + self.cache] + list(opts))
@@ -278,6 +303,7 @@ class LogFile(unittest.TestCase):
 
     def unmount(self):
         subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True, check=True)
+        self.wait_daemon_gone()
 
     def test_log_file_gets_the_daemonised_mounts_lines(self):
         p = self.daemonised("log_file=mount.log", "log_level=info", cwd=self.tmp)  # relative: to cwd
