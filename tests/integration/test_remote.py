@@ -1078,7 +1078,12 @@ class RemoteSlowOrHugeTest(unittest.TestCase):
                 # the cap, plus the workers' own outputs of these small models
                 self.assertLessEqual(s.peak, cap + MIB, (s.peak, log))
                 self.assertEqual(st["remote_hits"], 0, st)
-                self.assertEqual(st["conversions"], len(self.MODELS), st)
+                # one conversion a model, and one more for each view the cap
+                # took as soon as it was stored (the downloads hold most of
+                # the 8 MiB: docs/cache.md, views larger than the free space)
+                self.assertGreaterEqual(st["conversions"], len(self.MODELS), st)
+                self.assertLessEqual(st["conversions"],
+                                     len(self.MODELS) + st["views_evicted_at_store"], st)
                 url = self.srv.url(prefix)
                 if prefix == "huge":
                     self.assertLess(s.peak, MIB, (s.peak, log))  # nothing of the bodies kept
