@@ -11,14 +11,6 @@
 
 _Static_assert(MFS_SETTINGS_MAX_CLIPS == 64, "parse.c's message names 64 clips");
 
-void mfs_settings_init(mfs_settings *s)
-{
-    memset(s, 0, sizeof *s);
-    s->scale = 1.0;
-    s->up = (mfs_axis){1, 1};       /* +y: the views' own frame (docs/import.md) */
-    s->forward = (mfs_axis){2, 1};  /* +z */
-}
-
 static void copy_key(mfs_settings *s, const mfs_settings *l, enum mfs_setting bit)
 {
     switch (bit) {

@@ -16,6 +16,14 @@
 #include "meshfs/settings.h"
 #include "values.h"
 
+void mfs_settings_init(mfs_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->scale = 1.0;
+    s->up = (mfs_axis){1, 1};      /* +y: the views' own frame (docs/import.md) */
+    s->forward = (mfs_axis){2, 1}; /* +z */
+}
+
 #define MAX_HEADERS (MFS_SETTINGS_MAX_CLIPS + 8)
 
 typedef struct parse_ctx {
