@@ -45,6 +45,11 @@ typedef struct mfs_deps {
      * swapped for a link): the failure says nothing about the model's bytes,
      * so it must not be remembered against them. */
     int model_unopened;
+    /* Set by a failed mfs_import whose reason lies outside the inputs'
+     * bytes (a settings file of another owner, docs/settings.md): not
+     * remembered, and not run again at once either; the next access tries
+     * again. */
+    int unkeyed;
 } mfs_deps;
 
 void mfs_deps_free(mfs_deps *d);
@@ -79,12 +84,17 @@ typedef struct mfs_import_opts {
     int model_id_known;
     dev_t model_dev;
     ino_t model_ino;
+    /* When set, receives the settings that applied (docs/settings.md): the
+     * caller applies the per-format ones to the writers' options. */
+    struct mfs_settings *settings;
 } mfs_import_opts;
 
 /* Imports root/relpath.  On success *out owns the scene; deps lists every
  * file read (the model first), every path tried and not found, and every
- * folder searched (mfs_dep_kind).  deps is filled as far as it got even on
- * failure, so a failed conversion can still be keyed by its inputs. */
+ * folder searched (mfs_dep_kind), the model's settings files included,
+ * found or not (docs/settings.md: they are read first and applied to the
+ * import and the scene).  deps is filled as far as it got even on failure,
+ * so a failed conversion can still be keyed by its inputs. */
 int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
                mfs_scene **out, mfs_deps *deps, mfs_err *err);
 

@@ -17,9 +17,11 @@
  *
  * A file applies only when its owner is the model's owner or root: on a
  * shared machine a second user who can write into a folder must not steer
- * another user's conversion (texture = names a file the worker would read
- * with the model owner's rights).  Such a file is not applied and says so
- * in the warnings.
+ * another user's conversion.  Such a file fails the model with an error
+ * naming it and its owner (mfs_settings.foreign_owner set): never applied,
+ * never ignored in silence.  The failure is not remembered against the
+ * model's inputs, since an owner is not in a file's bytes and a chown alone
+ * must bring the views back.
  *
  * Errors name the file, the line and the key ("a/.meshfs: line 3: key
  * 'scle': unknown key"); the caller fails the model's views with that text
@@ -37,11 +39,10 @@ struct mfs_err;
 #define MFS_SETTINGS_MAX_CLIPS 64
 #define MFS_SETTINGS_NAME_MAX 64  /* clip and take names, with their NUL */
 #define MFS_SETTINGS_PATH_MAX 200 /* texture= value, with its NUL */
-#define MFS_SETTINGS_WARN_MAX 1024
 
 /* The keys, one bit each (mfs_settings.set). */
 enum mfs_setting {
-    MFS_SET_SCALE = 1u << 0,   /* scale= or unit= */
+    MFS_SET_SCALE = 1u << 0,
     MFS_SET_UP = 1u << 1,
     MFS_SET_FORWARD = 1u << 2,
     MFS_SET_FORMATS = 1u << 3,
@@ -55,8 +56,9 @@ enum mfs_setting {
     MFS_SET_FMD_RAW = 1u << 11,
     MFS_SET_IMPORTER = 1u << 12,
     MFS_SET_CLIPS = 1u << 13,
+    MFS_SET_UNIT = 1u << 14,
 };
-#define MFS_SETTINGS_NKEYS 14
+#define MFS_SETTINGS_NKEYS 15
 
 /* An axis: 0 = x, 1 = y, 2 = z; sign -1 or +1. */
 typedef struct mfs_axis {
@@ -84,7 +86,10 @@ typedef struct mfs_setting_origin {
 
 typedef struct mfs_settings {
     unsigned set; /* mfs_setting bits given by some file */
-    double scale;
+    /* The model as read (its file's own declarations applied) is turned so
+     * that up is +y and forward +z, then multiplied by unit (metres per
+     * unit: 0.01 for cm) and by scale. */
+    double scale, unit;
     mfs_axis up, forward;
     unsigned formats;        /* mfs_format mask (mfs_format_parse_list) */
     int normals_compute;     /* 0: keep the file's normals */
@@ -96,11 +101,15 @@ typedef struct mfs_settings {
     size_t nclips;
     mfs_clip clips[MFS_SETTINGS_MAX_CLIPS];
     mfs_setting_origin origin[MFS_SETTINGS_NKEYS];
-    /* Files that were found but not applied, one line each. */
-    char warnings[MFS_SETTINGS_WARN_MAX];
+    /* set by mfs_settings_load when it failed on a file of another owner */
+    int foreign_owner;
 } mfs_settings;
 
 void mfs_settings_init(mfs_settings *s);
+
+/* Is name (a file name, no folder) a settings file: ".meshfs" or
+ * "MODEL.meshfs"?  The mount hides them with hide_sources, like models. */
+int mfs_settings_is_file(const char *name);
 
 /* Parses one file's text (not NUL-terminated; len bytes) named name (for
  * errors and origins) into a fresh layer.  -1 with err "NAME: line N: key
@@ -133,9 +142,15 @@ typedef int (*mfs_settings_read_fn)(void *ctx, const char *rel, char **text, siz
 
 /* Every candidate of model_rel read through fn, checked for its owner
  * (model_uid or root) and laid over out (which the caller has set up with
- * mfs_settings_init).  -1 with err on a malformed applicable file. */
+ * mfs_settings_init).  -1 with err on a malformed file, a file of another
+ * owner (out->foreign_owner) or one that cannot be read. */
 int mfs_settings_load(const char *model_rel, unsigned model_uid, mfs_settings_read_fn fn,
                       void *ctx, mfs_settings *out, struct mfs_err *err);
+
+/* Lays the per-format keys that s sets (fmi_textures, reverse_winding,
+ * source_frame, vrt_layout, fmd_raw, importer) over the writers' options. */
+struct mfs_options;
+void mfs_settings_writer_options(const mfs_settings *s, struct mfs_options *o);
 
 /* Canonical text of what decides the views' bytes (every key but formats=,
  * which decides only which views exist), for cache keys: equal settings give

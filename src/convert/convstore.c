@@ -297,7 +297,7 @@ int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *
      * hashed it.  Nothing about the model's bytes, so not remembered
      * against them: the next access tries again.  (A worker that died
      * never names the model.) */
-    if (!rep->ok && rep->deps.model_unopened)
+    if (!rep->ok && (rep->deps.model_unopened || rep->deps.unkeyed))
         rep->transient = 1;
     /* Inputs for the keys: what the worker read; if it died before saying,
      * the model file alone (hashed here), so a crash is keyed to its bytes. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "meshfs/settings.h"
 #include "meshfs/worker.h"
 
 static void fill_stats(const mfs_scene *s, mfs_stats *st)
@@ -181,10 +182,17 @@ int mfs_job_run(const mfs_job *job, mfs_report *rep)
                           .model_id_known = job->model_id_known,
                           .model_dev = job->model_dev,
                           .model_ino = job->model_ino};
+    /* the settings files beside the model may set per-format options for
+     * it (docs/settings.md): the writers get them over the job's */
+    mfs_settings *settings = malloc(sizeof *settings);
+    if (settings)
+        mfs_settings_init(settings);
+    io.settings = settings;
     mfs_scene *s = NULL;
     mfs_err err;
     mfs_err_clear(&err);
-    int imported = mfs_import(job->root, job->model, &io, &s, &rep->deps, &err);
+    int imported = settings ? mfs_import(job->root, job->model, &io, &s, &rep->deps, &err)
+                            : mfs_errf(&err, "out of memory");
     snprintf(rep->route, sizeof rep->route, "%s", mfs_import_route());
     if (imported < 0) {
         /* assimp turns an allocation refused by RLIMIT_AS into a plain
@@ -194,12 +202,16 @@ int mfs_job_run(const mfs_job *job, mfs_report *rep)
                      (unsigned long long)(job->limits.memory >> 20), err.msg);
         else
             snprintf(rep->error, sizeof rep->error, "%s", err.msg);
+        free(settings);
         return 0;
     }
+    mfs_job with = *job;
+    mfs_settings_writer_options(settings, &with.opts);
+    free(settings);
     rep->ok = 1;
     fill_stats(s, &rep->stats);
     rep->formats = job->formats & MFS_FMT_ALL;
-    write_all(job, s, rep);
+    write_all(&with, s, rep);
     mfs_fmt_result *tex = &rep->fmt[MFS_FMT_TEX];
     if ((rep->formats & (1u << MFS_FMT_TEX)) && tex->ok && s->image.note) {
         /* the mount logs it, meshfs-convert puts it in its report */

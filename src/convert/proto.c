@@ -45,8 +45,9 @@ int mfs_report_encode(const mfs_report *r, uint8_t **buf, size_t *len)
     mfs_put_u32(&s, MFS_PROTO_MAGIC);
     mfs_put_u32(&s, MFS_PROTO_VERSION);
     mfs_put_u32(&s, 0); /* total length, patched below */
-    /* status: bit 0 import ok, bit 1 the model's own path could not be opened */
-    mfs_put_u8(&s, (uint8_t)((r->ok != 0) | (r->deps.model_unopened ? 2 : 0)));
+    /* status: bit 0 import ok, bit 1 the model's own path could not be
+     * opened, bit 2 a failure not to remember (mfs_deps.unkeyed) */
+    mfs_put_u8(&s, (uint8_t)((r->ok != 0) | (r->deps.model_unopened ? 2 : 0) | (r->deps.unkeyed ? 4 : 0)));
     put_text(&s, r->error);
     put_text(&s, r->route);
     mfs_put_u32(&s, r->deps.n);
@@ -260,7 +261,9 @@ int mfs_report_decode(const uint8_t *buf, size_t len, mfs_report *out, mfs_err *
         goto fail;
     out->ok = (ok & 1) != 0;
     out->deps.model_unopened = (ok & 2) != 0;
-    if (ok > 2 || (mask & ~MFS_FMT_ALL)) { /* 3: ok yet the model unopened */
+    out->deps.unkeyed = (ok & 4) != 0;
+    /* one bit at most: ok yet failed, or failed two ways, is a lie */
+    if ((ok != 0 && ok != 1 && ok != 2 && ok != 4) || (mask & ~MFS_FMT_ALL)) {
         mfs_errf(err, "worker report: bad status or format mask");
         goto fail;
     }

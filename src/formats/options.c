@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "meshfs/err.h"
+#include "meshfs/import.h"
 #include "meshfs/options.h"
 
 void mfs_options_default(mfs_options *o)
@@ -36,4 +37,24 @@ int mfs_options_set_vrt_layout(mfs_options *o, const char *value, mfs_err *err)
         return mfs_errf(err, "vrt_layout '%s': expected 'skinned' (64-byte vertices, the engine's) "
                         "or 'plain' (8 floats, the FBXConverter document's)", value ? value : "");
     return 0;
+}
+
+/* The --importer / -o importer= values (meshfs/import.h), here in the core
+ * library so that the daemon and meshfs-convert parse them without linking
+ * the importer. */
+int mfs_importer_parse(const char *value, int *out, mfs_err *err)
+{
+    if (value && strcmp(value, "auto") == 0)
+        *out = MFS_IMPORTER_AUTO;
+    else if (value && strcmp(value, "assimp") == 0)
+        *out = MFS_IMPORTER_ASSIMP;
+    else
+        return mfs_errf(err, "importer '%s': expected 'auto' (native glTF/OBJ parsers, assimp "
+                        "for the rest) or 'assimp' (assimp for every format)", value ? value : "");
+    return 0;
+}
+
+const char *mfs_importer_name(int importer)
+{
+    return importer == MFS_IMPORTER_ASSIMP ? "assimp" : "auto";
 }

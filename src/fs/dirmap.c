@@ -36,6 +36,7 @@
 #include "meshfs/timespec.h"
 #include "lgepkg.h"
 #include "meshfs/naming.h"
+#include "meshfs/settings.h"
 
 /* A folder's table: its entries (sorted by name) and its models with views
  * (sorted by base), built from one read of the folder and never changed
@@ -318,7 +319,9 @@ static int read_entries(mfs_fs *fs, const char *dir, mfs_dirtab *t)
             if (fstatat(dirfd(d), e->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
                 e->type = IFTODT(st.st_mode);
         }
-        e->model = e->type == DT_REG && mfs_spawner_is_model(fs->spawner, e->name);
+        /* hidden by hide_sources: models and their settings files */
+        e->model = e->type == DT_REG &&
+                   (mfs_spawner_is_model(fs->spawner, e->name) || mfs_settings_is_file(e->name));
         t->n++;
     }
     closedir(d);

@@ -23,6 +23,7 @@
 #include "listing.h"
 #include "lowlevel.h"
 #include "meshfs/naming.h"
+#include "meshfs/settings.h"
 #include "ops.h"
 #include "passthrough.h"
 #include "prefetch.h"
@@ -105,7 +106,8 @@ static int is_hidden_source(mfs_fs *fs, const char *r, const struct stat *st)
     if (!fs->cfg.hide_sources || !S_ISREG(st->st_mode))
         return 0;
     const char *slash = strrchr(r, '/');
-    return mfs_spawner_is_model(fs->spawner, slash ? slash + 1 : r);
+    const char *name = slash ? slash + 1 : r;
+    return mfs_spawner_is_model(fs->spawner, name) || mfs_settings_is_file(name);
 }
 
 /* Is r a view?  Fills ref and returns 1; 0 if not; -errno. */

@@ -184,8 +184,8 @@ static void note_model_unopened(const mfs_iofs *fs, mfs_deps *deps, const char *
                            fs->model_replaced;
 }
 
-int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
-               mfs_scene **out, mfs_deps *deps, mfs_err *err)
+int mfs_import_scene(const char *root, const char *relpath, const mfs_import_opts *o,
+                     mfs_scene **out, mfs_deps *deps, mfs_err *err)
 {
     *out = NULL;
     /* the host's path, opened as given: never normalised, so a '\' in a

@@ -7,6 +7,11 @@
 #include "iofs.h"
 #include "meshfs/scene.h"
 
+/* mfs_import without the settings files (import.c reads and applies them
+ * around it): the native parsers or assimp, the frame, the checks. */
+int mfs_import_scene(const char *root, const char *relpath, const mfs_import_opts *o,
+                     mfs_scene **out, mfs_deps *deps, mfs_err *err);
+
 /* Copies everything writers need out of an assimp scene. */
 mfs_scene *mfs_from_aiscene(const struct aiScene *ai, mfs_err *err);
 

@@ -226,6 +226,14 @@ static void record_absent(mfs_iofs *fs, const char *rel)
         dep->kind = fs->searching ? MFS_DEP_ABSENT : MFS_DEP_MISSING;
 }
 
+int mfs_iofs_hold_model_place(mfs_iofs *fs)
+{
+    if (fs->deps->n || !fs->model)
+        return 0;
+    mfs_dep *dep = new_dep(fs, fs->model, 0);
+    return dep ? 0 : -1; /* size 0, hash zero: a place, not a reading */
+}
+
 void mfs_iofs_mark_missing(mfs_iofs *fs, const char *rel)
 {
     mfs_deps *d = fs->deps;
@@ -302,6 +310,8 @@ static void f_flush(struct aiFile *f)
     (void)f;
 }
 
+static struct aiFile *open_recorded(mfs_iofs *fs, const char *rel, const char *path, unsigned *uid);
+
 static struct aiFile *fs_open(struct aiFileIO *io, const char *path, const char *mode)
 {
     mfs_iofs *fs = (mfs_iofs *)io->UserData;
@@ -312,6 +322,13 @@ static struct aiFile *fs_open(struct aiFileIO *io, const char *path, const char 
         note_refused(fs, path);
         return NULL;
     }
+    return open_recorded(fs, rel, path, NULL);
+}
+
+/* Opens rel (beneath the root, already resolved) and records it, found or
+ * absent; path is what the parser asked for, for a refusal's message. */
+static struct aiFile *open_recorded(mfs_iofs *fs, const char *rel, const char *path, unsigned *uid)
+{
     int fd = open_beneath(fs->rootfd, rel);
     if (fd < 0) {
         if (errno == EXDEV || errno == ELOOP)
@@ -340,6 +357,8 @@ static struct aiFile *fs_open(struct aiFileIO *io, const char *path, const char 
     if (!f || !m)
         goto fail;
     m->size = (size_t)st.st_size;
+    if (uid)
+        *uid = (unsigned)st.st_uid;
     if (m->size) {
         void *p = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
@@ -392,6 +411,44 @@ struct aiFile *mfs_iofs_view(mfs_iofs *fs, const char *rel, const uint8_t **data
     *data = m->data;
     *size = m->size;
     return f;
+}
+
+struct aiFile *mfs_iofs_view_at_root(mfs_iofs *fs, const char *rel, const uint8_t **data, size_t *size,
+                                     unsigned *uid, int *absent)
+{
+    *absent = 0;
+    if (!mfs_iofs_model_path_ok(rel))
+        return NULL;
+    int was = fs->searching;
+    uint32_t before = fs->deps ? fs->deps->n : 0;
+    fs->searching = 1; /* a file that may be there: absent is no warning */
+    struct aiFile *f = open_recorded(fs, rel, rel, uid);
+    fs->searching = was;
+    if (!f) {
+        /* absent, or there and unreadable (which the caller fails on) */
+        const mfs_deps *d = fs->deps;
+        *absent = d && d->n > before && d->v[d->n - 1].kind == MFS_DEP_ABSENT &&
+                  strcmp(d->v[d->n - 1].path, rel) == 0;
+        return NULL;
+    }
+    const mapped_file *m = (const mapped_file *)f->UserData;
+    *data = m->data;
+    *size = m->size;
+    return f;
+}
+
+int mfs_iofs_owner(mfs_iofs *fs, const char *rel, unsigned *uid)
+{
+    int fd = open_beneath(fs->rootfd, rel);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int rc = fstat(fd, &st);
+    close(fd);
+    if (rc < 0)
+        return -1;
+    *uid = (unsigned)st.st_uid;
+    return 0;
 }
 
 void mfs_iofs_unview(mfs_iofs *fs, struct aiFile *f)

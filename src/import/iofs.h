@@ -50,6 +50,24 @@ int mfs_iofs_oom(const mfs_iofs *fs, mfs_err *err);
 struct aiFile *mfs_iofs_view(mfs_iofs *fs, const char *rel, const uint8_t **data, size_t *size);
 void mfs_iofs_unview(mfs_iofs *fs, struct aiFile *f);
 
+/* As mfs_iofs_view, for rel relative to the root itself (not a reference
+ * resolved beside the model), a path of the same form as the model's
+ * (mfs_iofs_model_path_ok), and with the file's owner in *uid: a settings
+ * file (include/meshfs/settings.h).  Recorded found or absent; absent is
+ * an input, never a warning.  NULL with *absent 1 when there is no such
+ * file, 0 when there is one that cannot be read. */
+struct aiFile *mfs_iofs_view_at_root(mfs_iofs *fs, const char *rel, const uint8_t **data, size_t *size,
+                                     unsigned *uid, int *absent);
+
+/* Puts the model first in an empty dependency list without reading it (size
+ * 0, hash zero), so that paths tried after it are recorded (absent ones are
+ * recorded only after the model).  For a list whose first entry is dropped
+ * or replaced by a real reading later (settings_apply.c).  -1 out of memory. */
+int mfs_iofs_hold_model_place(mfs_iofs *fs);
+
+/* The owner of root/rel, not recorded.  -1 when it cannot be opened. */
+int mfs_iofs_owner(mfs_iofs *fs, const char *rel, unsigned *uid);
+
 /* Records the case-insensitive search of rel ("folder/name") as an input:
  * the folder's names equal to name ignoring case (include/meshfs/inputs.h). */
 void mfs_iofs_record_listing(mfs_iofs *fs, const char *rel);

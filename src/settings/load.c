@@ -7,6 +7,7 @@
 
 #include "meshfs/err.h"
 #include "meshfs/formats.h"
+#include "meshfs/options.h"
 #include "meshfs/settings.h"
 
 _Static_assert(MFS_SETTINGS_MAX_CLIPS == 64, "parse.c's message names 64 clips");
@@ -15,6 +16,7 @@ static void copy_key(mfs_settings *s, const mfs_settings *l, enum mfs_setting bi
 {
     switch (bit) {
     case MFS_SET_SCALE: s->scale = l->scale; break;
+    case MFS_SET_UNIT: s->unit = l->unit; break;
     case MFS_SET_UP: s->up = l->up; break;
     case MFS_SET_FORWARD: s->forward = l->forward; break;
     case MFS_SET_FORMATS: s->formats = l->formats; break;
@@ -47,8 +49,6 @@ void mfs_settings_overlay(mfs_settings *s, const mfs_settings *layer)
         s->origin[i] = layer->origin[i];
         s->set |= bit;
     }
-    size_t used = strlen(s->warnings);
-    snprintf(s->warnings + used, sizeof s->warnings - used, "%s", layer->warnings);
 }
 
 static const char *origin_text(const mfs_settings *s, enum mfs_setting bit, char *buf, size_t n)
@@ -99,15 +99,6 @@ int mfs_settings_paths(const char *model_rel, char *buf, size_t bufsz, const cha
     return n;
 }
 
-static void warn(mfs_settings *s, const char *fmt, ...)
-{
-    size_t used = strlen(s->warnings);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->warnings + used, sizeof s->warnings - used, fmt, ap);
-    va_end(ap);
-}
-
 int mfs_settings_load(const char *model_rel, unsigned model_uid, mfs_settings_read_fn fn, void *ctx,
                       mfs_settings *out, mfs_err *err)
 {
@@ -131,10 +122,11 @@ int mfs_settings_load(const char *model_rel, unsigned model_uid, mfs_settings_re
         }
         if (r == 1)
             continue;
-        if (uid != model_uid && uid != 0)
-            warn(out, "%s: owned by uid %u, not by the model's owner (uid %u) or root: not applied\n",
-                 paths[i], uid, model_uid);
-        else if (mfs_settings_parse(paths[i], text, len, layer, err) < 0)
+        if (uid != model_uid && uid != 0) {
+            out->foreign_owner = 1;
+            rc = mfs_errf(err, "%s: owned by uid %u, not by the model's owner (uid %u) or root: not applied; "
+                          "its owner or root may chown it, or remove it", paths[i], uid, model_uid);
+        } else if (mfs_settings_parse(paths[i], text, len, layer, err) < 0)
             rc = -1;
         else
             mfs_settings_overlay(out, layer);
@@ -170,6 +162,8 @@ size_t mfs_settings_key_text(const mfs_settings *s, char *buf, size_t n)
     /* strings carry their length, so no name can forge the next field */
     if (s->set & MFS_SET_SCALE)
         at = add(buf, n, at, "scale=%.17g;", s->scale);
+    if (s->set & MFS_SET_UNIT)
+        at = add(buf, n, at, "unit=%.17g;", s->unit);
     if (s->set & MFS_SET_UP)
         at = add(buf, n, at, "up=%c%c;", axis_sign(s->up), 'x' + s->up.index);
     if (s->set & MFS_SET_FORWARD)
@@ -206,6 +200,7 @@ static size_t describe_one(const mfs_settings *s, enum mfs_setting bit, char *bu
     origin_text(s, bit, o, sizeof o);
     switch (bit) {
     case MFS_SET_SCALE: return add(buf, n, at, "scale = %g  (%s)\n", s->scale, o);
+    case MFS_SET_UNIT: return add(buf, n, at, "unit = %g m  (%s)\n", s->unit, o);
     case MFS_SET_UP: return add(buf, n, at, "up = %s%c  (%s)\n", s->up.sign < 0 ? "-" : "", 'x' + s->up.index, o);
     case MFS_SET_FORWARD:
         return add(buf, n, at, "forward = %s%c  (%s)\n", s->forward.sign < 0 ? "-" : "", 'x' + s->forward.index,
@@ -254,7 +249,27 @@ size_t mfs_settings_describe(const mfs_settings *s, char *buf, size_t n)
     for (int i = 0; i < MFS_SETTINGS_NKEYS; i++)
         if (s->set & (1u << i))
             at = describe_one(s, (enum mfs_setting)(1u << i), buf, n, at);
-    if (*s->warnings)
-        at = add(buf, n, at, "%s", s->warnings);
     return at;
+}
+
+void mfs_settings_writer_options(const mfs_settings *s, mfs_options *o)
+{
+    if (s->set & MFS_SET_FMI_TEXTURES)
+        o->fmi_textures = s->fmi_textures;
+    if (s->set & MFS_SET_REVERSE_WINDING)
+        o->reverse_winding = s->reverse_winding;
+    if (s->set & MFS_SET_SOURCE_FRAME)
+        o->source_frame = s->source_frame;
+    if (s->set & MFS_SET_VRT_LAYOUT)
+        o->vrt_plain = s->vrt_plain;
+    if (s->set & MFS_SET_FMD_RAW)
+        o->fmd_raw = s->fmd_raw;
+    if (s->set & MFS_SET_IMPORTER)
+        o->importer = s->importer;
+}
+
+int mfs_settings_is_file(const char *name)
+{
+    size_t n = strlen(name), k = strlen(".meshfs");
+    return n >= k && !strcmp(name + n - k, ".meshfs");
 }

@@ -20,6 +20,7 @@ void mfs_settings_init(mfs_settings *s)
 {
     memset(s, 0, sizeof *s);
     s->scale = 1.0;
+    s->unit = 1.0;
     s->up = (mfs_axis){1, 1};      /* +y: the views' own frame (docs/import.md) */
     s->forward = (mfs_axis){2, 1}; /* +z */
 }
@@ -34,7 +35,6 @@ typedef struct parse_ctx {
     int header_used[MAX_HEADERS];
     int nheaders;
     unsigned given;      /* top-level keys seen (mfs_setting bits, plus unit/scale split) */
-    int unit_line, scale_line;
     int clip_header[MFS_SETTINGS_MAX_CLIPS]; /* header index of each clip */
     unsigned clip_given[MFS_SETTINGS_MAX_CLIPS];
     mfs_settings *out;
@@ -104,7 +104,7 @@ static int top_key(parse_ctx *c, const char *key, char *v)
         const char *name;
         enum mfs_setting bit;
     } keys[] = {
-        {"scale", MFS_SET_SCALE},     {"unit", MFS_SET_SCALE},
+        {"scale", MFS_SET_SCALE},     {"unit", MFS_SET_UNIT},
         {"up", MFS_SET_UP},           {"forward", MFS_SET_FORWARD},
         {"formats", MFS_SET_FORMATS}, {"normals", MFS_SET_NORMALS},
         {"texture", MFS_SET_TEXTURE}, {"take", MFS_SET_TAKE},
@@ -118,26 +118,16 @@ static int top_key(parse_ctx *c, const char *key, char *v)
             bit = keys[i].bit;
     if (!bit)
         return fail(c, key, "unknown key (docs/settings.md lists them)");
-    int is_unit = !strcmp(key, "unit"), is_scale = !strcmp(key, "scale");
-    if ((is_unit && c->unit_line) || (is_scale && c->scale_line) ||
-        (!is_unit && !is_scale && (c->given & bit)))
+    if (c->given & bit)
         return fail(c, key, "given twice (or continued on an indented line)");
-    if ((is_unit && c->scale_line) || (is_scale && c->unit_line))
-        return fail(c, key, "scale and unit both given; give one");
     c->given |= bit;
-    if (is_unit)
-        c->unit_line = c->line;
-    if (is_scale)
-        c->scale_line = c->line;
 
     mfs_settings *s = c->out;
     mfs_err verr = {{0}};
     int r = 0;
     switch (bit) {
-    case MFS_SET_SCALE:
-        r = is_unit ? mfs_setval_unit(v, &s->scale, &verr)
-                    : mfs_setval_number(v, 1e-6, 1e6, &s->scale, &verr);
-        break;
+    case MFS_SET_SCALE: r = mfs_setval_number(v, 1e-6, 1e6, &s->scale, &verr); break;
+    case MFS_SET_UNIT: r = mfs_setval_unit(v, &s->unit, &verr); break;
     case MFS_SET_UP: r = mfs_setval_axis(v, &s->up, &verr); break;
     case MFS_SET_FORWARD: r = mfs_setval_axis(v, &s->forward, &verr); break;
     case MFS_SET_FORMATS: r = mfs_format_parse_list(v, &s->formats, &verr); break;

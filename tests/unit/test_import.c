@@ -124,10 +124,17 @@ static void test_deps_recorded(void **state)
     mfs_deps deps = {0};
     mfs_err err;
     assert_int_equal(mfs_import(root, "sub/tri.obj", NULL, &s, &deps, &err), 0);
-    assert_int_equal(deps.n, 2);
+    assert_int_equal(deps.n, 5);
     assert_string_equal(deps.v[0].path, "sub/tri.obj");
     assert_string_equal(deps.v[1].path, "sub/tri.mtl");
     assert_int_equal(deps.v[1].size, 18);
+    /* the settings files it may have (docs/settings.md), absent: inputs
+     * too, so one that appears makes the views again */
+    const char *settings[] = {".meshfs", "sub/.meshfs", "sub/tri.obj.meshfs"};
+    for (int i = 0; i < 3; i++) {
+        assert_string_equal(deps.v[2 + i].path, settings[i]);
+        assert_int_equal(deps.v[2 + i].kind, MFS_DEP_ABSENT);
+    }
     assert_int_equal(s->n_meshes, 1);
     assert_int_equal(s->meshes[0].n_faces, 1);
     assert_non_null(s->meshes[0].normals); /* generated */
@@ -165,7 +172,8 @@ static void test_bad_model(void **state)
     mfs_err err;
     assert_int_equal(mfs_import(root, "sub/bad.obj", NULL, &s, &deps, &err), -1);
     assert_non_null(strstr(err.msg, "import failed"));
-    assert_int_equal(deps.n, 1); /* known as far as it got */
+    assert_int_equal(deps.n, 4); /* known as far as it got: the model, its settings' places */
+    assert_string_equal(deps.v[0].path, "sub/bad.obj");
     assert_int_equal(deps.model_unopened, 0); /* its bytes are to blame */
     mfs_deps_free(&deps);
 }

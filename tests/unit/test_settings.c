@@ -79,7 +79,8 @@ static void units_and_per_format_keys(void **state)
         snprintf(text, sizeof text, "unit = %s\n", units[i].unit);
         mfs_err err = {{0}};
         assert_int_equal(parse(text, &err), 0);
-        assert_true(S.scale == units[i].scale);
+        assert_true(S.unit == units[i].scale);
+        assert_true(S.scale == 1.0);
     }
     mfs_err err = {{0}};
     assert_int_equal(parse("fmi_textures = yes\nreverse_winding = on\nsource_frame = 1\n"
@@ -90,6 +91,9 @@ static void units_and_per_format_keys(void **state)
     assert_int_equal(S.importer, 1);
     assert_int_equal(S.normals_compute, 0);
     assert_string_equal(S.take, "Take 001");
+    /* unit says what the model's numbers are in, scale multiplies: both may be given */
+    assert_int_equal(parse("unit = in\nscale = 2\n", &err), 0);
+    assert_true(S.unit == 0.0254 && S.scale == 2.0);
 }
 
 static void errors_name_file_line_and_key(void **state)
@@ -97,7 +101,6 @@ static void errors_name_file_line_and_key(void **state)
     (void)state;
     expect_error("up = y\nscle = 2\n", "props/.meshfs: line 2: key 'scle': unknown key (docs/settings.md lists them)");
     expect_error("up = y\nthis is not ini\n", "props/.meshfs: line 2: not 'key = value', '[clip NAME]' or a comment");
-    expect_error("scale = 0.01\nunit = cm\n", "props/.meshfs: line 2: key 'unit': scale and unit both given; give one");
     expect_error("up = y\nup = z\n", "props/.meshfs: line 2: key 'up': given twice (or continued on an indented line)");
     expect_error("up = w\n", "props/.meshfs: line 1: key 'up': 'w' is not one of x, y, z, -x, -y, -z");
     expect_error("scale = -1\n", "props/.meshfs: line 1: key 'scale': -1 is outside 1e-06..1e+06");
@@ -219,8 +222,10 @@ static void nearer_files_override_farther_ones(void **state)
     mfs_settings_init(&s);
     mfs_err err = {{0}};
     assert_int_equal(mfs_settings_load("chars/hero.fbx", 1000, fake_read, files, &s, &err), 0);
-    assert_true(s.scale == 0.01); /* the sidecar's unit = cm over the folder's scale = 2 */
-    assert_string_equal(s.origin[__builtin_ctz(MFS_SET_SCALE)].file, "chars/hero.fbx.meshfs");
+    assert_true(s.scale == 2.0); /* the folder's over the root's */
+    assert_string_equal(s.origin[__builtin_ctz(MFS_SET_SCALE)].file, "chars/.meshfs");
+    assert_true(s.unit == 0.01); /* the sidecar's */
+    assert_string_equal(s.origin[__builtin_ctz(MFS_SET_UNIT)].file, "chars/hero.fbx.meshfs");
     assert_int_equal(s.up.index, 2); /* from the root, untouched by nearer files */
     assert_string_equal(s.origin[__builtin_ctz(MFS_SET_UP)].file, ".meshfs");
     assert_int_equal(s.formats, (1u << MFS_FMT_DEM) | (1u << MFS_FMT_GMF));
@@ -230,11 +235,12 @@ static void nearer_files_override_farther_ones(void **state)
 
     char d[2048];
     mfs_settings_describe(&s, d, sizeof d);
-    assert_string_equal(d, "scale = 0.01  (chars/hero.fbx.meshfs:1)\n"
+    assert_string_equal(d, "scale = 2  (chars/.meshfs:1)\n"
                            "up = z  (.meshfs:2)\n"
                            "formats = gmf:dem  (chars/.meshfs:2)\n"
                            "[clip walk] start = 0, end = 30, loop = false  (chars/hero.fbx.meshfs:3)\n"
-                           "[clip run] start = 31, end = 60, loop = false  (chars/hero.fbx.meshfs:3)\n");
+                           "[clip run] start = 31, end = 60, loop = false  (chars/hero.fbx.meshfs:3)\n"
+                           "unit = 0.01 m  (chars/hero.fbx.meshfs:1)\n");
 
     /* a folder with no settings: defaults, nothing set */
     mfs_settings_init(&s);
@@ -258,14 +264,15 @@ static void another_users_file_is_not_applied(void **state)
     mfs_settings s;
     mfs_settings_init(&s);
     mfs_err err = {{0}};
-    assert_int_equal(mfs_settings_load("shared/crate.obj", 1000, fake_read, files, &s, &err), 0);
-    assert_int_equal(s.set, MFS_SET_UP);
-    assert_string_equal(s.warnings, "shared/.meshfs: owned by uid 2000, not by the model's owner (uid 1000) or root: "
-                                    "not applied\n");
+    assert_int_equal(mfs_settings_load("shared/crate.obj", 1000, fake_read, files, &s, &err), -1);
+    assert_int_equal(s.foreign_owner, 1);
+    assert_string_equal(err.msg, "shared/.meshfs: owned by uid 2000, not by the model's owner (uid 1000) or root: "
+                                 "not applied; its owner or root may chown it, or remove it");
     /* a malformed file of the model's owner fails the model, never defaults */
     fake_file bad[] = {{"crate.obj.meshfs", "scale = big\n", 1000}, {NULL, NULL, 0}};
     mfs_settings_init(&s);
     assert_int_equal(mfs_settings_load("crate.obj", 1000, fake_read, bad, &s, &err), -1);
+    assert_int_equal(s.foreign_owner, 0);
     assert_string_equal(err.msg, "crate.obj.meshfs: line 1: key 'scale': 'big' is not a number");
     /* a file that exists and cannot be read fails the model too */
     fake_file unreadable[] = {{".meshfs", NULL, 1000}, {NULL, NULL, 0}};
@@ -289,7 +296,7 @@ static void key_text_depends_on_values_not_on_files(void **state)
 {
     (void)state;
     fake_file one[] = {{".meshfs", "unit = cm\nup = z\n", 0}, {NULL, NULL, 0}};
-    fake_file two[] = {{"a/.meshfs", "up = z\nformats = gmf\n", 0}, {"a/m.obj.meshfs", "scale = 0.01\n", 0},
+    fake_file two[] = {{"a/.meshfs", "up = z\nformats = gmf\n", 0}, {"a/m.obj.meshfs", "unit = cm\n", 0},
                        {NULL, NULL, 0}};
     mfs_settings s1, s2;
     mfs_settings_init(&s1);
@@ -300,7 +307,7 @@ static void key_text_depends_on_values_not_on_files(void **state)
     char k1[256], k2[256];
     mfs_settings_key_text(&s1, k1, sizeof k1);
     mfs_settings_key_text(&s2, k2, sizeof k2);
-    assert_string_equal(k1, "scale=0.01;up=+z;");
+    assert_string_equal(k1, "unit=0.01;up=+z;");
     assert_string_equal(k1, k2); /* formats= decides which views exist, not their bytes */
 
     /* names carry their length: a clip name cannot forge the next field */
