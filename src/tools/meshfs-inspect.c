@@ -3,12 +3,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "inspect_settings.h"
 #include "meshfs/inspect.h"
 #include "meshfs/version.h"
 
 static void usage(FILE *f)
 {
     fputs("usage: meshfs-inspect [--check] [--json] [-q] FILE...\n"
+          "       meshfs-inspect --settings SRC MODEL...\n"
           "Reads .fmd .fmi .gmf/.mdl .dem .vrt .tri .sph .tex files, LGE packages (.lgepkg)\n"
           "and chunks (.lge) strictly, and prints a summary.\n"
           "  --check        also verify the format's invariants and the target engine's\n"
@@ -16,6 +18,9 @@ static void usage(FILE *f)
           "                 .mdl); a violation fails the file, a file that passes gets a\n"
           "                 line 'FILE: ok'\n"
           "  --json         one JSON object per file, one per line (fields: docs/inspect.md)\n"
+          "  --settings SRC MODEL is a model beneath the source folder SRC: print the keys\n"
+          "                 its settings files set and where each came from\n"
+          "                 (docs/settings.md)\n"
           "  -q, --quiet    nothing on stdout: the exit status, and the errors on stderr\n"
           "  -h, --help     this text\n"
           "  -V, --version  meshfs's, the formats' and the libraries' versions\n"
@@ -26,6 +31,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     int check = 0, json = 0, quiet = 0, nfiles = 0, options = 1;
+    const char *settings_src = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!options || a[0] != '-' || a[1] == '\0') {
@@ -36,6 +42,12 @@ int main(int argc, char **argv)
             check = 1;
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
+        } else if (strcmp(a, "--settings") == 0) {
+            if (i + 1 == argc) {
+                fprintf(stderr, "meshfs-inspect: --settings needs the source folder SRC\n");
+                return 2;
+            }
+            settings_src = argv[++i];
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             quiet = 1;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -63,10 +75,20 @@ int main(int argc, char **argv)
             options = 0;
             continue;
         }
-        if (options && a[0] == '-' && a[1] != '\0')
+        if (options && a[0] == '-' && a[1] != '\0') {
+            i += strcmp(a, "--settings") == 0;
             continue;
-        mfs_summary s;
+        }
         mfs_err err;
+        if (settings_src) {
+            if (mfs_inspect_settings(settings_src, a, quiet ? NULL : stdout, &err) < 0) {
+                fflush(stdout);
+                fprintf(stderr, "meshfs-inspect: %s\n", err.msg);
+                failed = 1;
+            }
+            continue;
+        }
+        mfs_summary s;
         int rc = mfs_inspect_file(a, check, &s, &err);
         failed |= rc != 0;
         if (json && !quiet) {

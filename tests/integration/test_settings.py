@@ -122,6 +122,33 @@ class Keys(TreeCase):
         self.assertEqual(bounds(os.path.join(out, "crate", "crate.gmf")), ((-1, -1, -2), (1, 1, 0)))
 
 
+class Inspect(TreeCase):
+    def test_inspect_shows_what_applied_and_from_where(self):
+        shutil.copytree(CRATE, os.path.join(self.src, "crate"))
+        with open(os.path.join(self.src, ".meshfs"), "w") as f:
+            f.write("# studio defaults\nunit = cm\nfmd_raw = true\n")
+        with open(os.path.join(self.src, "crate", "crate.obj.meshfs"), "w") as f:
+            f.write("up = z\nfmd_raw = false\n")
+        insp = lambda *a: subprocess.run([tool("meshfs-inspect"), "--settings", self.src] + list(a),
+                                         capture_output=True, text=True)
+        p = insp(os.path.join(self.src, "crate", "crate.obj"), "crate/crate.obj")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        block = ("crate/crate.obj: settings\n"
+                 "up = z  (crate/crate.obj.meshfs:1)\n"
+                 "fmd_raw = false  (crate/crate.obj.meshfs:2)\n"
+                 "unit = 0.01 m  (.meshfs:2)\n")
+        self.assertEqual(p.stdout, block * 2)
+        with open(os.path.join(self.src, "crate", ".meshfs"), "w") as f:
+            f.write("up = sideways\n")
+        p = insp("crate/crate.obj")
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr, "meshfs-inspect: crate/.meshfs: line 1: key 'up': 'sideways' is not one of "
+                                   "x, y, z, -x, -y, -z\n")
+        p = insp("/etc/hostname")
+        self.assertEqual((p.returncode, p.stderr), (1, "meshfs-inspect: /etc/hostname: not beneath %s\n"
+                                                    % os.path.realpath(self.src)))
+
+
 class Errors(TreeCase):
     def setUp(self):
         super().setUp()
