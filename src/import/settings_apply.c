@@ -87,8 +87,8 @@ int mfs_import_read_settings(const char *root, const char *rel, mfs_settings *st
     if (mfs_iofs_set_model(&fs, rel, err) < 0)
         goto done;
     if (mfs_iofs_owner(&fs, rel, &owner) < 0) {
-        deps->model_unopened = 1;
-        mfs_errf(err, "%s: cannot be opened to read its settings", rel);
+        /* the import will not open it either, and says why in its words */
+        rc = 0;
         goto done;
     }
     /* the model's place first: the import reads it (settings found or
