@@ -127,7 +127,8 @@ void mfs_settings_overlay(mfs_settings *s, const mfs_settings *layer);
 int mfs_settings_check(const mfs_settings *s, struct mfs_err *err);
 
 /* The paths that may hold settings for model_rel (SRC-relative, '/'
- * separated, no leading '/'), farthest first, written into paths[] as
+ * separated, no leading '/'), farthest first (no sidecar when its name would
+ * be longer than 255 bytes: no file system holds one), written into paths[] as
  * pointers into buf.  Returns the count, or -1 when buf or paths is too
  * small (err says so). */
 int mfs_settings_paths(const char *model_rel, char *buf, size_t bufsz, const char **paths,

@@ -92,6 +92,10 @@ int mfs_settings_paths(const char *model_rel, char *buf, size_t bufsz, const cha
             break;
         slash = next;
     }
+    /* a sidecar whose name would pass NAME_MAX cannot exist: not a candidate */
+    const char *base = strrchr(model_rel, '/');
+    if (strlen(base ? base + 1 : model_rel) + strlen(".meshfs") > 255)
+        return n;
     int w = snprintf(buf + used, bufsz - used, "%s.meshfs", model_rel);
     if (w < 0 || (size_t)w >= bufsz - used || n == maxpaths)
         return mfs_errf(err, "%s: too deep for its settings files' paths", model_rel);

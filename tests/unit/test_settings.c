@@ -185,6 +185,11 @@ static void paths_run_from_src_to_the_sidecar(void **state)
     assert_int_equal(mfs_settings_paths("car.fbx", buf, sizeof buf, p, 8, &err), 2);
     assert_string_equal(p[0], ".meshfs");
     assert_string_equal(p[1], "car.fbx.meshfs");
+    char longname[300];
+    memset(longname, 'x', 251);
+    strcpy(longname + 251, ".obj"); /* 255 bytes: its sidecar would be 262 */
+    assert_int_equal(mfs_settings_paths(longname, buf, sizeof buf, p, 8, &err), 1);
+    assert_string_equal(p[0], ".meshfs");
     assert_int_equal(mfs_settings_paths("a/b/c/d/e/f/g/h/x.obj", buf, sizeof buf, p, 8, &err), -1);
     assert_string_equal(err.msg, "a/b/c/d/e/f/g/h/x.obj: too deep for its settings files' paths");
 }
