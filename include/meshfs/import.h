@@ -84,6 +84,12 @@ typedef struct mfs_import_opts {
     int model_id_known;
     dev_t model_dev;
     ino_t model_ino;
+    /* Normals computed anew, smoothing across edges up to this many degrees
+     * and splitting above (a settings file's normals = compute ANGLE):
+     * assimp's GenSmoothNormals after its RemoveComponent of the file's
+     * normals, so a model with it set is always read by assimp. */
+    int normals_compute;
+    float normals_angle;
     /* When set, receives the settings that applied (docs/settings.md): the
      * caller applies the per-format ones to the writers' options. */
     struct mfs_settings *settings;

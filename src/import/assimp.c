@@ -29,7 +29,8 @@
 unsigned mfs_import_ai_flags(const mfs_import_opts *o)
 {
     return aiProcess_Triangulate | aiProcess_SortByPType | aiProcess_GenSmoothNormals |
-           (o && o->tangents ? aiProcess_CalcTangentSpace : 0) | aiProcess_ValidateDataStructure;
+           (o && o->tangents ? aiProcess_CalcTangentSpace : 0) |
+           (o && o->normals_compute ? aiProcess_RemoveComponent : 0) | aiProcess_ValidateDataStructure;
 }
 
 static void lower_ext(const char *path, char *ext, size_t n)
@@ -113,6 +114,11 @@ static const struct aiScene *run_assimp(mfs_iofs *fs, const char *rel, const mfs
      * for PostRotation and geometric transforms, so fbx_chain.c folds them
      * after the copy. */
     aiSetImportPropertyInteger(props, AI_CONFIG_IMPORT_FBX_PRESERVE_PIVOTS, 1);
+    if (o && o->normals_compute) {
+        /* the file's normals dropped, so GenSmoothNormals makes them all */
+        aiSetImportPropertyInteger(props, AI_CONFIG_PP_RVC_FLAGS, aiComponent_NORMALS);
+        aiSetImportPropertyFloat(props, AI_CONFIG_PP_GSN_MAX_SMOOTHING_ANGLE, o->normals_angle);
+    }
     const struct aiScene *ai = aiImportFileExWithProperties(rel, mfs_import_ai_flags(o), &fs->io, props);
     aiReleasePropertyStore(props);
     return ai;

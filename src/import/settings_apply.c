@@ -114,6 +114,11 @@ void mfs_import_settings_opts(const mfs_settings *st, mfs_import_opts *o)
         o->source_frame = st->source_frame;
     if (st->set & MFS_SET_IMPORTER)
         o->importer = st->importer;
+    if ((st->set & MFS_SET_NORMALS) && st->normals_compute) {
+        o->normals_compute = 1;
+        o->normals_angle = (float)st->normals_angle;
+        o->importer = MFS_IMPORTER_ASSIMP; /* the native parsers have no angle */
+    }
 }
 
 /* Rows of the turn that takes the source's up to +y and forward to +z; the
@@ -188,7 +193,7 @@ int mfs_import_apply_settings(mfs_scene *s, const mfs_settings *st, const char *
     static const struct {
         unsigned bit;
         const char *key;
-    } later[] = {{MFS_SET_NORMALS, "normals"}, {MFS_SET_CLIPS, "[clip]"}, {MFS_SET_FORMATS, "formats"}};
+    } later[] = {{MFS_SET_CLIPS, "[clip]"}, {MFS_SET_FORMATS, "formats"}};
     for (size_t i = 0; i < sizeof later / sizeof *later; i++)
         if (st->set & later[i].bit) {
             const mfs_setting_origin *og = &st->origin[__builtin_ctz(later[i].bit)];

@@ -5,6 +5,7 @@ import errno
 import os
 import pwd
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -97,6 +98,24 @@ class Keys(TreeCase):
         got = read(os.path.join(self.run_with("fmd_raw = false\n", "--fmd-raw"), "crate", "crate.fmd"))
         self.assertEqual(got, read(os.path.join(base, "crate", "crate.fmd")))
 
+    def test_normals_are_kept_or_computed_with_an_angle(self):
+        """The crate is a cube with flat normals: kept, or computed splitting
+        at 10 degrees, every normal lies on an axis; computed smoothing up to
+        100 degrees, every corner's normal points out of the corner
+        (docs/formats/vrt.md: 12-byte header, 64-byte vertices, normal at 20)."""
+        def normals(out):
+            data = read(os.path.join(out, "crate", "crate.vrt"))
+            return [struct.unpack_from("<3f", data, 12 + 64 * i + 20) for i in range((len(data) - 12) // 64)]
+        keep = normals(self.run_with("normals = keep\n"))
+        self.assertGreater(len(keep), 0)
+        for n in keep:
+            self.assertEqual(sorted(abs(round(c, 5)) for c in n), [0, 0, 1])
+        self.assertEqual(normals(self.run_with("normals = compute 10\n")), keep)
+        smooth = normals(self.run_with("normals = compute 100\n"))
+        self.assertGreater(len(smooth), 0)
+        for n in smooth:
+            self.assertEqual([round(abs(c), 4) for c in n], [0.5774] * 3)
+
     def test_texture_names_the_image_of_every_material(self):
         os.makedirs(os.path.join(self.src, "crate", "skins"))
         # a 2x3 RGB image stb_image reads: a binary PPM
@@ -183,8 +202,8 @@ class Errors(TreeCase):
         self.fails("crate/.meshfs", b"up = y\nforward = -y\n",
                    "settings: up (y, crate/.meshfs:1) and forward (-y, crate/.meshfs:2) are on one axis")
         # keys this version reads but does not apply yet: refused, never ignored
-        self.fails("crate/.meshfs", b"normals = compute 60\n",
-                   "crate/.meshfs:1: normals is not applied by this version of meshfs yet (docs/settings.md)")
+        self.fails("crate/.meshfs", b"formats = gmf\n",
+                   "crate/.meshfs:1: formats is not applied by this version of meshfs yet (docs/settings.md)")
         # a folder of that name is no settings file: as if absent
         os.mkdir(os.path.join(self.src, "crate", "crate.obj.meshfs"))
         cache = os.path.join(self.tmp, "cache")
