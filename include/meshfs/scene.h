@@ -207,6 +207,22 @@ void mfs_scene_mesh_nodes(const mfs_scene *s, int32_t *out);
  * components of `rest` (the node's local matrix).  Writes the local matrix. */
 void mfs_channel_sample(const mfs_channel *c, double t, const mfs_mat4 *rest, mfs_mat4 *out);
 
+/* One track at time t, by the rule mfs_channel_sample follows (n >= 1). */
+void mfs_track_sample_vec(const mfs_vec_key *k, uint32_t n, double t, float out[3]);
+void mfs_track_sample_quat(const mfs_quat_key *k, uint32_t n, double t, float out[4]);
+
+/* A clip to cut from an animation: [start, end] in its ticks. */
+typedef struct mfs_cut {
+    const char *name;
+    double start, end;
+} mfs_cut;
+
+/* Replaces s's animations with n clips cut from animation `take`
+ * (src/scene/clips.c): each keeps the keys inside its span, gains a key
+ * sampled at each end, and starts at time 0; duration end - start, the
+ * take's rate.  -1 with err (s unchanged) when out of memory. */
+int mfs_scene_cut_clips(mfs_scene *s, uint32_t take, const mfs_cut *cuts, size_t n, mfs_err *err);
+
 /* Local matrix of every node at time t of animation a: animated nodes
  * sampled, the others at their rest matrix.  local must hold n_nodes. */
 void mfs_scene_pose(const mfs_scene *s, const mfs_animation *a, double t, mfs_mat4 *local);

@@ -7,6 +7,7 @@
  * them, and an edit, a new file or a removed one makes exactly the views
  * of the models they apply to again, in the mount, meshfs-convert and the
  * remote tier alike (docs/cache.md, "Absent inputs"). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +186,50 @@ static int apply_texture(mfs_scene *s, const mfs_settings *st, mfs_iofs *fs, con
     return 0;
 }
 
+/* A clip's end in the take's ticks: seconds at its rate, a frame as a tick
+ * (the source's frames for FBX, Collada, MD5, X, BVH; docs/settings.md). */
+static double ticks(const mfs_clip_time *t, const mfs_animation *an)
+{
+    return t->seconds ? t->value * an->ticks_per_second : t->value;
+}
+
+static int apply_clips(mfs_scene *s, const mfs_settings *st, mfs_err *err)
+{
+    const mfs_setting_origin *og = &st->origin[__builtin_ctz(MFS_SET_CLIPS)];
+    if (!s->n_animations)
+        return mfs_errf(err, "%s:%d: [clip] sections, but the model has no animation", og->file, og->line);
+    uint32_t take = 0;
+    if (st->set & MFS_SET_TAKE) {
+        while (take < s->n_animations && strcmp(s->animations[take].name ? s->animations[take].name : "",
+                                                st->take) != 0)
+            take++;
+        if (take == s->n_animations) {
+            char names[256] = "";
+            for (uint32_t a = 0; a < s->n_animations; a++) {
+                size_t u = strlen(names);
+                snprintf(names + u, sizeof names - u, "%s'%s'", a ? ", " : "",
+                         s->animations[a].name ? s->animations[a].name : "");
+            }
+            const mfs_setting_origin *to = &st->origin[__builtin_ctz(MFS_SET_TAKE)];
+            return mfs_errf(err, "%s:%d: take '%s' is not an animation of the model (it has %s)", to->file,
+                            to->line, st->take, names);
+        }
+    }
+    const mfs_animation *an = &s->animations[take];
+    mfs_cut cuts[MFS_SETTINGS_MAX_CLIPS];
+    for (size_t i = 0; i < st->nclips; i++) {
+        const mfs_clip *c = &st->clips[i];
+        cuts[i] = (mfs_cut){c->name, ticks(&c->start, an), ticks(&c->end, an)};
+        if (cuts[i].end <= cuts[i].start)
+            return mfs_errf(err, "%s: clip '%s': ends (tick %g) before it starts (tick %g)", og->file, c->name,
+                            cuts[i].end, cuts[i].start);
+        if (cuts[i].end > an->duration + 1e-9)
+            return mfs_errf(err, "%s: clip '%s': ends at tick %g, after the end of its take (%g ticks at %g "
+                            "a second)", og->file, c->name, cuts[i].end, an->duration, an->ticks_per_second);
+    }
+    return mfs_scene_cut_clips(s, take, cuts, st->nclips, err);
+}
+
 int mfs_import_apply_settings(mfs_scene *s, const mfs_settings *st, const char *root, const char *rel,
                               const mfs_import_opts *o, mfs_deps *deps, mfs_err *err)
 {
@@ -193,13 +238,15 @@ int mfs_import_apply_settings(mfs_scene *s, const mfs_settings *st, const char *
     static const struct {
         unsigned bit;
         const char *key;
-    } later[] = {{MFS_SET_CLIPS, "[clip]"}, {MFS_SET_FORMATS, "formats"}};
+    } later[] = {{MFS_SET_FORMATS, "formats"}};
     for (size_t i = 0; i < sizeof later / sizeof *later; i++)
         if (st->set & later[i].bit) {
             const mfs_setting_origin *og = &st->origin[__builtin_ctz(later[i].bit)];
             return mfs_errf(err, "%s:%d: %s is not applied by this version of meshfs yet (docs/settings.md)",
                             og->file, og->line, later[i].key);
         }
+    if ((st->set & MFS_SET_CLIPS) && apply_clips(s, st, err) < 0)
+        return -1;
     int frame = st->set & (MFS_SET_SCALE | MFS_SET_UNIT | MFS_SET_UP | MFS_SET_FORWARD);
     if (frame && !(o && o->source_frame) && apply_frame(s, st, err) < 0)
         return -1;

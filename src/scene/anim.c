@@ -122,3 +122,13 @@ void mfs_scene_pose(const mfs_scene *s, const mfs_animation *a, double t, mfs_ma
             mfs_channel_sample(ch, t, &s->nodes[ch->node].local, &local[ch->node]);
     }
 }
+
+void mfs_track_sample_vec(const mfs_vec_key *k, uint32_t n, double t, float out[3])
+{
+    sample_vec(k, n, t, out);
+}
+
+void mfs_track_sample_quat(const mfs_quat_key *k, uint32_t n, double t, float out[4])
+{
+    sample_quat(k, n, t, out);
+}

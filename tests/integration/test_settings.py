@@ -141,6 +141,78 @@ class Keys(TreeCase):
         self.assertEqual(bounds(os.path.join(out, "crate", "crate.gmf")), ((-1, -1, -2), (1, 1, 0)))
 
 
+SKELETON = "/usr/share/assimp/models/FBX/animation_with_skeleton.fbx"  # 21 frames at 24 a second
+
+
+def dem_sequences(path):
+    """{name: (bounds lines, {frame: [joint lines]})} of a .dem's sequences,
+    read by the seed's keywords (research/dem_vrt.md: sequence, rate,
+    components, joints, bounds/b, events, frames/f FRAME JOINT ...)."""
+    seqs, cur = {}, None
+    for line in open(path).read().splitlines():
+        w = line.split(" ", 1)
+        if w[0] == "sequence":
+            cur = seqs.setdefault(w[1], ([], {}))
+        elif cur is not None and w[0] == "b":
+            cur[0].append(w[1])
+        elif cur is not None and w[0] == "f":
+            frame, rest = w[1].split(" ", 1)
+            cur[1].setdefault(int(frame), []).append(rest)
+    return seqs
+
+
+@unittest.skipUnless(os.path.exists(SKELETON), "assimp-testmodels is not installed")
+class Clips(TreeCase):
+    """One long take cut into three clips: each .dem sequence plays the
+    take's frames of its span, and .gmf holds three animations."""
+
+    def assertClose(self, got, want, where):
+        """Lines of numbers equal to float32 rounding: a clip samples its
+        keys shifted to start at 0, which may move the last bit."""
+        self.assertEqual(len(got), len(want), where)
+        for g, w in zip(got, want):
+            gv, wv = [float(v) for v in g.split()], [float(v) for v in w.split()]
+            self.assertEqual(len(gv), len(wv), where)
+            for a, b in zip(gv, wv):
+                self.assertLessEqual(abs(a - b), 1e-5 * max(1.0, abs(b)), (where, g, w))
+
+    def test_a_take_split_into_three_clips(self):
+        os.makedirs(self.src)
+        shutil.copy(SKELETON, os.path.join(self.src, "hero.fbx"))
+        whole = os.path.join(self.tmp, "whole")
+        self.assertEqual(convert(self.src, whole, "-f", "dem,gmf").returncode, 0)
+        (take, (tb, tf)), = dem_sequences(os.path.join(whole, "hero.dem")).items()
+        self.assertEqual(len(tf), 21)
+        with open(os.path.join(self.src, "hero.fbx.meshfs"), "w") as f:
+            f.write("take = %s\n[clip idle]\nstart = 0\nend = 6\n[clip walk]\nstart = 6\nend = 14\n"
+                    "loop = true\n[clip attack]\nstart = 0.5s   # frame 12 at 24 a second\nend = 20\n" % take)
+        out = os.path.join(self.tmp, "clips")
+        p = convert(self.src, out, "-f", "dem,gmf")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        seqs = dem_sequences(os.path.join(out, "hero.dem"))
+        self.assertEqual(list(seqs), ["idle", "walk", "attack"])
+        for name, first, last in [("idle", 0, 6), ("walk", 6, 14), ("attack", 12, 20)]:
+            bounds, frames = seqs[name]
+            self.assertEqual(sorted(frames), list(range(last - first + 1)), name)
+            for k in frames:  # the take's frame first + k, joint by joint
+                self.assertClose(frames[k], tf[first + k], (name, k))
+                self.assertClose([bounds[k]], [tb[first + k]], (name, k))
+        q = subprocess.run([tool("meshfs-inspect"), os.path.join(out, "hero.gmf")], capture_output=True,
+                           text=True, check=True)
+        self.assertIn("animations 3", q.stdout)
+        # a take the model does not have, a clip past the take's end
+        for text, msg in [("take = Run\n[clip a]\nstart = 0\nend = 1\n",
+                           "hero.fbx.meshfs:1: take 'Run' is not an animation of the model (it has '%s')" % take),
+                          ("[clip a]\nstart = 0\nend = 60\n",
+                           "hero.fbx.meshfs: clip 'a': ends at tick 60, after the end of its take (20 ticks at 24 "
+                           "a second)")]:
+            with open(os.path.join(self.src, "hero.fbx.meshfs"), "w") as f:
+                f.write(text)
+            p = convert(self.src, os.path.join(self.tmp, "bad"), "-f", "dem")
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("hero.fbx: " + msg, p.stderr)
+
+
 class Inspect(TreeCase):
     def test_inspect_shows_what_applied_and_from_where(self):
         shutil.copytree(CRATE, os.path.join(self.src, "crate"))
