@@ -28,6 +28,11 @@ typedef enum mfs_dep_kind {
                             (include/meshfs/inputs.h) */
     MFS_DEP_MISSING = 3, /* absent, and a file the model references (not a
                             candidate a search tried): said as a warning */
+    MFS_DEP_UNREADABLE = 4, /* a regular file there that the conversion may
+                            not read (EACCES: it runs as the model's owner):
+                            converted without it, said as a warning; size
+                            0, hash that of its stat (mfs_input_stat_hash),
+                            so a chmod, a chown or an edit changes it */
 } mfs_dep_kind;
 
 typedef struct mfs_dep {

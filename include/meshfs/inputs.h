@@ -37,11 +37,21 @@ int mfs_input_listing(int rootfd, const char *path, uint64_t *count, uint8_t has
 int mfs_input_said(const mfs_dep *deps, uint32_t n, uint32_t i);
 
 /* The text of that warning for input d, as every user sees it: the mount's
- * log, user.meshfs.warnings, meshfs-convert's output and report. */
-#define MFS_INPUT_MISSING_FMT "referenced file '%s' is missing"
+ * log, user.meshfs.warnings, meshfs-convert's output and report: for a
+ * missing file "referenced file 'P' is missing", for an unreadable one
+ * "referenced file 'P' cannot be read by the model's owner: converted
+ * without it".  Returns what snprintf returns. */
+int mfs_input_warning(const mfs_dep *d, char *buf, size_t n);
 
-/* Whether an absent or listing input d still holds: 1 yes, 0 changed,
- * -1 error (errno).  A file input is not for this function (-1, EINVAL). */
+/* The value of an unreadable input (MFS_DEP_UNREADABLE): the XXH3-128 of
+ * what its stat says that decides who may read it and what it holds
+ * (device, inode, size, mtime, ctime, mode, owner, group).  0, 1 when path
+ * names no regular file now, -1 error (errno). */
+int mfs_input_stat_hash(int rootfd, const char *path, uint8_t hash[16]);
+
+/* Whether an absent, listing or unreadable input d still holds: 1 yes, 0
+ * changed, -1 error (errno).  A file input is not for this function (-1,
+ * EINVAL). */
 int mfs_input_holds(int rootfd, const mfs_dep *d);
 
 #endif

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -109,6 +110,8 @@ static const char *base_name(const char *p)
 
 int mfs_input_said(const mfs_dep *deps, uint32_t n, uint32_t i)
 {
+    if (i < n && deps[i].kind == MFS_DEP_UNREADABLE)
+        return 1; /* there, under this very path: said as it is */
     if (i >= n || deps[i].kind != MFS_DEP_MISSING)
         return 0;
     const char *b = base_name(deps[i].path);
@@ -119,10 +122,50 @@ int mfs_input_said(const mfs_dep *deps, uint32_t n, uint32_t i)
     return 1;
 }
 
+int mfs_input_warning(const mfs_dep *d, char *buf, size_t n)
+{
+    if (d->kind == MFS_DEP_UNREADABLE)
+        return snprintf(buf, n, "referenced file '%s' cannot be read by the model's owner: converted without it",
+                        d->path);
+    return snprintf(buf, n, "referenced file '%s' is missing", d->path);
+}
+
+int mfs_input_stat_hash(int rootfd, const char *path, uint8_t hash[16])
+{
+    int fd = open_beneath(rootfd, path, O_PATH);
+    if (fd < 0)
+        return errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV ? 1 : -1;
+    struct stat st;
+    int r = fstat(fd, &st);
+    int e = errno;
+    close(fd);
+    if (r < 0) {
+        errno = e;
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode))
+        return 1;
+    /* fixed-width fields, in one order: the same value in the worker and
+     * in every check, whatever the struct's padding */
+    uint64_t f[11] = {(uint64_t)st.st_dev,          (uint64_t)st.st_ino,          (uint64_t)st.st_size,
+                      (uint64_t)st.st_mtim.tv_sec,  (uint64_t)st.st_mtim.tv_nsec, (uint64_t)st.st_ctim.tv_sec,
+                      (uint64_t)st.st_ctim.tv_nsec, (uint64_t)st.st_mode,         (uint64_t)st.st_uid,
+                      (uint64_t)st.st_gid,          0};
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits(f, sizeof f));
+    memcpy(hash, c.digest, 16);
+    return 0;
+}
+
 int mfs_input_holds(int rootfd, const mfs_dep *d)
 {
     if (d->kind == MFS_DEP_ABSENT || d->kind == MFS_DEP_MISSING)
         return mfs_input_absent(rootfd, d->path);
+    if (d->kind == MFS_DEP_UNREADABLE) {
+        uint8_t h[16];
+        int r = mfs_input_stat_hash(rootfd, d->path, h);
+        return r < 0 ? -1 : r == 0 && memcmp(h, d->hash, 16) == 0;
+    }
     if (d->kind != MFS_DEP_LISTING) {
         errno = EINVAL;
         return -1;

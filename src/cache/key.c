@@ -131,10 +131,12 @@ int mfs_cache_view_key(const mfs_dep *deps, uint32_t ndeps, const char *format,
             mfs_cache_key_add_dep(&kb, d->path, d->size, d->hash);
             continue;
         }
-        put_tag(kb.state, d->kind == MFS_DEP_LISTING ? 'L' : 'A');
+        put_tag(kb.state, d->kind == MFS_DEP_LISTING ? 'L' : d->kind == MFS_DEP_UNREADABLE ? 'U' : 'A');
         put_run(kb.state, d->path ? d->path : "", d->path ? strlen(d->path) : 0);
         if (d->kind == MFS_DEP_LISTING) {
             put_u64(kb.state, d->size);
+            XXH3_128bits_update(kb.state, d->hash, 16);
+        } else if (d->kind == MFS_DEP_UNREADABLE) {
             XXH3_128bits_update(kb.state, d->hash, 16);
         }
     }

@@ -195,7 +195,7 @@ static int decode(reader *r, int kind, int payload, mfs_cache_manifest *m)
         d->size = size & SIZE_MASK;
         d->kind = (uint8_t)(size >> 56);
         const uint8_t *h = take(r, 16);
-        if (!d->path || !h || d->kind > MFS_DEP_MISSING)
+        if (!d->path || !h || d->kind > MFS_DEP_UNREADABLE)
             return -1;
         memcpy(d->hash, h, 16);
     }

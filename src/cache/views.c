@@ -320,6 +320,8 @@ static int input_sig(const mfs_views *v, const char *path, int kind, uint32_t i,
 {
     if (kind == MFS_DEP_FILE)
         return take_sig(v, path, input_kind(i), s);
+    if (kind == MFS_DEP_UNREADABLE) /* its stat is its value: a chmod moves ctime */
+        return take_sig(v, path, MFS_VIEW_PATH_DEP, s);
     char dir[4096];
     if (kind == MFS_DEP_LISTING) {
         const char *slash = strrchr(path, '/');
@@ -607,7 +609,7 @@ static void log_missing(const mfs_views *v, const char *path, const mfs_cache_ma
     for (uint32_t i = 0; v->h.log && i < man->ndeps; i++)
         if (mfs_input_said(man->deps, man->ndeps, i)) {
             char msg[4200];
-            snprintf(msg, sizeof msg, MFS_INPUT_MISSING_FMT, man->deps[i].path);
+            mfs_input_warning(&man->deps[i], msg, sizeof msg);
             v->h.log(v->h.ctx, path, msg);
         }
 }
@@ -808,13 +810,15 @@ int mfs_views_missing(mfs_views *v, const char *path, const char *fmi_model, int
     for (uint32_t i = 0; deps && i < m->ninputs; i++) {
         if (!mfs_input_said(deps, m->ninputs, i))
             continue;
-        int k = snprintf(out + len, n - len, "%s" MFS_INPUT_MISSING_FMT, len ? "\n" : "",
-                         deps[i].path);
-        if (k < 0 || (size_t)k >= n - len) {
+        size_t at = len + (len ? 1 : 0); /* a line each */
+        int k = at < n ? mfs_input_warning(&deps[i], out + at, n - at) : -1;
+        if (k < 0 || (size_t)k >= n - at) {
             out[len] = '\0';
             break; /* what fits */
         }
-        len += (size_t)k;
+        if (len)
+            out[len] = '\n';
+        len = at + (size_t)k;
     }
     int rc = m->valid && !deps ? -ENOMEM : (int)len;
     free(deps);

@@ -214,7 +214,7 @@ static int get_deps(rd *r, mfs_deps *d)
         dep->kind = r->p[0];
         r->p++;
         r->left--;
-        if (dep->kind > MFS_DEP_MISSING)
+        if (dep->kind > MFS_DEP_UNREADABLE)
             return mfs_errf(r->err, "worker report: dependency kind %u", dep->kind);
     }
     return 0;

@@ -226,6 +226,22 @@ static void record_absent(mfs_iofs *fs, const char *rel)
         dep->kind = fs->searching ? MFS_DEP_ABSENT : MFS_DEP_MISSING;
 }
 
+/* A file there that the conversion may not read (it runs as the model's
+ * owner): converted without it, said as a warning, and an input whose value
+ * is its stat, so a chmod that lets the owner read it makes the views again
+ * (include/meshfs/inputs.h). */
+static void record_unreadable(mfs_iofs *fs, const char *rel)
+{
+    uint8_t h[16];
+    if (fs->deps->n == 0 || mfs_input_stat_hash(fs->rootfd, rel, h) != 0)
+        return;
+    mfs_dep *dep = new_dep(fs, rel, 0);
+    if (dep) {
+        dep->kind = MFS_DEP_UNREADABLE;
+        memcpy(dep->hash, h, 16);
+    }
+}
+
 int mfs_iofs_hold_model_place(mfs_iofs *fs)
 {
     if (fs->deps->n || !fs->model)
@@ -335,6 +351,8 @@ static struct aiFile *open_recorded(mfs_iofs *fs, const char *rel, const char *p
             note_refused(fs, path);
         if (errno == ENOENT || errno == ENOTDIR || errno == EXDEV || errno == ELOOP)
             record_absent(fs, rel); /* as mfs_input_absent says it */
+        else if (errno == EACCES)
+            record_unreadable(fs, rel);
         return NULL;
     }
     struct stat st = {0};

@@ -195,7 +195,7 @@ static void say_missing(const item *it)
         if (!mfs_input_said(d->v, d->n, i))
             continue;
         char q[PATH_MAX + 64], msg[PATH_MAX + 64];
-        snprintf(msg, sizeof msg, MFS_INPUT_MISSING_FMT, d->v[i].path);
+        mfs_input_warning(&d->v[i], msg, sizeof msg);
         fprintf(stderr, "meshfs-convert: warning: %s: %s\n",
                 mfs_batch_quote(it->p->shown, q, sizeof q), msg);
     }
@@ -447,7 +447,7 @@ static int write_report(const batch *b, report_out *r, const char *path)
             if (!mfs_input_said(it->rep.deps.v, it->rep.deps.n, d))
                 continue;
             char msg[PATH_MAX + 64];
-            snprintf(msg, sizeof msg, MFS_INPUT_MISSING_FMT, it->rep.deps.v[d].path);
+            mfs_input_warning(&it->rep.deps.v[d], msg, sizeof msg);
             if (w++)
                 fputc(',', f);
             mfs_json_str(f, msg);

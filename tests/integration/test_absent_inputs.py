@@ -276,6 +276,50 @@ class Said(TreeCase):
             self.assertEqual(warnings("strip.gmf"), MISSING["strip.gltf"])
 
 
+class Unreadable(TreeCase):
+    """A file the model references that is there but that the model's owner
+    may not read: converted without it, said like a missing one, and an
+    input, so a chmod that lets the owner read it makes the views again.
+    The tree is root's, so the conversion runs as the worker user, which a
+    mode 600 .mtl keeps out."""
+
+    UNREADABLE = ("referenced file 'crate/crate.mtl' cannot be read by the model's owner: "
+                  "converted without it")
+
+    def convert(self):
+        rpath = os.path.join(self.tmp, "report.json")
+        p = subprocess.run([tool("meshfs-convert"), "-o", os.path.join(self.tmp, "out"),
+                            "--cache-dir", self.cache, "--report", rpath, "--timeout", "60", self.src],
+                           capture_output=True, text=True, timeout=600)
+        with open(rpath) as f:
+            rows = {r["model"]: r for r in map(json.loads, f) if "model" in r}
+        return p, rows["crate/crate.obj"]
+
+    @unittest.skipUnless(os.geteuid() == 0, "the worker runs as the worker user only under root")
+    def test_an_unreadable_mtl_is_said_and_is_an_input(self):
+        shutil.copytree(os.path.join(EXAMPLES, "crate"), os.path.join(self.src, "crate"))
+        os.chmod(self.tmp, 0o755)
+        mtl = os.path.join(self.src, "crate", "crate.mtl")
+        os.chmod(mtl, 0o600)
+        for state in ("converted", "up to date"):
+            p, row = self.convert()
+            self.assertEqual((row["state"], row["warnings"]), (state, [self.UNREADABLE]), p.stderr)
+            self.assertIn(f"meshfs-convert: warning: {self.src}/crate/crate.obj: {self.UNREADABLE}", p.stderr)
+            self.assertEqual(open(os.path.join(self.tmp, "out", "crate", "crate.tex"), "rb").read(), FALLBACK)
+        os.chmod(mtl, 0o644)  # readable now: a new conversion, with its material
+        p, row = self.convert()
+        self.assertEqual((row["state"], row["warnings"]), ("converted", []), p.stderr)
+        self.assertEqual(tex_size(open(os.path.join(self.tmp, "out", "crate", "crate.tex"), "rb").read()), (8, 8))
+        # and through a mount (its own cache: this one holds the views made
+        # while the owner could read it, which stay right by their bytes),
+        # in the views' warnings
+        os.chmod(mtl, 0o600)
+        with Mount(self.src, self.mnt, self.cache + "2") as mnt:
+            gmf = os.path.join(self.mnt, "crate", "crate.gmf")
+            self.assertEqual(os.getxattr(gmf, "user.meshfs.warnings").decode(), self.UNREADABLE)
+            self.assertEqual(mnt.output().count(self.UNREADABLE), 1)
+
+
 def stamps(root):
     """{relative path: (inode, mtime ns, mode)} of every file under root."""
     out = {}
