@@ -722,6 +722,42 @@ class RemoteTest(unittest.TestCase):
         self.assertGreater(len(written), 0)
         self.assertEqual(views, written)
 
+    def test_absent_inputs_decide_what_a_remote_object_serves(self):
+        """Issue 28 through the remote tier: machine A converts a crate
+        without its .mtl and texture and uploads; machine B, whose copy has
+        them, must not take A's white views (its check of A's manifest finds
+        an absent input there now) and converts; machine C, whose copy lacks
+        them as A's did, converts nothing."""
+        crate = os.path.join(SOURCE, "examples", "assets", "crate")
+        def tree(name, with_mtl):
+            src = os.path.join(self.base, name, "src")
+            os.makedirs(src)
+            shutil.copy(os.path.join(crate, "crate.obj"), src)
+            if with_mtl:
+                shutil.copy(os.path.join(crate, "crate.mtl"), src)
+                shutil.copytree(os.path.join(crate, "textures"), os.path.join(src, "textures"))
+            return src
+        src_a = tree("absent-a", False)
+        p = run([tool("meshfs-convert"), "-q", "--cache-dir", os.path.join(self.base, "absent-a", "cache"),
+                 "--remote", self.nginx.url("absent"), *PATIENT_ARGS, "-o",
+                 os.path.join(self.base, "absent-a", "out"), src_a], timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        white = open(os.path.join(self.base, "absent-a", "out", "crate.tex"), "rb").read()
+        self.assertEqual(white[:8], (1).to_bytes(4, "little") * 2)  # the 1x1 fallback
+        self.assertGreater(len(objects(self.nginx.root, "absent", "manifest")), 0)
+        for name, with_mtl, conversions in [("absent-b", True, 1), ("absent-c", False, 0)]:
+            src = tree(name, with_mtl)
+            with Mount(src, os.path.join(self.base, name, "mnt"), os.path.join(self.base, name, "cache"),
+                       "remote=" + self.nginx.url("absent"), PATIENT) as m:
+                tex = open(os.path.join(m.mnt, "crate.tex"), "rb").read()
+                st = m.stats()
+            self.assertEqual(st["conversions"], conversions, name)
+            if with_mtl:
+                self.assertEqual(tex[:8], (8).to_bytes(4, "little") * 2)  # crate.png, 8x8
+            else:
+                self.assertEqual(tex, white)
+                self.assertGreater(st["remote_hits"], 0)
+
     def test_convert_says_uploads_not_sent(self):
         """A server that fails at upload time (503 on HEAD) backs off, so the
         rest of the queue is skipped: the run still exits 0 (its outputs are
