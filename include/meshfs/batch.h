@@ -177,6 +177,13 @@ int mfs_batch_resolve(mfs_batch *b, const char *root, const char *model, const c
                       mfs_batch_result *r, mfs_err *err);
 void mfs_batch_result_free(mfs_batch_result *r);
 
+/* What model's views' keys are made of in this batch's cache, with its
+ * options (meshfs-cache explain): nothing converted or used.  0, or -1 with
+ * err (*out is then empty, safe to free). */
+struct mfs_explain;
+int mfs_batch_explain(mfs_batch *b, const char *root, const char *model, const char *fmi_model,
+                      struct mfs_explain *out, mfs_err *err);
+
 /* ---- run.c: every item of a plan, -j at a time ---- */
 
 typedef enum mfs_batch_state {

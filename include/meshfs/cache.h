@@ -322,6 +322,10 @@ int mfs_cache_manifest_current(mfs_cache *c, int rootfd, const mfs_cache_manifes
 int mfs_cache_manifest_known(mfs_cache *c, int rootfd, const mfs_cache_manifest *m,
                              mfs_err *err);
 
+/* One recorded dependency checked as mfs_cache_manifest_current checks
+ * each: 1 same, 0 changed or gone, -1 error. */
+int mfs_cache_dep_current(mfs_cache *c, int rootfd, const mfs_dep *d, mfs_err *err);
+
 /* The view's key by format name, or NULL. */
 const mfs_cache_key *mfs_cache_manifest_find(const mfs_cache_manifest *m,
                                              const char *format);

@@ -174,6 +174,9 @@ typedef struct mfs_views_stats {
 
 void mfs_views_get_stats(mfs_views *v, mfs_views_stats *out);
 
+/* The host v was made with (explain.c reads its cache, root and options). */
+const mfs_views_host *mfs_views_host_of(const mfs_views *v);
+
 /* The host is copied.  NULL on out of memory. */
 mfs_views *mfs_views_new(const mfs_views_host *host);
 void mfs_views_free(mfs_views *v);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "meshfs/batch.h"
+#include "meshfs/explain.h"
 #include "meshfs/convstore.h"
 #include "meshfs/jobdirs.h"
 #include "meshfs/job.h"
@@ -614,6 +615,17 @@ static void load_report(const root *r, const char *model, mfs_batch_result *res)
 static void count_model(mfs_batch *b, const mfs_batch_result *res)
 {
     mfs_cache_note(b->cache, res->converted ? MFS_CACHE_MODEL_MISS : MFS_CACHE_MODEL_HIT);
+}
+
+int mfs_batch_explain(mfs_batch *b, const char *rootpath, const char *model, const char *fmi_model,
+                      mfs_explain *out, mfs_err *err)
+{
+    root *r = get_root(b, rootpath, err);
+    if (!r) {
+        memset(out, 0, sizeof *out);
+        return -1;
+    }
+    return mfs_views_explain(r->views, model, fmi_model, out, err);
 }
 
 int mfs_batch_resolve(mfs_batch *b, const char *rootpath, const char *model, const char *fmi_model,

@@ -510,6 +510,11 @@ int mfs_cache_manifest_current(mfs_cache *c, int rootfd, const mfs_cache_manifes
     return deps_current(c, rootfd, m, 1, err);
 }
 
+int mfs_cache_dep_current(mfs_cache *c, int rootfd, const mfs_dep *d, mfs_err *err)
+{
+    return dep_current(c, rootfd, d, 1, err);
+}
+
 int mfs_cache_manifest_known(mfs_cache *c, int rootfd, const mfs_cache_manifest *m,
                              mfs_err *err)
 {

@@ -256,6 +256,11 @@ void mfs_views_get_stats(mfs_views *v, mfs_views_stats *out)
     pthread_mutex_unlock(&v->lock);
 }
 
+const mfs_views_host *mfs_views_host_of(const mfs_views *v)
+{
+    return &v->h;
+}
+
 /* ---- keys: the one recipe ---- */
 
 int mfs_views_key(const mfs_views *v, const mfs_dep *deps, uint32_t ndeps, int format,

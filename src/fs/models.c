@@ -17,6 +17,7 @@
 
 #include "coherence.h"
 #include "fs.h"
+#include "meshfs/explain.h"
 #include "meshfs/storerr.h"
 
 static int host_stat(void *ctx, const char *path, mfs_view_path kind, struct stat *st)
@@ -203,6 +204,30 @@ int mfs_view_missing(mfs_fs *fs, const char *dir, const char *name, const char *
     mfs_err err;
     mfs_err_clear(&err);
     return mfs_views_missing(fs->views, path, fmi_model, format, out, n, &err);
+}
+
+char *mfs_view_explain(mfs_fs *fs, const char *dir, const char *name, const char *base, int json,
+                       mfs_err *err)
+{
+    char path[4096], fmi_model[4096];
+    if (view_paths(fs, dir, name, base, path, fmi_model) < 0)
+        return mfs_errf(err, "%s: name too long", name), NULL;
+    mfs_explain e;
+    if (mfs_views_explain(fs->views, path, fmi_model, &e, err) < 0) {
+        mfs_explain_free(&e);
+        return NULL;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f) {
+        (json ? mfs_explain_print_json : mfs_explain_print)(f, &e);
+        fclose(f);
+    }
+    mfs_explain_free(&e);
+    if (!text)
+        mfs_errf(err, "out of memory");
+    return text;
 }
 
 int mfs_view_cached_stat(mfs_fs *fs, const char *dir, const mfs_view_ref *ref,

@@ -32,6 +32,8 @@
 #define XATTR_WARNING "user.meshfs.warning"
 #define XATTR_WARNINGS "user.meshfs.warnings"
 #define XATTR_STATS "user.meshfs.stats"
+#define XATTR_EXPLAIN "user.meshfs.explain"
+#define XATTR_EXPLAIN_JSON "user.meshfs.explain.json"
 
 typedef struct handle {
     mfs_held held;           /* first: the kernel holds it (held.h) */
@@ -790,6 +792,31 @@ static int model_error(mfs_fs *fs, const char *r, char *value, size_t size)
     return len;
 }
 
+/* user.meshfs.explain[.json] of a view: what its model's views' keys are
+ * made of and why a lookup would convert (explain.h).  Only on views, whose
+ * readers may read every input the explanation names (the kernel checks
+ * it: default_permissions, docs/security.md S1); meshfs-cache explain
+ * finds a model's views itself.  Read by name only, like the others. */
+static int explain(mfs_fs *fs, const char *r, int json, char *value, size_t size)
+{
+    char dir[4096];
+    mfs_view_ref ref;
+    int v = find_view(fs, r, dir, sizeof dir, &ref);
+    if (v <= 0)
+        return v == 0 ? -ENODATA : v;
+    if (ref.format == MFS_FS_LGEPKG) { /* its models' views explain theirs */
+        ref_free(&ref);
+        return -ENODATA;
+    }
+    mfs_err err;
+    mfs_err_clear(&err);
+    char *text = mfs_view_explain(fs, dir, ref.model, ref.base, json, &err);
+    ref_free(&ref);
+    int len = text ? reply_xattr(text, (int)strlen(text), value, size) : -EIO;
+    free(text);
+    return len;
+}
+
 static int op_getxattr(const char *path, const char *name, char *value, size_t size)
 {
     mfs_fs *fs = FS();
@@ -799,6 +826,8 @@ static int op_getxattr(const char *path, const char *name, char *value, size_t s
     char text[MFS_ERR_MAX + 1024];
     if (!strcmp(r, ".") && !strcmp(name, XATTR_STATS))
         return reply_xattr(text, stats_text(fs, text, sizeof text), value, size);
+    if (!strcmp(name, XATTR_EXPLAIN) || !strcmp(name, XATTR_EXPLAIN_JSON))
+        return explain(fs, r, !strcmp(name, XATTR_EXPLAIN_JSON), value, size);
     int warning = !strcmp(name, XATTR_WARNING);
     int warnings = !strcmp(name, XATTR_WARNINGS);
     if (strcmp(name, XATTR_ERROR) && !warning && !warnings)

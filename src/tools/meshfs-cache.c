@@ -20,6 +20,7 @@
 #include "meshfs/batch.h"
 #include "meshfs/cache.h"
 #include "meshfs/cache_admin.h"
+#include "cache_explain.h"
 #include "meshfs/json.h"
 #include "meshfs/optvalue.h"
 #include "meshfs/spawner.h"
@@ -570,6 +571,11 @@ static int cmd_warm(tool *t, int argc, char **argv)
     return rc ? rc : run.failed || run.unread ? EXIT_BAD : 0;
 }
 
+static int cmd_explain(tool *t, int argc, char **argv)
+{
+    return mfs_cache_explain_main(t->dir, t->json, argc, argv);
+}
+
 static const command commands[] = {
     {"stats", "", "entries, bytes, caps and the counters of every mount and run", cmd_stats},
     {"max-size", " [SIZE]", "the cap mounts, meshfs-convert and warm keep the cache to (0: none)",
@@ -580,6 +586,8 @@ static const command commands[] = {
      cmd_verify},
     {"warm", " SRC [OPTS]",
      "convert every model under SRC into the cache, so a mount of SRC is warm", cmd_warm},
+    {"explain", " PATH...", "what a view's key is made of, and why a lookup would convert",
+     cmd_explain},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
