@@ -619,6 +619,26 @@ static void log_missing(const mfs_views *v, const char *path, const mfs_cache_ma
         }
 }
 
+/* Was the model at path replaced since `st` was taken (a save by rename,
+ * or an edit)?  Then what was looked up or converted for it answers for
+ * a file no longer there, and the caller starts again from the new one. */
+static int model_moved(const mfs_views *v, const char *path, const struct stat *st)
+{
+    struct stat now;
+    if (v->h.stat_path(v->h.ctx, path, MFS_VIEW_PATH_MODEL, &now) < 0)
+        return 0; /* gone: the next hash says so */
+    sig a = {st->st_dev, st->st_ino, st->st_size, st->st_mtim, st->st_ctim,
+             st->st_uid, st->st_gid, st->st_mode, 0};
+    sig b = {now.st_dev, now.st_ino, now.st_size, now.st_mtim, now.st_ctim,
+             now.st_uid, now.st_gid, now.st_mode, 0};
+    return !same_sig(&a, &b);
+}
+
+/* A model saved over while it is resolved is resolved again for the file
+ * there now, up to this many times a request: each time took a new save,
+ * so only an editor saving without pause for the whole request runs out. */
+#define MOVED_TRIES 32
+
 /* Brings the memo up to date, converting if `format` has no entry for the
  * current inputs (then every enabled view still missing is made by the same
  * import).  Views already cached are never remade for another's sake, so an
@@ -626,7 +646,7 @@ static void log_missing(const mfs_views *v, const char *path, const mfs_cache_ma
  * with m->lock held.  0 or -errno (err says why, if it can). */
 static int refresh(const mfs_views *v, model *m, const char *fmi_model, int format, mfs_err *err)
 {
-    int converted = 0;
+    int converted = 0, moves = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
         struct stat st;
         uint8_t hash[16];
@@ -645,6 +665,10 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
             have = mfs_cache_manifest_load(v->h.cache, &mk, &man, err);
         if (have == 1 && mfs_cache_manifest_current(v->h.cache, v->h.rootfd, &man, err) != 1) {
             mfs_cache_manifest_free(&man);
+            if (model_moved(v, m->path, &st) && ++moves < MOVED_TRIES) {
+                attempt--; /* the model's input did not match: it was saved over */
+                continue;
+            }
             have = 0;
         }
         unsigned need = v->h.formats;
@@ -674,8 +698,13 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION);
         int conv = v->h.convert(v->h.ctx, m->path, fmi_model, need, &man, err);
         if (conv < 0) {
-            mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION_FAILURE);
             mfs_cache_manifest_free(&man);
+            if (model_moved(v, m->path, &st) && ++moves < MOVED_TRIES) {
+                mfs_err_clear(err); /* the run was for a file no longer there */
+                attempt--;
+                continue;
+            }
+            mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION_FAILURE);
             return -EIO;
         }
         int cur = mfs_cache_manifest_current(v->h.cache, v->h.rootfd, &man, err);
@@ -701,6 +730,8 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         if (rc < 0 && rc != -EAGAIN)
             return rc;
         /* an input changed while it was converting: go round again */
+        if (model_moved(v, m->path, &st) && ++moves < MOVED_TRIES)
+            attempt--;
     }
     return mfs_errf(err, "%s: inputs kept changing during conversion", m->path), -EIO;
 }
