@@ -51,6 +51,10 @@ typedef struct mfs_report {
     int transient;           /* the failure was not the model's (the worker was
                                 killed from outside): set by the parent, never
                                 read from the wire */
+    int outputs_lost;        /* an output file was removed or replaced from
+                                outside during the run (the job folder's
+                                contents removed with the cache's): set by the
+                                parent, never read from the wire */
     mfs_deps deps;           /* every input read, model first */
     mfs_stats stats;
     unsigned formats;        /* mask of formats reported */

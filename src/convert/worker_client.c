@@ -1090,6 +1090,7 @@ static void claim_fd_outputs(const mfs_job *job, mfs_report *rep, int dfd, const
             continue;
         unlinkat(dfd, name, 0);
         if (vouched) {
+            rep->outputs_lost = 1;
             rep->fmt[f].ok = 0;
             rep->fmt[f].transient = 1;
             snprintf(rep->fmt[f].error, sizeof rep->fmt[f].error,

@@ -20,6 +20,7 @@
 #include "meshfs/convstore.h"
 #include "meshfs/storerr.h"
 #include "meshfs/keyopts.h"
+#include "meshfs/test_hold.h"
 
 /* The option text in keys: the recipe shared with meshfs-convert
  * (include/meshfs/keyopts.h), over this mount's formats. */
@@ -158,41 +159,6 @@ static void job_slot_give(mfs_fs *fs)
     pthread_mutex_unlock(&fs->job_lock);
 }
 
-#ifdef MESHFS_TEST_HOOKS
-/* Test builds only (tests/integration/test_listing.py): with
- * MESHFS_TEST_CONVERT_HOLD=SUBSTR:FILE[,SUBSTR:FILE...], a conversion of a
- * model whose path contains a SUBSTR holds its slot, counted as running,
- * until that FILE exists (at most 120 s): a conversion that lasts exactly as
- * long as a test needs, so tests assert the order of events, not their
- * durations.  While it holds, FILE.held exists, so a test can tell which of
- * several candidates got a slot. */
-static void test_hold(const char *relpath)
-{
-    const char *v = getenv("MESHFS_TEST_CONVERT_HOLD");
-    while (v && *v) {
-        const char *end = strchr(v, ',');
-        size_t len = end ? (size_t)(end - v) : strlen(v);
-        const char *colon = memchr(v, ':', len);
-        char sub[256], file[1024];
-        if (colon && colon != v && (size_t)(colon - v) < sizeof sub &&
-            len - (size_t)(colon - v) - 1 < sizeof file) {
-            snprintf(sub, sizeof sub, "%.*s", (int)(colon - v), v);
-            snprintf(file, sizeof file, "%.*s", (int)(len - (size_t)(colon - v) - 1), colon + 1);
-            if (strstr(relpath, sub)) {
-                char held[sizeof file + 8];
-                snprintf(held, sizeof held, "%s.held", file);
-                int fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-                if (fd >= 0)
-                    close(fd);
-                for (int i = 0; i < 6000 && access(file, F_OK) != 0; i++)
-                    usleep(20000);
-                return;
-            }
-        }
-        v = end ? end + 1 : NULL;
-    }
-}
-#endif
 
 /* The mount's side of filing a run (include/meshfs/convstore.h): the
  * mount, and the run's job folder, whose loss says the cache churned. */
@@ -350,9 +316,9 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
     uint_least64_t peak = atomic_load(&fs->stats.conversions_peak);
     while (running > peak && !atomic_compare_exchange_weak(&fs->stats.conversions_peak, &peak, running))
         ;
-#ifdef MESHFS_TEST_HOOKS
-    test_hold(relpath);
-#endif
+    /* tests/integration/test_listing.py: a run that lasts as long as the
+     * test needs, counted as running (meshfs/test_hold.h) */
+    mfs_test_hold_until("MESHFS_TEST_CONVERT_HOLD", relpath);
     int rc = mfs_spawner_convert(fs->spawner, &job, &rep, err);
     atomic_fetch_sub(&fs->stats.conversions_running, 1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -392,8 +358,11 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
      * run was made for (a save by rename between the two opens): the
      * caller runs it again for the file there now */
     *moved = !rep.ok && rep.deps.model_unopened;
+    /* outputs taken from the job folder before the folder itself (an rm
+     * -rf of the cache in progress): churn, though the folder is there */
+    int lost = rep.outputs_lost;
     mfs_report_free(&rep);
-    *churned = rc != 0 && churned_since(fs, jd, cst.revivals);
+    *churned = lost || (rc != 0 && churned_since(fs, jd, cst.revivals));
     run_lines_done(&ctx, !*churned);
     mfs_jobdirs_give(fs->jobdirs, jd, formats, rc >= 0 && !*churned);
     if (*churned) {
