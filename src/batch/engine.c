@@ -36,6 +36,7 @@
 #include "meshfs/lgepkg.h"
 #include "meshfs/sandbox.h"
 #include "meshfs/spawner.h"
+#include "meshfs/test_hold.h"
 #include "meshfs/views.h"
 
 typedef struct root {
@@ -331,7 +332,7 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
      * job.h), from the model's path as the mount resolves SRC's: beneath
      * the input, no link followed, so a model swapped for a link since the
      * plan is refused (it is not a regular file) */
-    test_hold("MESHFS_TEST_HOLD_OWNER", r->path, 1500);
+    mfs_test_hold_until("MESHFS_TEST_HOLD_OWNER", model); /* tests: swap it now */
     struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
     int mfd = (int)syscall(SYS_openat2, r->fd, model, &how, sizeof how);

@@ -1412,13 +1412,20 @@ class WriterTest(unittest.TestCase):
         folder(self.s("drop"), 0o1777, root)
         put(self.s("drop", "x.obj"), TRIANGLE, 0o644, B)
         out = os.path.join(self.tmp, "out")
-        env = dict(os.environ, MESHFS_TEST_HOLD_OWNER=self.src)
+        release = os.path.join(self.tmp, "swapped")
+        env = dict(os.environ, MESHFS_TEST_HOLD_OWNER="x.obj:" + release)
         p = subprocess.Popen([tool("meshfs-convert"), "--no-cache", "-q", "-f", "vrt", "-o", out,
                               self.src], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
-        time.sleep(0.5)  # planned (a 3-file walk), held 1.5 s before the stat
+        # planned, and held before its model is opened (meshfs/test_hold.h)
+        for _ in range(3000):
+            if os.path.exists(release + ".held") or p.poll() is not None:
+                break
+            time.sleep(0.02)
+        self.assertTrue(os.path.exists(release + ".held"), "meshfs-convert never reached x.obj")
         os.unlink(self.s("drop", "x.obj"))
         os.symlink("../a/private.obj", self.s("drop", "x.obj"))
+        open(release, "w").close()
         stdout, stderr = p.communicate(timeout=120)
         self.assertNotEqual(p.returncode, 0, stderr)
         self.assertIn("x.obj: not a regular file", stderr)
