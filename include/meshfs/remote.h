@@ -42,6 +42,8 @@ typedef struct mfs_remote_cfg {
 typedef struct mfs_remote_stats {
     uint64_t hits, misses, errors, bytes_down, bytes_up, queue, dropped, uploads;
     uint64_t read_backoffs, upload_backoffs; /* back-offs begun, each direction */
+    uint64_t repaired; /* uploads that replaced an object found bad (not skipped
+                          by HEAD): counted in uploads too */
 } mfs_remote_stats;
 
 typedef struct mfs_remote mfs_remote;
@@ -53,10 +55,14 @@ mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err 
 void mfs_remote_free(mfs_remote *r);
 
 /* Fetches the view entry (manifest = 0) or manifest (1) with key k into the
- * local cache.  1 now there; 0 not (absent, bad, backing off, error). */
+ * local cache.  1 now there; 2 not, the server's object is bad (a checksum
+ * or length that does not match its name: the caller's upload of what it
+ * converts should replace it); 0 not (absent, backing off, error). */
 int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest);
-/* Queues an upload of the local entry k (never waits). */
-void mfs_remote_enqueue(mfs_remote *r, const mfs_cache_key *k, int manifest);
+/* Queues an upload of the local entry k (never waits).  over: put it even
+ * if the server has an object of that name (one found bad); otherwise a
+ * HEAD that finds one skips the upload. */
+void mfs_remote_enqueue(mfs_remote *r, const mfs_cache_key *k, int manifest, int over);
 
 void mfs_remote_get_stats(mfs_remote *r, mfs_remote_stats *out);
 

@@ -43,6 +43,7 @@ typedef struct backoff {
 typedef struct job {
     mfs_cache_key key;
     int manifest;
+    int over; /* put even if the server has one (it was found bad) */
 } job;
 
 struct mfs_remote {
@@ -69,7 +70,7 @@ struct mfs_remote {
                     the daemon detaches (fuse_daemonize forks) */
     pthread_t thread;
     backoff rd, up;
-    int logged_bad, logged_ro, logged_down, logged_get, logged_big, logged_huge, logged_room;
+    int logged_bad, logged_repair, logged_ro, logged_down, logged_get, logged_big, logged_huge, logged_room;
     mfs_remote_stats st;
 };
 
@@ -396,6 +397,7 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
             if (first)
                 rlog(r, "remote cache: %s%s: bad object (%s); not served", r->name,
                      url + strlen(r->url), why);
+            got = 2;
         } else {
             char final[MFS_CACHE_PATH_MAX];
             mfs_cache_key_path(k, manifest ? 'm' : 'e', final);
@@ -523,19 +525,26 @@ static int upload(mfs_remote *r, const job *j)
         close(fd);
         return 0;
     }
-    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms + 1000L * r->data_timeout_s);
-    mfs_rx x = {.c = r->c, .fd = -1};
-    mfs_rx_attach(h, &x);
-    int late;
-    CURLcode cc = mfs_rx_perform(h, &x, r->timeout_ms, &late);
-    long code = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    /* the server's copy was found bad: its HEAD would say 200, so the
+     * good one is put over it unasked */
+    int repair = j->over;
+    CURLcode cc = CURLE_OK;
+    long code = 404;
     char d[512];
-    answer_text(r, h, cc, code, d, sizeof d);
-    if (late)
-        snprintf(d, sizeof d, "no answer within %u ms (remote_timeout_ms)", r->timeout_ms);
-    int done = cc == CURLE_OK && code >= 200 && code < 300; /* there already */
+    int done = 0;
+    if (!repair) {
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms + 1000L * r->data_timeout_s);
+        mfs_rx x = {.c = r->c, .fd = -1};
+        mfs_rx_attach(h, &x);
+        int late;
+        cc = mfs_rx_perform(h, &x, r->timeout_ms, &late);
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        answer_text(r, h, cc, code, d, sizeof d);
+        if (late)
+            snprintf(d, sizeof d, "no answer within %u ms (remote_timeout_ms)", r->timeout_ms);
+        done = cc == CURLE_OK && code >= 200 && code < 300; /* there already */
+    }
     if (cc != CURLE_OK || overloaded(code)) {
         failed(r, &r->up, "HEAD", d, cc == CURLE_OK ? retry_after(h) : 0);
     } else if (code >= 300 && code != 404 && code != 410) {
@@ -568,7 +577,13 @@ static int upload(mfs_remote *r, const job *j)
             STAT_ADD(r, bytes_up, (uint64_t)total);
             pthread_mutex_lock(&r->mu);
             r->st.uploads++;
+            r->st.repaired += (uint64_t)repair;
+            int first = repair && !r->logged_repair;
+            r->logged_repair |= repair;
             pthread_mutex_unlock(&r->mu);
+            if (first)
+                rlog(r, "remote cache: %s%s: a bad object replaced with the one converted here "
+                        "(remote_repaired counts them)", r->name, url + strlen(r->url));
         } else if (cc == CURLE_OK && code == 413) {
             STAT_ADD(r, errors, 1); /* too large for this server: that object only */
             once(r, &r->logged_big, "PUT", d, "such objects are not uploaded (logged once)");
@@ -611,7 +626,7 @@ static void *uploader(void *arg)
     return NULL;
 }
 
-void mfs_remote_enqueue(mfs_remote *r, const mfs_cache_key *k, int manifest)
+void mfs_remote_enqueue(mfs_remote *r, const mfs_cache_key *k, int manifest, int over)
 {
     if (!r)
         return;
@@ -623,7 +638,7 @@ void mfs_remote_enqueue(mfs_remote *r, const mfs_cache_key *k, int manifest)
     } else if (r->qlen == MFS_REMOTE_QUEUE_CAP) {
         r->st.dropped++;
     } else {
-        r->q[(r->qhead + r->qlen) % MFS_REMOTE_QUEUE_CAP] = (job){*k, manifest};
+        r->q[(r->qhead + r->qlen) % MFS_REMOTE_QUEUE_CAP] = (job){*k, manifest, over != 0};
         r->qlen++;
         pthread_cond_broadcast(&r->cv);
     }

@@ -582,7 +582,8 @@ static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, in
 
 /* ---- tier 2b: the remote ---- */
 
-/* One view fetched from the remote into the local cache: 1 it is there. */
+/* One view fetched from the remote into the local cache: as
+ * mfs_remote_fetch (1 it is there, 2 the server's is bad). */
 static int remote_view(const mfs_views *v, const mfs_cache_manifest *man, const char *fmi_model,
                        int format)
 {
@@ -591,18 +592,20 @@ static int remote_view(const mfs_views *v, const mfs_cache_manifest *man, const 
     mfs_err_clear(&e);
     if (mfs_views_key(v, man->deps, man->ndeps, format, fmi_model, &k, &e) < 0)
         return 0;
-    return mfs_remote_fetch(v->h.remote, &k, 0) == 1;
+    return mfs_remote_fetch(v->h.remote, &k, 0);
 }
 
 /* After a conversion: the views it made (never failures) and the manifest
- * are queued for upload; the queue never waits. */
+ * are queued for upload; the queue never waits.  over: an object of this
+ * model was found bad on the server, so each of them is put over what the
+ * server has (a bad manifest hides which of its views are bad too). */
 static void remote_upload(const mfs_views *v, const model *m, unsigned need,
-                          const mfs_cache_key *mk)
+                          const mfs_cache_key *mk, int over)
 {
     for (int f = 0; f < MFS_FMT_COUNT; f++) /* embedded ones go with the manifest */
         if ((need & (1u << f)) && m->fmt[f].known && m->fmt[f].ok && !m->fmt[f].embedded)
-            mfs_remote_enqueue(v->h.remote, &m->fmt[f].key, 0);
-    mfs_remote_enqueue(v->h.remote, mk, 1);
+            mfs_remote_enqueue(v->h.remote, &m->fmt[f].key, 0, over);
+    mfs_remote_enqueue(v->h.remote, mk, 1, over);
 }
 
 /* ---- tiers 2 and 3: the local cache, then a conversion ---- */
@@ -646,7 +649,7 @@ static int model_moved(const mfs_views *v, const char *path, const struct stat *
  * with m->lock held.  0 or -errno (err says why, if it can). */
 static int refresh(const mfs_views *v, model *m, const char *fmi_model, int format, mfs_err *err)
 {
-    int converted = 0, moves = 0;
+    int converted = 0, moves = 0, bad = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
         struct stat st;
         uint8_t hash[16];
@@ -661,7 +664,9 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         int have = mfs_cache_manifest_load(v->h.cache, &mk, &man, err);
         /* another machine's manifest: its key is the model's content hash
          * and options, never its path on that machine */
-        if (have == 0 && v->h.remote && mfs_remote_fetch(v->h.remote, &mk, 1) == 1)
+        int got = have == 0 && v->h.remote ? mfs_remote_fetch(v->h.remote, &mk, 1) : 0;
+        bad |= got == 2;
+        if (got == 1)
             have = mfs_cache_manifest_load(v->h.cache, &mk, &man, err);
         if (have == 1 && mfs_cache_manifest_current(v->h.cache, v->h.rootfd, &man, err) != 1) {
             mfs_cache_manifest_free(&man);
@@ -676,9 +681,12 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
             /* the manifest's keys were made with the options of its time:
              * recompute them for ours, then see which entries exist */
             int rc = memo_fill(v, m, &man, &mk, fmi_model, 0);
-            if (rc == 0 && v->h.remote && (missing_formats(v, m) & (1u << format)) &&
-                remote_view(v, &man, fmi_model, format))
-                rc = memo_fill(v, m, &man, &mk, fmi_model, 0);
+            if (rc == 0 && v->h.remote && (missing_formats(v, m) & (1u << format))) {
+                int vgot = remote_view(v, &man, fmi_model, format);
+                bad |= vgot == 2;
+                if (vgot == 1)
+                    rc = memo_fill(v, m, &man, &mk, fmi_model, 0);
+            }
             mfs_cache_manifest_free(&man);
             if (rc == -EAGAIN)
                 continue;
@@ -720,7 +728,7 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
             log_missing(v, m->path, &man);
         mfs_cache_manifest_free(&man);
         if (rc == 0 && v->h.remote)
-            remote_upload(v, m, need, &mk);
+            remote_upload(v, m, need, &mk, bad);
         if (rc == 0 && (conv == 1 || made_failure(v, m, need)))
             mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION_FAILURE);
         if (rc == 0 && !(missing_formats(v, m) & (1u << format)))
