@@ -53,7 +53,7 @@ typedef struct mfs_cache_keyb {
     void *state;
 } mfs_cache_keyb;
 
-/* Starts a key in a domain ("meshfs.view.v1"): keys of different domains
+/* Starts a key in a domain ("meshfs.view.v2"): keys of different domains
  * never collide even over equal fields.  -1 only on out of memory. */
 int mfs_cache_key_init(mfs_cache_keyb *kb, const char *domain, mfs_err *err);
 void mfs_cache_key_add_str(mfs_cache_keyb *kb, const char *s); /* NULL = "" */
@@ -69,14 +69,22 @@ void mfs_cache_key_discard(mfs_cache_keyb *kb);
 /* 32 lowercase hex digits and a NUL. */
 void mfs_cache_key_hex(const mfs_cache_key *k, char out[33]);
 
-/* Key of one view: domain "meshfs.view.v1", each dep in order, then format
- * name, option text (mfs_options_key for that format's mask), version. */
+/* Key of one view: domain "meshfs.view.v2", each dep in order, then format
+ * name, option text (mfs_options_key for that format's mask, and the
+ * importer: include/meshfs/keyopts.h), version. */
 int mfs_cache_view_key(const mfs_dep *deps, uint32_t ndeps, const char *format,
                        const char *options, const char *version, mfs_cache_key *out,
                        mfs_err *err);
+/* The same with texture_inputs 0 for a view that does not read the
+ * texture's image: the deps marked mfs_dep.texture are left out (they
+ * decide .tex alone).  mfs_cache_view_key is texture_inputs 1. */
+int mfs_cache_view_key_for(const mfs_dep *deps, uint32_t ndeps, int texture_inputs,
+                           const char *format, const char *options, const char *version,
+                           mfs_cache_key *out, mfs_err *err);
 
-/* Key of a model's manifest: domain "meshfs.manifest.v2" (v1: before
- * absent inputs were recorded, so never trusted now), the model as a dep
+/* Key of a model's manifest: domain "meshfs.manifest.v3" (v1: before
+ * absent inputs were recorded, so never trusted now; v2: option text that
+ * held the formats asked for), the model as a dep
  * (relative path, size, content hash), option text, version. */
 int mfs_cache_manifest_key(const char *model_path, uint64_t model_size,
                            const uint8_t model_hash[16], const char *options,
@@ -331,6 +339,11 @@ const mfs_cache_key *mfs_cache_manifest_find(const mfs_cache_manifest *m,
                                              const char *format);
 
 void mfs_cache_manifest_free(mfs_cache_manifest *m);
+/* Drops the deps marked mfs_dep.texture (the texture search's), for a
+ * reader that shows no view reading the texture's image: they decide none
+ * of its views, so a texture edit must not make them stale (docs/cache.md,
+ * "Keys").  The rest keep their order. */
+void mfs_cache_manifest_drop_texture_inputs(mfs_cache_manifest *m);
 
 /* ---- folder records ---------------------------------------------------- */
 

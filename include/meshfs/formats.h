@@ -58,6 +58,9 @@ typedef struct mfs_format_info {
     const char *name;      /* "fmd": also the file extension */
     mfs_writer_fn write;
     unsigned options;      /* mfs_opt_bit set this writer reads */
+    int reads_image;       /* reads scene->image (the texture), so its key
+                              holds the texture search's inputs
+                              (mfs_dep.texture) */
 } mfs_format_info;
 
 const mfs_format_info *mfs_format_get(mfs_format f);

@@ -40,6 +40,12 @@ typedef struct mfs_dep {
     uint64_t size;
     uint8_t hash[16];     /* XXH3-128 of the bytes, canonical (big-endian) form */
     uint8_t kind;         /* mfs_dep_kind; 0 (a file) when zeroed */
+    /* 1: recorded by the texture search alone (src/import/texture.c), so
+     * an input of the views that read the texture's image (.tex:
+     * mfs_format_info.reads_image) and of no other: their keys leave it
+     * out, and a mount without them does not check it (docs/cache.md,
+     * "Keys").  A path the import read before the search stays 0. */
+    uint8_t texture;
 } mfs_dep;
 
 typedef struct mfs_deps {
@@ -71,17 +77,21 @@ typedef struct mfs_import_opts {
     int source_frame;     /* keep the importer's raw coordinates */
     int importer;         /* mfs_importer */
     /* Decode the model's first diffuse texture into scene->image (for .tex;
-     * docs/formats/tex.md).  The image file is read through the confined file
-     * system, so it becomes a dependency; a texture that is missing, refused
-     * or undecodable is never an import error, only scene->image.note. */
+     * docs/formats/tex.md).  The search for it runs whatever this says
+     * (mfs_import_texture_from): every candidate is opened through the
+     * confined file system, so it is a dependency either way, and a model's
+     * inputs are the same whichever formats a run writes (docs/cache.md,
+     * "Keys").  Only the decoding is skipped.  A texture that is missing,
+     * refused or undecodable is never an import error, only
+     * scene->image.note. */
     int textures;
     /* Compute tangents and bitangents (assimp's CalcTangentSpace; the
-     * native importers' mfs_calc_tangents), which only .gmf stores: about
-     * 0.8 s on a million-triangle model with UVs.  Not only .gmf's choice:
-     * assimp computes them before JoinIdenticalVertices, which then keeps
-     * apart vertices whose tangents differ, so with them every view may
-     * have more vertices.  Callers therefore decide it once per
-     * configuration, never per run (docs/import.md, "Tangents"). */
+     * native importers' mfs_calc_tangents), which only .gmf stores.  Not
+     * only .gmf's choice: the welding compares them, so with them a model
+     * may keep more vertices in every view.  A conversion therefore always
+     * asks for them (src/convert/job.c), so that no view's bytes depend on
+     * whether .gmf was among the formats (docs/import.md, "Tangents");
+     * 0 is for the tools that measure the step (bench-import). */
     int tangents;
     /* The file the host checked (mfs_job.model_dev/ino): an open of the
      * model's path that yields another file fails the import as the model

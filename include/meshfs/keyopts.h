@@ -1,15 +1,16 @@
 /* The option text in every view key and manifest key: one recipe for the
- * mount (src/fs/convert.c) and meshfs-convert (src/batch/), so both find
- * each other's entries in a shared cache (docs/cache.md, "Keys").
+ * mount (src/fs/convert.c), meshfs-convert and `meshfs-cache warm`
+ * (src/batch/), so all of them find each other's entries in a shared cache
+ * (docs/cache.md, "Keys").
  *
- * `formats` is the set a run is configured with, as the mount holds it
- * (bits of mfs_format, plus MFS_FMT_LGEPKG_BIT and, with it, the views a
- * package needs: MFS_LGEPKG_NEEDS).  Two settings follow from it and
- * decide every view's bytes, so they are in every key:
- *   tangents  .gmf is on: every import computes tangents (they keep apart
- *             vertices the import would otherwise join, docs/import.md)
- *   textures  .tex or the package is on: every run decodes textures, so
- *             every run reads the same files and its manifest lists them */
+ * A view's key holds what decides its bytes: its inputs (the caller's
+ * dependency list), its format, the options that format reads, the
+ * importer, the version.  Never the set of formats a run or a mount is
+ * configured with: every conversion imports the same way whatever it
+ * writes (tangents always computed, the texture always searched for and
+ * decoded only for .tex: src/convert/job.c), so a mount with formats=gmf,
+ * a full mount, a `warm --formats fmd` and a `meshfs-convert` of every
+ * format share each view they have in common. */
 #ifndef MESHFS_KEYOPTS_H
 #define MESHFS_KEYOPTS_H
 
@@ -17,20 +18,13 @@
 
 #include "meshfs/options.h"
 
-int mfs_keyopts_tangents(unsigned formats);
-int mfs_keyopts_textures(unsigned formats);
-
-/* What one conversion run makes when `need` is missing: need, plus .tex
- * and .gmf when the settings above say every run makes them. */
-unsigned mfs_keyopts_run_formats(unsigned formats, unsigned need);
-
 /* Option text of view `format` (o's options the format reads, with
- * model_path = fmi_model; the importer; tangents). */
-void mfs_keyopts_format(const mfs_options *o, unsigned formats, int format,
-                        const char *fmi_model, char *buf, size_t n);
+ * model_path = fmi_model; the importer). */
+void mfs_keyopts_format(const mfs_options *o, int format, const char *fmi_model, char *buf,
+                        size_t n);
 
-/* Option text of the import (the manifest's key): source frame, textures,
- * importer, tangents. */
-void mfs_keyopts_import(const mfs_options *o, unsigned formats, char *buf, size_t n);
+/* Option text of the import (the model entry's key): source frame,
+ * importer. */
+void mfs_keyopts_import(const mfs_options *o, char *buf, size_t n);
 
 #endif

@@ -14,8 +14,9 @@
 #include "meshfs/import.h"
 
 #define MFS_PROTO_MAGIC 0x5746534du /* "MSFW" little-endian */
-#define MFS_PROTO_VERSION 7         /* 3: per-format note; 4: model_unopened; 5: route;
-                                       6: dependency kind; 7: unkeyed */
+#define MFS_PROTO_VERSION 8         /* 3: per-format note; 4: model_unopened; 5: route;
+                                       6: dependency kind; 7: unkeyed;
+                                       8: the kind's bit 7, mfs_dep.texture */
 #define MFS_REPORT_FD 3             /* the worker writes its report here */
 #define MFS_LIFELINE_FD 4           /* EOF here: the parent died, so must the worker */
 #define MFS_PROTO_MAX (16u << 20)   /* no report is larger; bigger is hostile */

@@ -49,7 +49,7 @@ typedef struct root {
 
 struct mfs_batch {
     mfs_batch_cfg cfg;
-    unsigned key_formats; /* as the mount holds them: with the package's needs */
+    unsigned view_formats; /* the views resolved, as the mount holds them: with the package's needs */
     mfs_cache *cache;
     char dir[PATH_MAX];
     char tmpdir[PATH_MAX + 8];
@@ -254,13 +254,13 @@ static int host_open(void *ctx, const mfs_cache_key *mk, const mfs_cache_key *k,
 static void host_format_options(void *ctx, int format, const char *fmi_model, char *buf, size_t n)
 {
     root *r = ctx;
-    mfs_keyopts_format(&r->b->cfg.opts, r->b->key_formats, format, fmi_model, buf, n);
+    mfs_keyopts_format(&r->b->cfg.opts, format, fmi_model, buf, n);
 }
 
 static void host_import_options(void *ctx, char *buf, size_t n)
 {
     root *r = ctx;
-    mfs_keyopts_import(&r->b->cfg.opts, r->b->key_formats, buf, n);
+    mfs_keyopts_import(&r->b->cfg.opts, buf, n);
 }
 
 /* ---- filing a run (convstore.h) ---- */
@@ -294,7 +294,7 @@ static int report_key(const root *r, const mfs_dep *deps, uint32_t ndeps, mfs_ca
                       mfs_err *err)
 {
     char iopts[64];
-    mfs_keyopts_import(&r->b->cfg.opts, r->b->key_formats, iopts, sizeof iopts);
+    mfs_keyopts_import(&r->b->cfg.opts, iopts, sizeof iopts);
     return mfs_cache_view_key(deps, ndeps, "report", iopts, MESHFS_OUTPUT_VERSION, k, err);
 }
 
@@ -324,7 +324,7 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
     if (!d)
         return -1;
     const char *tmp = mfs_jobdir_path(d);
-    unsigned run = mfs_keyopts_run_formats(b->key_formats, formats);
+    unsigned run = formats; /* the views missing: every run imports alike */
     mfs_job job = {.root = r->path, .model = model, .formats = run, .opts = b->cfg.opts,
                    .outdir = tmp, .limits = b->cfg.limits};
     job.opts.model_path = fmi_model;
@@ -414,7 +414,7 @@ static root *get_root(mfs_batch *b, const char *path, mfs_err *err)
             .ctx = r,
             .cache = b->cache,
             .rootfd = r->fd,
-            .formats = b->key_formats,
+            .formats = b->view_formats,
             .version = MESHFS_OUTPUT_VERSION,
             .stat_path = host_stat,
             .hash_model = host_hash,
@@ -484,7 +484,7 @@ int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
     if (!b)
         return mfs_errf(err, "out of memory");
     b->cfg = *cfg;
-    b->key_formats = cfg->formats | (cfg->formats & MFS_FMT_LGEPKG_BIT ? MFS_LGEPKG_NEEDS : 0);
+    b->view_formats = cfg->formats | (cfg->formats & MFS_FMT_LGEPKG_BIT ? MFS_LGEPKG_NEEDS : 0);
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->busy_ended, NULL);
     mfs_cache_config cc = {.dir = cfg->cache_dir, .flags = cfg->no_cap ? MFS_CACHE_NO_CAP : 0};
@@ -578,7 +578,7 @@ const char *mfs_batch_cache_dir(const mfs_batch *b)
 
 unsigned mfs_batch_views(const mfs_batch *b)
 {
-    return b->key_formats & MFS_FMT_ALL;
+    return b->view_formats & MFS_FMT_ALL;
 }
 
 /* The report a run filed (cs_extra), for a model served from the cache. */

@@ -55,8 +55,9 @@ int mfs_cache_folder_key(const char *dir, const char *options, const char *versi
                          mfs_cache_key *out, mfs_err *err)
 {
     mfs_cache_keyb kb;
-    /* v2: the manifests copied record absent inputs (v1 copies lack them) */
-    if (mfs_cache_key_init(&kb, "meshfs.folder.v2", err) < 0)
+    /* v2: the manifests copied record absent inputs (v1 copies lack them);
+     * v3: they are manifests of the v3 layout (src/cache/key.c) */
+    if (mfs_cache_key_init(&kb, "meshfs.folder.v3", err) < 0)
         return -1;
     mfs_cache_key_add_str(&kb, dir);
     mfs_cache_key_add_str(&kb, options);

@@ -16,6 +16,18 @@
 #include "cache_int.h"
 #include "meshfs/bytes.h"
 
+/* The key layouts' versions.  A change to what a key holds moves its
+ * domain, so entries of the old layout are simply never asked for (and
+ * age out by LRU), without touching the output version:
+ *   view v2, manifest v3: the set of formats a run or mount is configured
+ *     with left the option text (tangents and the texture search in every
+ *     conversion, docs/cache.md "Keys"), and a view that does not read the
+ *     texture leaves the texture search's inputs out; view v1 and manifest
+ *     v2 held "tangents;" and "textures;" and so keyed apart what is now
+ *     shared. */
+#define VIEW_DOMAIN "meshfs.view.v2"
+#define MANIFEST_DOMAIN "meshfs.manifest.v3"
+
 static void put_u64(XXH3_state_t *st, uint64_t v)
 {
     uint8_t b[8];
@@ -122,11 +134,20 @@ int mfs_cache_view_key(const mfs_dep *deps, uint32_t ndeps, const char *format,
                        const char *options, const char *version, mfs_cache_key *out,
                        mfs_err *err)
 {
+    return mfs_cache_view_key_for(deps, ndeps, 1, format, options, version, out, err);
+}
+
+int mfs_cache_view_key_for(const mfs_dep *deps, uint32_t ndeps, int texture_inputs,
+                           const char *format, const char *options, const char *version,
+                           mfs_cache_key *out, mfs_err *err)
+{
     mfs_cache_keyb kb;
-    if (mfs_cache_key_init(&kb, "meshfs.view.v1", err) < 0)
+    if (mfs_cache_key_init(&kb, VIEW_DOMAIN, err) < 0)
         return -1;
     for (uint32_t i = 0; i < ndeps; i++) {
         const mfs_dep *d = &deps[i];
+        if (d->texture && !texture_inputs)
+            continue; /* the texture search's: an input of .tex alone */
         if (d->kind == MFS_DEP_FILE) {
             mfs_cache_key_add_dep(&kb, d->path, d->size, d->hash);
             continue;
@@ -152,7 +173,7 @@ int mfs_cache_manifest_key(const char *model_path, uint64_t model_size,
                            const char *version, mfs_cache_key *out, mfs_err *err)
 {
     mfs_cache_keyb kb;
-    if (mfs_cache_key_init(&kb, "meshfs.manifest.v2", err) < 0)
+    if (mfs_cache_key_init(&kb, MANIFEST_DOMAIN, err) < 0)
         return -1;
     mfs_cache_key_add_dep(&kb, model_path, model_size, model_hash);
     mfs_cache_key_add_str(&kb, options);

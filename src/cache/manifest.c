@@ -14,7 +14,8 @@
  *   u32 ndeps, then per dep:  u32 path_len, path, u64 size, 16-byte hash
  *     (size: its low 56 bits; the top byte, the dep's kind: 0 a file read,
  *     1 a path tried and absent, 2 a folder searched, 3 absent and a file
- *     the model references (include/meshfs/inputs.h).
+ *     the model references, 4 unreadable (include/meshfs/inputs.h); its
+ *     bit 7 set: the texture search's input, mfs_dep.texture).
  *     A meshfs from before kinds reads an absent dep as a file of 2^56 bytes
  *     or more, which never matches: a conversion, never a wrong answer; and
  *     the manifest key's domain moved to v2, so neither finds the other's.)
@@ -81,7 +82,8 @@ void mfs_manifest_put_table(mfs_sink *s, const mfs_cache_manifest *m)
     mfs_put_u32(s, m->ndeps);
     for (uint32_t i = 0; i < m->ndeps; i++) {
         put_name(s, m->deps[i].path);
-        put_u64(s, (m->deps[i].size & SIZE_MASK) | ((uint64_t)m->deps[i].kind << 56));
+        uint64_t kind = m->deps[i].kind | (m->deps[i].texture ? 0x80u : 0);
+        put_u64(s, (m->deps[i].size & SIZE_MASK) | (kind << 56));
         mfs_put(s, m->deps[i].hash, 16);
     }
     mfs_put_u32(s, m->nviews);
@@ -193,7 +195,8 @@ static int decode(reader *r, int kind, int payload, mfs_cache_manifest *m)
         d->path = get_name(r);
         uint64_t size = get_u64(r);
         d->size = size & SIZE_MASK;
-        d->kind = (uint8_t)(size >> 56);
+        d->kind = (uint8_t)(size >> 56) & 0x7f;
+        d->texture = (uint8_t)(size >> 63);
         const uint8_t *h = take(r, 16);
         if (!d->path || !h || d->kind > MFS_DEP_UNREADABLE)
             return -1;
@@ -307,7 +310,8 @@ static int same_deps(const mfs_cache_manifest *a, const mfs_cache_manifest *b)
         return 0;
     for (uint32_t i = 0; i < a->ndeps; i++)
         if (strcmp(a->deps[i].path, b->deps[i].path) || a->deps[i].size != b->deps[i].size ||
-            a->deps[i].kind != b->deps[i].kind || memcmp(a->deps[i].hash, b->deps[i].hash, 16))
+            a->deps[i].kind != b->deps[i].kind || a->deps[i].texture != b->deps[i].texture ||
+            memcmp(a->deps[i].hash, b->deps[i].hash, 16))
             return 0;
     return 1;
 }
@@ -418,6 +422,18 @@ void mfs_cache_manifest_free(mfs_cache_manifest *m)
     free(m->deps);
     free(m->views);
     memset(m, 0, sizeof *m);
+}
+
+void mfs_cache_manifest_drop_texture_inputs(mfs_cache_manifest *m)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < m->ndeps; i++) {
+        if (m->deps[i].texture)
+            free(m->deps[i].path);
+        else
+            m->deps[k++] = m->deps[i];
+    }
+    m->ndeps = k;
 }
 
 const mfs_cache_key *mfs_cache_manifest_find(const mfs_cache_manifest *m, const char *format)

@@ -270,8 +270,9 @@ int mfs_views_key(const mfs_views *v, const mfs_dep *deps, uint32_t ndeps, int f
      * an option that changed since only moves its own views. */
     char opts[4200];
     v->h.format_options(v->h.ctx, format, fmi_model, opts, sizeof opts);
-    return mfs_cache_view_key(deps, ndeps, mfs_format_get((mfs_format)format)->name, opts,
-                              v->h.version, out, err);
+    const mfs_format_info *fi = mfs_format_get((mfs_format)format);
+    return mfs_cache_view_key_for(deps, ndeps, fi->reads_image, fi->name, opts, v->h.version, out,
+                                  err);
 }
 
 int mfs_views_manifest_key(const mfs_views *v, const char *model_path, uint64_t size,
@@ -595,6 +596,33 @@ static int remote_view(const mfs_views *v, const mfs_cache_manifest *man, const 
     return mfs_remote_fetch(v->h.remote, &k, 0);
 }
 
+/* The view asked for, and every other missing one the manifest lists (the
+ * machine that made it stored them): a view another machine made is
+ * fetched rather than converted again with the one asked for, whatever
+ * order they are read in.  Views it does not list are not asked for (a
+ * request each, and they are not there).  The number fetched; *bad set
+ * if one was found bad there. */
+static int remote_views(const mfs_views *v, const model *m, const mfs_cache_manifest *man,
+                        const char *fmi_model, int format, int *bad)
+{
+    int got = 0;
+    unsigned miss = missing_formats(v, m);
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        if (!(miss & (1u << f)))
+            continue;
+        mfs_cache_key k;
+        mfs_err e;
+        mfs_err_clear(&e);
+        if (f != format && (mfs_views_key(v, man->deps, man->ndeps, f, fmi_model, &k, &e) < 0 ||
+                            !recorded_view(man, &k, 1)))
+            continue;
+        int r = remote_view(v, man, fmi_model, f);
+        got += r == 1;
+        *bad |= r == 2;
+    }
+    return got;
+}
+
 /* After a conversion: the views it made (never failures) and the manifest
  * are queued for upload; the queue never waits.  over: an object of this
  * model was found bad on the server, so each of them is put over what the
@@ -609,6 +637,17 @@ static void remote_upload(const mfs_views *v, const model *m, unsigned need,
 }
 
 /* ---- tiers 2 and 3: the local cache, then a conversion ---- */
+
+/* Whether this host shows a view that reads the texture's image (.tex):
+ * without one, the texture search's inputs decide none of its views, so a
+ * texture edit leaves them current (docs/cache.md, "Keys"). */
+static int shows_image(const mfs_views *v)
+{
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        if ((v->h.formats & (1u << f)) && mfs_format_get((mfs_format)f)->reads_image)
+            return 1;
+    return 0;
+}
 
 /* Each referenced file the conversion found missing, in the log: once a
  * model version (its conversion), not a read. */
@@ -668,6 +707,8 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         bad |= got == 2;
         if (got == 1)
             have = mfs_cache_manifest_load(v->h.cache, &mk, &man, err);
+        if (have == 1 && !shows_image(v))
+            mfs_cache_manifest_drop_texture_inputs(&man);
         if (have == 1 && mfs_cache_manifest_current(v->h.cache, v->h.rootfd, &man, err) != 1) {
             mfs_cache_manifest_free(&man);
             if (model_moved(v, m->path, &st) && ++moves < MOVED_TRIES) {
@@ -681,12 +722,9 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
             /* the manifest's keys were made with the options of its time:
              * recompute them for ours, then see which entries exist */
             int rc = memo_fill(v, m, &man, &mk, fmi_model, 0);
-            if (rc == 0 && v->h.remote && (missing_formats(v, m) & (1u << format))) {
-                int vgot = remote_view(v, &man, fmi_model, format);
-                bad |= vgot == 2;
-                if (vgot == 1)
-                    rc = memo_fill(v, m, &man, &mk, fmi_model, 0);
-            }
+            if (rc == 0 && v->h.remote && (missing_formats(v, m) & (1u << format)) &&
+                remote_views(v, m, &man, fmi_model, format, &bad))
+                rc = memo_fill(v, m, &man, &mk, fmi_model, 0);
             mfs_cache_manifest_free(&man);
             if (rc == -EAGAIN)
                 continue;
@@ -715,6 +753,8 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
             mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION_FAILURE);
             return -EIO;
         }
+        if (!shows_image(v))
+            mfs_cache_manifest_drop_texture_inputs(&man);
         int cur = mfs_cache_manifest_current(v->h.cache, v->h.rootfd, &man, err);
         /* the worker opened the model by its path itself: if that led to
          * other bytes than were hashed here (the model changed, or a folder

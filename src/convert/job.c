@@ -172,13 +172,14 @@ static void write_all(const mfs_job *job, const mfs_scene *s, mfs_report *rep)
 int mfs_job_run(const mfs_job *job, mfs_report *rep)
 {
     memset(rep, 0, sizeof *rep);
-    /* Textures are read (and so become dependencies) only for .tex;
-     * tangents are computed only for .gmf, which alone stores them (the
-     * mount asks for .gmf in every run when it shows .gmf at all, so its
-     * views are cut from the same import: mfs_fs_convert). */
+    /* What a view is made of must not depend on which other views the run
+     * writes (docs/cache.md, "Keys"): the texture is searched for in every
+     * run, so its files are inputs of every run, and decoded only for .tex;
+     * tangents are computed in every run, since the welding compares them
+     * and so they decide every view's vertices (docs/import.md). */
     mfs_import_opts io = {.source_frame = job->opts.source_frame, .importer = job->opts.importer,
                           .textures = (job->formats >> MFS_FMT_TEX) & 1,
-                          .tangents = (job->formats >> MFS_FMT_GMF) & 1,
+                          .tangents = 1,
                           .model_id_known = job->model_id_known,
                           .model_dev = job->model_dev,
                           .model_ino = job->model_ino};

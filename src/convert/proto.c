@@ -58,7 +58,7 @@ int mfs_report_encode(const mfs_report *r, uint8_t **buf, size_t *len)
         mfs_put(&s, d->path, n);
         put_u64(&s, d->size);
         mfs_put(&s, d->hash, 16);
-        mfs_put_u8(&s, d->kind);
+        mfs_put_u8(&s, (uint8_t)(d->kind | (d->texture ? 0x80 : 0))); /* bit 7: texture */
     }
     const mfs_stats *st = &r->stats;
     const uint32_t counts[5] = {st->meshes, st->nodes, st->bones, st->animations, st->materials};
@@ -211,7 +211,8 @@ static int get_deps(rd *r, mfs_deps *d)
         r->left -= 16;
         if (need(r, 1, "dependency kind") < 0)
             return -1;
-        dep->kind = r->p[0];
+        dep->kind = r->p[0] & 0x7f;
+        dep->texture = r->p[0] >> 7;
         r->p++;
         r->left--;
         if (dep->kind > MFS_DEP_UNREADABLE)

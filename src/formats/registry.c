@@ -4,16 +4,16 @@
 #include "meshfs/formats.h"
 
 static const mfs_format_info formats[MFS_FMT_COUNT] = {
-    {MFS_FMT_FMD, "fmd", mfs_write_fmd, MFS_OPT_FMD_RAW | MFS_OPT_SOURCE_FRAME},
+    {MFS_FMT_FMD, "fmd", mfs_write_fmd, MFS_OPT_FMD_RAW | MFS_OPT_SOURCE_FRAME, 0},
     {MFS_FMT_FMI, "fmi", mfs_write_fmi,
-     MFS_OPT_FMI_TEXTURES | MFS_OPT_MODEL_PATH | MFS_OPT_SOURCE_FRAME},
-    {MFS_FMT_GMF, "gmf", mfs_write_gmf, MFS_OPT_SOURCE_FRAME},
-    {MFS_FMT_DEM, "dem", mfs_write_dem, MFS_OPT_MODEL_PATH | MFS_OPT_SOURCE_FRAME},
-    {MFS_FMT_VRT, "vrt", mfs_write_vrt, MFS_OPT_VRT_PLAIN | MFS_OPT_SOURCE_FRAME},
+     MFS_OPT_FMI_TEXTURES | MFS_OPT_MODEL_PATH | MFS_OPT_SOURCE_FRAME, 0},
+    {MFS_FMT_GMF, "gmf", mfs_write_gmf, MFS_OPT_SOURCE_FRAME, 0},
+    {MFS_FMT_DEM, "dem", mfs_write_dem, MFS_OPT_MODEL_PATH | MFS_OPT_SOURCE_FRAME, 0},
+    {MFS_FMT_VRT, "vrt", mfs_write_vrt, MFS_OPT_VRT_PLAIN | MFS_OPT_SOURCE_FRAME, 0},
     {MFS_FMT_TRI, "tri", mfs_write_tri,
-     MFS_OPT_REVERSE_WINDING | MFS_OPT_VRT_PLAIN | MFS_OPT_SOURCE_FRAME},
-    {MFS_FMT_SPH, "sph", mfs_write_sph, MFS_OPT_SOURCE_FRAME},
-    {MFS_FMT_TEX, "tex", mfs_write_tex, 0},
+     MFS_OPT_REVERSE_WINDING | MFS_OPT_VRT_PLAIN | MFS_OPT_SOURCE_FRAME, 0},
+    {MFS_FMT_SPH, "sph", mfs_write_sph, MFS_OPT_SOURCE_FRAME, 0},
+    {MFS_FMT_TEX, "tex", mfs_write_tex, 0, 1},
 };
 
 const mfs_format_info *mfs_format_get(mfs_format f)

@@ -23,15 +23,15 @@
 #include "meshfs/test_hold.h"
 
 /* The option text in keys: the recipe shared with meshfs-convert
- * (include/meshfs/keyopts.h), over this mount's formats. */
+ * (include/meshfs/keyopts.h); the mount's formats are not in it. */
 void mfs_fs_format_options(const mfs_fs *fs, int format, const char *fmi_model, char *buf, size_t n)
 {
-    mfs_keyopts_format(&fs->cfg.opts, fs->cfg.formats, format, fmi_model, buf, n);
+    mfs_keyopts_format(&fs->cfg.opts, format, fmi_model, buf, n);
 }
 
 void mfs_fs_import_options(const mfs_fs *fs, char *buf, size_t n)
 {
-    mfs_keyopts_import(&fs->cfg.opts, fs->cfg.formats, buf, n);
+    mfs_keyopts_import(&fs->cfg.opts, buf, n);
 }
 
 /* A slot of convert_jobs.  A prefetch (prefetch.h) lets requests someone
@@ -284,11 +284,9 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
     if (!jd)
         return -1;
     const char *tmp = mfs_jobdir_path(jd);
-    /* With textures on, every run makes .tex too (cheap next to the import),
-     * so every run reads the same files; likewise .gmf, so every run
-     * computes tangents (job.c), and a run for one missing view cuts it
-     * from the same import as the others (meshfs/keyopts.h). */
-    formats = mfs_keyopts_run_formats(fs->cfg.formats, formats);
+    /* only the views missing: every run imports alike, whatever it
+     * writes, so a view made alone is the one a full run makes
+     * (meshfs/keyopts.h) */
     mfs_job job = {.root = fs->cfg.src, .model = relpath, .formats = formats,
                    .opts = fs->cfg.opts, .outdir = tmp, .limits = fs->cfg.limits};
     job.opts.model_path = fmi_model;
@@ -345,6 +343,15 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
     }
     if (rep.route[0])
         mfs_fs_log_at(fs, MFS_LOG_DEBUG, "%s: importer: %s", relpath, rep.route);
+    if (rep.ok) { /* which views this run made: those missing, no more */
+        char made[64] = "";
+        size_t at = 0;
+        for (int f = 0; f < MFS_FMT_COUNT && at < sizeof made; f++)
+            if (formats & (1u << f))
+                at += (size_t)snprintf(made + at, sizeof made - at, "%s%s", at ? "," : "",
+                                       mfs_format_get((mfs_format)f)->name);
+        mfs_fs_log_at(fs, MFS_LOG_DEBUG, "%s: views made: %s", relpath, made);
+    }
     run_ctx ctx = {.fs = fs, .jd = jd};
     mfs_convstore cs = {.ctx = &ctx, .cache = fs->cache, .views = fs->views, .hash_model = cs_hash,
                         .failctx = cs_failctx, .errtext = cs_errtext, .log = cs_log,

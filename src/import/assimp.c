@@ -22,8 +22,8 @@
 #include "texture.h"
 #include "meshfs/import.h"
 
-/* CalcTangentSpace only on request: only .gmf stores tangents, and the step
- * is a large part of a big import (docs/import.md, "Tangents").  No
+/* CalcTangentSpace on request (every conversion asks: docs/import.md,
+ * "Tangents"; bench-import measures without it).  No
  * JoinIdenticalVertices: the scene copy welds with meshoptimizer (weld.c),
  * in a fraction of the time, after these steps as assimp would have. */
 unsigned mfs_import_ai_flags(const mfs_import_opts *o)
@@ -254,7 +254,7 @@ int mfs_import_scene(const char *root, const char *relpath, const mfs_import_opt
     if (strcmp(ext, "fbx") == 0)
         collect_inherit(ai->mRootNode, &inh, 0);
     mfs_scene *s = mfs_from_aiscene(ai, err);
-    mfs_import_texture(s, ai, &fs, rel, o); /* needs ai alive; a no-op unless o->textures */
+    mfs_import_texture(s, ai, &fs, rel, o); /* needs ai alive; decodes only with o->textures */
     aiReleaseImport(ai);
     ai = NULL;
     if (!s) {

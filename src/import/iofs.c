@@ -192,6 +192,7 @@ static mfs_dep *new_dep(mfs_iofs *fs, const char *rel, int listing)
     }
     mfs_dep *dep = &d->v[d->n];
     memset(dep, 0, sizeof *dep);
+    dep->texture = fs->texture != 0;
     dep->path = strdup(rel);
     if (!dep->path) {
         fs->oom = 1;

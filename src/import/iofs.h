@@ -24,6 +24,8 @@ typedef struct mfs_iofs {
     int oom;
     int searching;        /* candidates are being tried (a texture's): one
                              not found is absent, not yet said missing */
+    int texture;          /* the texture search is running: what it records
+                             is marked mfs_dep.texture */
     char oom_file[512];   /* the first input too big to map, and its size
                              ("" if none: the memory ran out elsewhere) */
 } mfs_iofs;

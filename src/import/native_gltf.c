@@ -1017,8 +1017,10 @@ static size_t base64_size(const char *s)
 static void textures(build *b, mfs_iofs *fs, const char *rel, const mfs_import_opts *opt,
                      const cgltf_options *co)
 {
-    if (!opt || !opt->textures)
+    if (!opt)
         return;
+    /* the names always (they decide whether a reference is embedded, and
+     * so which files the search opens); the bytes only to decode */
     uint32_t n = b->o->n_imgs;
     mfs_embedded_image *emb = calloc(n + 1, sizeof *emb);
     void **owned = calloc(n + 1, sizeof *owned);
@@ -1031,6 +1033,8 @@ static void textures(build *b, mfs_iofs *fs, const char *rel, const mfs_import_o
     for (uint32_t k = 0; k < n; k++) {
         const cgltf_image *im = &b->d->images[b->o->imgs[k]];
         emb[k].filename = im->name;
+        if (!opt->textures)
+            continue;
         if (im->buffer_view) {
             const uint8_t *p = cgltf_buffer_view_data(im->buffer_view);
             emb[k].data = p;

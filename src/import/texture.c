@@ -13,7 +13,14 @@
  * is recorded as a dependency (it decides the .tex bytes, so it must be part
  * of the cache key), as is every candidate not found and the case-insensitive
  * search itself (include/meshfs/inputs.h).  Nothing here fails the import: a model without a usable
- * texture still has every other view, and .tex says why in its note. */
+ * texture still has every other view, and .tex says why in its note.
+ *
+ * The search runs in every import, .tex or not; only the decoding waits for
+ * mfs_import_opts.textures.  Which candidates are opened never depends on
+ * the decoding (the first file found settles it, decodable or not), so a
+ * run without .tex records exactly the inputs a run with it does, and a
+ * model's inputs, its model entry and its views' keys are the same
+ * whichever formats a run writes (docs/cache.md, "Keys"). */
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -43,6 +50,7 @@ typedef struct tex_ctx {
     const mfs_embedded_image *emb; /* the model's embedded images, "*N" is emb[N] */
     unsigned n_emb;
     mfs_iofs *fs;
+    int decode;                    /* mfs_import_opts.textures */
 } tex_ctx;
 
 static void note(tex_ctx *c, const char *fmt, ...) MFS_PRINTF(2, 3);
@@ -304,10 +312,31 @@ static int is_absolute(const char *p)
     return p[0] == '/' || p[0] == '\\' || (isalpha((unsigned char)p[0]) && p[1] == ':');
 }
 
+/* The open of read_file alone, which records the file as read_file's
+ * does, for a run that does not decode: 1 opened, 0 absent, -1 refused. */
+static int touch_file(tex_ctx *c, const char *rel)
+{
+    mfs_iofs *fs = c->fs;
+    int refused_before = fs->refused_count;
+    struct aiFile *f = fs->io.OpenProc(&fs->io, rel, "rb");
+    if (!f)
+        return fs->refused_count != refused_before ? -1 : 0;
+    fs->io.CloseProc(&fs->io, f);
+    return 1;
+}
+
 /* Tries one candidate path; 1 when it settled the matter (an image, or a
- * note that should stand), 0 to go on looking. */
+ * note that should stand), 0 to go on looking.  A file found settles it
+ * whether or not it decodes, so the same candidates are opened with or
+ * without decoding. */
 static int try_candidate(tex_ctx *c, const char *rel, int *refused)
 {
+    if (!c->decode) {
+        int t = touch_file(c, rel);
+        if (t == -1)
+            *refused = 1;
+        return t == 1;
+    }
     uint8_t *data = NULL;
     size_t n = 0;
     int r = read_file(c, rel, &data, &n);
@@ -367,9 +396,11 @@ static void from_disk(tex_ctx *c, const char *path, const char *model_dir)
 void mfs_import_texture_from(mfs_scene *s, const mfs_embedded_image *emb, unsigned n_emb,
                              mfs_iofs *fs, const char *model_rel, const mfs_import_opts *o)
 {
-    if (!s || !fs || !o || !o->textures)
+    if (!s || !fs || !o)
         return;
-    tex_ctx c = {s, emb, emb ? n_emb : 0, fs};
+    tex_ctx c = {s, emb, emb ? n_emb : 0, fs, o->textures};
+    int texture_before = fs->texture;
+    fs->texture = 1; /* what is recorded from here on is .tex's input alone */
     /* The import's refusal record is checked before this runs and means
      * "the model reached outside"; a texture refused here is only a note. */
     char refused[sizeof fs->refused];
@@ -383,7 +414,8 @@ void mfs_import_texture_from(mfs_scene *s, const mfs_embedded_image *emb, unsign
         int bad_star;
         long k = embedded_index(&c, path, &bad_star);
         if (k >= 0) {
-            decode_embedded(&c, (unsigned)k);
+            if (c.decode)
+                decode_embedded(&c, (unsigned)k);
         } else if (bad_star) {
             note(&c, "embedded texture '%s' does not exist (the model embeds %u)", path, c.n_emb);
         } else {
@@ -399,16 +431,17 @@ void mfs_import_texture_from(mfs_scene *s, const mfs_embedded_image *emb, unsign
             fs->searching = 0;
         }
     }
-    if (!s->image.pixels && !s->image.note)
+    if (c.decode && !s->image.pixels && !s->image.note)
         note(&c, "out of memory");
     fs->refused_count = refused_count;
     memcpy(fs->refused, refused, sizeof refused);
+    fs->texture = texture_before;
 }
 
 void mfs_import_texture(mfs_scene *s, const struct aiScene *ai, mfs_iofs *fs, const char *model_rel,
                         const mfs_import_opts *o)
 {
-    if (!s || !ai || !fs || !o || !o->textures)
+    if (!s || !ai || !fs || !o)
         return;
     unsigned n = ai->mNumTextures;
     mfs_embedded_image *emb = calloc(n ? n : 1, sizeof *emb);

@@ -277,12 +277,25 @@ class ConvertTex(unittest.TestCase):
         self.assertEqual(row["deps"], ["e.glb"])
         self.assertEqual(note, "")
 
-    def test_other_formats_read_no_texture(self):
-        write(os.path.join(self.src, "wood.png"), png(1, 1, [b"\1\2\3"], 3))
+    def test_other_formats_are_not_keyed_by_the_texture(self):
+        """Every run searches for the texture, so its inputs are the same
+        whatever the formats (docs/cache.md, "Keys"), but only .tex is
+        keyed by it: an edit of the texture leaves .gmf up to date."""
+        wood = os.path.join(self.src, "wood.png")
+        write(wood, png(1, 1, [b"\1\2\3"], 3))
         obj_model(self.src, "m", "wood.png")
-        p, rows = convert([self.src], self.out, "-f", "gmf")
+        cache = ("--cache-dir", os.path.join(self.tmp, "cache"))
+        p, rows = convert([self.src], self.out, "-f", "gmf", *cache)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(rows[0]["deps"], ["m.obj", "m.mtl"])
+        self.assertEqual(rows[0]["deps"], ["m.obj", "m.mtl", "wood.png"])
+        self.assertEqual(rows[0]["state"], "converted")
+        write(wood, png(1, 1, [b"\x07\x08\x09"], 3))
+        p, rows = convert([self.src], self.out, "-f", "gmf", *cache)
+        self.assertEqual(rows[0]["state"], "up to date")
+        p, rows = convert([self.src], self.out, "-f", "gmf:tex", *cache)
+        self.assertEqual(rows[0]["state"], "converted")  # .tex: the texture is its input
+        with open(os.path.join(self.out, "m.tex"), "rb") as f:
+            self.assertEqual(f.read(), expected_tex(1, 1, 3, [b"\x07\x08\x09"]))
 
 
 class MountTex(TreeCase):
@@ -318,16 +331,16 @@ class MountTex(TreeCase):
             self.assertTrue(m.alive())
         self.assertIn("meshfs: warning: bare.obj: tex: texture 'nothing/here.png' not found", m.output())
 
-    def test_without_tex_the_texture_is_no_input(self):
+    def test_without_tex_the_texture_is_not_checked(self):
         with Mount(self.src, self.mnt, self.cache, "formats=gmf") as m:
             gmf = os.path.join(self.mnt, "m.gmf")
             before = read(gmf)
             self.assertEqual(m.stats()["conversions"], 1)
             self.edit_texture(pixels(2, 2, 3, 9), 3)
             self.assertEqual(read(gmf), before)
-            self.assertEqual(m.stats()["conversions"], 1)  # not an input: nothing reconverted
+            self.assertEqual(m.stats()["conversions"], 1)  # not .gmf's input: nothing reconverted
         with Mount(self.src, self.mnt, self.cache) as m:
-            # a mount with .tex keys its manifest apart and reads the texture
+            # a mount with .tex finds the texture changed since and reads it
             self.assertEqual(read(os.path.join(self.mnt, "m.tex")), expected_tex(2, 2, 3, pixels(2, 2, 3, 9)))
             self.assertEqual(m.stats()["conversions"], 1)
 

@@ -33,49 +33,40 @@ static void test_quote(void **state)
     assert_memory_equal(s, "\"012345", 7);
 }
 
-static void test_run_formats(void **state)
-{
-    (void)state;
-    unsigned fmd = 1u << MFS_FMT_FMD, gmf = 1u << MFS_FMT_GMF, tex = 1u << MFS_FMT_TEX;
-    assert_int_equal(mfs_keyopts_run_formats(fmd, fmd), fmd);
-    assert_int_equal(mfs_keyopts_run_formats(fmd | gmf, fmd), fmd | gmf);
-    assert_int_equal(mfs_keyopts_run_formats(fmd | tex, fmd), fmd | tex);
-    /* the package decodes textures whatever was asked */
-    assert_int_equal(mfs_keyopts_run_formats(fmd | MFS_FMT_LGEPKG_BIT | MFS_LGEPKG_NEEDS, fmd),
-                     fmd | tex);
-}
-
 static void test_key_text(void **state)
 {
     (void)state;
     mfs_options o;
     mfs_options_default(&o);
     char a[256], b[256];
-    unsigned fmd = 1u << MFS_FMT_FMD, gmf = 1u << MFS_FMT_GMF, tex = 1u << MFS_FMT_TEX;
-    mfs_keyopts_format(&o, fmd, MFS_FMT_FMD, "x/car", a, sizeof a);
-    mfs_keyopts_format(&o, fmd | gmf, MFS_FMT_FMD, "x/car", b, sizeof b);
-    /* .gmf on: every view's bytes carry tangents, so every key says so */
+    /* no set of formats in any key: every conversion imports alike, so a
+     * view's key is its own options' (docs/cache.md, "Keys") */
+    mfs_keyopts_format(&o, MFS_FMT_FMD, "x/car", a, sizeof a);
     assert_null(strstr(a, "tangents;"));
-    assert_non_null(strstr(b, "tangents;"));
-    assert_int_equal(strlen(b), strlen(a) + strlen("tangents;"));
-    /* .fmi reads the model path, .fmd does not */
-    mfs_keyopts_format(&o, fmd, MFS_FMT_FMI, "x/car", a, sizeof a);
-    mfs_keyopts_format(&o, fmd, MFS_FMT_FMI, "x/bus", b, sizeof b);
-    assert_string_not_equal(a, b);
-    mfs_keyopts_format(&o, fmd, MFS_FMT_FMD, "x/car", a, sizeof a);
-    mfs_keyopts_format(&o, fmd, MFS_FMT_FMD, "x/bus", b, sizeof b);
-    assert_string_equal(a, b);
-    /* the import text: textures with .tex or the package, the importer */
-    mfs_keyopts_import(&o, fmd, a, sizeof a);
     assert_null(strstr(a, "textures;"));
-    mfs_keyopts_import(&o, fmd | tex, a, sizeof a);
-    assert_non_null(strstr(a, "textures;"));
-    mfs_keyopts_import(&o, fmd | MFS_FMT_LGEPKG_BIT, a, sizeof a);
-    assert_non_null(strstr(a, "textures;"));
+    mfs_keyopts_format(&o, MFS_FMT_GMF, "x/car", a, sizeof a);
+    assert_string_equal(a, "");
+    /* .fmi reads the model path, .fmd does not */
+    mfs_keyopts_format(&o, MFS_FMT_FMI, "x/car", a, sizeof a);
+    mfs_keyopts_format(&o, MFS_FMT_FMI, "x/bus", b, sizeof b);
+    assert_string_not_equal(a, b);
+    mfs_keyopts_format(&o, MFS_FMT_FMD, "x/car", a, sizeof a);
+    mfs_keyopts_format(&o, MFS_FMT_FMD, "x/bus", b, sizeof b);
+    assert_string_equal(a, b);
+    /* an option .fmi reads leaves .gmf's text as it was */
+    o.fmi_textures = 1;
+    mfs_keyopts_format(&o, MFS_FMT_GMF, "x/car", a, sizeof a);
+    assert_string_equal(a, "");
+    mfs_keyopts_format(&o, MFS_FMT_FMI, "x/car", b, sizeof b);
+    assert_non_null(strstr(b, "fmi_textures;"));
+    o.fmi_textures = 0;
+    /* the import text: the source frame and the importer only */
+    mfs_keyopts_import(&o, a, sizeof a);
+    assert_string_equal(a, "");
     o.importer = MFS_IMPORTER_ASSIMP;
-    mfs_keyopts_import(&o, fmd, a, sizeof a);
-    assert_non_null(strstr(a, "importer=assimp;"));
-    mfs_keyopts_format(&o, fmd, MFS_FMT_FMD, "x/car", a, sizeof a);
+    mfs_keyopts_import(&o, a, sizeof a);
+    assert_string_equal(a, "importer=assimp;");
+    mfs_keyopts_format(&o, MFS_FMT_FMD, "x/car", a, sizeof a);
     assert_non_null(strstr(a, "importer=assimp;"));
 }
 
@@ -83,7 +74,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quote),
-        cmocka_unit_test(test_run_formats),
         cmocka_unit_test(test_key_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,6 +25,7 @@
 #include "fixtures.h"
 #include "meshfs/cache.h"
 #include "meshfs/inputs.h"
+#include "meshfs/sink.h"
 #include "../../src/cache/cache_int.h" /* mfs_cache_entry_check */
 
 typedef fixture_cache_dirs fx;
@@ -176,19 +177,19 @@ static void kb_dep(kbuf *k, const char *path, uint64_t size, const uint8_t h[16]
 static void test_key_encoding(void **state)
 {
     (void)state;
-    mfs_dep deps[2] = {{"car.obj", 1234, {0}, 0}, {"car.mtl", 56, {0}, 0}};
+    mfs_dep deps[2] = {{"car.obj", 1234, {0}, 0, 0}, {"car.mtl", 56, {0}, 0, 0}};
     for (int i = 0; i < 16; i++) {
         deps[0].hash[i] = (uint8_t)i;
         deps[1].hash[i] = (uint8_t)(0xf0 + i);
     }
     kbuf want = {{0}, 0};
-    kb_str(&want, "meshfs.view.v1");
+    kb_str(&want, "meshfs.view.v2");
     kb_dep(&want, "car.obj", 1234, deps[0].hash);
     kb_dep(&want, "car.mtl", 56, deps[1].hash);
     kb_str(&want, "fmd");
     kb_str(&want, "pretrans;");
     kb_str(&want, "meshfs 0.1.0");
-    /* 'S' + u64 14 + "meshfs.view.v1" = 23 bytes, first bytes spelled out. */
+    /* 'S' + u64 14 + "meshfs.view.v2" = 23 bytes, first bytes spelled out. */
     static const uint8_t head[10] = {'S', 14, 0, 0, 0, 0, 0, 0, 0, 'm'};
     assert_memory_equal(want.b, head, sizeof head);
     uint8_t h[16];
@@ -202,7 +203,7 @@ static void test_key_encoding(void **state)
 
     /* The manifest key: its domain, the model as a dep, options, version. */
     kbuf mw = {{0}, 0};
-    kb_str(&mw, "meshfs.manifest.v2");
+    kb_str(&mw, "meshfs.manifest.v3");
     kb_dep(&mw, "car.obj", 1234, deps[0].hash);
     kb_str(&mw, "");
     kb_str(&mw, "v");
@@ -256,15 +257,15 @@ static void test_key_separation(void **state)
 
     /* A dep is not a string with the same bytes; order of deps matters. */
     uint8_t h1[16] = {1}, h2[16] = {2};
-    mfs_dep d12[2] = {{"a", 1, {1}, 0}, {"b", 1, {2}, 0}};
-    mfs_dep d21[2] = {{"b", 1, {2}, 0}, {"a", 1, {1}, 0}};
+    mfs_dep d12[2] = {{"a", 1, {1}, 0, 0}, {"b", 1, {2}, 0, 0}};
+    mfs_dep d21[2] = {{"b", 1, {2}, 0, 0}, {"a", 1, {1}, 0, 0}};
     mfs_cache_key k12, k21;
     mfs_cache_view_key(d12, 2, "fmd", "", "v", &k12, NULL);
     mfs_cache_view_key(d21, 2, "fmd", "", "v", &k21, NULL);
     assert_memory_not_equal(k12.b, k21.b, 16);
 
     /* Each dep field changes the key. */
-    mfs_dep one = {"a", 1, {0}, 0};
+    mfs_dep one = {"a", 1, {0}, 0, 0};
     memcpy(one.hash, h1, 16);
     mfs_cache_key base, k;
     mfs_cache_view_key(&one, 1, "fmd", "", "v", &base, NULL);
@@ -286,6 +287,49 @@ static void test_key_separation(void **state)
     /* Same fields, other domain. */
     mfs_cache_manifest_key("a", 1, h1, "", "v", &k, NULL);
     assert_memory_not_equal(base.b, k.b, 16);
+}
+
+/* The texture search's inputs (mfs_dep.texture) are in the key of a view
+ * that reads the image and in no other: a texture edit leaves .gmf's key
+ * as it was, and .tex's moves. */
+static void test_key_texture_inputs(void **state)
+{
+    (void)state;
+    mfs_dep d[3] = {{"m.obj", 1, {1}, 0, 0}, {"wood.png", 7, {2}, 0, 1}, {"m.mtl", 2, {3}, 0, 0}};
+    mfs_dep plain[2] = {d[0], d[2]};
+    mfs_cache_key a, b, c;
+    assert_int_equal(mfs_cache_view_key_for(d, 3, 0, "gmf", "", "v", &a, NULL), 0);
+    assert_int_equal(mfs_cache_view_key(plain, 2, "gmf", "", "v", &b, NULL), 0);
+    assert_memory_equal(a.b, b.b, 16);
+    d[1].hash[0] = 9; /* the texture edited */
+    assert_int_equal(mfs_cache_view_key_for(d, 3, 0, "gmf", "", "v", &c, NULL), 0);
+    assert_memory_equal(a.b, c.b, 16);
+    assert_int_equal(mfs_cache_view_key_for(d, 3, 1, "tex", "", "v", &a, NULL), 0);
+    d[1].hash[0] = 2;
+    assert_int_equal(mfs_cache_view_key_for(d, 3, 1, "tex", "", "v", &b, NULL), 0);
+    assert_memory_not_equal(a.b, b.b, 16);
+    assert_int_equal(mfs_cache_view_key(d, 3, "tex", "", "v", &c, NULL), 0);
+    assert_memory_equal(b.b, c.b, 16);
+    /* the mark survives the model entry's codec, and a reader without
+     * .tex drops what it marks */
+    mfs_cache_manifest m = {d, 3, NULL, 0};
+    mfs_sink s;
+    mfs_sink_init_mem(&s);
+    mfs_manifest_put_table(&s, &m);
+    mfs_cache_manifest back;
+    memset(&back, 0, sizeof back);
+    uint64_t used;
+    assert_int_equal(mfs_manifest_get_table(s.buf, s.len, &used, &back), 0);
+    assert_int_equal(back.ndeps, 3);
+    assert_int_equal(back.deps[0].texture, 0);
+    assert_int_equal(back.deps[1].texture, 1);
+    assert_int_equal(back.deps[1].kind, MFS_DEP_FILE);
+    mfs_cache_manifest_drop_texture_inputs(&back);
+    assert_int_equal(back.ndeps, 2);
+    assert_string_equal(back.deps[0].path, "m.obj");
+    assert_string_equal(back.deps[1].path, "m.mtl");
+    mfs_cache_manifest_free(&back);
+    mfs_sink_free(&s);
 }
 
 /* ---- entries ---------------------------------------------------------- */
@@ -850,7 +894,7 @@ static void test_manifest_absent_inputs(void **state)
     assert_int_equal(mfs_cache_view_key(asfile, 2, "fmd", "", "v", &kfile, NULL), 0);
     assert_memory_not_equal(k2.b, kfile.b, 16);
     kbuf want = {{0}, 0};
-    kb_str(&want, "meshfs.view.v1");
+    kb_str(&want, "meshfs.view.v2");
     kb_dep(&want, "car.obj", deps[0].size, deps[0].hash);
     want.b[want.n++] = 'A';
     kb_u64(&want, 7);
@@ -1031,7 +1075,7 @@ static void test_manifest_escape(void **state)
     close(fd);
     snprintf(link, sizeof link, "%s/tex.png", f->root);
     assert_int_equal(symlink(outside, link), 0);
-    mfs_dep d = {"tex.png", 3, {0}, 0};
+    mfs_dep d = {"tex.png", 3, {0}, 0, 0};
     canon128("PNG", 3, d.hash);
     mfs_cache_manifest m = {&d, 1, NULL, 0};
     mfs_cache *c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
@@ -1647,6 +1691,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_encoding),
         cmocka_unit_test(test_key_separation),
+        cmocka_unit_test(test_key_texture_inputs),
         cmocka_unit_test(test_default_dir),
         cmocka_unit_test_setup_teardown(test_store_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_entry_bytes, setup, teardown),

@@ -586,38 +586,93 @@ static void run_job(unsigned formats, const char *outdir, mfs_report *rep)
     assert_int_equal(rep->ok, 1);
 }
 
-/* The worker's job asks for tangents exactly when it writes .gmf: the
- * report's vertex count is the imported scene's. */
-static void test_job_tangents_only_with_gmf(void **state)
+static uint8_t *view_of(const char *dir, const char *name, size_t *n)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return slurp(path, n);
+}
+
+static void assert_same_view(const char *a, const char *b, const char *name)
+{
+    size_t na, nb;
+    uint8_t *va = view_of(a, name, &na), *vb = view_of(b, name, &nb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(va, vb, na);
+    free(va);
+    free(vb);
+}
+
+/* A job imports alike whatever it writes (docs/cache.md, "Keys"): tangents
+ * always (they keep vertices apart, so they decide every view's bytes), so
+ * .fmd is the same with or without .gmf in the run, and .gmf the same
+ * alone or with others; the report's vertex count is the imported
+ * scene's. */
+static void test_job_imports_alike_whatever_it_writes(void **state)
 {
     put("sub/mirror.obj", mirror_obj);
-    char a[300], b[300], path[400];
+    char a[300], b[300], c[300];
     snprintf(a, sizeof a, "%s/job-a", root);
     snprintf(b, sizeof b, "%s/job-b", root);
+    snprintf(c, sizeof c, "%s/job-c", root);
     mkdir(a, 0755);
     mkdir(b, 0755);
+    mkdir(c, 0755);
     mfs_report rep;
     run_job(1u << MFS_FMT_FMD | 1u << MFS_FMT_VRT | 1u << MFS_FMT_DEM, a, &rep);
-    assert_int_equal(rep.stats.vertices, 4); /* joined: no tangents */
+    assert_int_equal(rep.stats.vertices, 6); /* kept apart by their tangents */
     assert_int_equal(rep.fmt[MFS_FMT_FMD].ok, 1);
     mfs_report_free(&rep);
-    run_job(1u << MFS_FMT_FMD | 1u << MFS_FMT_GMF, a, &rep);
-    assert_int_equal(rep.stats.vertices, 6); /* kept apart by their tangents */
+    run_job(1u << MFS_FMT_FMD | 1u << MFS_FMT_GMF, b, &rep);
+    assert_int_equal(rep.stats.vertices, 6);
     assert_int_equal(rep.fmt[MFS_FMT_GMF].ok, 1);
     mfs_report_free(&rep);
-    /* .gmf is cut from the same import whatever else the run writes */
-    run_job(1u << MFS_FMT_GMF, b, &rep);
+    run_job(1u << MFS_FMT_GMF, c, &rep);
     assert_int_equal(rep.stats.vertices, 6);
     mfs_report_free(&rep);
-    size_t na, nb;
-    snprintf(path, sizeof path, "%s/gmf", a);
-    uint8_t *ga = slurp(path, &na);
-    snprintf(path, sizeof path, "%s/gmf", b);
-    uint8_t *gb = slurp(path, &nb);
-    assert_int_equal(na, nb);
-    assert_memory_equal(ga, gb, na);
-    free(ga);
-    free(gb);
+    assert_same_view(a, b, "fmd");
+    assert_same_view(b, c, "gmf");
+}
+
+/* The texture is searched for in every job and decoded only for .tex: a
+ * job without .tex records the very inputs a job with it does (the image
+ * file among them), so the model's inputs do not depend on the formats. */
+static void test_job_texture_inputs_whatever_it_writes(void **state)
+{
+    put("sub/red.mtl", "newmtl m\nKd 1 1 1\nmap_Kd red.ppm\n");
+    put("sub/red.obj", "mtllib red.mtl\nusemtl m\nv 0 0 0\nv 1 0 0\nv 0 1 0\nvt 0 0\nvt 1 0\n"
+                       "vt 0 1\nf 1/1 2/2 3/3\n");
+    put("sub/red.ppm", "P6\n1 1\n255\n\xff\x01\x01");
+    char a[300], b[300];
+    snprintf(a, sizeof a, "%s/job-ta", root);
+    snprintf(b, sizeof b, "%s/job-tb", root);
+    mkdir(a, 0755);
+    mkdir(b, 0755);
+    mfs_job job = {.root = root, .model = "sub/red.obj", .formats = 1u << MFS_FMT_GMF, .outdir = a};
+    mfs_options_default(&job.opts);
+    mfs_limits_default(&job.limits);
+    mfs_report ra, rb;
+    assert_int_equal(mfs_job_run(&job, &ra), 0);
+    assert_int_equal(ra.ok, 1);
+    job.formats = 1u << MFS_FMT_TEX | 1u << MFS_FMT_GMF;
+    job.outdir = b;
+    assert_int_equal(mfs_job_run(&job, &rb), 0);
+    assert_int_equal(rb.ok, 1);
+    assert_int_equal(rb.fmt[MFS_FMT_TEX].ok, 1);
+    assert_string_equal(rb.fmt[MFS_FMT_TEX].note, ""); /* decoded: no fallback */
+    assert_int_equal(ra.deps.n, rb.deps.n);
+    int found = 0;
+    for (uint32_t i = 0; i < ra.deps.n; i++) {
+        assert_string_equal(ra.deps.v[i].path, rb.deps.v[i].path);
+        assert_int_equal(ra.deps.v[i].kind, rb.deps.v[i].kind);
+        assert_int_equal(ra.deps.v[i].size, rb.deps.v[i].size);
+        assert_memory_equal(ra.deps.v[i].hash, rb.deps.v[i].hash, 16);
+        found += !strcmp(ra.deps.v[i].path, "sub/red.ppm") && ra.deps.v[i].kind == MFS_DEP_FILE;
+    }
+    assert_int_equal(found, 1);
+    assert_same_view(a, b, "gmf");
+    mfs_report_free(&ra);
+    mfs_report_free(&rb);
 }
 
 int main(void)
@@ -631,7 +686,8 @@ int main(void)
         cmocka_unit_test(test_bad_model),
         cmocka_unit_test(test_model_unopened),
         cmocka_unit_test(test_tangents_on_request),
-        cmocka_unit_test(test_job_tangents_only_with_gmf),
+        cmocka_unit_test(test_job_imports_alike_whatever_it_writes),
+        cmocka_unit_test(test_job_texture_inputs_whatever_it_writes),
         cmocka_unit_test(test_flags_no_join),
         cmocka_unit_test(test_weld_obj_assimp),
         cmocka_unit_test(test_weld_stl),
