@@ -120,6 +120,31 @@ void mfs_plan_item_clear(mfs_plan_item *it);
  * refused.  Dies only on out of memory. */
 size_t mfs_plan_settle(mfs_plan *p);
 
+/* ---- shard.c: --shard K/N (docs/cache.md, "Sharding") ------------------ */
+
+/* Shard k of n (1 <= k <= n); n 0: no sharding, the whole tree. */
+typedef struct mfs_shard {
+    unsigned k, n;
+} mfs_shard;
+
+#define MFS_SHARD_MAX 1000000u
+
+/* "K/N" given to option (named in the error): -1 with err saying what is
+ * wrong (not K/N, N out of 1..MFS_SHARD_MAX, K out of 1..N). */
+int mfs_shard_parse(const char *option, const char *value, mfs_shard *out, mfs_err *err);
+/* The shard, 1 to n, that path belongs to: XXH3-64 (seed 0) of its bytes
+ * mod n, plus 1.  A model's path is relative to the folder given, as in
+ * its keys; a package's is its output folder's (meshfs-convert). */
+unsigned mfs_shard_of(const char *path, unsigned n);
+/* 1 if path is in s (always, for NULL or no sharding). */
+int mfs_shard_has(const mfs_shard *s, const char *path);
+/* Keeps the plan's items keep() says yes to, in order; the others are
+ * cleared.  Returns how many the plan held before. */
+size_t mfs_plan_keep(mfs_plan *p, int (*keep)(void *ctx, const mfs_plan_item *it), void *ctx);
+/* mfs_plan_keep of the items whose model is in s (by its path relative to
+ * its root).  Returns how many the plan held before. */
+size_t mfs_plan_shard(mfs_plan *p, const mfs_shard *s);
+
 /* ---- engine.c -------------------------------------------------------- */
 
 typedef struct mfs_batch_cfg {
@@ -210,6 +235,7 @@ typedef struct mfs_batch_run {
     /* counts, when mfs_batch_run_all returns */
     size_t converted, up_to_date, failed;
     size_t unread; /* mfs_batch_warm: the plan's folders not listed */
+    size_t planned; /* mfs_batch_warm: models under src, every shard's */
 } mfs_batch_run;
 
 void mfs_batch_run_all(mfs_batch_run *run);
@@ -219,10 +245,12 @@ void mfs_batch_run_all(mfs_batch_run *run);
 /* Every view of every model under the folder src, resolved into the cache
  * and nothing written, so a later mount of src with the same options
  * finds every view there (plan_flags: MFS_PLAN_LOWERCASE as the mount's
- * lowercase_names).  Counts in *counts.  -1 if the cache cannot be opened
+ * lowercase_names).  shard (NULL: none): only the models in it; the
+ * models the tree holds in all are counts->planned.  Counts in *counts.  -1 if the cache cannot be opened
  * or src is no folder (err). */
-int mfs_batch_warm(const mfs_batch_cfg *cfg, const char *src, unsigned plan_flags, int jobs,
-                   FILE *progress, FILE *warn, mfs_batch_run *counts, mfs_err *err);
+int mfs_batch_warm(const mfs_batch_cfg *cfg, const char *src, unsigned plan_flags,
+                   const mfs_shard *shard, int jobs, FILE *progress, FILE *warn,
+                   mfs_batch_run *counts, mfs_err *err);
 
 /* ---- output.c -------------------------------------------------------- */
 

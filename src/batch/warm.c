@@ -46,8 +46,9 @@ static mfs_batch_state nothing_written(void *ctx, size_t i, mfs_batch_result *r)
     return st;
 }
 
-int mfs_batch_warm(const mfs_batch_cfg *cfg, const char *src, unsigned plan_flags, int jobs,
-                   FILE *progress, FILE *warn, mfs_batch_run *counts, mfs_err *err)
+int mfs_batch_warm(const mfs_batch_cfg *cfg, const char *src, unsigned plan_flags,
+                   const mfs_shard *shard, int jobs, FILE *progress, FILE *warn,
+                   mfs_batch_run *counts, mfs_err *err)
 {
     struct stat st;
     if (stat(src, &st) < 0)
@@ -60,6 +61,10 @@ int mfs_batch_warm(const mfs_batch_cfg *cfg, const char *src, unsigned plan_flag
     mfs_plan plan;
     mfs_plan_init(&plan, plan_flags | MFS_PLAN_MOUNT_VIEW, "meshfs-cache", warn);
     mfs_plan_add_input(&plan, src);
+    /* a shard's models: by their path relative to src, as their keys hold
+     * it (shard.c); the package needs nothing of warm's (the mount packs
+     * the models' views, which their own shards made) */
+    size_t planned = mfs_plan_shard(&plan, shard);
     warm_ctx w = {.b = b, .plan = &plan};
     pthread_mutex_init(&w.mu, NULL);
     *counts = (mfs_batch_run){.b = b, .plan = &plan, .jobs = jobs, .each = nothing_written,
@@ -67,6 +72,7 @@ int mfs_batch_warm(const mfs_batch_cfg *cfg, const char *src, unsigned plan_flag
     mfs_batch_run_all(counts);
     pthread_mutex_destroy(&w.mu);
     counts->unread = plan.unread;
+    counts->planned = planned;
     counts->plan = NULL;
     counts->b = NULL;
     mfs_plan_free(&plan);

@@ -457,6 +457,7 @@ static int cmd_warm(tool *t, int argc, char **argv)
     unsigned flags = 0;
     unsigned jobs = 0;
     int quiet = 0;
+    mfs_shard shard = {0, 0};
     mfs_err err;
     mfs_err_clear(&err);
     for (int i = 0; i < argc; i++) {
@@ -465,7 +466,8 @@ static int cmd_warm(tool *t, int argc, char **argv)
         int takes = !strcmp(a, "--formats") || !strcmp(a, "-f") || !strcmp(a, "--jobs") ||
                     !strcmp(a, "-j") || !strcmp(a, "--importer") || !strcmp(a, "--vrt-layout") ||
                     !strcmp(a, "--remote") || !strcmp(a, "--remote-timeout-ms") ||
-                    !strcmp(a, "--remote-data-timeout-s") || !strcmp(a, "--remote-token-file");
+                    !strcmp(a, "--remote-data-timeout-s") || !strcmp(a, "--remote-token-file") ||
+                    !strcmp(a, "--shard");
         if (takes && !v)
             return usage_error("warm: %s: missing value", a);
         if (!strcmp(a, "--formats") || !strcmp(a, "-f")) {
@@ -473,6 +475,9 @@ static int cmd_warm(tool *t, int argc, char **argv)
                 return usage_error("warm: --formats=%s: %s", v, err.msg);
         } else if (!strcmp(a, "--jobs") || !strcmp(a, "-j")) {
             if (mfs_optv_count("--jobs", v, 1, 64, &jobs, &err) < 0)
+                return usage_error("warm: %s", err.msg);
+        } else if (!strcmp(a, "--shard")) {
+            if (mfs_shard_parse("--shard", v, &shard, &err) < 0)
                 return usage_error("warm: %s", err.msg);
         } else if (!strcmp(a, "--importer")) {
             if (mfs_importer_parse(v, &cfg.opts.importer, &err) < 0)
@@ -550,15 +555,22 @@ static int cmd_warm(tool *t, int argc, char **argv)
     cfg.cache_dir = t->dir;
     mfs_batch_run run;
     FILE *progress = !quiet && !t->json && isatty(2) ? stderr : NULL;
-    if (mfs_batch_warm(&cfg, src, flags, (int)jobs, progress, quiet ? NULL : stderr, &run, &err) < 0) {
+    if (mfs_batch_warm(&cfg, src, flags, &shard, (int)jobs, progress, quiet ? NULL : stderr, &run,
+                       &err) < 0) {
         fprintf(stderr, "meshfs-cache: warm: %s\n", err.msg);
         return EXIT_CACHE;
     }
     if (t->json) {
         fputs("{\"src\":", stdout);
         mfs_json_str(stdout, src);
-        printf(",\"converted\":%zu,\"up_to_date\":%zu,\"failed\":%zu,\"unwalked\":%zu}\n",
+        printf(",\"converted\":%zu,\"up_to_date\":%zu,\"failed\":%zu,\"unwalked\":%zu",
                run.converted, run.up_to_date, run.failed, run.unread);
+        if (shard.n)
+            printf(",\"shard\":\"%u/%u\",\"models\":%zu", shard.k, shard.n, run.planned);
+        puts("}");
+    } else if (shard.n) {
+        printf("warm: shard %u/%u: %zu converted, %zu up to date, %zu failed (of %zu models in "
+               "SRC)\n", shard.k, shard.n, run.converted, run.up_to_date, run.failed, run.planned);
     } else {
         printf("warm: %zu converted, %zu up to date, %zu failed\n", run.converted, run.up_to_date,
                run.failed);
@@ -619,6 +631,10 @@ static void usage(FILE *f)
           "                     what was converted (docs/cache.md, \"Remote tier\"); with\n"
           "  --remote-timeout-ms MS --remote-data-timeout-s S --remote-read-only\n"
           "  --remote-token-file FILE\n"
+          "  --shard K/N         only the models in shard K of N (K from 1 to N): those whose\n"
+          "                      path relative to SRC has XXH3-64 mod N = K-1, so N runs (a CI\n"
+          "                      matrix, a Slurm array, an indexed Job) warm SRC once between\n"
+          "                      them (docs/cache.md, \"Sharding\")\n"
           "  -q, --quiet         no progress line, no naming warnings\n"
           "SIZE: a number with B, K, M, G or T (powers of 1024), e.g. 500M; a bare number\n"
           "is GiB, as ccache's -M: 30 is 30G.\n"

@@ -38,6 +38,8 @@ typedef struct item {
     int remembered;  /* failed in an earlier run, not tried again */
     char *pkg_tmp;   /* views the package needs that --formats did not ask
                         for (never left in OUTDIR) */
+    int pkg_only;    /* --shard: another shard's model, resolved only for
+                        its folder's package, which this shard writes */
 } item;
 
 typedef struct batch {
@@ -52,6 +54,7 @@ typedef struct batch {
     mfs_options opts;
     mfs_limits limits;
     int lowercase_names;        /* write every output name in lowercase */
+    mfs_shard shard;            /* --shard K/N (n 0: the whole tree) */
     const char *lgepkg_name;    /* game_resources.lgepkg PackageHeader fields */
     const char *lgepkg_version;
     pthread_mutex_t lock;       /* stdout lines */
@@ -123,7 +126,17 @@ static int pkg_view(item *it, const mfs_batch_view *v, const char *name, mfs_err
     return mfs_batch_write_hit(&v->hit, dst, &v->readers, &same, err);
 }
 
-/* The views of one resolved model, written out (unless they already are). */
+static int is_package_view(int f)
+{
+    for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++)
+        if ((int)mfs_lgepkg_formats[k] == f)
+            return 1;
+    return 0;
+}
+
+/* The views of one resolved model, written out (unless they already are);
+ * of another shard's model (pkg_only), only what its folder's package
+ * needs, beside the views as a package-only view is. */
 static void place_views(batch *b, item *it, mfs_batch_result *r)
 {
     it->rep.ok = 1;
@@ -157,9 +170,12 @@ static void place_views(batch *b, item *it, mfs_batch_result *r)
         mfs_err_clear(&err);
         int same = 0, rc;
         char dst[PATH_MAX];
-        if (b->formats & (1u << f)) {
+        if ((b->formats & (1u << f)) && !it->pkg_only) {
             snprintf(dst, sizeof dst, "%s/%s.%s", it->outdir, it->p->base, name);
             rc = mfs_batch_write_hit(&v->hit, dst, &v->readers, &same, &err);
+        } else if (!(b->formats & MFS_FMT_LGEPKG_BIT) || !is_package_view(f)) {
+            fr->ok = 1; /* another shard's view: its shard writes it */
+            continue;
         } else {
             snprintf(dst, sizeof dst, "%s/.meshfs-*/%s", it->outdir, name);
             rc = pkg_view(it, v, name, &err);
@@ -171,7 +187,7 @@ static void place_views(batch *b, item *it, mfs_batch_result *r)
             continue;
         }
         fr->ok = 1;
-        if (b->formats & (1u << f)) {
+        if ((b->formats & (1u << f)) && !it->pkg_only) {
             pthread_mutex_lock(&b->lock);
             if (same)
                 b->unchanged++;
@@ -214,6 +230,8 @@ static mfs_batch_state each(void *ctx, size_t i, mfs_batch_result *r)
         it->remembered = r->remembered;
         place_views(b, it, r);
     }
+    if (it->pkg_only)
+        return it->state; /* its own shard says how it went */
     pthread_mutex_lock(&b->lock);
     say_missing(it);
     pthread_mutex_unlock(&b->lock);
@@ -237,6 +255,10 @@ static size_t copy_other(batch *b)
     size_t failed = 0;
     for (size_t i = 0; i < b->plan.nother; i++) {
         const mfs_plan_other *o = &b->plan.other[i];
+        /* a file or link is copied by the shard its path is in; every
+         * shard makes the folders (the same mkdir, harmless) */
+        if (o->kind != MFS_PLAN_DIR && !mfs_shard_has(&b->shard, o->dst))
+            continue;
         char *dst = join(b->out_root, o->dst);
         mfs_err err;
         mfs_err_clear(&err);
@@ -263,6 +285,14 @@ static size_t copy_other(batch *b)
     return failed;
 }
 
+/* Which shard writes an output folder's package: the one its path (relative
+ * to OUTDIR, "" for OUTDIR itself) is in, whichever shards its models are
+ * in (docs/cache.md, "Sharding"). */
+static int owns_package(const batch *b, const item *it)
+{
+    return mfs_shard_has(&b->shard, it->p->outdir);
+}
+
 /* Every output folder's game_resources.lgepkg, from the views just written
  * (convert_lgepkg.c); then the views made only for it are removed.
  * Returns the number of packages not written. */
@@ -278,6 +308,8 @@ static size_t write_packages(const batch *b)
         const item *it = &b->v[i];
         if (it->done_ok < 0)
             continue; /* not a model with views (naming rule, missing input) */
+        if (!owns_package(b, it))
+            continue; /* its folder's package is another shard's */
         pkg_input *p = &in[n];
         char *slash = strrchr(it->p->model, '/');
         char *rel = slash ? strndup(it->p->model, (size_t)(slash - it->p->model)) : xstrdup("");
@@ -291,7 +323,7 @@ static size_t write_packages(const batch *b)
             if (!it->rep.ok || !it->rep.fmt[f].ok)
                 continue;
             char path[PATH_MAX];
-            if (b->formats & (1u << f))
+            if ((b->formats & (1u << f)) && !it->pkg_only)
                 snprintf(path, sizeof path, "%s/%s.%s", it->outdir, it->p->base, ext);
             else
                 snprintf(path, sizeof path, "%s/%s", it->pkg_tmp ? it->pkg_tmp : "", ext);
@@ -397,6 +429,8 @@ static int write_report(const batch *b, report_out *r, const char *path)
     for (size_t i = 0; i < b->n; i++) {
         const item *it = &b->v[i];
         const mfs_stats *st = &it->rep.stats;
+        if (it->pkg_only)
+            continue; /* its own shard's report has it */
         fputs("{\"model\":", f);
         mfs_json_str(f, it->p->model);
         fputs(",\"root\":", f);
@@ -537,6 +571,12 @@ static void usage(FILE *f)
           "                          names too; links as links), so OUTDIR equals\n"
           "                          `cp -r` of a mount with -o hide_sources\n"
           "      --report FILE       write one JSON line per model\n"
+          "      --shard K/N         only the models in shard K of N (K from 1 to N): those\n"
+          "                          whose path relative to INPUT has XXH3-64 mod N = K-1, so\n"
+          "                          N runs (a CI matrix, a Slurm array, an indexed Job)\n"
+          "                          convert the inputs once between them; a folder's\n"
+          "                          package is written by the shard of its path under\n"
+          "                          OUTDIR (docs/cache.md, \"Sharding\")\n"
           "  -q, --quiet             no per-model lines, no progress line, no summary\n"
           "                          unless something failed\n"
           "  -h, --help              this text\n"
@@ -579,6 +619,7 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
         {"remote", required_argument, 0, 18}, {"remote-timeout-ms", required_argument, 0, 19},
         {"remote-data-timeout-s", required_argument, 0, 20},
         {"remote-read-only", no_argument, 0, 21}, {"remote-token-file", required_argument, 0, 22},
+        {"shard", required_argument, 0, 23},
         {0, 0, 0, 0}};
     int c;
     mfs_err err;
@@ -669,6 +710,10 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
                 die("%s", err.msg);
             remote_cfg.token = remote_token;
             break;
+        case 23:
+            if (mfs_shard_parse("--shard", optarg, &b->shard, &err) < 0)
+                die("%s", err.msg);
+            break;
         case 'q': b->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
         case 'V': mfs_version_print(stdout, "meshfs-convert", MFS_VERSION_WORKER_LIBS); exit(0);
@@ -713,6 +758,30 @@ static void no_model_found(char **inputs, int n)
         fprintf(stderr, " %s", mfs_batch_quote(inputs[i], q, sizeof q));
     }
     fputs(" (a model is a file with a model extension, such as .obj, .fbx or .gltf)\n", stderr);
+}
+
+/* --shard: what this shard resolves.  Its models (by their path relative
+ * to their INPUT, as in their keys), and with packages on, every model of
+ * a folder whose package it writes (owns_package), whatever shard the
+ * model is in: the package must hold the whole folder, and its models'
+ * views come from the cache when their own shards put them there first,
+ * else they are converted here too.  Returns how many models the inputs
+ * hold in all. */
+static int shard_keeps(void *ctx, const mfs_plan_item *it)
+{
+    const batch *b = ctx;
+    return mfs_shard_has(&b->shard, it->model) ||
+           ((b->formats & MFS_FMT_LGEPKG_BIT) && !it->refused &&
+            mfs_shard_has(&b->shard, it->outdir));
+}
+
+static size_t shard_plan(batch *b)
+{
+    if (!b->shard.n)
+        return b->plan.n;
+    size_t all = b->plan.n;
+    mfs_plan_keep(&b->plan, shard_keeps, b);
+    return all;
 }
 
 /* 1 if a and b name the same folder. */
@@ -791,6 +860,7 @@ int main(int argc, char **argv)
     for (int i = optind; i < argc; i++)
         mfs_plan_add_input(&b.plan, argv[i]);
     mfs_plan_settle(&b.plan);
+    size_t planned = shard_plan(&b);
     b.n = b.plan.n;
     b.v = calloc(b.n ? b.n : 1, sizeof *b.v);
     if (!b.v)
@@ -798,6 +868,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < b.n; i++) {
         b.v[i].p = &b.plan.v[i];
         b.v[i].outdir = join(b.out_root, b.plan.v[i].outdir);
+        b.v[i].pkg_only = !mfs_shard_has(&b.shard, b.plan.v[i].model);
     }
 
     if (!remote_cfg.url && (remote_cfg.timeout_ms || remote_cfg.data_timeout_s ||
@@ -821,14 +892,27 @@ int main(int argc, char **argv)
     mfs_batch_run run = {.b = b.engine, .plan = &b.plan, .jobs = jobs, .each = each, .ctx = &b,
                          .progress = b.tty ? stderr : NULL};
     mfs_batch_run_all(&run);
+    size_t pkg_only = 0; /* other shards' models: counted by their own */
+    for (size_t i = 0; i < b.n; i++) {
+        const item *it = &b.v[i];
+        if (!it->pkg_only)
+            continue;
+        pkg_only++;
+        if (it->state == MFS_BATCH_CONVERTED)
+            run.converted--;
+        else if (it->state == MFS_BATCH_UP_TO_DATE)
+            run.up_to_date--;
+        else
+            run.failed--;
+    }
 
     size_t pkg_failed = b.formats & MFS_FMT_LGEPKG_BIT ? write_packages(&b) : 0;
     int report_failed = report && write_report(&b, &report_file, report) < 0;
     if (run.failed) {
-        fprintf(stderr, "meshfs-convert: %zu of %zu models failed:\n", run.failed, b.n);
+        fprintf(stderr, "meshfs-convert: %zu of %zu models failed:\n", run.failed, b.n - pkg_only);
         for (size_t i = 0; i < b.n; i++) {
             const item *it = &b.v[i];
-            if (it->done_ok == 1)
+            if (it->done_ok == 1 || it->pkg_only)
                 continue;
             char q[PATH_MAX + 64];
             fprintf(stderr, "  %s: %s%s\n", mfs_batch_quote(it->p->shown, q, sizeof q),
@@ -838,14 +922,21 @@ int main(int argc, char **argv)
         }
     }
     size_t unread = b.plan.unread;
-    if (b.n == 0) /* status 1 with no line saying why, before */
+    if (planned == 0) /* status 1 with no line saying why, before */
         no_model_found(argv + optind, argc - optind);
     if (unread)
         fprintf(stderr, "meshfs-convert: %zu folder%s could not be walked (said above); the "
                         "models in them were not converted\n", unread, unread == 1 ? "" : "s");
-    if (!b.quiet || run.failed || copy_failed || pkg_failed || report_failed || unread)
-        fprintf(stderr, "meshfs-convert: %zu converted, %zu up to date, %zu failed\n",
+    if (!b.quiet || run.failed || copy_failed || pkg_failed || report_failed || unread) {
+        fprintf(stderr, "meshfs-convert: %zu converted, %zu up to date, %zu failed",
                 run.converted, run.up_to_date, run.failed);
+        if (b.shard.n)
+            fprintf(stderr, " (shard %u/%u: %zu of %zu models; %zu of other shards read for "
+                            "the packages of this shard's folders)",
+                    b.shard.k, b.shard.n, b.n - pkg_only, planned, pkg_only);
+        fputc('\n', stderr);
+    }
     batch_free(&b);
-    return run.failed || copy_failed || pkg_failed || report_failed || unread || b.n == 0 ? 1 : 0;
+    return run.failed || copy_failed || pkg_failed || report_failed || unread || planned == 0 ? 1
+                                                                                                : 0;
 }

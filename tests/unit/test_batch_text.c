@@ -70,11 +70,52 @@ static void test_key_text(void **state)
     assert_non_null(strstr(a, "importer=assimp;"));
 }
 
+/* --shard K/N (src/batch/shard.c): what is taken, what is refused and why,
+ * and the documented hash, pinned (XXH3-64 of "" with seed 0 is the
+ * reference value 0x2D06800538D394C2). */
+static void test_shard(void **state)
+{
+    (void)state;
+    mfs_shard s;
+    mfs_err err;
+    assert_int_equal(mfs_shard_parse("--shard", "2/8", &s, &err), 0);
+    assert_int_equal(s.k, 2);
+    assert_int_equal(s.n, 8);
+    assert_int_equal(mfs_shard_parse("--shard", "1/1", &s, &err), 0);
+    const char *bad[][2] = {
+        {"0/3", "--shard '0/3': K must be from 1 to N (here 1 to 3)"},
+        {"4/3", "--shard '4/3': K must be from 1 to N (here 1 to 3)"},
+        {"1/0", "--shard '1/0': N must be from 1 to 1000000"},
+        {"1/1000001", "--shard '1/1000001': N must be from 1 to 1000000"},
+        {"x/y", "--shard 'x/y': expected K/N, two whole numbers (shard K of N, K from 1 to N), "
+                "e.g. 2/8"},
+        {"", "--shard '': expected K/N"},
+        {"1/", "--shard '1/': expected K/N"},
+        {" 1/3", "--shard ' 1/3': expected K/N"},
+        {"+1/3", "--shard '+1/3': expected K/N"},
+        {"1/3x", "--shard '1/3x': expected K/N"},
+        {"99999999999/3", "--shard '99999999999/3': expected K/N"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mfs_err_clear(&err);
+        assert_int_equal(mfs_shard_parse("--shard", bad[i][0], &s, &err), -1);
+        assert_non_null(strstr(err.msg, bad[i][1]));
+    }
+    assert_int_equal(mfs_shard_of("", 3), 0x2D06800538D394C2ull % 3 + 1);
+    assert_int_equal(mfs_shard_of("crate/crate.obj", 3), 10748983800747263760ull % 3 + 1);
+    assert_int_equal(mfs_shard_of("crate/crate.obj", 1), 1);
+    mfs_shard two = {2, 3};
+    assert_int_equal(mfs_shard_has(&two, ""), 1);
+    assert_int_equal(mfs_shard_has(&two, "crate/crate.obj"), 0);
+    assert_int_equal(mfs_shard_has(NULL, "crate/crate.obj"), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quote),
         cmocka_unit_test(test_key_text),
+        cmocka_unit_test(test_shard),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
