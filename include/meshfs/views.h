@@ -185,6 +185,11 @@ void mfs_views_free(mfs_views *v);
  * option text the host gives for it, the version. */
 int mfs_views_key(const mfs_views *v, const mfs_dep *deps, uint32_t ndeps, int format,
                   const char *fmi_model, mfs_cache_key *out, mfs_err *err);
+/* Whether the host shows a view that reads the texture's image (.tex):
+ * without one, the texture search's inputs (mfs_dep.texture) decide none
+ * of its views, so they are not checked and a texture edit leaves its
+ * views current (docs/cache.md, "Keys"). */
+int mfs_views_shows_image(const mfs_views *v);
 /* And the model's manifest key. */
 int mfs_views_manifest_key(const mfs_views *v, const char *model, uint64_t size,
                            const uint8_t hash[16], mfs_cache_key *out, mfs_err *err);

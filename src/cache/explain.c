@@ -127,6 +127,8 @@ int mfs_views_explain(mfs_views *v, const char *model, const char *fmi_model, mf
         look_at_views(v, NULL, &mk, fmi_model, e);
         return 0;
     }
+    if (!mfs_views_shows_image(v)) /* as the resolver checks them */
+        mfs_cache_manifest_drop_texture_inputs(&man);
     int rc = copy_inputs(h, &man, e);
     if (rc == 0)
         look_at_views(v, &man, &mk, fmi_model, e);

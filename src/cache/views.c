@@ -638,10 +638,7 @@ static void remote_upload(const mfs_views *v, const model *m, unsigned need,
 
 /* ---- tiers 2 and 3: the local cache, then a conversion ---- */
 
-/* Whether this host shows a view that reads the texture's image (.tex):
- * without one, the texture search's inputs decide none of its views, so a
- * texture edit leaves them current (docs/cache.md, "Keys"). */
-static int shows_image(const mfs_views *v)
+int mfs_views_shows_image(const mfs_views *v)
 {
     for (int f = 0; f < MFS_FMT_COUNT; f++)
         if ((v->h.formats & (1u << f)) && mfs_format_get((mfs_format)f)->reads_image)
@@ -707,7 +704,7 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         bad |= got == 2;
         if (got == 1)
             have = mfs_cache_manifest_load(v->h.cache, &mk, &man, err);
-        if (have == 1 && !shows_image(v))
+        if (have == 1 && !mfs_views_shows_image(v))
             mfs_cache_manifest_drop_texture_inputs(&man);
         if (have == 1 && mfs_cache_manifest_current(v->h.cache, v->h.rootfd, &man, err) != 1) {
             mfs_cache_manifest_free(&man);
@@ -753,7 +750,7 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
             mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION_FAILURE);
             return -EIO;
         }
-        if (!shows_image(v))
+        if (!mfs_views_shows_image(v))
             mfs_cache_manifest_drop_texture_inputs(&man);
         int cur = mfs_cache_manifest_current(v->h.cache, v->h.rootfd, &man, err);
         /* the worker opened the model by its path itself: if that led to
