@@ -10,6 +10,7 @@ import glob
 import http.server
 import json
 import os
+import socket
 import re
 import shutil
 import subprocess
@@ -359,11 +360,18 @@ class RemoteTest(unittest.TestCase):
         self.assertEqual(st["remote_hits"], 0)
         self.assertGreater(st["conversions"], 0)
 
+    def refusing_port(self):
+        """A port bound but never listened on: every connection is refused,
+        and no server of a test running in parallel can take it meanwhile
+        (a stopped server's port could be handed to one)."""
+        hold = socket.socket()
+        hold.bind(("127.0.0.1", 0))
+        self.addCleanup(hold.close)
+        return hold.getsockname()[1]
+
     def test_server_down_converts_locally(self):
         views_a, _ = self.machine_a("down")
-        other = Nginx(os.path.join(self.base, "nginx-down"))
-        url_port = other.port
-        other.stop()  # nothing listens on that port any more
+        url_port = self.refusing_port()
         src = os.path.join(self.base, "d", "src")
         copy_props(src)
         with Mount(src, os.path.join(self.base, "d", "mnt"), os.path.join(self.base, "d", "cache"),
@@ -382,9 +390,7 @@ class RemoteTest(unittest.TestCase):
         """Each failure's line names the server (the URL without its
         user:password@), so a machine with two mounts, or a CI log, says
         which server failed; the password in the URL is never shown."""
-        other = Nginx(os.path.join(self.base, "nginx-gone"))
-        port = other.port
-        other.stop()
+        port = self.refusing_port()
         p = run([tool("meshfs-convert"), "-q", "-f", "fmd", "--cache-dir",
                  os.path.join(self.base, "gone", "cache"), "--remote",
                  f"http://meshfs:hunter2pw@127.0.0.1:{port}/team/", "-o",
