@@ -314,7 +314,7 @@ class RemoteTest(unittest.TestCase):
                 data = data[:len(data) - 7]  # truncated
             with open(p, "wb") as f:
                 f.write(data)
-        with self.machine("d", "fix") as d:
+        with self.machine("fix-b", "fix") as d:
             self.assertEqual(read_views(d.mnt), views_a)
             st = wait_drained(d)
             log = d.output()
@@ -327,7 +327,7 @@ class RemoteTest(unittest.TestCase):
         self.assertGreater(len(fixed), 0)
         self.assertEqual(len(fixed), len(objs), [os.path.basename(p) for p in objs if p not in fixed])
         self.assertEqual(log.count("a bad object replaced with the one converted here"), 1, log)
-        with self.machine("e", "fix") as e:
+        with self.machine("fix-c", "fix") as e:
             self.assertEqual(read_views(e.mnt), views_a)
             st_e = e.stats()
         self.assertEqual(st_e["conversions"], 0)
