@@ -23,12 +23,32 @@
  * other error (errno). */
 int mfs_input_absent(int rootfd, const char *path);
 
-/* A case-insensitive search's value: path is "folder/name" ("name" for
- * the root); *count receives how many entries of the folder equal name
- * ignoring case, hash the XXH3-128 (canonical) of those names in byte
- * order, each followed by a NUL.  A folder that cannot be opened has none.
- * Cost: one listing of the folder.  0, or -1 out of memory. */
+/* A search's pattern (the last component of a listing input's path) and
+ * the names it matches, the one rule for the importer and every check:
+ *  - "NAME": names equal to NAME ignoring case;
+ *  - "STEM.*": names equal ignoring case to STEM "." EXT, EXT one of the
+ *    image extensions tga png jpg jpeg bmp dds (id Tech's rule: a texture
+ *    named .tga is whichever image of that stem ships).
+ * Returns -1 for no match, else the name's rank: 0 for "NAME", the
+ * extension's place in that list for "STEM.*" (lower is preferred). */
+int mfs_input_name_rank(const char *pattern, const char *name);
+
+/* The stem pattern of a texture's base name: "wood.tga" -> "wood.*",
+ * "skin" (no extension) -> "skin.*", "metal.001" (not an image
+ * extension) -> "metal.001.*".  0, or -1 when it does not fit in cap. */
+int mfs_input_stem_pattern(const char *base, char *out, size_t cap);
+
+/* A search's value: path is "folder/PATTERN" ("PATTERN" for the root);
+ * *count receives how many entries of the folder match, hash the
+ * XXH3-128 (canonical) of those names in byte order, each followed by a
+ * NUL.  A folder that cannot be opened has none.  Cost: one listing of
+ * the folder.  0, or -1 out of memory. */
 int mfs_input_listing(int rootfd, const char *path, uint64_t *count, uint8_t hash[16]);
+
+/* The search's answer: the matching name of lowest rank, the byte-order
+ * smallest among equals (so it does not depend on directory order), into
+ * best.  1 found, 0 none. */
+int mfs_input_search(int rootfd, const char *path, char *best, size_t cap);
 
 /* Whether input i of deps is a referenced file to be said missing
  * (MFS_DEP_MISSING), once: not if an earlier missing input or a file read

@@ -45,22 +45,91 @@ static int by_bytes(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int mfs_input_listing(int rootfd, const char *path, uint64_t *count, uint8_t hash[16])
+/* In the order a stem search prefers them: what the importer decodes
+ * first (stb_image reads no DDS; a .dds found still settles the search,
+ * and .tex says it cannot be decoded). */
+static const char *const image_exts[] = {"tga", "png", "jpg", "jpeg", "bmp", "dds"};
+#define N_IMAGE_EXTS (sizeof image_exts / sizeof *image_exts)
+
+static int image_ext_rank(const char *ext)
+{
+    for (size_t i = 0; i < N_IMAGE_EXTS; i++)
+        if (strcasecmp(ext, image_exts[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+int mfs_input_name_rank(const char *pattern, const char *name)
+{
+    size_t pn = strlen(pattern);
+    if (pn < 2 || strcmp(pattern + pn - 2, ".*") != 0)
+        return strcasecmp(name, pattern) == 0 ? 0 : -1;
+    size_t stem = pn - 2;
+    if (stem == 0 || strncasecmp(name, pattern, stem) != 0 || name[stem] != '.')
+        return -1;
+    return image_ext_rank(name + stem + 1);
+}
+
+int mfs_input_stem_pattern(const char *base, char *out, size_t cap)
+{
+    const char *dot = strrchr(base, '.');
+    size_t stem = dot && dot != base && image_ext_rank(dot + 1) >= 0 ? (size_t)(dot - base)
+                                                                     : strlen(base);
+    if (stem == 0 || stem + 3 > cap)
+        return -1;
+    memcpy(out, base, stem);
+    memcpy(out + stem, ".*", 3);
+    return 0;
+}
+
+/* The folder of "folder/pattern" ("." for the root) opened for reading,
+ * and where its pattern starts; NULL when it cannot be opened (no match). */
+static DIR *open_listing(int rootfd, const char *path, const char **pattern)
 {
     const char *slash = strrchr(path, '/');
-    const char *name = slash ? slash + 1 : path;
-    char *dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
-    if (!dir)
-        return -1;
-    char **found = NULL;
-    size_t n = 0, cap = 0;
-    int rc = 0;
+    *pattern = slash ? slash + 1 : path;
+    char dir[4096];
+    if (slash && (size_t)(slash - path) >= sizeof dir) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
     int fd = open_beneath(rootfd, dir, O_RDONLY | O_DIRECTORY);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (fd >= 0 && !d)
         close(fd);
+    return d;
+}
+
+int mfs_input_search(int rootfd, const char *path, char *best, size_t cap)
+{
+    const char *pattern;
+    DIR *d = open_listing(rootfd, path, &pattern);
+    int best_rank = -1;
+    best[0] = '\0';
     for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
-        if (strcasecmp(e->d_name, name) != 0)
+        int r = mfs_input_name_rank(pattern, e->d_name);
+        if (r < 0 || strlen(e->d_name) >= cap)
+            continue;
+        if (best_rank < 0 || r < best_rank || (r == best_rank && strcmp(e->d_name, best) < 0)) {
+            best_rank = r;
+            snprintf(best, cap, "%s", e->d_name);
+        }
+    }
+    if (d)
+        closedir(d);
+    return best_rank >= 0;
+}
+
+int mfs_input_listing(int rootfd, const char *path, uint64_t *count, uint8_t hash[16])
+{
+    const char *name;
+    DIR *d = open_listing(rootfd, path, &name);
+    char **found = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        if (mfs_input_name_rank(name, e->d_name) < 0)
             continue;
         if (n == cap) {
             size_t nc = cap ? cap * 2 : 4;
@@ -98,7 +167,6 @@ int mfs_input_listing(int rootfd, const char *path, uint64_t *count, uint8_t has
     for (size_t i = 0; i < n; i++)
         free(found[i]);
     free(found);
-    free(dir);
     return rc;
 }
 

@@ -3,17 +3,21 @@
  * Models name their textures in every way there is: relative to the model
  * ("textures/wood.png"), as the absolute path of the artist's machine
  * ("C:\Users\artist\tex\wood.png", which is what exported FBX files carry),
- * with the wrong case (Windows does not care), or embedded in the model
- * ("*0", or by file name in FBX).  So the lookup is: embedded first, then the
- * path as written relative to the model's folder, then its base name in the
- * model's folder, then that base name case-insensitively.
+ * with the wrong case (Windows does not care), with another extension than
+ * the image that ships (id Tech loads a .jpg for a .tga name), with none (a
+ * shader name), or embedded in the model ("*0", or by file name in FBX).
+ * So the lookup is: embedded first, then the path as written relative to
+ * the model's folder, then in the model's folder and then in a textures/
+ * beside it: the base name, that name ignoring case, an image of its stem
+ * (docs/formats/tex.md).
  *
  * Every file is opened through the importer's confined file system, so a
  * texture outside the source root is refused unopened, and whatever is read
  * is recorded as a dependency (it decides the .tex bytes, so it must be part
- * of the cache key), as is every candidate not found and the case-insensitive
- * search itself (include/meshfs/inputs.h).  Nothing here fails the import: a model without a usable
- * texture still has every other view, and .tex says why in its note.
+ * of the cache key), as is every candidate not found and every search
+ * (include/meshfs/inputs.h).  Nothing here fails the import: a model
+ * without a usable texture still has every other view, and .tex says why
+ * in its note.
  *
  * The search runs in every import, .tex or not; only the decoding waits for
  * mfs_import_opts.textures.  Which candidates are opened never depends on
@@ -22,21 +26,18 @@
  * model's inputs, its model entry and its views' keys are the same
  * whichever formats a run writes (docs/cache.md, "Keys"). */
 #include <ctype.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <assimp/scene.h>
 #include <stb_image.h>
 
+#include "meshfs/inputs.h"
 #include "texture.h"
 
 /* Compressed image files larger than this are not read (a 16384^2 PNG of
@@ -277,34 +278,18 @@ static int join(const char *dir, const char *name, char *out, size_t cap)
     return mfs_iofs_normalise(tmp, out, cap);
 }
 
-/* A file in dir whose name equals base ignoring case (the smallest such
- * name, so the choice does not depend on directory order).  0 if none. */
-static int find_nocase(tex_ctx *c, const char *dir, const char *base, char *out, size_t cap)
+/* The file of dir that pattern picks (include/meshfs/inputs.h: a name
+ * ignoring case, or "STEM.*"), into out as a path under the root.  The
+ * search is an input whatever it finds: a name that matches better (or at
+ * all) when it appears makes the views again.  0 if none. */
+static int search(tex_ctx *c, const char *dir, const char *pattern, char *out, size_t cap)
 {
-    /* the search is an input: a name that matches better (or at all) when
-     * it appears makes the views again */
-    char searched[PATH_CAP];
-    if (join(dir, base, searched, sizeof searched) == 0)
-        mfs_iofs_record_listing(c->fs, searched);
-    struct open_how how = {
-        .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-    };
-    int fd = (int)syscall(SYS_openat2, c->fs->rootfd, dir[0] ? dir : ".", &how, sizeof how);
-    if (fd < 0)
+    char searched[PATH_CAP], name[256];
+    if (join(dir, pattern, searched, sizeof searched) < 0)
         return 0;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return 0;
-    }
-    char best[256] = "";
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (strcasecmp(e->d_name, base) == 0 && (!best[0] || strcmp(e->d_name, best) < 0))
-            snprintf(best, sizeof best, "%s", e->d_name);
-    closedir(d);
-    return best[0] && join(dir, best, out, cap) == 0;
+    mfs_iofs_record_listing(c->fs, searched);
+    return mfs_input_search(c->fs->rootfd, searched, name, sizeof name) &&
+           join(dir, name, out, cap) == 0;
 }
 
 static int is_absolute(const char *p)
@@ -349,6 +334,27 @@ static int try_candidate(tex_ctx *c, const char *rel, int *refused)
     return 1;
 }
 
+/* In folder dir, the texture named base, as engines find it: that name,
+ * the name ignoring case, then an image of its stem (stem.* of
+ * inputs.h).  skip: a path tried already.  1 when a candidate settled it. */
+static int find_in(tex_ctx *c, const char *dir, const char *base, const char *skip, int *refused)
+{
+    char exact[PATH_CAP], found[PATH_CAP], stem[256];
+    if (join(dir, base, exact, sizeof exact) < 0)
+        return 0;
+    if (strcmp(exact, skip) != 0 && try_candidate(c, exact, refused))
+        return 1;
+    if (search(c, dir, base, found, sizeof found) && strcmp(found, exact) != 0 &&
+        strcmp(found, skip) != 0 && try_candidate(c, found, refused))
+        return 1;
+    return mfs_input_stem_pattern(base, stem, sizeof stem) == 0 &&
+           search(c, dir, stem, found, sizeof found) && strcmp(found, exact) != 0 &&
+           strcmp(found, skip) != 0 && try_candidate(c, found, refused);
+}
+
+/* The path as written, relative to the model's folder; then its base name
+ * (which is all an absolute or foreign path has to go by) in the model's
+ * folder and in a textures/ folder beside the model (docs/formats/tex.md). */
 static void from_disk(tex_ctx *c, const char *path, const char *model_dir)
 {
     char written[PATH_CAP];
@@ -357,7 +363,7 @@ static void from_disk(tex_ctx *c, const char *path, const char *model_dir)
         if (*q == '\\')
             *q = '/';
     const char *base = base_of(written);
-    char rel[PATH_CAP], by_base[PATH_CAP] = "";
+    char rel[PATH_CAP] = "", by_base[PATH_CAP] = "", tex_dir[PATH_CAP];
     int escapes = 0, refused = 0, absolute = is_absolute(path);
 
     if (!absolute) {
@@ -368,12 +374,10 @@ static void from_disk(tex_ctx *c, const char *path, const char *model_dir)
     }
     if (base[0] && join(model_dir, base, by_base, sizeof by_base) < 0)
         by_base[0] = '\0';
-    if (by_base[0] &&
-        (absolute || escapes || strcmp(by_base, rel) != 0) && try_candidate(c, by_base, &refused))
+    if (by_base[0] && find_in(c, model_dir, base, rel, &refused))
         return;
-    char nocase[PATH_CAP];
-    if (base[0] && find_nocase(c, model_dir, base, nocase, sizeof nocase) &&
-        strcmp(nocase, by_base) != 0 && try_candidate(c, nocase, &refused))
+    if (base[0] && join(model_dir, "textures", tex_dir, sizeof tex_dir) == 0 &&
+        find_in(c, tex_dir, base, rel, &refused))
         return;
 
     /* not found: the reference is said missing, as written if it could
@@ -386,11 +390,11 @@ static void from_disk(tex_ctx *c, const char *path, const char *model_dir)
         note(c, "texture '%s' refused: it leaves the source root (and the model's folder has "
              "no '%s')", path, base);
     else if (absolute)
-        note(c, "texture '%s' not found: an absolute path, and the model's folder has no '%s'",
-             path, base);
+        note(c, "texture '%s' not found: an absolute path, and neither the model's folder nor "
+             "its textures/ has '%s' or another image of its stem", path, base);
     else
-        note(c, "texture '%s' not found (neither as written nor as '%s' in the model's folder)",
-             path, base);
+        note(c, "texture '%s' not found (neither as written nor as '%s' or another image of "
+             "its stem in the model's folder or its textures/)", path, base);
 }
 
 void mfs_import_texture_from(mfs_scene *s, const mfs_embedded_image *emb, unsigned n_emb,

@@ -164,6 +164,66 @@ class Convert(TreeCase):
                 self.step(importer, "m/m.obj", "converted")
                 self.assertEqual(tex_size(self.tex("m/m")), (2, 1))
 
+    def test_textures_found_as_engines_find_them(self):
+        """Issue 34 item 6: a .tga name where only another image of its
+        stem ships (id Tech's rule), a name without an extension, and an
+        absolute path from the artist's machine, each found ignoring case
+        in the model's folder and then in a textures/ beside it.  Every
+        search is an input: an image that matches better when it appears
+        makes the views again.  The files hold PNG bytes whatever their
+        extension (the decoder goes by content), each of its own width, so
+        the .tex says which file was taken."""
+        for importer in IMPORTERS:
+            with self.subTest(importer=importer):
+                shutil.rmtree(self.tmp + "/src", ignore_errors=True)
+                shutil.rmtree(self.tmp + "/out", ignore_errors=True)
+                shutil.rmtree(self.cache, ignore_errors=True)
+                m = os.path.join(self.src, "m")
+                write(os.path.join(m, "m.obj"), "mtllib m.mtl\nusemtl a\nv 0 0 0\nv 1 0 0\n"
+                      "v 0 1 0\nvt 0 0\nvt 1 0\nvt 0 1\nf 1/1 2/2 3/3\n")
+                write(os.path.join(m, "m.mtl"), "newmtl a\nKd 1 1 1\nmap_Kd wood.tga\n")
+                write(os.path.join(m, "Wood.JPG"), png(2))
+                write(os.path.join(m, "wood.txt"), "not an image")
+                row = self.step(importer, "m/m.obj", "converted")
+                self.assertEqual(tex_size(self.tex("m/m")), (2, 1))
+                self.assertIn("m/Wood.JPG", row["deps"])
+                self.assertEqual(row["warnings"], [])
+                self.step(importer, "m/m.obj", "up to date")
+                # a .png of the stem is preferred to a .jpg (the order
+                # tga png jpg jpeg bmp dds): the search's value moved
+                write(os.path.join(m, "wood.png"), png(3))
+                self.step(importer, "m/m.obj", "converted")
+                self.assertEqual(tex_size(self.tex("m/m")), (3, 1))
+                # the name as written beats every search
+                write(os.path.join(m, "wood.tga"), png(4))
+                self.step(importer, "m/m.obj", "converted")
+                self.assertEqual(tex_size(self.tex("m/m")), (4, 1))
+                for n in ("wood.tga", "wood.png", "Wood.JPG"):
+                    os.unlink(os.path.join(m, n))
+
+                # a shader-style name without an extension
+                write(os.path.join(m, "m.mtl"), "newmtl a\nKd 1 1 1\nmap_Kd skin\n")
+                write(os.path.join(m, "SKIN.bmp"), png(5))
+                self.step(importer, "m/m.obj", "converted")
+                self.assertEqual(tex_size(self.tex("m/m")), (5, 1))
+                os.unlink(os.path.join(m, "SKIN.bmp"))
+
+                # an absolute path of the artist's machine: its base name,
+                # in a textures/ beside the model, then in the model's folder
+                write(os.path.join(m, "m.mtl"),
+                      "newmtl a\nKd 1 1 1\nmap_Kd C:\\art\\tex\\Crate.tga\n")
+                row = self.step(importer, "m/m.obj", "converted")
+                self.assertEqual(self.tex("m/m"), FALLBACK)
+                self.assertEqual(row["warnings"], ["referenced file 'm/Crate.tga' is missing"])
+                write(os.path.join(m, "textures", "CRATE.png"), png(6))
+                row = self.step(importer, "m/m.obj", "converted")
+                self.assertEqual(tex_size(self.tex("m/m")), (6, 1))
+                self.assertIn("m/textures/CRATE.png", row["deps"])
+                write(os.path.join(m, "crate.jpg"), png(7))
+                self.step(importer, "m/m.obj", "converted")
+                self.assertEqual(tex_size(self.tex("m/m")), (7, 1))
+                self.step(importer, "m/m.obj", "up to date")
+
     def test_warm_converts_again_when_a_file_appears(self):
         crate = os.path.join(EXAMPLES, "crate")
         write(os.path.join(self.src, "crate.obj"),
@@ -431,6 +491,23 @@ class Mounted(TreeCase):
                         with open(os.path.join(fresh, name), "rb") as f:
                             self.assertEqual(self.read(name), f.read(), name)
                     shutil.rmtree(fresh)
+
+
+    def test_a_texture_folder_appearing_under_a_mount(self):
+        """The stem search in a textures/ that does not exist yet is an
+        input: the folder and an image of the stem copied in make the
+        .tex again, with no remount."""
+        m = os.path.join(self.src, "m")
+        write(os.path.join(m, "m.obj"), "mtllib m.mtl\nusemtl a\nv 0 0 0\nv 1 0 0\n"
+              "v 0 1 0\nvt 0 0\nvt 1 0\nvt 0 1\nf 1/1 2/2 3/3\n")
+        write(os.path.join(m, "m.mtl"), "newmtl a\nKd 1 1 1\nmap_Kd D:/proj/art/Wood.tga\n")
+        with Mount(self.src, self.mnt, self.cache, "attr_timeout=1", "entry_timeout=1") as mnt:
+            self.assertEqual(self.read("m/m.tex"), FALLBACK)
+            before = mnt.stats()["conversions"]
+            write(os.path.join(m, "textures", "WOOD.jpeg"), png(9))
+            self.wait_timeout()
+            self.assertEqual(tex_size(self.read("m/m.tex")), (9, 1))
+            self.assertEqual(mnt.stats()["conversions"], before + 1)
 
 
 if __name__ == "__main__":

@@ -952,6 +952,65 @@ static void test_manifest_absent_inputs(void **state)
     mfs_cache_close(c);
 }
 
+/* The stem search (issue 34 item 6): "STEM.*" matches the image
+ * extensions ignoring case, ranked so a decodable image wins and the pick
+ * never depends on directory order; its listing moves when an image of
+ * the stem appears, and not for other names. */
+static void test_stem_search(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(mfs_input_name_rank("wood.*", "WOOD.JPG"), 2);
+    assert_int_equal(mfs_input_name_rank("wood.*", "wood.tga"), 0);
+    assert_int_equal(mfs_input_name_rank("wood.*", "wood.dds"), 5);
+    assert_int_equal(mfs_input_name_rank("wood.*", "wood.txt"), -1);
+    assert_int_equal(mfs_input_name_rank("wood.*", "woody.png"), -1);
+    assert_int_equal(mfs_input_name_rank("wood.*", "wood.png.bak"), -1);
+    assert_int_equal(mfs_input_name_rank("wood.*", "wood."), -1);
+    assert_int_equal(mfs_input_name_rank("Wood.PNG", "wood.png"), 0);
+    assert_int_equal(mfs_input_name_rank("Wood.PNG", "wood.jpg"), -1);
+    char pat[16];
+    assert_int_equal(mfs_input_stem_pattern("wood.tga", pat, sizeof pat), 0);
+    assert_string_equal(pat, "wood.*");
+    assert_int_equal(mfs_input_stem_pattern("skin", pat, sizeof pat), 0);
+    assert_string_equal(pat, "skin.*");
+    assert_int_equal(mfs_input_stem_pattern("metal.001", pat, sizeof pat), 0);
+    assert_string_equal(pat, "metal.001.*");
+    assert_int_equal(mfs_input_stem_pattern(".png", pat, sizeof pat), 0);
+    assert_string_equal(pat, ".png.*");
+    assert_int_equal(mfs_input_stem_pattern("a-very-long-name.png", pat, sizeof pat), -1);
+
+    char dir[512], best[64];
+    snprintf(dir, sizeof dir, "%s/t", f->root);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_int_equal(mfs_input_search(f->rootfd, "t/wood.*", best, sizeof best), 0);
+    write_file(f, "t/wood.txt", "x", 1);
+    write_file(f, "t/WOOD.dds", "x", 1);
+    write_file(f, "t/Wood.JPG", "x", 1);
+    write_file(f, "t/wood.jpg", "x", 1);
+    assert_int_equal(mfs_input_search(f->rootfd, "t/wood.*", best, sizeof best), 1);
+    assert_string_equal(best, "Wood.JPG"); /* jpg before dds; byte order among equals */
+    uint64_t n, n2;
+    uint8_t h[16], h2[16];
+    assert_int_equal(mfs_input_listing(f->rootfd, "t/wood.*", &n, h), 0);
+    assert_int_equal(n, 3);
+    mfs_dep d = {.path = "t/wood.*", .kind = MFS_DEP_LISTING, .size = n};
+    memcpy(d.hash, h, 16);
+    assert_int_equal(mfs_input_holds(f->rootfd, &d), 1);
+    write_file(f, "t/wood.obj", "x", 1); /* not an image: nothing moves */
+    assert_int_equal(mfs_input_holds(f->rootfd, &d), 1);
+    write_file(f, "t/wood.tga", "x", 1);
+    assert_int_equal(mfs_input_holds(f->rootfd, &d), 0);
+    assert_int_equal(mfs_input_search(f->rootfd, "t/wood.*", best, sizeof best), 1);
+    assert_string_equal(best, "wood.tga");
+    assert_int_equal(mfs_input_listing(f->rootfd, "t/wood.*", &n2, h2), 0);
+    assert_int_equal(n2, 4);
+    assert_memory_not_equal(h, h2, 16);
+    /* a folder that is not there matches nothing */
+    assert_int_equal(mfs_input_search(f->rootfd, "none/wood.*", best, sizeof best), 0);
+    assert_int_equal(mfs_input_listing(f->rootfd, "none/wood.*", &n, h), 0);
+    assert_int_equal(n, 0);
+}
+
 static void test_manifest(void **state)
 {
     fx *f = *state;
@@ -1706,6 +1765,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_index_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manifest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manifest_absent_inputs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stem_search, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manifest_escape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_evict_lru, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reserve_makes_room, setup, teardown),
