@@ -1,5 +1,7 @@
 /* Absent and listing inputs (include/meshfs/inputs.h): the one definition
- * the importer records and the cache checks. */
+ * the importers record and the cache checks.  Here, beside the importers
+ * that record them, and compiled into the core library, whose cache checks
+ * them in a mount that links no importer. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
