@@ -51,6 +51,11 @@ typedef struct mfs_explain {
     uint32_t ninputs;
     mfs_explain_view views[MFS_FMT_COUNT];
     int nviews;
+    char *settings;       /* the settings files' keys that apply, one
+                             "key = value  (file:line)" line each
+                             (mfs_settings_describe); "" for none; NULL
+                             when they fail, settings_error says why */
+    char settings_error[MFS_ERR_MAX];
     char miss[MFS_ERR_MAX]; /* why a lookup would convert: "" if it would not */
 } mfs_explain;
 

@@ -141,6 +141,15 @@ int mfs_settings_paths(const char *model_rel, char *buf, size_t bufsz, const cha
 typedef int (*mfs_settings_read_fn)(void *ctx, const char *rel, char **text, size_t *len,
                                     unsigned *uid, struct mfs_err *err);
 
+/* A reader for files where they lie, beneath a folder: ctx points at the
+ * folder's fd (an int).  Resolved as the importer resolves paths
+ * (RESOLVE_BENEATH, no symlink at the end, no magic links); a FIFO or
+ * anything else but a regular file is no file (never blocks).  For the
+ * tools and the mount's explanations; the worker reads through its own
+ * recording file system. */
+int mfs_settings_read_beneath(void *ctx, const char *rel, char **text, size_t *len, unsigned *uid,
+                              struct mfs_err *err);
+
 /* Every candidate of model_rel read through fn, checked for its owner
  * (model_uid or root) and laid over out (which the caller has set up with
  * mfs_settings_init).  -1 with err on a malformed file, a file of another

@@ -10,6 +10,7 @@
 #include "meshfs/explain.h"
 #include "meshfs/inputs.h"
 #include "meshfs/json.h"
+#include "meshfs/settings.h"
 #include "meshfs/views.h"
 
 static const char *kind_name(int kind)
@@ -97,6 +98,30 @@ static void look_at_views(mfs_views *v, const mfs_cache_manifest *man, const mfs
     }
 }
 
+/* What the settings files beside the model set, read where they lie with
+ * the owner rule the worker applies (the model's owner or root), so the
+ * lines say what a conversion now would apply.  Their contents are no
+ * secret from whoever may read the views: they decide those bytes. */
+static int describe_settings(const mfs_views_host *h, const char *model, unsigned uid, mfs_explain *e)
+{
+    mfs_settings *s = malloc(sizeof *s);
+    if (!s)
+        return -1;
+    mfs_settings_init(s);
+    mfs_err err;
+    int root = h->rootfd;
+    if (mfs_settings_load(model, uid, mfs_settings_read_beneath, &root, s, &err) == 0) {
+        char text[8192];
+        mfs_settings_describe(s, text, sizeof text);
+        e->settings = strdup(text);
+    } else {
+        snprintf(e->settings_error, sizeof e->settings_error, "%s", err.msg);
+    }
+    int oom = e->settings == NULL && !e->settings_error[0];
+    free(s);
+    return oom ? -1 : 0;
+}
+
 int mfs_views_explain(mfs_views *v, const char *model, const char *fmi_model, mfs_explain *e, mfs_err *err)
 {
     memset(e, 0, sizeof *e);
@@ -110,6 +135,8 @@ int mfs_views_explain(mfs_views *v, const char *model, const char *fmi_model, mf
     if (h->hash_model(h->ctx, model, &st, e->hash, err) < 0)
         return mfs_err_prefix(err, "%s", model);
     e->size = (uint64_t)st.st_size;
+    if (describe_settings(h, model, (unsigned)st.st_uid, e) < 0)
+        return mfs_errf(err, "out of memory");
     mfs_cache_key mk;
     if (mfs_views_manifest_key(v, model, e->size, e->hash, &mk, err) < 0)
         return -1;
@@ -144,6 +171,7 @@ void mfs_explain_free(mfs_explain *e)
     for (int i = 0; i < e->nviews; i++)
         free(e->views[i].reason);
     free(e->model);
+    free(e->settings);
     memset(e, 0, sizeof *e);
 }
 
@@ -166,6 +194,19 @@ void mfs_explain_print(FILE *f, const mfs_explain *e)
         }
         fprintf(f, "  [%s]\n", in->now);
     }
+    if (e->settings && !e->settings[0])
+        fprintf(f, "settings: none (mount and command-line options)\n");
+    else if (e->settings) {
+        fprintf(f, "settings (from the files beside the model):\n");
+        for (const char *l = e->settings; *l;) {
+            const char *nl = strchr(l, '\n');
+            int len = nl ? (int)(nl - l) : (int)strlen(l);
+            fprintf(f, "  %.*s\n", len, l);
+            l += len + (nl != NULL);
+        }
+    }
+    else
+        fprintf(f, "settings: %s\n", e->settings_error);
     fprintf(f, "views:\n");
     for (int i = 0; i < e->nviews; i++) {
         const mfs_explain_view *w = &e->views[i];
@@ -199,7 +240,11 @@ void mfs_explain_print_json(FILE *f, const mfs_explain *e)
         fprintf(f, ",\"kind\":\"%s\",\"size\":%llu,\"hash\":\"%s\",\"now\":\"%s\"}", kind_name(in->kind),
                 (unsigned long long)in->size, hx, in->now);
     }
-    fputs("],\"views\":[", f);
+    fputs("],\"settings\":", f);
+    mfs_json_str(f, e->settings);
+    fputs(",\"settings_error\":", f);
+    mfs_json_str(f, e->settings_error[0] ? e->settings_error : NULL);
+    fputs(",\"views\":[", f);
     for (int i = 0; i < e->nviews; i++) {
         const mfs_explain_view *w = &e->views[i];
         fprintf(f, "%s{\"format\":\"%s\",\"key\":", i ? "," : "", w->format);

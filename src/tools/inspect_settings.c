@@ -15,35 +15,6 @@
 #include "meshfs/err.h"
 #include "meshfs/settings.h"
 
-static int read_file(void *ctx, const char *rel, char **text, size_t *len, unsigned *uid, mfs_err *err)
-{
-    int root = *(const int *)ctx;
-    int fd = openat(root, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT || errno == ENOTDIR ? 1 : mfs_errf(err, "%s", strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return 1; /* as the worker: no regular file there */
-    }
-    /* one byte past the limit is enough to be refused as too big */
-    size_t cap = MFS_SETTINGS_MAX_BYTES + 1, n = 0;
-    char *buf = malloc(cap + 1);
-    if (!buf) {
-        close(fd);
-        return mfs_errf(err, "out of memory");
-    }
-    ssize_t r;
-    while (n < cap && (r = read(fd, buf + n, cap - n)) > 0)
-        n += (size_t)r;
-    close(fd);
-    buf[n] = 0;
-    *text = buf;
-    *len = n;
-    *uid = (unsigned)st.st_uid;
-    return 0;
-}
-
 /* The model's path relative to SRC, from a path relative to SRC or to the
  * current folder or absolute. */
 static int relative(const char *src_real, const char *model, char *out, size_t n, mfs_err *err)
@@ -82,7 +53,7 @@ int mfs_inspect_settings(const char *src, const char *model, FILE *out, mfs_err 
         return mfs_errf(err, "out of memory");
     }
     mfs_settings_init(s);
-    int rc = mfs_settings_load(rel, (unsigned)st.st_uid, read_file, &root, s, err);
+    int rc = mfs_settings_load(rel, (unsigned)st.st_uid, mfs_settings_read_beneath, &root, s, err);
     close(root);
     if (rc == 0 && out) {
         char text[8192];

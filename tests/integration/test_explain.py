@@ -90,6 +90,36 @@ class Explain(TreeCase):
         self.assertEqual(by_src["entry_key"], by_view["entry_key"])
         self.assertEqual([v["key"] for v in by_src["views"]], [v["key"] for v in by_view["views"]])
 
+    def test_settings_that_applied_and_from_which_file(self):
+        """Issue 30 item 4: the settings files' keys that apply, each with
+        the file and line it came from, in SRC and through a mount alike;
+        a malformed file is said with its file, line and key."""
+        e = self.json_of("--src", self.src, self.model)
+        self.assertEqual((e["settings"], e["settings_error"]), ("", None))
+        p = self.explain("explain", "--src", self.src, self.model)
+        self.assertIn("\nsettings: none (mount and command-line options)\nviews:\n", p.stdout)
+        with open(os.path.join(self.src, "crate", ".meshfs"), "w") as f:
+            f.write("scale = 0.01\nup = y\n")
+        with open(os.path.join(self.src, "crate", "crate.obj.meshfs"), "w") as f:
+            f.write("# the sidecar wins\nup = z\n")
+        want = "scale = 0.01  (crate/.meshfs:1)\nup = z  (crate/crate.obj.meshfs:2)\n"
+        e = self.json_of("--src", self.src, self.model)
+        self.assertEqual((e["settings"], e["settings_error"]), (want, None))
+        p = self.explain("explain", "--src", self.src, self.model)
+        self.assertIn("\nsettings (from the files beside the model):\n  scale = 0.01  (crate/.meshfs:1)\n"
+                      "  up = z  (crate/crate.obj.meshfs:2)\nviews:\n", p.stdout)
+        with Mount(self.src, self.mnt, self.cache) as m:
+            by_view = self.json_of(os.path.join(self.mnt, "crate", "crate.gmf"))
+            self.assertEqual(by_view["settings"], want)
+            with open(os.path.join(self.src, ".meshfs"), "w") as f:
+                f.write("scale = 1\nbogus = 2\n")
+            by_view = self.json_of(os.path.join(self.mnt, "crate", "crate.gmf"))
+            self.assertTrue(m.alive())
+        err = ".meshfs: line 2: key 'bogus': unknown key (docs/settings.md lists them)"
+        self.assertEqual((by_view["settings"], by_view["settings_error"]), (None, err))
+        p = self.explain("explain", "--src", self.src, self.model)
+        self.assertIn("\nsettings: " + err + "\nviews:\n", p.stdout)
+
     def test_errors(self):
         p = self.explain("explain", os.path.join(self.src, "crate", "crate.obj"))
         self.assertEqual(p.returncode, 1)
