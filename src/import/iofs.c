@@ -29,8 +29,24 @@
 
 typedef struct mapped_file {
     const uint8_t *data;
-    size_t size, pos;
+    size_t size, pos;   /* size: what the parser sees, the file's bytes and
+                           then tail zero bytes */
+    size_t mapped;      /* the file's bytes: what is mapped and hashed */
 } mapped_file;
+
+/* One zero byte after a Quake 2 model (magic "IDP2"), which the parser
+ * sees as the file's last.  assimp's MD2 importer checks each section's
+ * end with ">= file size" where "> file size" is meant, so a model whose
+ * frames end exactly at the end of the file (one without GL commands,
+ * which id's own loaders never read) is refused as "some offsets are
+ * outside the file".  A byte past the end is never read as data: every
+ * section it reads ends at or before the real end.  The model's hash and
+ * key are those of its real bytes (docs/import.md, "MD2 without GL
+ * commands"). */
+static size_t parser_tail(const uint8_t *data, size_t size)
+{
+    return size >= 4 && memcmp(data, "IDP2", 4) == 0 ? 1 : 0;
+}
 
 int mfs_iofs_normalise(const char *in, char *out, size_t outsz)
 {
@@ -284,8 +300,12 @@ static size_t f_read(struct aiFile *f, char *buf, size_t size, size_t count)
     size_t items = avail / size;
     if (items > count)
         items = count;
-    memcpy(buf, m->data + m->pos, items * size);
-    m->pos += items * size;
+    size_t n = items * size, real = m->pos < m->mapped ? m->mapped - m->pos : 0;
+    if (real > n)
+        real = n;
+    memcpy(buf, m->data + m->pos, real);
+    memset(buf + real, 0, n - real); /* the tail */
+    m->pos += n;
     return items;
 }
 
@@ -375,7 +395,7 @@ static struct aiFile *open_recorded(mfs_iofs *fs, const char *rel, const char *p
     mapped_file *m = calloc(1, sizeof *m);
     if (!f || !m)
         goto fail;
-    m->size = (size_t)st.st_size;
+    m->size = m->mapped = (size_t)st.st_size;
     if (uid)
         *uid = (unsigned)st.st_uid;
     if (m->size) {
@@ -392,7 +412,9 @@ static struct aiFile *open_recorded(mfs_iofs *fs, const char *rel, const char *p
         m->data = (const uint8_t *)"";
     }
     close(fd);
-    record_dep(fs, rel, m->data, m->size);
+    record_dep(fs, rel, m->data, m->mapped);
+    if (fs->model && strcmp(rel, fs->model) == 0)
+        m->size += parser_tail(m->data, m->mapped);
     f->ReadProc = f_read;
     f->WriteProc = f_write;
     f->TellProc = f_tell;
@@ -415,8 +437,8 @@ static void fs_close(struct aiFileIO *io, struct aiFile *f)
     if (!f)
         return;
     mapped_file *m = (mapped_file *)f->UserData;
-    if (m && m->size)
-        munmap((void *)m->data, m->size);
+    if (m && m->mapped)
+        munmap((void *)m->data, m->mapped);
     free(m);
     free(f);
 }
@@ -428,7 +450,7 @@ struct aiFile *mfs_iofs_view(mfs_iofs *fs, const char *rel, const uint8_t **data
         return NULL;
     const mapped_file *m = (const mapped_file *)f->UserData;
     *data = m->data;
-    *size = m->size;
+    *size = m->mapped;
     return f;
 }
 
@@ -452,7 +474,7 @@ struct aiFile *mfs_iofs_view_at_root(mfs_iofs *fs, const char *rel, const uint8_
     }
     const mapped_file *m = (const mapped_file *)f->UserData;
     *data = m->data;
-    *size = m->size;
+    *size = m->mapped;
     return f;
 }
 
