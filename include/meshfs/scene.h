@@ -156,12 +156,25 @@ typedef struct mfs_scene {
     uint32_t n_animations;
     mfs_animation *animations;
     mfs_image image;      /* the texture formats embed (see mfs_image) */
+    char *note;           /* what the importer repaired, said with every view
+                             (the report's note, the mount's log); NULL: nothing */
 } mfs_scene;
 
 /* ---- lifetime ---- */
 
 mfs_scene *mfs_scene_new(void);
 void mfs_scene_free(mfs_scene *s);
+
+/* Whether s is strict UTF-8 (RFC 3629: no overlong forms, surrogates or
+ * code points past U+10FFFF). */
+int mfs_utf8_valid(const char *s);
+
+/* Every name of s (nodes, meshes, bones, materials and their texture
+ * paths, animations) made UTF-8: a name that is not is read as Latin-1
+ * (src/scene/names.c says why), a leading byte-order mark is dropped, and
+ * s->note says how many and the first.  Other names are kept byte for
+ * byte.  The number repaired, or -1 with err out of memory. */
+int mfs_scene_names_utf8(mfs_scene *s, mfs_err *err);
 
 /* Duplicates a string for storage in a scene (NULL-safe, never returns NULL
  * for non-NULL input unless out of memory). */
@@ -236,6 +249,11 @@ int mfs_mesh_normalise_weights(mfs_mesh *m, mfs_err *err);
 /* Gives every unnamed mesh the name of the node that places it, or
  * "mesh<N>" when that has none. */
 int mfs_scene_name_meshes(mfs_scene *s, mfs_err *err);
+
+/* Every importer's last step, so no writer sees a scene one importer would
+ * not give: names made UTF-8 (mfs_scene_names_utf8), unnamed meshes named,
+ * then mfs_scene_validate. */
+int mfs_scene_finish(mfs_scene *s, mfs_err *err);
 
 /* ---- skeleton (src/scene/skeleton.c) ---- */
 

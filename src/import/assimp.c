@@ -270,7 +270,7 @@ int mfs_import_scene(const char *root, const char *relpath, const mfs_import_opt
         mfs_fbx_apply_inherit(s, (const char *const *)inh.names, inh.types, inh.n);
     free_inherit(&inh);
     if (!folded || (!(o && o->source_frame) && mfs_frame_apply(s, &c, err) < 0) ||
-        mfs_scene_name_meshes(s, err) < 0 || mfs_scene_validate(s, err) < 0) {
+        mfs_scene_finish(s, err) < 0) {
         mfs_scene_free(s);
         goto done;
     }

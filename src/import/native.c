@@ -150,7 +150,5 @@ int mfs_native_finish_scene(mfs_scene *s, mfs_err *err)
 {
     if (s->n_meshes == 0)
         return mfs_errf(err, "no meshes in the scene");
-    if (mfs_scene_name_meshes(s, err) < 0)
-        return -1;
-    return mfs_scene_validate(s, err);
+    return mfs_scene_finish(s, err);
 }

@@ -73,6 +73,7 @@ void mfs_scene_free(mfs_scene *s)
     free(s->image.pixels);
     free(s->image.source);
     free(s->image.note);
+    free(s->note);
     free(s);
 }
 

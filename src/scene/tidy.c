@@ -79,3 +79,10 @@ int mfs_scene_name_meshes(mfs_scene *s, mfs_err *err)
     free(placed);
     return 0;
 }
+
+int mfs_scene_finish(mfs_scene *s, mfs_err *err)
+{
+    if (mfs_scene_names_utf8(s, err) < 0 || mfs_scene_name_meshes(s, err) < 0)
+        return -1;
+    return mfs_scene_validate(s, err);
+}

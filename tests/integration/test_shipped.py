@@ -1,14 +1,19 @@
-"""Quake 2 models whose frames end exactly at the end of the file (issue 34
-item 3): MD2 files without GL commands, which id's loaders never read and
-many exporters leave out.  assimp's MD2 importer refuses them ("some
-offsets are outside the file", a >= where > is meant); meshfs shows the
-parser one zero byte past the end (src/import/iofs.c, docs/import.md), so
-they convert, and give the same views as the same model with a GL
-command list after its frames.  The models are built here, byte by byte,
-from the MD2 layout (id's qfiles.h)."""
+"""Files as artists ship them (issue 34), each built here byte by byte.
+
+- Quake 2 models whose frames end exactly at the end of the file (item 3):
+  MD2 files without GL commands, which id's loaders never read and many
+  exporters leave out.  assimp's MD2 importer refuses them ("some offsets
+  are outside the file", a >= where > is meant); meshfs shows the parser
+  one zero byte past the end (src/import/iofs.c, docs/import.md), so they
+  convert, and give the same views as the same model with a GL command
+  list after its frames (the layout of id's qfiles.h).
+- A Doom 3 model whose material name is Latin-1, as 3ds Max wrote it
+  (item 4): every view passes its own --check, the name reads as
+  "01 - Par d\u00e9faut" in UTF-8, and the report says so."""
 import json
 import os
 import struct
+import subprocess
 import sys
 import unittest
 
@@ -70,6 +75,40 @@ class Md2AtEndOfFile(TreeCase):
         self.assertEqual((fmd["triangles"], fmd["vertices"]), (4, 12))
         self.assertEqual((fmd["min"], fmd["max"]), ([-1, -2, 0], [99, 98, 100]))
 
+
+
+MD5 = (b'MD5Version 10\ncommandline ""\n\nnumJoints 1\nnumMeshes 1\n\njoints {\n'
+       b'\t"origin"\t-1 ( 0 0 0 ) ( 0 0 0 )\n}\n\nmesh {\n\tshader "01 - Par d\xe9faut"\n'
+       b'\tnumverts 3\n\tvert 0 ( 0 0 ) 0 1\n\tvert 1 ( 1 0 ) 1 1\n\tvert 2 ( 0 1 ) 2 1\n'
+       b'\tnumtris 1\n\ttri 0 0 1 2\n\tnumweights 3\n\tweight 0 0 1.0 ( 0 0 0 )\n'
+       b'\tweight 1 0 1.0 ( 1 0 0 )\n\tweight 2 0 1.0 ( 0 1 0 )\n}\n')
+
+
+class Latin1Names(TreeCase):
+    def test_a_latin1_material_name_makes_valid_views(self):
+        os.makedirs(self.src)
+        with open(os.path.join(self.src, "guy.md5mesh"), "wb") as f:
+            f.write(MD5)
+        out, report = os.path.join(self.tmp, "out"), os.path.join(self.tmp, "r.json")
+        # stderr names the texture file the model looked for by its bytes
+        # on disk, which are Latin-1: read as bytes
+        p = subprocess.run([tool("meshfs-convert"), "--no-cache", "--report", report, "-o", out,
+                            self.src], capture_output=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"referenced file '01 - Par d\xe9faut_d.tga' is missing", p.stderr)
+        views = sorted(os.path.join(out, n) for n in os.listdir(out))
+        self.assertEqual(len(views), 9)
+        p = run([tool("meshfs-inspect"), "--check"] + views)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(out, "guy.fmi"), "rb") as f:
+            fmi = f.read()
+        self.assertEqual(fmi, "model=guy\n01 - Par d\u00e9faut.msh=UNKNOWN\n".encode())
+        with open(report) as f:
+            row = next(r for r in map(json.loads, f) if r.get("model") == "guy.md5mesh")
+        for fmt in ("fmd", "fmi", "gmf", "dem"):
+            self.assertIn(fmt + ": 5 names made UTF-8 (read as Latin-1, or a leading byte-order "
+                          "mark dropped; the first: '01 - Par d\u00e9faut.msh')",
+                          row["outputs"][fmt]["note"])
 
 if __name__ == "__main__":
     run_tests()

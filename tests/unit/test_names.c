@@ -1,0 +1,198 @@
+/* Every name in every view is valid for its format (issue 34 item 4): a
+ * scene whose every name is hostile (not UTF-8, control bytes, the text
+ * formats' own separators, huge, empty) goes through the import's name
+ * rule (mfs_scene_names_utf8) and every writer, and every view passes
+ * its own format's --check.  No writer emits bytes its own checker
+ * rejects. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fixtures.h"
+#include "meshfs/formats.h"
+#include "meshfs/inspect.h"
+#include "meshfs/options.h"
+#include "meshfs/scene.h"
+#include "meshfs/sink.h"
+
+static const char *const hostile[] = {
+    "01 - Par d\xe9" "faut",          /* Latin-1, as an MD5 file from 3ds Max carries it */
+    "\xc3",                           /* a UTF-8 sequence cut short */
+    "\xe2\x82 x",
+    "\xc0\xaf",                       /* overlong */
+    "\xed\xa0\x80",                   /* a UTF-16 surrogate */
+    "\xf4\x90\x80\x80",               /* past U+10FFFF */
+    "\xef\xbb\xbf" "bom",             /* a BOM at the start */
+    "a\nb",
+    "line\r\nbreak",
+    "key=value;other",
+    "\t\x01\x1f\x7f",
+    "",
+    " spaced  name ",
+    "\xff\xfe",
+    "caf\xc3\xa9",                    /* already UTF-8: kept as it is */
+};
+
+static char *dupe(const char *s)
+{
+    char *d = strdup(s);
+    assert_non_null(d);
+    return d;
+}
+
+static char *long_name(void)
+{
+    size_t n = 5000;
+    char *s = malloc(n + 2);
+    assert_non_null(s);
+    memset(s, 'n', n);
+    s[n] = (char)0xe9;
+    s[n + 1] = '\0';
+    return s;
+}
+
+/* Every name of s set from the list, starting at k; a bone's name is that
+ * of the node it moves, as importers give it. */
+static void name_all(mfs_scene *s, size_t k)
+{
+    size_t nh = sizeof hostile / sizeof *hostile;
+    for (uint32_t i = 0; i < s->n_nodes; i++) {
+        free(s->nodes[i].name);
+        s->nodes[i].name = i == 1 ? long_name() : dupe(hostile[(k + i) % nh]);
+    }
+    for (uint32_t i = 0; i < s->n_meshes; i++) {
+        free(s->meshes[i].name);
+        s->meshes[i].name = dupe(hostile[(k + 3 + i) % nh]);
+        for (uint32_t b = 0; b < s->meshes[i].n_bones; b++) {
+            mfs_bone *bone = &s->meshes[i].bones[b];
+            free(bone->name);
+            bone->name = dupe(bone->node >= 0 ? s->nodes[bone->node].name : hostile[k % nh]);
+        }
+    }
+    for (uint32_t i = 0; i < s->n_materials; i++) {
+        free(s->materials[i].name);
+        s->materials[i].name = dupe(hostile[(k + 5 + i) % nh]);
+        free(s->materials[i].textures[MFS_TEX_DIFFUSE]);
+        s->materials[i].textures[MFS_TEX_DIFFUSE] = dupe(hostile[(k + 6 + i) % nh]);
+    }
+    for (uint32_t i = 0; i < s->n_animations; i++) {
+        free(s->animations[i].name);
+        s->animations[i].name = dupe(hostile[(k + 7 + i) % nh]);
+    }
+}
+
+typedef struct view {
+    uint8_t *p;
+    size_t n;
+} view;
+
+static view write_one(const mfs_scene *s, int f)
+{
+    mfs_options o;
+    mfs_options_default(&o);
+    o.fmi_textures = 1;
+    mfs_sink sink;
+    mfs_sink_init_mem(&sink);
+    mfs_err err;
+    mfs_err_clear(&err);
+    int rc = mfs_format_get((mfs_format)f)->write(s, NULL, &o, &sink, &err);
+    if (rc < 0)
+        fail_msg("%s: %s", mfs_format_get((mfs_format)f)->name, err.msg);
+    assert_int_equal(mfs_sink_finish(&sink), 0);
+    view v;
+    v.p = mfs_sink_take(&sink, &v.n);
+    return v;
+}
+
+static void check_views(mfs_scene *s, const char *what)
+{
+    view vrt = write_one(s, MFS_FMT_VRT);
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        const char *name = mfs_format_get((mfs_format)f)->name;
+        view v = f == MFS_FMT_VRT ? vrt : write_one(s, f);
+        char file[32];
+        snprintf(file, sizeof file, "m.%s", name);
+        mfs_summary sum;
+        mfs_err err;
+        mfs_err_clear(&err);
+        int rc = f == MFS_FMT_TRI || f == MFS_FMT_SPH
+                     ? mfs_inspect_buffer_with_vrt(file, v.p, v.n, vrt.p, vrt.n, 1, &sum, &err)
+                     : mfs_inspect_buffer(file, v.p, v.n, 1, &sum, &err);
+        if (rc < 0 || sum.n_violations)
+            fail_msg("%s, %s: %s (%u violations)", what, file, err.msg, sum.n_violations);
+        if (f != MFS_FMT_VRT)
+            free(v.p);
+    }
+    free(vrt.p);
+}
+
+static void test_hostile_names_make_valid_views(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < sizeof hostile / sizeof *hostile; k++) {
+        mfs_scene *s = fixture_skinned_strip();
+        name_all(s, k);
+        mfs_err err;
+        mfs_err_clear(&err);
+        if (mfs_scene_finish(s, &err) < 0) /* as every importer ends */
+            fail_msg("names from %zu: %s", k, err.msg);
+        char what[32];
+        snprintf(what, sizeof what, "names from %zu", k);
+        check_views(s, what);
+        mfs_scene_free(s);
+    }
+}
+
+/* The rule's values: Latin-1 read as such, valid names kept byte for byte,
+ * a bone still named as its node, and the note. */
+static void test_latin1_names_read_as_latin1(void **state)
+{
+    (void)state;
+    mfs_scene *s = fixture_skinned_strip();
+    assert_true(s->n_nodes >= 2 && s->n_materials >= 1 && s->meshes[0].n_bones >= 1);
+    free(s->materials[0].name);
+    s->materials[0].name = dupe("01 - Par d\xe9" "faut");
+    free(s->meshes[0].name);
+    s->meshes[0].name = dupe("caf\xc3\xa9");
+    mfs_bone *b = &s->meshes[0].bones[0];
+    free(s->nodes[b->node].name);
+    s->nodes[b->node].name = dupe("\xef\xbb\xbf" "Bip01 \xc2\xa7"); /* UTF-8 with a BOM */
+    free(b->name);
+    b->name = dupe(s->nodes[b->node].name);
+    mfs_err err;
+    mfs_err_clear(&err);
+    assert_int_equal(mfs_scene_names_utf8(s, &err), 3);
+    assert_string_equal(s->materials[0].name, "01 - Par d\xc3\xa9" "faut");
+    assert_string_equal(s->meshes[0].name, "caf\xc3\xa9");
+    assert_string_equal(s->nodes[b->node].name, "Bip01 \xc2\xa7");
+    assert_string_equal(b->name, s->nodes[b->node].name);
+    assert_non_null(s->note);
+    assert_string_equal(s->note, "3 names made UTF-8 (read as Latin-1, or a leading byte-order mark "
+                                 "dropped; the first: 'Bip01 \xc2\xa7')");
+    assert_true(mfs_utf8_valid("caf\xc3\xa9"));
+    assert_false(mfs_utf8_valid("\xed\xa0\x80"));
+    assert_false(mfs_utf8_valid("\xc0\xaf"));
+    assert_false(mfs_utf8_valid("\xf4\x90\x80\x80"));
+    assert_true(mfs_utf8_valid("\xf4\x8f\xbf\xbf"));
+    mfs_scene_free(s);
+    /* nothing to repair: no note, nothing changed */
+    s = fixture_skinned_strip();
+    assert_int_equal(mfs_scene_names_utf8(s, &err), 0);
+    assert_null(s->note);
+    mfs_scene_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hostile_names_make_valid_views),
+        cmocka_unit_test(test_latin1_names_read_as_latin1),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
