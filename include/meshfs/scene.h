@@ -176,6 +176,20 @@ int mfs_utf8_valid(const char *s);
  * byte.  The number repaired, or -1 with err out of memory. */
 int mfs_scene_names_utf8(mfs_scene *s, mfs_err *err);
 
+/* Frees what m holds and zeroes it. */
+void mfs_mesh_clear(mfs_mesh *m);
+
+/* Appends text to s->note ("; " between notes).  0, or -1 out of memory. */
+int mfs_scene_note(mfs_scene *s, const char *text);
+
+/* Meshes that no node places (mfs_scene_mesh_nodes says -1) are left out,
+ * as assimp's exporters leave them out, and the nodes' mesh indices are
+ * renumbered; if no mesh at all is placed, the root places them all
+ * instead, so the model keeps its geometry.  Either way every view places
+ * the same meshes the same way.  s->note says what was done.  The number
+ * of such meshes, or -1 with err out of memory. */
+int mfs_scene_place_orphans(mfs_scene *s, mfs_err *err);
+
 /* Duplicates a string for storage in a scene (NULL-safe, never returns NULL
  * for non-NULL input unless out of memory). */
 char *mfs_strdup(const char *s);
@@ -251,8 +265,9 @@ int mfs_mesh_normalise_weights(mfs_mesh *m, mfs_err *err);
 int mfs_scene_name_meshes(mfs_scene *s, mfs_err *err);
 
 /* Every importer's last step, so no writer sees a scene one importer would
- * not give: names made UTF-8 (mfs_scene_names_utf8), unnamed meshes named,
- * then mfs_scene_validate. */
+ * not give: names made UTF-8 (mfs_scene_names_utf8), meshes no node places
+ * dealt with (mfs_scene_place_orphans), unnamed meshes named, then
+ * mfs_scene_validate. */
 int mfs_scene_finish(mfs_scene *s, mfs_err *err);
 
 /* ---- skeleton (src/scene/skeleton.c) ---- */

@@ -130,8 +130,7 @@ int mfs_scene_names_utf8(mfs_scene *s, mfs_err *err)
                  "%d name%s made UTF-8 (read as Latin-1, or a leading byte-order mark dropped; the "
                  "first: '%s')",
                  f.count, f.count == 1 ? "" : "s", f.first);
-        free(s->note);
-        if (!(s->note = mfs_strdup(note)))
+        if (mfs_scene_note(s, note) < 0)
             return mfs_errf(err, "out of memory");
     }
     return f.count;

@@ -19,7 +19,7 @@ char *mfs_strdup(const char *s)
     return d;
 }
 
-static void mesh_free(mfs_mesh *m)
+void mfs_mesh_clear(mfs_mesh *m)
 {
     free(m->name);
     free(m->positions);
@@ -35,6 +35,7 @@ static void mesh_free(mfs_mesh *m)
         free(m->bones[b].weights);
     }
     free(m->bones);
+    memset(m, 0, sizeof *m);
 }
 
 static void anim_free(mfs_animation *a)
@@ -59,7 +60,7 @@ void mfs_scene_free(mfs_scene *s)
     }
     free(s->nodes);
     for (uint32_t i = 0; i < s->n_meshes; i++)
-        mesh_free(&s->meshes[i]);
+        mfs_mesh_clear(&s->meshes[i]);
     free(s->meshes);
     for (uint32_t i = 0; i < s->n_materials; i++) {
         free(s->materials[i].name);
@@ -92,4 +93,17 @@ uint64_t mfs_scene_triangle_count(const mfs_scene *s)
         if (s->meshes[i].prim == MFS_PRIM_TRIANGLES)
             n += s->meshes[i].n_faces;
     return n;
+}
+
+int mfs_scene_note(mfs_scene *s, const char *text)
+{
+    size_t old = s->note ? strlen(s->note) : 0, n = strlen(text);
+    char *d = realloc(s->note, old + (old ? 2 : 0) + n + 1);
+    if (!d)
+        return -1;
+    if (old)
+        memcpy(d + old, "; ", 2), old += 2;
+    memcpy(d + old, text, n + 1);
+    s->note = d;
+    return 0;
 }

@@ -80,9 +80,73 @@ int mfs_scene_name_meshes(mfs_scene *s, mfs_err *err)
     return 0;
 }
 
+/* Orphans: every node index checked first, so a scene validate would
+ * refuse is left for it to name. */
+int mfs_scene_place_orphans(mfs_scene *s, mfs_err *err)
+{
+    if (s->n_nodes == 0 || s->n_meshes == 0)
+        return 0;
+    for (uint32_t i = 0; i < s->n_nodes; i++)
+        for (uint32_t k = 0; k < s->nodes[i].n_meshes; k++)
+            if (s->nodes[i].meshes[k] >= s->n_meshes)
+                return 0;
+    int32_t *placed = malloc(sizeof(int32_t) * s->n_meshes);
+    if (!placed)
+        return mfs_errf(err, "out of memory");
+    mfs_scene_mesh_nodes(s, placed);
+    uint32_t orphans = 0, first = 0;
+    for (uint32_t i = s->n_meshes; i-- > 0;)
+        if (placed[i] < 0)
+            orphans++, first = i;
+    char note[256];
+    if (orphans == 0) {
+        free(placed);
+        return 0;
+    }
+    if (orphans == s->n_meshes) {
+        /* nothing placed: the root places them all, in scene order */
+        mfs_node *root = &s->nodes[0];
+        uint32_t *m = realloc(root->meshes, sizeof *m * (root->n_meshes + orphans));
+        if (!m) {
+            free(placed);
+            return mfs_errf(err, "out of memory");
+        }
+        root->meshes = m;
+        for (uint32_t i = 0; i < s->n_meshes; i++)
+            root->meshes[root->n_meshes++] = i;
+        snprintf(note, sizeof note, "no node places the model's %u mesh%s: placed at the root", orphans,
+                 orphans == 1 ? "" : "es");
+    } else {
+        snprintf(note, sizeof note,
+                 "%u mesh%s that no node places left out, as assimp's exporters leave them (the first: "
+                 "'%.64s')",
+                 orphans, orphans == 1 ? "" : "es", s->meshes[first].name ? s->meshes[first].name : "");
+        /* renumber: placed[i] becomes mesh i's new index */
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < s->n_meshes; i++) {
+            if (placed[i] < 0) {
+                mfs_mesh_clear(&s->meshes[i]);
+                continue;
+            }
+            if (n != i)
+                s->meshes[n] = s->meshes[i];
+            placed[i] = (int32_t)n++;
+        }
+        s->n_meshes = n;
+        for (uint32_t i = 0; i < s->n_nodes; i++)
+            for (uint32_t k = 0; k < s->nodes[i].n_meshes; k++)
+                s->nodes[i].meshes[k] = (uint32_t)placed[s->nodes[i].meshes[k]];
+    }
+    free(placed);
+    if (mfs_scene_note(s, note) < 0)
+        return mfs_errf(err, "out of memory");
+    return (int)orphans;
+}
+
 int mfs_scene_finish(mfs_scene *s, mfs_err *err)
 {
-    if (mfs_scene_names_utf8(s, err) < 0 || mfs_scene_name_meshes(s, err) < 0)
+    if (mfs_scene_names_utf8(s, err) < 0 || mfs_scene_place_orphans(s, err) < 0 ||
+        mfs_scene_name_meshes(s, err) < 0)
         return -1;
     return mfs_scene_validate(s, err);
 }

@@ -1,9 +1,14 @@
-/* Every name in every view is valid for its format (issue 34 item 4): a
- * scene whose every name is hostile (not UTF-8, control bytes, the text
- * formats' own separators, huge, empty) goes through the import's name
- * rule (mfs_scene_names_utf8) and every writer, and every view passes
- * its own format's --check.  No writer emits bytes its own checker
- * rejects. */
+/* The importers' last step (mfs_scene_finish, issue 34 items 4 and 5).
+ *
+ * Names: every name in every view is valid for its format.  A scene whose
+ * every name is hostile (not UTF-8, control bytes, the text formats' own
+ * separators, huge, empty) goes through the step and every writer, and
+ * every view passes its own format's --check: no writer emits bytes its
+ * own checker rejects.
+ *
+ * Orphans: a mesh no node places is left out of every view (as assimp's
+ * exporters leave it), so a scene with one gives the very bytes of the
+ * scene without it; when no mesh is placed, the root places them all. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -188,11 +193,98 @@ static void test_latin1_names_read_as_latin1(void **state)
     mfs_scene_free(s);
 }
 
+/* Every view of s, written after the last step, as one byte string each. */
+static void views_of(mfs_scene *s, view out[MFS_FMT_COUNT])
+{
+    mfs_err err;
+    mfs_err_clear(&err);
+    if (mfs_scene_finish(s, &err) < 0)
+        fail_msg("%s", err.msg);
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        out[f] = write_one(s, f);
+}
+
+static void assert_same_views(view a[MFS_FMT_COUNT], view b[MFS_FMT_COUNT])
+{
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        if (a[f].n != b[f].n || memcmp(a[f].p, b[f].p, a[f].n) != 0)
+            fail_msg("%s differs", mfs_format_get((mfs_format)f)->name);
+        free(a[f].p);
+        free(b[f].p);
+    }
+}
+
+/* s with the mesh of another cube added at index at, placed by no node. */
+static void add_orphan(mfs_scene *s, uint32_t at)
+{
+    mfs_scene *o = fixture_cube();
+    mfs_mesh *m = realloc(s->meshes, sizeof *m * (s->n_meshes + 1));
+    assert_non_null(m);
+    s->meshes = m;
+    memmove(&m[at + 1], &m[at], sizeof *m * (s->n_meshes - at));
+    m[at] = o->meshes[0];
+    free(m[at].name);
+    m[at].name = dupe("subdivided copy");
+    for (uint32_t k = 0; k < m[at].n_vertices; k++)
+        m[at].positions[k][0] += 50; /* elsewhere: would move every bound */
+    memset(&o->meshes[0], 0, sizeof o->meshes[0]);
+    mfs_scene_free(o);
+    s->n_meshes++;
+    for (uint32_t i = 0; i < s->n_nodes; i++)
+        for (uint32_t k = 0; k < s->nodes[i].n_meshes; k++)
+            if (s->nodes[i].meshes[k] >= at)
+                s->nodes[i].meshes[k]++;
+}
+
+static void test_orphan_meshes_left_out(void **state)
+{
+    (void)state;
+    for (uint32_t at = 0; at < 2; at++) {
+        view plain[MFS_FMT_COUNT], with[MFS_FMT_COUNT];
+        mfs_scene *a = fixture_cube();
+        views_of(a, plain);
+        mfs_scene_free(a);
+        mfs_scene *b = fixture_cube();
+        add_orphan(b, at);
+        assert_int_equal(b->n_meshes, 2);
+        views_of(b, with);
+        assert_int_equal(b->n_meshes, 1);
+        assert_int_equal(b->nodes[1].meshes[0], 0);
+        assert_string_equal(b->note, "1 mesh that no node places left out, as assimp's exporters "
+                                     "leave them (the first: 'subdivided copy')");
+        mfs_scene_free(b);
+        assert_same_views(plain, with);
+    }
+}
+
+static void test_no_mesh_placed_root_places_all(void **state)
+{
+    (void)state;
+    mfs_scene *s = fixture_cube();
+    add_orphan(s, 1);
+    free(s->nodes[1].meshes); /* the cube's node places nothing now */
+    s->nodes[1].meshes = NULL;
+    s->nodes[1].n_meshes = 0;
+    mfs_err err;
+    mfs_err_clear(&err);
+    assert_int_equal(mfs_scene_place_orphans(s, &err), 2);
+    assert_int_equal(s->n_meshes, 2);
+    assert_int_equal(s->nodes[0].n_meshes, 2);
+    assert_int_equal(s->nodes[0].meshes[0], 0);
+    assert_int_equal(s->nodes[0].meshes[1], 1);
+    assert_string_equal(s->note, "no node places the model's 2 meshes: placed at the root");
+    assert_int_equal(mfs_scene_place_orphans(s, &err), 0); /* placed now: nothing to do */
+    check_views(s, "all at the root");
+    mfs_scene_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hostile_names_make_valid_views),
         cmocka_unit_test(test_latin1_names_read_as_latin1),
+        cmocka_unit_test(test_orphan_meshes_left_out),
+        cmocka_unit_test(test_no_mesh_placed_root_places_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
