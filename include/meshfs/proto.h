@@ -14,9 +14,10 @@
 #include "meshfs/import.h"
 
 #define MFS_PROTO_MAGIC 0x5746534du /* "MSFW" little-endian */
-#define MFS_PROTO_VERSION 8         /* 3: per-format note; 4: model_unopened; 5: route;
+#define MFS_PROTO_VERSION 9         /* 3: per-format note; 4: model_unopened; 5: route;
                                        6: dependency kind; 7: unkeyed;
-                                       8: the kind's bit 7, mfs_dep.texture */
+                                       8: the kind's bit 7, mfs_dep.texture;
+                                       9: repairs */
 #define MFS_REPORT_FD 3             /* the worker writes its report here */
 #define MFS_LIFELINE_FD 4           /* EOF here: the parent died, so must the worker */
 #define MFS_PROTO_MAX (16u << 20)   /* no report is larger; bigger is hostile */
@@ -49,6 +50,10 @@ typedef struct mfs_report {
     char route[MFS_ERR_MAX]; /* which importer read the model, and why the native
                                 one declined (mfs_import_route()): the mount
                                 logs it at debug level */
+    char repairs[MFS_ERR_MAX]; /* what the importer repaired to read the model
+                                (mfs_scene.note: names made UTF-8, faces
+                                dropped, ...), said once as a warning; "" if
+                                nothing */
     int transient;           /* the failure was not the model's (the worker was
                                 killed from outside): set by the parent, never
                                 read from the wire */

@@ -156,8 +156,8 @@ typedef struct mfs_scene {
     uint32_t n_animations;
     mfs_animation *animations;
     mfs_image image;      /* the texture formats embed (see mfs_image) */
-    char *note;           /* what the importer repaired, said with every view
-                             (the report's note, the mount's log); NULL: nothing */
+    char *note;           /* what the importer repaired to read the model, said
+                             once as a warning (mfs_report.repairs); NULL: nothing */
 } mfs_scene;
 
 /* ---- lifetime ---- */
@@ -189,6 +189,11 @@ int mfs_scene_note(mfs_scene *s, const char *text);
  * the same meshes the same way.  s->note says what was done.  The number
  * of such meshes, or -1 with err out of memory. */
 int mfs_scene_place_orphans(mfs_scene *s, mfs_err *err);
+
+/* An animation whose keys run past its duration (a B3D exporter's last
+ * frame) gets the duration of its last key, so every frame the file holds
+ * is played; s->note says so.  The number extended, or -1 with err. */
+int mfs_scene_extend_durations(mfs_scene *s, mfs_err *err);
 
 /* Duplicates a string for storage in a scene (NULL-safe, never returns NULL
  * for non-NULL input unless out of memory). */
@@ -266,7 +271,8 @@ int mfs_scene_name_meshes(mfs_scene *s, mfs_err *err);
 
 /* Every importer's last step, so no writer sees a scene one importer would
  * not give: names made UTF-8 (mfs_scene_names_utf8), meshes no node places
- * dealt with (mfs_scene_place_orphans), unnamed meshes named, then
+ * dealt with (mfs_scene_place_orphans), durations that end before the keys
+ * extended (mfs_scene_extend_durations), unnamed meshes named, then
  * mfs_scene_validate. */
 int mfs_scene_finish(mfs_scene *s, mfs_err *err);
 

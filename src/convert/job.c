@@ -219,15 +219,10 @@ int mfs_job_run(const mfs_job *job, mfs_report *rep)
         snprintf(tex->note, sizeof tex->note, "tex: %s; wrote the 1x1 white fallback",
                  s->image.note);
     }
-    /* what the importer repaired (mfs_scene.note) is said with every view */
-    for (int f = 0; f < MFS_FMT_COUNT && s->note; f++) {
-        mfs_fmt_result *r = &rep->fmt[f];
-        if (!((rep->formats >> f) & 1) || !r->ok)
-            continue;
-        size_t at = strlen(r->note);
-        snprintf(r->note + at, sizeof r->note - at, "%s%s: %s", at ? "; " : "",
-                 mfs_format_get((mfs_format)f)->name, s->note);
-    }
+    /* what the importer repaired to read the model: said once, as a
+     * warning, by the mount's log and meshfs-convert */
+    if (s->note)
+        snprintf(rep->repairs, sizeof rep->repairs, "%s", s->note);
     mfs_scene_free(s);
     return 0;
 }

@@ -50,6 +50,7 @@ int mfs_report_encode(const mfs_report *r, uint8_t **buf, size_t *len)
     mfs_put_u8(&s, (uint8_t)((r->ok != 0) | (r->deps.model_unopened ? 2 : 0) | (r->deps.unkeyed ? 4 : 0)));
     put_text(&s, r->error);
     put_text(&s, r->route);
+    put_text(&s, r->repairs);
     mfs_put_u32(&s, r->deps.n);
     for (uint32_t i = 0; i < r->deps.n; i++) {
         const mfs_dep *d = &r->deps.v[i];
@@ -257,6 +258,7 @@ int mfs_report_decode(const uint8_t *buf, size_t len, mfs_report *out, mfs_err *
         return mfs_errf(err, "worker report: says %u bytes, got %zu", total, len);
     if (get_u8(&r, &ok, "status") < 0 || get_text(&r, out->error, sizeof out->error, "error") < 0 ||
         get_text(&r, out->route, sizeof out->route, "importer route") < 0 ||
+        get_text(&r, out->repairs, sizeof out->repairs, "repairs") < 0 ||
         get_deps(&r, &out->deps) < 0 || get_stats(&r, &out->stats) < 0 ||
         get_u32(&r, &mask, "format mask") < 0)
         goto fail;

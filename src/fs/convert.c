@@ -343,6 +343,8 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
     }
     if (rep.route[0])
         mfs_fs_log_at(fs, MFS_LOG_DEBUG, "%s: importer: %s", relpath, rep.route);
+    if (rep.ok && rep.repairs[0]) /* once a conversion, as the missing files are */
+        mfs_fs_log(fs, "%s: warning: %s", relpath, rep.repairs);
     if (rep.ok) { /* which views this run made: those missing, no more */
         char made[64] = "";
         size_t at = 0;

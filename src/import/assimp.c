@@ -107,8 +107,27 @@ static void free_inherit(fbx_inherit *h)
     free(h->types);
 }
 
-static const struct aiScene *run_assimp(mfs_iofs *fs, const char *rel, const mfs_import_opts *o)
+/* The refusals of assimp's ValidateDataStructure whose geometry parses and
+ * that meshfs repairs or does not read (docs/import.md, "Tolerant
+ * import"): names that clash among lights or cameras (never read), faces
+ * whose corner count the mesh's primitive flags do not report (faces of
+ * fewer than three corners are dropped from triangle meshes: scene_copy.c),
+ * and animation keys past the animation's duration (the duration is
+ * extended: mfs_scene_finish).  Anything else it refuses stays refused. */
+static int repairable(const char *why)
 {
+    if (!why || !strstr(why, "Validation failed"))
+        return 0;
+    if (strstr(why, "has the same name as"))
+        return strstr(why, "aiScene::mLights[") || strstr(why, "aiScene::mCameras[");
+    return strstr(why, "but aiMesh::mPrimitiveTypes does not report the") ||
+           strstr(why, "is larger than aiAnimation::mDuration");
+}
+
+static const struct aiScene *run_assimp(mfs_iofs *fs, const char *rel, const mfs_import_opts *o,
+                                        char *refused, size_t refusedsz)
+{
+    refused[0] = '\0';
     struct aiPropertyStore *props = aiCreatePropertyStore();
     /* Keep FBX pivot chains as helper nodes: assimp's own folding is wrong
      * for PostRotation and geometric transforms, so fbx_chain.c folds them
@@ -119,7 +138,15 @@ static const struct aiScene *run_assimp(mfs_iofs *fs, const char *rel, const mfs
         aiSetImportPropertyInteger(props, AI_CONFIG_PP_RVC_FLAGS, aiComponent_NORMALS);
         aiSetImportPropertyFloat(props, AI_CONFIG_PP_GSN_MAX_SMOOTHING_ANGLE, o->normals_angle);
     }
-    const struct aiScene *ai = aiImportFileExWithProperties(rel, mfs_import_ai_flags(o), &fs->io, props);
+    unsigned flags = mfs_import_ai_flags(o);
+    const struct aiScene *ai = aiImportFileExWithProperties(rel, flags, &fs->io, props);
+    if (!ai && repairable(aiGetErrorString())) {
+        /* again without the check; meshfs's own checks still run
+         * (scene_copy.c, mfs_scene_finish) before any writer sees it */
+        snprintf(refused, refusedsz, "%s", aiGetErrorString());
+        ai = aiImportFileExWithProperties(rel, flags & ~(unsigned)aiProcess_ValidateDataStructure,
+                                          &fs->io, props);
+    }
     aiReleasePropertyStore(props);
     return ai;
 }
@@ -229,7 +256,8 @@ int mfs_import_scene(const char *root, const char *relpath, const mfs_import_opt
         mfs_iofs_close(&fs);
         return native;
     }
-    const struct aiScene *ai = run_assimp(&fs, rel, o);
+    char refused[256];
+    const struct aiScene *ai = run_assimp(&fs, rel, o, refused, sizeof refused);
     int rc = -1;
     /* before assimp's own message: a model too big to map under the
      * memory limit is to assimp a file it was "Unable to open" */
@@ -254,6 +282,20 @@ int mfs_import_scene(const char *root, const char *relpath, const mfs_import_opt
     if (strcmp(ext, "fbx") == 0)
         collect_inherit(ai->mRootNode, &inh, 0);
     mfs_scene *s = mfs_from_aiscene(ai, err);
+    if (s && refused[0]) {
+        /* first: the repairs the copy noted follow from it */
+        char *repairs = s->note;
+        s->note = NULL;
+        char note[320];
+        snprintf(note, sizeof note, "assimp's structure check refused it (%s): read without that check",
+                 refused);
+        if (mfs_scene_note(s, note) < 0 || (repairs && mfs_scene_note(s, repairs) < 0)) {
+            mfs_scene_free(s);
+            s = NULL;
+            mfs_errf(err, "out of memory");
+        }
+        free(repairs);
+    }
     mfs_import_texture(s, ai, &fs, rel, o); /* needs ai alive; decodes only with o->textures */
     aiReleaseImport(ai);
     ai = NULL;

@@ -3,6 +3,7 @@
  * Everything is copied (rather than borrowed) so the aiScene can be released
  * before writing, keeping peak memory at about one scene's worth. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,26 +125,44 @@ static void fix_tangents(float (*t)[3], float (*b)[3], uint32_t n)
         }
 }
 
-static int copy_faces(mfs_mesh *m, const struct aiMesh *am, mfs_err *err)
+/* A mesh's faces all have one corner count (SortByPType splits them).  A
+ * mesh whose primitive flags did not report its lines or points (assimp's
+ * OBJ reader, for "f" lines of two corners) still mixes them with its
+ * triangles: the triangles are kept and the rest dropped, said in the
+ * scene's note (docs/import.md, "Tolerant import"). */
+static int copy_faces(mfs_scene *s, mfs_mesh *m, const struct aiMesh *am, mfs_err *err)
 {
-    unsigned prim = 0;
+    unsigned prim = 0, mixed = 0;
     for (unsigned f = 0; f < am->mNumFaces; f++) {
         unsigned k = am->mFaces[f].mNumIndices;
         if (k < 1 || k > 3)
             return mfs_errf(err, "mesh '%s': face %u has %u indices after triangulation", m->name, f, k);
         if (prim && k != prim)
-            return mfs_errf(err, "mesh '%s': mixes primitive types", m->name);
-        prim = k;
+            mixed = 1;
+        if (k > prim)
+            prim = k;
     }
+    if (mixed && prim != 3)
+        return mfs_errf(err, "mesh '%s': mixes primitive types", m->name);
     m->prim = prim ? (mfs_prim)prim : MFS_PRIM_TRIANGLES;
-    m->n_faces = am->mNumFaces;
-    m->indices = malloc(sizeof(uint32_t) * (size_t)m->n_faces * m->prim + 1);
+    m->indices = malloc(sizeof(uint32_t) * (size_t)am->mNumFaces * m->prim + 1);
     if (!m->indices)
         return mfs_errf(err, "out of memory");
     uint32_t *o = m->indices;
-    for (unsigned f = 0; f < am->mNumFaces; f++)
+    for (unsigned f = 0; f < am->mNumFaces; f++) {
+        if (am->mFaces[f].mNumIndices != m->prim)
+            continue;
         for (unsigned k = 0; k < m->prim; k++)
             *o++ = am->mFaces[f].mIndices[k];
+        m->n_faces++;
+    }
+    if (mixed) {
+        char note[200];
+        snprintf(note, sizeof note, "mesh '%.64s': %u face%s of fewer than 3 corners dropped", m->name,
+                 am->mNumFaces - m->n_faces, am->mNumFaces - m->n_faces == 1 ? "" : "s");
+        if (mfs_scene_note(s, note) < 0)
+            return mfs_errf(err, "out of memory");
+    }
     return 0;
 }
 
@@ -214,7 +233,7 @@ static int copy_mesh(mfs_scene *s, mfs_mesh *m, const struct aiMesh *am, mfs_err
      * "Welding"): after GenSmoothNormals and CalcTangentSpace, as assimp
      * orders its steps, and on the attributes as assimp left them, before
      * the clean-up below, as the native path does. */
-    if (copy_faces(m, am, err) < 0 || copy_bones(s, m, am, err) < 0 || mfs_weld_mesh(m, err) < 0)
+    if (copy_faces(s, m, am, err) < 0 || copy_bones(s, m, am, err) < 0 || mfs_weld_mesh(m, err) < 0)
         return -1;
     if (m->normals)
         fix_normals(m->normals, m->n_vertices);

@@ -143,10 +143,41 @@ int mfs_scene_place_orphans(mfs_scene *s, mfs_err *err)
     return (int)orphans;
 }
 
+int mfs_scene_extend_durations(mfs_scene *s, mfs_err *err)
+{
+    int n = 0;
+    for (uint32_t a = 0; a < s->n_animations; a++) {
+        mfs_animation *an = &s->animations[a];
+        double last = an->duration;
+        for (uint32_t c = 0; c < an->n_channels; c++) {
+            const mfs_channel *ch = &an->channels[c];
+            /* keys are sorted by time (the importers sort them) */
+            if (ch->n_pos && ch->pos[ch->n_pos - 1].time > last)
+                last = ch->pos[ch->n_pos - 1].time;
+            if (ch->n_rot && ch->rot[ch->n_rot - 1].time > last)
+                last = ch->rot[ch->n_rot - 1].time;
+            if (ch->n_scale && ch->scale[ch->n_scale - 1].time > last)
+                last = ch->scale[ch->n_scale - 1].time;
+        }
+        if (!(last > an->duration) || !isfinite(last))
+            continue;
+        char note[200];
+        snprintf(note, sizeof note,
+                 "animation '%.64s': keys run to %g ticks, past its duration of %g: the duration "
+                 "extended",
+                 an->name ? an->name : "", last, an->duration);
+        an->duration = last;
+        n++;
+        if (mfs_scene_note(s, note) < 0)
+            return mfs_errf(err, "out of memory");
+    }
+    return n;
+}
+
 int mfs_scene_finish(mfs_scene *s, mfs_err *err)
 {
     if (mfs_scene_names_utf8(s, err) < 0 || mfs_scene_place_orphans(s, err) < 0 ||
-        mfs_scene_name_meshes(s, err) < 0)
+        mfs_scene_extend_durations(s, err) < 0 || mfs_scene_name_meshes(s, err) < 0)
         return -1;
     return mfs_scene_validate(s, err);
 }

@@ -144,6 +144,7 @@ static void place_views(batch *b, item *it, mfs_batch_result *r)
         it->rep.stats = r->rep.stats;
         it->rep.deps = r->rep.deps; /* taken over */
         memset(&r->rep.deps, 0, sizeof r->rep.deps);
+        snprintf(it->rep.repairs, sizeof it->rep.repairs, "%s", r->rep.repairs);
     }
     if (mfs_batch_mkdirs(it->outdir) < 0) {
         snprintf(it->rep.error, MFS_ERR_MAX, "%s: %s", it->outdir, strerror(errno));
@@ -201,9 +202,10 @@ static void place_views(batch *b, item *it, mfs_batch_result *r)
     it->done_ok = all;
 }
 
-/* The referenced files the model's import found missing, as warnings on
- * stderr (the run's own and the cached run's alike: the report carries
- * the inputs), like the naming notes. */
+/* The referenced files the model's import found missing, and what it
+ * repaired to read the model, as warnings on stderr (the run's own and
+ * the cached run's alike: the report carries both), like the naming
+ * notes. */
 static void say_missing(const item *it)
 {
     const mfs_deps *d = &it->rep.deps;
@@ -214,6 +216,11 @@ static void say_missing(const item *it)
         mfs_input_warning(&d->v[i], msg, sizeof msg);
         fprintf(stderr, "meshfs-convert: warning: %s: %s\n",
                 mfs_batch_quote(it->p->shown, q, sizeof q), msg);
+    }
+    if (it->rep.ok && it->rep.repairs[0]) { /* what the importer repaired, kept with the report */
+        char q[PATH_MAX + 64];
+        fprintf(stderr, "meshfs-convert: warning: %s: %s\n", mfs_batch_quote(it->p->shown, q, sizeof q),
+                it->rep.repairs);
     }
 }
 
@@ -477,7 +484,8 @@ static int write_report(const batch *b, report_out *r, const char *path)
                 fputc(',', f);
             mfs_json_str(f, it->p->warnings[w]);
         }
-        for (uint32_t d = 0, w = (uint32_t)it->p->nwarnings; d < it->rep.deps.n; d++) {
+        uint32_t w = (uint32_t)it->p->nwarnings;
+        for (uint32_t d = 0; d < it->rep.deps.n; d++) {
             if (!mfs_input_said(it->rep.deps.v, it->rep.deps.n, d))
                 continue;
             char msg[PATH_MAX + 64];
@@ -485,6 +493,11 @@ static int write_report(const batch *b, report_out *r, const char *path)
             if (w++)
                 fputc(',', f);
             mfs_json_str(f, msg);
+        }
+        if (it->rep.ok && it->rep.repairs[0]) {
+            if (w++)
+                fputc(',', f);
+            mfs_json_str(f, it->rep.repairs);
         }
         fputs("]}\n", f);
     }

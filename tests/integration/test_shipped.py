@@ -9,7 +9,12 @@
   list after its frames (the layout of id's qfiles.h).
 - A Doom 3 model whose material name is Latin-1, as 3ds Max wrote it
   (item 4): every view passes its own --check, the name reads as
-  "01 - Par d\u00e9faut" in UTF-8, and the report says so."""
+  "01 - Par d\u00e9faut" in UTF-8, and the report says so.
+- Files whose geometry parses but that assimp's structure check refuses
+  (item 2): an AC3D scene with two lights of one name, an OBJ with an "f"
+  line of two corners, a B3D whose keys run one frame past its animation's
+  duration.  Each converts, with both importer settings, every view passes
+  --check, and each repair is said in the views' note."""
 import json
 import os
 import struct
@@ -96,6 +101,7 @@ class Latin1Names(TreeCase):
                             self.src], capture_output=True, timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn(b"referenced file '01 - Par d\xe9faut_d.tga' is missing", p.stderr)
+        stderr = p.stderr
         views = sorted(os.path.join(out, n) for n in os.listdir(out))
         self.assertEqual(len(views), 9)
         p = run([tool("meshfs-inspect"), "--check"] + views)
@@ -105,10 +111,83 @@ class Latin1Names(TreeCase):
         self.assertEqual(fmi, "model=guy\n01 - Par d\u00e9faut.msh=UNKNOWN\n".encode())
         with open(report) as f:
             row = next(r for r in map(json.loads, f) if r.get("model") == "guy.md5mesh")
-        for fmt in ("fmd", "fmi", "gmf", "dem"):
-            self.assertIn(fmt + ": 5 names made UTF-8 (read as Latin-1, or a leading byte-order "
-                          "mark dropped; the first: '01 - Par d\u00e9faut.msh')",
-                          row["outputs"][fmt]["note"])
+        said = "5 names made UTF-8 (read as Latin-1, or a leading byte-order mark dropped; the " \
+               "first: '01 - Par d\u00e9faut.msh')"
+        self.assertEqual(row["warnings"], ["referenced file 'guy.md5anim' is missing",
+                                           "referenced file '01 - Par d\ufffdfaut_d.tga' is missing", said])
+        self.assertIn(("meshfs-convert: warning: %s: %s\n" % (os.path.join(self.src, "guy.md5mesh"),
+                                                              said)).encode(), stderr)
+
+
+AC_LAMPS = ('AC3Db\nMATERIAL "" rgb 1 1 1  amb 0.2 0.2 0.2  emis 0 0 0  spec 0.5 0.5 0.5  shi 10  trans 0\n'
+            'OBJECT world\nkids 3\nOBJECT light\nname "lamp"\nloc 0 1 0\nkids 0\nOBJECT light\n'
+            'name "lamp"\nloc 0 2 0\nkids 0\nOBJECT poly\nname "tri"\nnumvert 3\n0 0 0\n1 0 0\n0 1 0\n'
+            'numsurf 1\nSURF 0x10\nmat 0\nrefs 3\n0 0 0\n1 0 0\n2 0 0\nkids 0\n')
+OBJ_LINE = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 2 3\nf 1 4\n"
+
+
+def b3d(last_frame):
+    """Blitz3D: a root node with a triangle, an animation of 10 frames
+    (ANIM), and a joint whose position keys run to last_frame (KEYS)."""
+    def chunk(tag, body):
+        return tag + struct.pack("<i", len(body)) + body
+    verts = [(0, 0, 0), (1, 0, 0), (0, 1, 0)]
+    vrts = struct.pack("<3i", 0, 0, 0) + b"".join(struct.pack("<3f", *v) for v in verts)
+    tris = struct.pack("<i", -1) + struct.pack("<3i", 0, 1, 2)
+    mesh = chunk(b"MESH", struct.pack("<i", -1) + chunk(b"VRTS", vrts) + chunk(b"TRIS", tris))
+    bone = chunk(b"BONE", b"".join(struct.pack("<if", i, 1.0) for i in range(3)))
+    keys = chunk(b"KEYS", struct.pack("<i", 1) + b"".join(
+        struct.pack("<i3f", f, 0.1 * f, 0, 0) for f in range(1, last_frame + 1)))
+    rest = struct.pack("<3f3f4f", 0, 0, 0, 1, 1, 1, 1, 0, 0, 0)
+    joint = chunk(b"NODE", b"joint\0" + rest + bone + keys)
+    anim = chunk(b"ANIM", struct.pack("<iif", 0, 10, 30.0))
+    return chunk(b"BB3D", struct.pack("<i", 1) + chunk(b"NODE", b"root\0" + rest + mesh + anim + joint))
+
+
+class Tolerant(TreeCase):
+    def test_files_assimps_check_refuses_convert(self):
+        os.makedirs(self.src)
+        for name, data in (("lamps.ac", AC_LAMPS.encode()), ("lines.obj", OBJ_LINE.encode()),
+                           ("past.b3d", b3d(11)), ("fits.b3d", b3d(10))):
+            with open(os.path.join(self.src, name), "wb") as f:
+                f.write(data)
+        for importer in ("auto", "assimp"):
+            out, report = os.path.join(self.tmp, "out-" + importer), os.path.join(self.tmp, importer + ".json")
+            p = run([tool("meshfs-convert"), "--no-cache", "--importer", importer, "--report", report,
+                     "-o", out, self.src])
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("4 converted, 0 up to date, 0 failed", p.stderr)
+            self.assertIn("meshfs-convert: warning: %s: assimp's structure check refused it"
+                          % os.path.join(self.src, "lamps.ac"), p.stderr)
+            views = sorted(os.path.join(out, n) for n in os.listdir(out))
+            self.assertEqual(len(views), 4 * 8 + 1)
+            p = run([tool("meshfs-inspect"), "--check"] + views)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(report) as f:
+                said = {r["model"]: r["warnings"] for r in map(json.loads, f) if "model" in r}
+            self.assertEqual(said["lamps.ac"], ["assimp's structure check refused it (Validation failed: "
+                             "aiScene::mLights[0] has the same name as aiScene::mNumLights[1]): read "
+                             "without that check"])
+            self.assertEqual(said["lines.obj"], ["assimp's structure check refused it (Validation "
+                             "failed: aiMesh::mFaces[1] is a LINE but aiMesh::mPrimitiveTypes does not "
+                             "report the LINE flag): read without that check; mesh 'defaultobject': 1 "
+                             "face of fewer than 3 corners dropped"])
+            self.assertEqual(len(said["past.b3d"]), 1)
+            self.assertIn("is larger than aiAnimation::mDuration (which is 10.00000)): read without that "
+                          "check; animation '': keys run to 11 ticks, past its duration of 10: the "
+                          "duration extended", said["past.b3d"][0])
+            self.assertEqual(said["fits.b3d"], [])
+
+            # the triangle kept, the line gone
+            p = run([tool("meshfs-inspect"), "--json", os.path.join(out, "lines.fmd")])
+            self.assertEqual(json.loads(p.stdout)["triangles"], 1)
+            # every frame the file holds is played: ticks 0..11 at 30 fps
+            # is one frame more than 0..10
+            frames = {}
+            for m in ("past", "fits"):
+                with open(os.path.join(out, m + ".dem")) as f:
+                    frames[m] = [line for line in f.read().splitlines() if line.startswith("frames ")]
+            self.assertEqual(frames, {"past": ["frames 12"], "fits": ["frames 11"]})
 
 if __name__ == "__main__":
     run_tests()

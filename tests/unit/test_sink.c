@@ -276,6 +276,7 @@ static void fill_report(mfs_report *r)
     strcpy(r->fmt[MFS_FMT_FMD].note, "fallback written");
     strcpy(r->fmt[MFS_FMT_GMF].error, "gmf: too many bones");
     strcpy(r->route, "assimp (native declined: cgltf: glTF 1.0)");
+    strcpy(r->repairs, "1 name made UTF-8");
 }
 
 static void test_report_roundtrip(void **state)
@@ -300,6 +301,7 @@ static void test_report_roundtrip(void **state)
     assert_string_equal(back.fmt[MFS_FMT_FMD].note, "fallback written");
     assert_string_equal(back.fmt[MFS_FMT_GMF].note, "");
     assert_string_equal(back.route, "assimp (native declined: cgltf: glTF 1.0)");
+    assert_string_equal(back.repairs, "1 name made UTF-8");
     mfs_report_free(&back);
     mfs_report_free(&r);
     free(b);
@@ -332,7 +334,7 @@ static void test_report_hostile(void **state)
         }
     /* a dependency count far beyond the bytes present */
     memcpy(c, b, n);
-    size_t off = 12 + 1 + 4 + strlen(r.error) + 4 + strlen(r.route);
+    size_t off = 12 + 1 + 4 + strlen(r.error) + 4 + strlen(r.route) + 4 + strlen(r.repairs);
     mfs_st_u32(c + off, 0xFFFFFFF0u);
     assert_int_equal(mfs_report_decode(c, n, &back, &err), -1);
     assert_non_null(strstr(err.msg, "dependencies"));
