@@ -86,6 +86,18 @@ class Convert(TreeCase):
         with open(os.path.join(self.tmp, "out", stem + ".tex"), "rb") as f:
             return f.read()
 
+    def fresh_textured(self, texture):
+        """A new tree and cache: m/m.obj, one triangle whose .mtl names
+        texture as its diffuse map.  Returns the model's folder."""
+        shutil.rmtree(self.tmp + "/src", ignore_errors=True)
+        shutil.rmtree(self.tmp + "/out", ignore_errors=True)
+        shutil.rmtree(self.cache, ignore_errors=True)
+        m = os.path.join(self.src, "m")
+        write(os.path.join(m, "m.obj"), "mtllib m.mtl\nusemtl a\nv 0 0 0\nv 1 0 0\n"
+              "v 0 1 0\nvt 0 0\nvt 1 0\nvt 0 1\nf 1/1 2/2 3/3\n")
+        write(os.path.join(m, "m.mtl"), "newmtl a\nKd 1 1 1\nmap_Kd %s\n" % texture)
+        return m
+
     def test_obj_before_its_mtl_and_texture(self):
         for importer in IMPORTERS:
             with self.subTest(importer=importer):
@@ -134,13 +146,7 @@ class Convert(TreeCase):
     def test_texture_found_ignoring_case_then_a_better_match(self):
         for importer in IMPORTERS:
             with self.subTest(importer=importer):
-                shutil.rmtree(self.tmp + "/src", ignore_errors=True)
-                shutil.rmtree(self.tmp + "/out", ignore_errors=True)
-                shutil.rmtree(self.cache, ignore_errors=True)
-                m = os.path.join(self.src, "m")
-                write(os.path.join(m, "m.obj"), "mtllib m.mtl\nusemtl a\nv 0 0 0\nv 1 0 0\n"
-                      "v 0 1 0\nvt 0 0\nvt 1 0\nvt 0 1\nf 1/1 2/2 3/3\n")
-                write(os.path.join(m, "m.mtl"), "newmtl a\nKd 1 1 1\nmap_Kd Wood.png\n")
+                m = self.fresh_textured("Wood.png")
                 write(os.path.join(m, "wood.png"), png(2))
                 self.step(importer, "m/m.obj", "converted")
                 self.assertEqual(tex_size(self.tex("m/m")), (2, 1))
@@ -175,13 +181,7 @@ class Convert(TreeCase):
         the .tex says which file was taken."""
         for importer in IMPORTERS:
             with self.subTest(importer=importer):
-                shutil.rmtree(self.tmp + "/src", ignore_errors=True)
-                shutil.rmtree(self.tmp + "/out", ignore_errors=True)
-                shutil.rmtree(self.cache, ignore_errors=True)
-                m = os.path.join(self.src, "m")
-                write(os.path.join(m, "m.obj"), "mtllib m.mtl\nusemtl a\nv 0 0 0\nv 1 0 0\n"
-                      "v 0 1 0\nvt 0 0\nvt 1 0\nvt 0 1\nf 1/1 2/2 3/3\n")
-                write(os.path.join(m, "m.mtl"), "newmtl a\nKd 1 1 1\nmap_Kd wood.tga\n")
+                m = self.fresh_textured("wood.tga")
                 write(os.path.join(m, "Wood.JPG"), png(2))
                 write(os.path.join(m, "wood.txt"), "not an image")
                 row = self.step(importer, "m/m.obj", "converted")
