@@ -367,10 +367,12 @@ static void from_disk(tex_ctx *c, const char *path, const char *model_dir)
     int escapes = 0, refused = 0, absolute = is_absolute(path);
 
     if (!absolute) {
-        if (join(model_dir, written, rel, sizeof rel) < 0)
+        if (join(model_dir, written, rel, sizeof rel) < 0) {
             escapes = 1; /* never opened: the confinement says no before any syscall */
-        else if (try_candidate(c, rel, &refused))
+            rel[0] = '\0';
+        } else if (try_candidate(c, rel, &refused)) {
             return;
+        }
     }
     if (base[0] && join(model_dir, base, by_base, sizeof by_base) < 0)
         by_base[0] = '\0';
