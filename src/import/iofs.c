@@ -303,7 +303,8 @@ static size_t f_read(struct aiFile *f, char *buf, size_t size, size_t count)
     size_t n = items * size, real = m->pos < m->mapped ? m->mapped - m->pos : 0;
     if (real > n)
         real = n;
-    memcpy(buf, m->data + m->pos, real);
+    if (real)
+        memcpy(buf, m->data + m->pos, real);
     memset(buf + real, 0, n - real); /* the tail */
     m->pos += n;
     return items;

@@ -151,13 +151,12 @@ int mfs_scene_extend_durations(mfs_scene *s, mfs_err *err)
         double last = an->duration;
         for (uint32_t c = 0; c < an->n_channels; c++) {
             const mfs_channel *ch = &an->channels[c];
-            /* keys are sorted by time (the importers sort them) */
-            if (ch->n_pos && ch->pos[ch->n_pos - 1].time > last)
-                last = ch->pos[ch->n_pos - 1].time;
-            if (ch->n_rot && ch->rot[ch->n_rot - 1].time > last)
-                last = ch->rot[ch->n_rot - 1].time;
-            if (ch->n_scale && ch->scale[ch->n_scale - 1].time > last)
-                last = ch->scale[ch->n_scale - 1].time;
+            for (uint32_t k = 0; k < ch->n_pos; k++)
+                last = ch->pos[k].time > last ? ch->pos[k].time : last;
+            for (uint32_t k = 0; k < ch->n_rot; k++)
+                last = ch->rot[k].time > last ? ch->rot[k].time : last;
+            for (uint32_t k = 0; k < ch->n_scale; k++)
+                last = ch->scale[k].time > last ? ch->scale[k].time : last;
         }
         if (!(last > an->duration) || !isfinite(last))
             continue;

@@ -8,7 +8,9 @@
  *
  * Orphans: a mesh no node places is left out of every view (as assimp's
  * exporters leave it), so a scene with one gives the very bytes of the
- * scene without it; when no mesh is placed, the root places them all. */
+ * scene without it; when no mesh is placed, the root places them all.
+ *
+ * Durations: an animation whose keys run past its duration plays them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -278,6 +280,34 @@ static void test_no_mesh_placed_root_places_all(void **state)
     mfs_scene_free(s);
 }
 
+/* Keys past an animation's duration (a B3D exporter's last frame): the
+ * duration becomes the last key's time, said in the note; an animation
+ * whose keys fit keeps its duration and says nothing. */
+static void test_durations_extended_to_the_keys(void **state)
+{
+    (void)state;
+    mfs_scene *s = fixture_skinned_strip();
+    assert_true(s->n_animations >= 1 && s->animations[0].n_channels >= 1);
+    mfs_err err;
+    mfs_err_clear(&err);
+    double d = s->animations[0].duration;
+    assert_int_equal(mfs_scene_extend_durations(s, &err), 0);
+    assert_true(s->animations[0].duration == d);
+    assert_null(s->note);
+    mfs_channel *ch = &s->animations[0].channels[0];
+    assert_true(ch->n_rot >= 1);
+    ch->rot[ch->n_rot - 1].time = d + 1; /* one tick past, the last key still last */
+    free(s->animations[0].name);
+    s->animations[0].name = dupe("walk");
+    assert_int_equal(mfs_scene_extend_durations(s, &err), 1);
+    assert_true(s->animations[0].duration == d + 1);
+    char want[200];
+    snprintf(want, sizeof want,
+             "animation 'walk': keys run to %g ticks, past its duration of %g: the duration extended", d + 1, d);
+    assert_string_equal(s->note, want);
+    mfs_scene_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +315,7 @@ int main(void)
         cmocka_unit_test(test_latin1_names_read_as_latin1),
         cmocka_unit_test(test_orphan_meshes_left_out),
         cmocka_unit_test(test_no_mesh_placed_root_places_all),
+        cmocka_unit_test(test_durations_extended_to_the_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
