@@ -249,6 +249,11 @@ static char *tex_path(const struct aiMaterial *mat, enum aiTextureType t)
         return NULL;
     if (aiGetMaterialTexture(mat, t, 0, &p, NULL, NULL, NULL, NULL, NULL, NULL) != aiReturn_SUCCESS)
         return NULL;
+    /* assimp's placeholder where a Quake model names no skin (its MD2, MD3
+     * and MDL readers): no file the model names, so none to look for, to
+     * warn about as missing, or to write into a view */
+    if (strcmp(p.data, "$texture_dummy.bmp") == 0)
+        return NULL;
     return p.length ? ai_str(&p) : NULL;
 }
 

@@ -26,9 +26,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import TreeCase, run, run_tests, tool  # noqa: E402
 
 
-def md2(glcmds):
-    """A tetrahedron: 4 vertices, 4 triangles, 1 skin, 1 frame; with
-    glcmds, a GL command list of one terminator after the frame."""
+def md2(glcmds, skins=1):
+    """A tetrahedron: 4 vertices, 4 triangles, 1 skin (or none), 1 frame;
+    with glcmds, a GL command list of one terminator after the frame."""
     nv, nst, ntri = 4, 3, 4
     framesize = 40 + 4 * nv
     ofs_skins = 68
@@ -37,9 +37,10 @@ def md2(glcmds):
     ofs_frames = ofs_tris + 12 * ntri
     ofs_gl = ofs_frames + framesize
     gl = struct.pack("<i", 0) if glcmds else b""
-    hdr = struct.pack("<4s16i", b"IDP2", 8, 64, 64, framesize, 1, nv, nst, ntri, len(gl) // 4, 1,
+    skin = b"tet.png".ljust(64, b"\0") if skins else b""
+    ofs_st, ofs_tris, ofs_frames, ofs_gl = (o - 64 + len(skin) for o in (ofs_st, ofs_tris, ofs_frames, ofs_gl))
+    hdr = struct.pack("<4s16i", b"IDP2", 8, 64, 64, framesize, skins, nv, nst, ntri, len(gl) // 4, 1,
                       ofs_skins, ofs_st, ofs_tris, ofs_frames, ofs_gl, ofs_gl + len(gl))
-    skin = b"tet.png".ljust(64, b"\0")
     st = struct.pack("<6h", 0, 0, 64, 0, 0, 64)
     tris = b"".join(struct.pack("<6h", *t, 0, 1, 2) for t in ((0, 1, 2), (0, 3, 1), (1, 3, 2), (2, 3, 0)))
     # position = byte * scale + translate: (-1,-2,0), (99,-2,0), (-1,98,0), (-1,-2,100)
@@ -80,6 +81,23 @@ class Md2AtEndOfFile(TreeCase):
         self.assertEqual((fmd["triangles"], fmd["vertices"]), (4, 12))
         self.assertEqual((fmd["min"], fmd["max"]), ([-1, -2, 0], [99, 98, 100]))
 
+
+    def test_a_model_without_skins_names_no_texture(self):
+        """assimp names a placeholder, "$texture_dummy.bmp", where an MD2
+        has no skin: no file the model names, so no warning of it missing
+        and no trace of it in the views."""
+        os.makedirs(self.src)
+        with open(os.path.join(self.src, "tet.md2"), "wb") as f:
+            f.write(md2(False, skins=0))
+        out = os.path.join(self.tmp, "out")
+        p = run([tool("meshfs-convert"), "--no-cache", "-o", out, self.src])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("warning", p.stderr)
+        for n in os.listdir(out):
+            with open(os.path.join(out, n), "rb") as f:
+                self.assertNotIn(b"texture_dummy", f.read(), n)
+        with open(os.path.join(out, "tet.gmf"), "rb") as f:
+            self.assertIn(b"DefaultMaterial.mat", f.read())
 
 
 MD5 = (b'MD5Version 10\ncommandline ""\n\nnumJoints 1\nnumMeshes 1\n\njoints {\n'
