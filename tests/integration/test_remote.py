@@ -1161,11 +1161,15 @@ class RemoteSlowOrHugeTest(unittest.TestCase):
                 self.assertLessEqual(s.peak, cap + MIB, (s.peak, log))
                 self.assertEqual(st["remote_hits"], 0, st)
                 # one conversion a model, and one more for each view the cap
-                # took as soon as it was stored (the downloads hold most of
-                # the 8 MiB: docs/cache.md, views larger than the free space)
+                # took before its reader opened it: as soon as it was stored
+                # (the downloads hold most of the 8 MiB: docs/cache.md,
+                # views larger than the free space), or by another
+                # download's room made right after (an eviction; the read
+                # converts again rather than fail, issue 33)
                 self.assertGreaterEqual(st["conversions"], len(self.MODELS), st)
                 self.assertLessEqual(st["conversions"],
-                                     len(self.MODELS) + st["views_evicted_at_store"], st)
+                                     len(self.MODELS) + st["views_evicted_at_store"] + st["cache_evictions"],
+                                     st)
                 url = self.srv.url(prefix)
                 if prefix == "huge":
                     self.assertLess(s.peak, MIB, (s.peak, log))  # nothing of the bodies kept
