@@ -215,6 +215,8 @@ typedef enum mfs_batch_state {
     MFS_BATCH_CONVERTED, /* a worker ran for it, and every view is there */
     MFS_BATCH_UP_TO_DATE,/* every view served from the cache */
     MFS_BATCH_FAILED,    /* a view failed (now, or remembered), or it was refused */
+    MFS_BATCH_NO_MESH,   /* the file holds no mesh (MFS_SCENE_NO_MESH): it has no
+                            views, as in a mount, and that is no failure */
 } mfs_batch_state;
 
 /* The state a resolved model is in (before anything is written). */
@@ -233,7 +235,7 @@ typedef struct mfs_batch_run {
      * in place on this terminal; NULL: none */
     FILE *progress;
     /* counts, when mfs_batch_run_all returns */
-    size_t converted, up_to_date, failed;
+    size_t converted, up_to_date, failed, no_mesh;
     size_t unread; /* mfs_batch_warm: the plan's folders not listed */
     size_t planned; /* mfs_batch_warm: models under src, every shard's */
 } mfs_batch_run;

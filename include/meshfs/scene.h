@@ -31,6 +31,12 @@
  * import with a clear error rather than written unreadable. */
 #define MFS_MAX_NODE_DEPTH 200
 
+/* The import failure of a file that holds no mesh (an animation-only IQM,
+ * a file of lights or tags): every view fails with exactly this text, so
+ * a mount shows no views of such a model and meshfs-convert writes none
+ * and counts it apart (docs/import.md, "Files without geometry"). */
+#define MFS_SCENE_NO_MESH "no meshes in the scene"
+
 typedef struct mfs_mat4 {
     float m[16];
 } mfs_mat4;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "meshfs/batch.h"
+#include "meshfs/scene.h"
 
 typedef struct runstate {
     mfs_batch_run *run;
@@ -22,9 +23,15 @@ typedef struct runstate {
 
 mfs_batch_state mfs_batch_state_of(const mfs_batch_result *r)
 {
-    for (int f = 0; f < MFS_FMT_COUNT; f++)
-        if (r->view[f].error[0])
-            return MFS_BATCH_FAILED;
+    int failed = 0, no_mesh = 0;
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        if (!r->view[f].error[0])
+            continue;
+        failed++;
+        no_mesh += !r->view[f].machine && !strcmp(r->view[f].error, MFS_SCENE_NO_MESH);
+    }
+    if (failed)
+        return failed == no_mesh ? MFS_BATCH_NO_MESH : MFS_BATCH_FAILED;
     return r->converted ? MFS_BATCH_CONVERTED : MFS_BATCH_UP_TO_DATE;
 }
 
@@ -109,6 +116,8 @@ static void *worker(void *arg)
             run->converted++;
         else if (st == MFS_BATCH_UP_TO_DATE)
             run->up_to_date++;
+        else if (st == MFS_BATCH_NO_MESH)
+            run->no_mesh++;
         else
             run->failed++;
         if (run->progress)
@@ -124,7 +133,7 @@ void mfs_batch_run_all(mfs_batch_run *run)
     s.run = run;
     pthread_mutex_init(&s.lock, NULL);
     clock_gettime(CLOCK_MONOTONIC, &s.t0);
-    run->converted = run->up_to_date = run->failed = 0;
+    run->converted = run->up_to_date = run->failed = run->no_mesh = 0;
     int n = run->jobs < 1 ? 1 : run->jobs > 64 ? 64 : run->jobs;
     if ((size_t)n > run->plan->n)
         n = run->plan->n ? (int)run->plan->n : 1;

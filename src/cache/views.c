@@ -17,6 +17,7 @@
 
 #include "meshfs/formats.h"
 #include "meshfs/inputs.h"
+#include "meshfs/scene.h"
 #include "meshfs/timespec.h"
 #include "meshfs/views.h"
 
@@ -792,6 +793,7 @@ static void info_fill(const model *m, const fmt_memo *fm, mfs_view_info *info)
     info->perm = m->perm.perm;
     info->uid = m->perm.uid;
     info->gid = m->perm.gid;
+    info->no_views = !fm->ok && fm->reason && !strcmp(fm->reason, MFS_SCENE_NO_MESH);
 }
 
 /* A remembered failure's text; "" for none. */
@@ -871,6 +873,43 @@ mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *path, const char *f
     pthread_mutex_unlock(&m->lock);
     put_model(v, m);
     return out;
+}
+
+/* Whether every view the record knows failed for holding no mesh. */
+static int holds_no_mesh(const model *m)
+{
+    int any = 0;
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        const fmt_memo *fm = &m->fmt[f];
+        if (!fm->known)
+            continue;
+        if (fm->ok || !fm->reason || strcmp(fm->reason, MFS_SCENE_NO_MESH))
+            return 0;
+        any = 1;
+    }
+    return any;
+}
+
+int mfs_views_known_empty(mfs_views *v, const char *path, const char *fmi_model)
+{
+    /* a peek: no record made, none moved in the LRU order */
+    unsigned b = bucket_of(path);
+    pthread_mutex_lock(&v->lock);
+    model *m = v->bucket[b];
+    while (m && strcmp(m->path, path))
+        m = m->next;
+    if (m)
+        m->refs++;
+    pthread_mutex_unlock(&v->lock);
+    if (!m)
+        return 0;
+    int empty = 0;
+    if (pthread_mutex_trylock(&m->lock) == 0) {
+        empty = m->valid && holds_no_mesh(m) && memo_current(v, m, fmi_model);
+        pthread_mutex_unlock(&m->lock);
+    }
+    put_model(v, m);
+    return empty;
 }
 
 int mfs_views_missing(mfs_views *v, const char *path, const char *fmi_model, int format,

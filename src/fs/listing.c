@@ -430,6 +430,8 @@ int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off
     const size_t none = (size_t)-1;
     size_t checked = none;   /* model whose inputs the last view checked */
     size_t cold = none;      /* model the last view found nothing of */
+    size_t asked = none;     /* model last asked whether it holds no mesh */
+    int empty = 0;           /* and the answer */
     struct stat model_st;    /* and that model file's stat */
     char name[4200];
     for (size_t i = off > 2 ? (size_t)off - 2 : 0; i < h->count; i++) {
@@ -444,11 +446,21 @@ int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off
         int pkg = d.is_view && d.view.format == MFS_FS_LGEPKG;
         if (pkg && mfs_lgepkg_known_empty(fs, h->dir, h->tab))
             continue; /* every model failed: no package (pkgempty.c) */
-        if (plus && !(d.is_view && !pkg && d.model == cold)) {
+        int asks = plus && !(d.is_view && !pkg && d.model == cold);
+        if (asks) {
             int same = d.is_view && !pkg && d.model == checked;
             have = plus_attr(fs, h, &d, &model_st, same, &st);
             cold = d.is_view && !pkg && have < 0 ? d.model : none;
             have = have > 0;
+        }
+        if (d.is_view && !pkg && d.model != asked) {
+            /* after plus_attr, whose query may just have learnt it */
+            asked = d.model;
+            empty = mfs_view_known_empty(fs, h->dir, &d.view);
+        }
+        if (d.is_view && !pkg && empty)
+            continue; /* a model that holds no mesh has no views */
+        if (asks) {
             if (have && !d.is_view) {
                 keep_listed_stat(h, i, &st);
                 st.st_ino = mfs_src_ino(fs, st.st_dev, st.st_ino);

@@ -136,15 +136,23 @@ static void ref_free(mfs_view_ref *ref)
     free(ref->base);
 }
 
+/* Whether a view is not shown: a known failure under -o hide_failed, or
+ * any view of a model that holds no mesh (docs/import.md, "Files without
+ * geometry"). */
+static int failure_hidden(const mfs_fs *fs, mfs_view_outcome o, const mfs_view_info *info)
+{
+    return o == MFS_VIEW_FAILED_MODEL && (fs->cfg.hide_failed || info->no_views);
+}
+
 /* The one place a resolver outcome that is not a HIT becomes an errno
- * (meshfs/views.h): a model gone, or a known failure under -o hide_failed,
- * is not there; anything else is an I/O error. */
+ * (meshfs/views.h): a model gone, or a view not shown, is not there;
+ * anything else is an I/O error. */
 static int failure_errno(const mfs_fs *fs, mfs_view_outcome o, const mfs_view_info *info)
 {
     if (o == MFS_VIEW_FAILED_MACHINE && info->errnum == ENOENT)
         return -ENOENT;
-    if (o == MFS_VIEW_FAILED_MODEL && fs->cfg.hide_failed)
-        return -ENOENT; /* a known failure is not shown (-o hide_failed) */
+    if (failure_hidden(fs, o, info))
+        return -ENOENT;
     return -EIO;
 }
 
@@ -186,7 +194,7 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
             return failure_errno(fs, o, &vi);
         vi.size = 0;
         vi.mtime = mst.st_mtim;
-    } else if (o == MFS_VIEW_FAILED_MODEL && fs->cfg.hide_failed) {
+    } else if (failure_hidden(fs, o, &vi)) {
         return failure_errno(fs, o, &vi);
     }
     if (o == MFS_VIEW_HIT || o == MFS_VIEW_FAILED_MODEL) {

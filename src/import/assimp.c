@@ -120,8 +120,11 @@ static int repairable(const char *why)
         return 0;
     if (strstr(why, "has the same name as"))
         return strstr(why, "aiScene::mLights[") || strstr(why, "aiScene::mCameras[");
+    /* a file of no mesh (an animation-only IQM) is read again so that it
+     * fails as one (MFS_SCENE_NO_MESH), not as a refusal */
     return strstr(why, "but aiMesh::mPrimitiveTypes does not report the") ||
-           strstr(why, "is larger than aiAnimation::mDuration");
+           strstr(why, "is larger than aiAnimation::mDuration") ||
+           strstr(why, "aiScene::mNumMeshes is 0");
 }
 
 static const struct aiScene *run_assimp(mfs_iofs *fs, const char *rel, const mfs_import_opts *o,
@@ -269,7 +272,7 @@ int mfs_import_scene(const char *root, const char *relpath, const mfs_import_opt
         goto done;
     }
     if (ai->mNumMeshes == 0) {
-        mfs_errf(err, "no meshes in the scene");
+        mfs_errf(err, "%s", MFS_SCENE_NO_MESH);
         goto done;
     }
     mfs_mat4 c;

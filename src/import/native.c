@@ -149,6 +149,6 @@ int mfs_native_finish_indexed_mesh(mfs_mesh *m, int tangents, mfs_err *err)
 int mfs_native_finish_scene(mfs_scene *s, mfs_err *err)
 {
     if (s->n_meshes == 0)
-        return mfs_errf(err, "no meshes in the scene");
+        return mfs_errf(err, "%s", MFS_SCENE_NO_MESH);
     return mfs_scene_finish(s, err);
 }

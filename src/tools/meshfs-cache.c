@@ -563,17 +563,23 @@ static int cmd_warm(tool *t, int argc, char **argv)
     if (t->json) {
         fputs("{\"src\":", stdout);
         mfs_json_str(stdout, src);
-        printf(",\"converted\":%zu,\"up_to_date\":%zu,\"failed\":%zu,\"unwalked\":%zu",
-               run.converted, run.up_to_date, run.failed, run.unread);
+        printf(",\"converted\":%zu,\"up_to_date\":%zu,\"failed\":%zu,\"no_mesh\":%zu,"
+               "\"unwalked\":%zu",
+               run.converted, run.up_to_date, run.failed, run.no_mesh, run.unread);
         if (shard.n)
             printf(",\"shard\":\"%u/%u\",\"models\":%zu", shard.k, shard.n, run.planned);
         puts("}");
-    } else if (shard.n) {
-        printf("warm: shard %u/%u: %zu converted, %zu up to date, %zu failed (of %zu models in "
-               "SRC)\n", shard.k, shard.n, run.converted, run.up_to_date, run.failed, run.planned);
     } else {
-        printf("warm: %zu converted, %zu up to date, %zu failed\n", run.converted, run.up_to_date,
-               run.failed);
+        char shown[64] = "";
+        if (shard.n)
+            snprintf(shown, sizeof shown, "shard %u/%u: ", shard.k, shard.n);
+        printf("warm: %s%zu converted, %zu up to date, %zu failed", shown, run.converted,
+               run.up_to_date, run.failed);
+        if (run.no_mesh) /* no failure: they have no views */
+            printf(", %zu without meshes", run.no_mesh);
+        if (shard.n)
+            printf(" (of %zu models in SRC)", run.planned);
+        putchar('\n');
     }
     if (run.unread)
         fprintf(stderr, "meshfs-cache: warm: %zu folder%s could not be walked (said above); "

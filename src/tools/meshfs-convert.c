@@ -24,6 +24,7 @@
 #include "meshfs/naming.h"
 #include "meshfs/optvalue.h"
 #include "meshfs/sandbox.h"
+#include "meshfs/scene.h"
 #include "meshfs/version.h"
 #include "meshfs/worker.h"
 
@@ -197,7 +198,7 @@ static void place_views(batch *b, item *it, mfs_batch_result *r)
             pthread_mutex_unlock(&b->lock);
         }
     }
-    if (!all)
+    if (!all && it->state != MFS_BATCH_NO_MESH)
         it->state = MFS_BATCH_FAILED;
     it->done_ok = all;
 }
@@ -248,6 +249,8 @@ static mfs_batch_state each(void *ctx, size_t i, mfs_batch_result *r)
         mfs_batch_quote(it->p->shown, q, sizeof q);
         if (it->done_ok == 1)
             printf("%s %s\n", it->state == MFS_BATCH_CONVERTED ? "ok" : "up to date", q);
+        else if (it->state == MFS_BATCH_NO_MESH)
+            printf("no views %s: %s\n", q, MFS_SCENE_NO_MESH);
         else
             printf("FAILED %s: %s\n", q, first_error(b, it));
         fflush(stdout);
@@ -429,6 +432,14 @@ static int open_report(const char *path, report_out *r)
     return 0;
 }
 
+static const char *state_name(mfs_batch_state st)
+{
+    return st == MFS_BATCH_CONVERTED    ? "converted"
+           : st == MFS_BATCH_UP_TO_DATE ? "up to date"
+           : st == MFS_BATCH_NO_MESH    ? "no mesh"
+                                        : "failed";
+}
+
 /* Writes and closes the report; -1 (said on stderr) if it could not. */
 static int write_report(const batch *b, report_out *r, const char *path)
 {
@@ -443,7 +454,7 @@ static int write_report(const batch *b, report_out *r, const char *path)
         fputs(",\"root\":", f);
         mfs_json_str(f, it->p->root);
         fprintf(f, ",\"ok\":%s,\"state\":\"%s\",", it->done_ok == 1 ? "true" : "false",
-                it->state == MFS_BATCH_CONVERTED ? "converted" : it->state == MFS_BATCH_UP_TO_DATE ? "up to date" : "failed");
+                state_name(it->state));
         fprintf(f, "\"remembered\":%s,\"error\":", it->remembered ? "true" : "false");
         mfs_json_str(f, first_error(b, it));
         fprintf(f, ",\"meshes\":%u,\"nodes\":%u,\"bones\":%u,\"animations\":%u,\"vertices\":%llu,"
@@ -915,6 +926,8 @@ int main(int argc, char **argv)
             run.converted--;
         else if (it->state == MFS_BATCH_UP_TO_DATE)
             run.up_to_date--;
+        else if (it->state == MFS_BATCH_NO_MESH)
+            run.no_mesh--;
         else
             run.failed--;
     }
@@ -925,7 +938,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "meshfs-convert: %zu of %zu models failed:\n", run.failed, b.n - pkg_only);
         for (size_t i = 0; i < b.n; i++) {
             const item *it = &b.v[i];
-            if (it->done_ok == 1 || it->pkg_only)
+            if (it->done_ok == 1 || it->pkg_only || it->state == MFS_BATCH_NO_MESH)
                 continue;
             char q[PATH_MAX + 64];
             fprintf(stderr, "  %s: %s%s\n", mfs_batch_quote(it->p->shown, q, sizeof q),
@@ -943,6 +956,8 @@ int main(int argc, char **argv)
     if (!b.quiet || run.failed || copy_failed || pkg_failed || report_failed || unread) {
         fprintf(stderr, "meshfs-convert: %zu converted, %zu up to date, %zu failed",
                 run.converted, run.up_to_date, run.failed);
+        if (run.no_mesh) /* no failure: they have no views, as in a mount */
+            fprintf(stderr, ", %zu without meshes", run.no_mesh);
         if (b.shard.n)
             fprintf(stderr, " (shard %u/%u: %zu of %zu models; %zu of other shards read for "
                             "the packages of this shard's folders)",

@@ -14,16 +14,24 @@
   (item 2): an AC3D scene with two lights of one name, an OBJ with an "f"
   line of two corners, a B3D whose keys run one frame past its animation's
   duration.  Each converts, with both importer settings, every view passes
-  --check, and each repair is said in the views' note."""
+  --check, and each repair is said in the views' note.
+- An Inter-Quake Model that holds a skeleton and an animation and no mesh
+  (item 7), as exporters write animation files: it has no views, in a
+  mount and from meshfs-convert, and that is no failure; geometry written
+  into the same file brings its views back, without a remount."""
 import json
 import os
+import errno
+import shutil
 import struct
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import TreeCase, run, run_tests, tool  # noqa: E402
+from mount import Mount  # noqa: E402
 
 
 def md2(glcmds, skins=1):
@@ -206,6 +214,136 @@ class Tolerant(TreeCase):
                 with open(os.path.join(out, m + ".dem")) as f:
                     frames[m] = [line for line in f.read().splitlines() if line.startswith("frames ")]
             self.assertEqual(frames, {"past": ["frames 12"], "fits": ["frames 11"]})
+
+
+def iqm(mesh, anim=True):
+    """An IQM version 2 file, laid out as the format's iqm.h: a header of
+    27 little-endian words after the magic, then each section at its
+    offset.  With mesh, one triangle (positions only); with anim, one joint,
+    its pose and a two-frame animation "idle" of three channels."""
+    text = b"\0root\0idle\0tri\0"
+    sections = []
+    at = 16 + 27 * 4
+
+    def put(data):
+        nonlocal at
+        sections.append(data)
+        where, at = at, at + len(data)
+        return where
+
+    ofs_text = put(text)
+    n_mesh = n_va = n_vert = n_tri = 0
+    ofs_mesh = ofs_va = ofs_tri = 0
+    if mesh:
+        pos = put(struct.pack("<9f", 0, 0, 0, 1, 0, 0, 0, 1, 0))
+        ofs_tri = put(struct.pack("<3I", 0, 1, 2))
+        ofs_va = put(struct.pack("<5I", 0, 0, 7, 3, pos))  # IQM_POSITION, IQM_FLOAT, 3
+        ofs_mesh = put(struct.pack("<6I", 11, 0, 0, 3, 0, 1))
+        n_mesh, n_va, n_vert, n_tri = 1, 1, 3, 1
+    n_joint = n_pose = n_anim = n_frame = n_chan = 0
+    ofs_joint = ofs_pose = ofs_anim = ofs_frame = 0
+    if anim:
+        ofs_joint = put(struct.pack("<Ii10f", 1, -1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1))
+        # translation x, y, z animated (mask 7): offset 0, scale 1; the rest fixed
+        ofs_pose = put(struct.pack("<iI20f", -1, 7, *([0.0] * 6 + [1.0] + [1.0] * 3),
+                                   *([1.0] * 3 + [0.0] * 7)))
+        ofs_anim = put(struct.pack("<IIIfI", 6, 0, 2, 30.0, 0))
+        ofs_frame = put(struct.pack("<6H", 0, 0, 0, 1, 1, 1))
+        n_joint, n_pose, n_anim, n_frame, n_chan = 1, 1, 1, 2, 3
+    header = struct.pack("<27I", 2, at, 0, len(text), ofs_text, n_mesh, ofs_mesh, n_va, n_vert,
+                         ofs_va, n_tri, ofs_tri, 0, n_joint, ofs_joint, n_pose, ofs_pose, n_anim,
+                         ofs_anim, n_frame, n_chan, ofs_frame, 0, 0, 0, 0, 0)
+    return b"INTERQUAKEMODEL\0" + header + b"".join(sections)
+
+
+class NoGeometry(TreeCase):
+    VIEWS = ("fmd", "fmi", "gmf", "dem", "vrt", "tri", "sph", "tex")
+
+    def write(self, name, data):
+        with open(os.path.join(self.src, name), "wb") as f:
+            f.write(data)
+
+    def test_an_animation_only_file_has_no_views_and_is_no_failure(self):
+        os.makedirs(self.src)
+        self.write("walk.iqm", iqm(mesh=False))
+        self.write("prop.iqm", iqm(mesh=True, anim=False))
+        out, report = os.path.join(self.tmp, "out"), os.path.join(self.tmp, "r.json")
+        walk = os.path.join(self.src, "walk.iqm")
+        for state, counts in (("converted", "1 converted, 0 up to date, 0 failed, 1 without meshes"),
+                              ("up to date", "0 converted, 1 up to date, 0 failed, 1 without meshes")):
+            p = run([tool("meshfs-convert"), "--cache-dir", self.cache, "--report", report, "-o", out,
+                     self.src])
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("no views %s: no meshes in the scene\n" % walk, p.stdout)
+            self.assertIn("meshfs-convert: " + counts + "\n", p.stderr)
+            self.assertNotIn("FAILED", p.stdout)
+            self.assertEqual(sorted(os.listdir(out)),
+                             sorted(["game_resources.lgepkg"] + ["prop." + v for v in self.VIEWS]))
+            with open(report) as f:
+                rows = {r["model"]: r for r in map(json.loads, f) if "model" in r}
+            self.assertEqual((rows["walk.iqm"]["state"], rows["walk.iqm"]["ok"], rows["walk.iqm"]["error"]),
+                             ("no mesh", False, "no meshes in the scene"))
+            self.assertEqual(rows["prop.iqm"]["state"], state)
+        # the package holds the one model with geometry
+        p = run([tool("meshfs-inspect"), "--json", os.path.join(out, "game_resources.lgepkg")])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((json.loads(p.stdout)["meshes"], json.loads(p.stdout)["triangles"]), (1, 1))
+        p = run([tool("meshfs-cache"), "--cache-dir", self.cache, "warm", self.src])
+        self.assertEqual((p.returncode, p.stdout), (0, "warm: 0 converted, 1 up to date, 0 failed, "
+                                                       "1 without meshes\n"), p.stderr)
+        self.assertEqual(p.stderr, "")
+
+        # geometry written into the same file: its views, as any model's
+        self.write("walk.iqm", iqm(mesh=True))
+        p = run([tool("meshfs-convert"), "--cache-dir", self.cache, "-o", out, self.src])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("ok %s\n" % walk, p.stdout)
+        self.assertIn("meshfs-convert: 1 converted, 1 up to date, 0 failed\n", p.stderr)
+        p = run([tool("meshfs-inspect"), "--check"] + [os.path.join(out, "walk." + v) for v in self.VIEWS])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_a_mount_shows_no_views_of_a_file_without_meshes(self):
+        os.makedirs(self.src)
+        self.write("walk.iqm", iqm(mesh=False))
+        self.write("prop.iqm", iqm(mesh=True, anim=False))
+        shown = lambda: sorted(n for n in os.listdir(self.mnt) if n.startswith("walk"))
+        all_views = sorted(["walk.iqm"] + ["walk." + v for v in self.VIEWS])
+        with Mount(self.src, self.mnt, self.cache, "attr_timeout=1", "entry_timeout=1") as mnt:
+            # not converted yet: nothing says it has no mesh
+            self.assertEqual(shown(), all_views)
+            with self.assertRaises(OSError) as e:
+                os.stat(os.path.join(self.mnt, "walk.gmf"))
+            self.assertEqual(e.exception.errno, errno.ENOENT)
+            self.assertEqual(shown(), ["walk.iqm"])
+            for v in self.VIEWS:
+                with self.assertRaises(FileNotFoundError):
+                    open(os.path.join(self.mnt, "walk." + v), "rb")
+            # the reason stays readable on the model itself
+            said = os.getxattr(os.path.join(self.mnt, "walk.iqm"), "user.meshfs.error").decode()
+            self.assertEqual(said, "".join("walk.%s: no meshes in the scene\n" % v for v in self.VIEWS))
+            # the folder's package is the other model's
+            pkg = os.path.join(self.mnt, "game_resources.lgepkg")
+            p = run([tool("meshfs-inspect"), "--check", pkg])
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+            # geometry saved into the file: its views are back, no remount
+            self.write("walk.iqm", iqm(mesh=True))
+            time.sleep(1.3)
+            with open(os.path.join(self.mnt, "walk.gmf"), "rb") as f:
+                self.assertGreater(len(f.read()), 100)
+            self.assertEqual(shown(), all_views)
+            # and gone again with it
+            self.write("walk.iqm", iqm(mesh=False))
+            time.sleep(2.2)  # past the timeouts, and settled (its hash then kept: cache.md)
+            with self.assertRaises(FileNotFoundError):
+                open(os.path.join(self.mnt, "walk.dem"), "rb")
+            self.assertEqual(shown(), ["walk.iqm"])
+            self.assertTrue(mnt.alive())
+        # a fresh mount over the cache: a listing with attributes already
+        # knows (ls -l, find -ls)
+        with Mount(self.src, self.mnt, self.cache, "attr_timeout=1", "entry_timeout=1"):
+            listed = sorted(e.name for e in os.scandir(self.mnt) if e.name.startswith("walk"))
+            self.assertEqual(listed, ["walk.iqm"])
 
 if __name__ == "__main__":
     run_tests()
