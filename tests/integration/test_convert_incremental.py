@@ -427,7 +427,7 @@ class SharedWithTheMount(Base):
         p = run([tool("meshfs-cache"), "--cache-dir", self.cache, "--json", "warm", self.src])
         self.assertEqual(json.loads(p.stdout),
                          {"src": self.src, "converted": 0, "up_to_date": 5, "failed": 0,
-                          "unwalked": 0})
+                          "no_mesh": 0, "unwalked": 0})
         conversions, files, views = self.read_mount(self.cache)
         self.assertEqual(conversions, 0)
         # the same bytes a fresh conversion makes
