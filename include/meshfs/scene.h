@@ -275,11 +275,18 @@ int mfs_mesh_normalise_weights(mfs_mesh *m, mfs_err *err);
  * "mesh<N>" when that has none. */
 int mfs_scene_name_meshes(mfs_scene *s, mfs_err *err);
 
+/* Bones of one mesh that share a name, a node and an inverse bind (a .x
+ * file's two SkinWeights blocks for one frame, which assimp's structure
+ * check refuses) are one bone whose weights were split: merged into the
+ * first, a vertex's weights in both summed, and said in s->note.  Bones of
+ * one name with different inverse binds are left as they are. */
+int mfs_mesh_merge_bones(mfs_scene *s, mfs_mesh *m, mfs_err *err);
+
 /* Every importer's last step, so no writer sees a scene one importer would
  * not give: names made UTF-8 (mfs_scene_names_utf8), meshes no node places
  * dealt with (mfs_scene_place_orphans), durations that end before the keys
- * extended (mfs_scene_extend_durations), unnamed meshes named, then
- * mfs_scene_validate. */
+ * extended (mfs_scene_extend_durations), unnamed meshes named, bones of one
+ * name merged (mfs_mesh_merge_bones), then mfs_scene_validate. */
 int mfs_scene_finish(mfs_scene *s, mfs_err *err);
 
 /* ---- skeleton (src/scene/skeleton.c) ---- */

@@ -119,7 +119,8 @@ static int repairable(const char *why)
     if (!why || !strstr(why, "Validation failed"))
         return 0;
     if (strstr(why, "has the same name as"))
-        return strstr(why, "aiScene::mLights[") || strstr(why, "aiScene::mCameras[");
+        return strstr(why, "aiScene::mLights[") || strstr(why, "aiScene::mCameras[") ||
+               strstr(why, "aiMesh::mBones["); /* merged: mfs_mesh_merge_bones */
     /* a file of no mesh (an animation-only IQM) is read again so that it
      * fails as one (MFS_SCENE_NO_MESH), not as a refusal */
     return strstr(why, "but aiMesh::mPrimitiveTypes does not report the") ||

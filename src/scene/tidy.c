@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "meshfs/scene.h"
 
@@ -173,10 +174,82 @@ int mfs_scene_extend_durations(mfs_scene *s, mfs_err *err)
     return n;
 }
 
+static int same_offset(const mfs_mat4 *a, const mfs_mat4 *b)
+{
+    for (int i = 0; i < 16; i++) {
+        float x = a->m[i], y = b->m[i];
+        if (!(fabsf(x - y) <= 1e-5f * fmaxf(1.0f, fmaxf(fabsf(x), fabsf(y)))))
+            return 0;
+    }
+    return 1;
+}
+
+/* One vertex's weights of one bone summed into its first. */
+static int sum_per_vertex(mfs_bone *bo, uint32_t n_vertices)
+{
+    int64_t *first = malloc(sizeof *first * (n_vertices ? n_vertices : 1));
+    if (!first)
+        return -1;
+    for (uint32_t w = 0; w < bo->n_weights; w++)
+        first[bo->weights[w].vertex] = -1;
+    uint32_t k = 0;
+    for (uint32_t w = 0; w < bo->n_weights; w++) {
+        mfs_weight wt = bo->weights[w];
+        if (first[wt.vertex] >= 0) {
+            bo->weights[first[wt.vertex]].weight += wt.weight;
+            continue;
+        }
+        first[wt.vertex] = k;
+        bo->weights[k++] = wt;
+    }
+    bo->n_weights = k;
+    free(first);
+    return 0;
+}
+
+int mfs_mesh_merge_bones(mfs_scene *s, mfs_mesh *m, mfs_err *err)
+{
+    for (uint32_t a = 0; a < m->n_bones; a++) {
+        mfs_bone *x = &m->bones[a];
+        uint32_t merged = 1;
+        for (uint32_t b = a + 1; b < m->n_bones;) {
+            mfs_bone *y = &m->bones[b];
+            if (strcmp(x->name, y->name) || x->node != y->node || !same_offset(&x->offset, &y->offset)) {
+                b++;
+                continue;
+            }
+            mfs_weight *w = realloc(x->weights, sizeof *w * (x->n_weights + y->n_weights + 1));
+            if (!w)
+                return mfs_errf(err, "out of memory");
+            memcpy(w + x->n_weights, y->weights, sizeof *w * y->n_weights);
+            x->weights = w;
+            x->n_weights += y->n_weights;
+            free(y->name);
+            free(y->weights);
+            memmove(y, y + 1, sizeof *y * (m->n_bones - b - 1));
+            m->n_bones--;
+            merged++;
+        }
+        if (merged == 1)
+            continue;
+        if (sum_per_vertex(x, m->n_vertices) < 0)
+            return mfs_errf(err, "out of memory");
+        char note[200];
+        snprintf(note, sizeof note, "mesh '%.64s': %u bones named '%.64s' merged into one", m->name,
+                 merged, x->name);
+        if (mfs_scene_note(s, note) < 0)
+            return mfs_errf(err, "out of memory");
+    }
+    return 0;
+}
+
 int mfs_scene_finish(mfs_scene *s, mfs_err *err)
 {
     if (mfs_scene_names_utf8(s, err) < 0 || mfs_scene_place_orphans(s, err) < 0 ||
         mfs_scene_extend_durations(s, err) < 0 || mfs_scene_name_meshes(s, err) < 0)
         return -1;
+    for (uint32_t i = 0; i < s->n_meshes; i++)
+        if (mfs_mesh_merge_bones(s, &s->meshes[i], err) < 0)
+            return -1;
     return mfs_scene_validate(s, err);
 }

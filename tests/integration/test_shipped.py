@@ -13,7 +13,8 @@
 - Files whose geometry parses but that assimp's structure check refuses
   (item 2): an AC3D scene with two lights of one name, an OBJ with an "f"
   line of two corners, a B3D whose keys run one frame past its animation's
-  duration.  Each converts, with both importer settings, every view passes
+  duration, a DirectX mesh whose bone's weights are split over two
+  SkinWeights blocks.  Each converts, with both importer settings, every view passes
   --check, and each repair is said in the views' note.
 - An Inter-Quake Model that holds a skeleton and an animation and no mesh
   (item 7), as exporters write animation files: it has no views, in a
@@ -170,11 +171,39 @@ def b3d(last_frame):
     return chunk(b"BB3D", struct.pack("<i", 1) + chunk(b"NODE", b"root\0" + rest + mesh + anim + joint))
 
 
+# A DirectX mesh whose skin names one frame in two SkinWeights blocks (the
+# file format's templates allow it, and some exporters split a bone's
+# weights so): vertices 0 and 1 in the first, vertex 2 in the second, each
+# with the same offset matrix.  assimp's structure check refuses two bones
+# of one name in a mesh.
+IDENTITY = "1.0,0.0,0.0,0.0,0.0,1.0,0.0,0.0,0.0,0.0,1.0,0.0,0.0,0.0,0.0,1.0;;"
+X_SPLIT_SKIN = """xof 0303txt 0032
+Frame Root {
+ FrameTransformMatrix { %(m)s }
+ Frame Bone1 {
+  FrameTransformMatrix { %(m)s }
+ }
+ Mesh tri {
+  3;
+  0.0;0.0;0.0;,
+  1.0;0.0;0.0;,
+  0.0;1.0;0.0;;
+  1;
+  3;0,1,2;;
+  XSkinMeshHeader { 1; 1; 2; }
+  SkinWeights { "Bone1"; 2; 0,1; 1.0,1.0; %(m)s }
+  SkinWeights { "Bone1"; 1; 2; 1.0; %(m)s }
+ }
+}
+""" % {"m": IDENTITY}
+
+
 class Tolerant(TreeCase):
     def test_files_assimps_check_refuses_convert(self):
         os.makedirs(self.src)
         for name, data in (("lamps.ac", AC_LAMPS.encode()), ("lines.obj", OBJ_LINE.encode()),
-                           ("past.b3d", b3d(11)), ("fits.b3d", b3d(10))):
+                           ("past.b3d", b3d(11)), ("fits.b3d", b3d(10)),
+                           ("split.x", X_SPLIT_SKIN.encode())):
             with open(os.path.join(self.src, name), "wb") as f:
                 f.write(data)
         for importer in ("auto", "assimp"):
@@ -182,11 +211,11 @@ class Tolerant(TreeCase):
             p = run([tool("meshfs-convert"), "--no-cache", "--importer", importer, "--report", report,
                      "-o", out, self.src])
             self.assertEqual(p.returncode, 0, p.stderr)
-            self.assertIn("4 converted, 0 up to date, 0 failed", p.stderr)
+            self.assertIn("5 converted, 0 up to date, 0 failed", p.stderr)
             self.assertIn("meshfs-convert: warning: %s: assimp's structure check refused it"
                           % os.path.join(self.src, "lamps.ac"), p.stderr)
             views = sorted(os.path.join(out, n) for n in os.listdir(out))
-            self.assertEqual(len(views), 4 * 8 + 1)
+            self.assertEqual(len(views), 5 * 8 + 1)
             p = run([tool("meshfs-inspect"), "--check"] + views)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(report) as f:
@@ -203,6 +232,18 @@ class Tolerant(TreeCase):
                           "check; animation '': keys run to 11 ticks, past its duration of 10: the "
                           "duration extended", said["past.b3d"][0])
             self.assertEqual(said["fits.b3d"], [])
+            self.assertEqual(said["split.x"], ["assimp's structure check refused it (Validation failed: "
+                             "aiMesh::mBones[0], name = \"Bone1\" has the same name as aiMesh::mBones[1]): "
+                             "read without that check; mesh 'Root': 2 bones named 'Bone1' merged into one"])
+            # one bone, every vertex on it with weight 1: the .dem's
+            # "w WEIGHT JOINT FACTOR X Y Z" lines (research/dem_vrt.md), one a vertex
+            with open(os.path.join(out, "split.dem")) as f:
+                lines = f.read().splitlines()
+            self.assertIn("joints 2", lines)
+            self.assertIn("j Bone1 0 0.0 0.0 0.0 0.0 0.0 0.0", lines)
+            self.assertIn("weights 3", lines)
+            self.assertEqual(sorted(tuple(l.split()[1:4]) for l in lines if l.startswith("w ")),
+                             [("0", "1", "1.0"), ("1", "1", "1.0"), ("2", "1", "1.0")])
 
             # the triangle kept, the line gone
             p = run([tool("meshfs-inspect"), "--json", os.path.join(out, "lines.fmd")])

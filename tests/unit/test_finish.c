@@ -10,7 +10,9 @@
  * exporters leave it), so a scene with one gives the very bytes of the
  * scene without it; when no mesh is placed, the root places them all.
  *
- * Durations: an animation whose keys run past its duration plays them. */
+ * Durations: an animation whose keys run past its duration plays them.
+ *
+ * Bones: two of one name and inverse bind in one mesh are merged. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -308,6 +310,60 @@ static void test_durations_extended_to_the_keys(void **state)
     mfs_scene_free(s);
 }
 
+/* The strip with bone0's weights split over two bones of its name (a .x
+ * file's two SkinWeights blocks), the second after bone1; offset_moved
+ * gives the second another inverse bind. */
+static mfs_scene *split_bone0(int offset_moved)
+{
+    mfs_scene *s = fixture_skinned_strip();
+    mfs_mesh *m = &s->meshes[0];
+    mfs_bone *b = realloc(m->bones, sizeof *b * 3);
+    assert_non_null(b);
+    m->bones = b;
+    mfs_bone *second = &b[2];
+    *second = b[0];
+    second->name = dupe("bone0");
+    second->weights = calloc(2, sizeof(mfs_weight));
+    assert_non_null(second->weights);
+    second->weights[0] = (mfs_weight){2, 0.25f};
+    second->weights[1] = (mfs_weight){3, 0.5f};
+    second->n_weights = 2;
+    if (offset_moved)
+        second->offset.m[13] = -2;
+    b[0].weights[2].weight = 0.25f; /* v2: 0.25 in each */
+    b[0].n_weights = 3;             /* v3: all in the second */
+    m->n_bones = 3;
+    return s;
+}
+
+/* Bones of one name and inverse bind in one mesh are one bone: the views
+ * are those of the strip whose bone0 was never split. */
+static void test_bones_of_one_name_merged(void **state)
+{
+    (void)state;
+    view plain[MFS_FMT_COUNT], split[MFS_FMT_COUNT];
+    mfs_scene *a = fixture_skinned_strip();
+    views_of(a, plain);
+    mfs_scene_free(a);
+    mfs_scene *s = split_bone0(0);
+    views_of(s, split);
+    assert_int_equal(s->meshes[0].n_bones, 2);
+    assert_int_equal(s->meshes[0].bones[0].n_weights, 4);
+    assert_true(s->meshes[0].bones[0].weights[2].weight == 0.5f);
+    assert_string_equal(s->note, "mesh 'strip': 2 bones named 'bone0' merged into one");
+    mfs_scene_free(s);
+    assert_same_views(plain, split);
+
+    /* another inverse bind: two bones after all, left as they are */
+    s = split_bone0(1);
+    mfs_err err;
+    mfs_err_clear(&err);
+    assert_int_equal(mfs_scene_finish(s, &err), 0);
+    assert_int_equal(s->meshes[0].n_bones, 3);
+    assert_null(s->note);
+    mfs_scene_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_orphan_meshes_left_out),
         cmocka_unit_test(test_no_mesh_placed_root_places_all),
         cmocka_unit_test(test_durations_extended_to_the_keys),
+        cmocka_unit_test(test_bones_of_one_name_merged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
