@@ -118,14 +118,20 @@ mfs_dirmaps *mfs_dirmaps_new(void)
     return d;
 }
 
-/* Strings of a table: a few large blocks, not one allocation each (a
+/* Strings of a table: a few blocks, not one allocation each (a
  * 20,000-model folder's 40,000 names were a tenth of its first listing as
- * single mallocs, each with 16 B of overhead). */
+ * single mallocs, each with 16 B of overhead).  Each block twice the last,
+ * from 512 B up to 64 KiB: a first block of 64 KiB made a tree of 2,000
+ * folders of four models cost 75 KiB a folder, most of it never written. */
+#define ARENA_FIRST 512
 #define ARENA_BYTES (64 * 1024)
 static char *arena_dup(arena **a, const char *s, size_t len)
 {
     if (!*a || (*a)->cap - (*a)->used < len + 1) {
-        size_t cap = len + 1 > ARENA_BYTES ? len + 1 : ARENA_BYTES;
+        size_t want = *a ? (*a)->cap * 2 : ARENA_FIRST;
+        if (want > ARENA_BYTES)
+            want = ARENA_BYTES;
+        size_t cap = len + 1 > want ? len + 1 : want;
         arena *n = malloc(sizeof *n + cap);
         if (!n)
             return NULL;
