@@ -165,12 +165,18 @@ typedef struct mfs_views_host {
 
 /* About 1 KiB a record with its paths: 4 MiB for the memo by default. */
 #define MFS_VIEWS_MEMO_DEFAULT 4096
+/* And a budget in bytes besides the count: this much a record of the cap
+ * (16 MiB by default), so that records of many long-named inputs evict
+ * sooner (docs/scale.md). */
+#define MFS_VIEWS_RECORD_BYTES 4096
 
 typedef struct mfs_views mfs_views;
 
 typedef struct mfs_views_stats {
     uint64_t entries;   /* model records held now (may pass cap while in use) */
     uint64_t cap;
+    uint64_t bytes;     /* their heap bytes, about (may pass byte_cap likewise) */
+    uint64_t byte_cap;  /* cap * MFS_VIEWS_RECORD_BYTES */
     uint64_t evictions; /* records dropped for the cap */
 } mfs_views_stats;
 

@@ -10,6 +10,8 @@
  * index and entry headers alone, and the converter is not within its reach. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,8 @@ typedef struct model {
     /* converted for a request not yet served: its open is that miss, not a
      * hit (statistics: a stat converts, the open that follows reads it) */
     int fresh[MFS_FMT_COUNT];
+    size_t bytes;             /* what the record holds on the heap, as
+                                 charged to mfs_views.bytes (charge()) */
 } model;
 
 #define NBUCKET 8192
@@ -91,8 +95,54 @@ struct mfs_views {
     model *bucket[NBUCKET];
     model *newest, *oldest;   /* LRU list, most recently used first */
     size_t cap, count;
+    /* and a budget in bytes (MFS_VIEWS_RECORD_BYTES a record of the cap):
+     * a record's size follows its paths and inputs, so a count alone
+     * bounds nothing for models of many long-named inputs */
+    size_t byte_cap;
+    atomic_size_t bytes;      /* every record's charge; changed under the
+                                 record's lock, read under v->lock */
     uint64_t evictions;
 };
+
+/* A record's heap bytes: what the allocator hands out for it and its
+ * strings and arrays (each allocation's own overhead, 16 B, counted). */
+static size_t record_bytes(const model *m)
+{
+    const size_t a = 16; /* malloc's header and rounding, about */
+    size_t n = sizeof *m + a + strlen(m->path) + 1 + a;
+    if (m->fmi_model)
+        n += strlen(m->fmi_model) + 1 + a;
+    if (m->input_paths)
+        n += 3 * a + (size_t)(m->ninputs + 1) * (sizeof(char *) + sizeof(sig) + 1);
+    for (uint32_t i = 0; i < m->ninputs; i++)
+        n += strlen(m->input_paths[i]) + 1 + a;
+    n += (size_t)m->perm.ndirs * (sizeof(char *) + sizeof(struct stat) + sizeof(sig) + a);
+    for (uint32_t i = 0; i < m->perm.ndirs; i++)
+        n += strlen(m->perm.dirs[i]) + 1;
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        if (m->fmt[f].reason)
+            n += strlen(m->fmt[f].reason) + 1 + a;
+    return n;
+}
+
+/* Brings the record's charge to what it holds now.  v is the table the
+ * record is in (the resolver's fronts take it const: only this counter
+ * changes). */
+static void charge(const mfs_views *v, model *m)
+{
+    size_t now = record_bytes(m);
+    atomic_size_t *total = (atomic_size_t *)&v->bytes;
+    if (now >= m->bytes)
+        atomic_fetch_add(total, now - m->bytes);
+    else
+        atomic_fetch_sub(total, m->bytes - now);
+    m->bytes = now;
+}
+
+static int over_cap(const mfs_views *v)
+{
+    return v->count > v->cap || atomic_load(&v->bytes) > v->byte_cap;
+}
 
 mfs_views *mfs_views_new(const mfs_views_host *host)
 {
@@ -101,6 +151,8 @@ mfs_views *mfs_views_new(const mfs_views_host *host)
         return NULL;
     v->h = *host;
     v->cap = host->memo_size ? host->memo_size : MFS_VIEWS_MEMO_DEFAULT;
+    v->byte_cap = v->cap > SIZE_MAX / MFS_VIEWS_RECORD_BYTES ? SIZE_MAX
+                                                              : v->cap * MFS_VIEWS_RECORD_BYTES;
     pthread_mutex_init(&v->lock, NULL);
     return v;
 }
@@ -182,7 +234,7 @@ static void lru_front(mfs_views *v, model *m)
 static void evict_locked(mfs_views *v)
 {
     model *m = v->oldest;
-    while (v->count > v->cap && m) {
+    while (over_cap(v) && m) {
         model *newer = m->newer;
         if (m->refs == 0) {
             model **pp = &v->bucket[bucket_of(m->path)];
@@ -191,6 +243,7 @@ static void evict_locked(mfs_views *v)
             *pp = m->next;
             lru_unlink(v, m);
             memo_clear(m);
+            atomic_fetch_sub(&v->bytes, m->bytes);
             pthread_mutex_destroy(&m->lock);
             free(m->path);
             free(m);
@@ -223,6 +276,7 @@ static model *find_model(mfs_views *v, const char *path, int create)
             m->next = v->bucket[b];
             v->bucket[b] = m;
             v->count++;
+            charge(v, m);
         }
     }
     if (m) {
@@ -243,7 +297,7 @@ static void put_model(mfs_views *v, model *m)
 {
     pthread_mutex_lock(&v->lock);
     m->refs--;
-    if (v->count > v->cap)
+    if (over_cap(v))
         evict_locked(v);
     pthread_mutex_unlock(&v->lock);
 }
@@ -253,6 +307,8 @@ void mfs_views_get_stats(mfs_views *v, mfs_views_stats *out)
     pthread_mutex_lock(&v->lock);
     out->entries = v->count;
     out->cap = v->cap;
+    out->bytes = atomic_load(&v->bytes);
+    out->byte_cap = v->byte_cap;
     out->evictions = v->evictions;
     pthread_mutex_unlock(&v->lock);
 }
@@ -441,8 +497,8 @@ static int memo_perm(const mfs_views *v, model *m)
 /* Records the inputs' current sigs and each enabled format's entry state:
  * embedded in the model entry mk that man was read from, or its own entry
  * (peeked, unless trust and man records its length: recorded_view). */
-static int memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man,
-                     const mfs_cache_key *mk, const char *fmi_model, int trust)
+static int memo_fill_in(const mfs_views *v, model *m, const mfs_cache_manifest *man,
+                        const mfs_cache_key *mk, const char *fmi_model, int trust)
 {
     memo_clear(m);
     m->input_paths = calloc(man->ndeps + 1, sizeof *m->input_paths);
@@ -501,6 +557,16 @@ static int memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man
     }
     m->valid = 1;
     return 0;
+}
+
+/* memo_fill_in, and the record charged for what it holds now, however it
+ * ended (the table's budget is checked when the caller lets it go). */
+static int memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man,
+                     const mfs_cache_key *mk, const char *fmi_model, int trust)
+{
+    int rc = memo_fill_in(v, m, man, mk, fmi_model, trust);
+    charge(v, m);
+    return rc;
 }
 
 /* Which enabled formats have no entry yet for these inputs. */

@@ -79,11 +79,14 @@ void mfs_kview_handle_attr(void *token, const char *path, struct stat *st);
 
 
 /* The most records kept (0: the default), least recently used out first;
- * never one with cached handles open (kview.c).  And how many are held
- * now, and have been evicted, for the stats xattr. */
+ * never one with cached handles open (kview.c); and at most
+ * MFS_KVIEW_RECORD_BYTES a record of that cap in bytes (a record holds its
+ * path, up to PATH_MAX).  And how many are held now, have been evicted,
+ * and their bytes, for the stats xattr. */
 #define MFS_KVIEW_DEFAULT_CAP (8 * (size_t)MFS_VIEWS_MEMO_DEFAULT)
+#define MFS_KVIEW_RECORD_BYTES 512
 void mfs_kview_set_cap(size_t n);
-void mfs_kview_stats(uint64_t *entries, uint64_t *evicted);
+void mfs_kview_stats(uint64_t *entries, uint64_t *evicted, uint64_t *bytes);
 
 /* ---- renew.c: a view moves to a new kernel inode ---- */
 

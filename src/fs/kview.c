@@ -64,6 +64,9 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static kslot *bucket[NBUCKET];
 static kslot *newest, *oldest;
 static size_t cap = MFS_KVIEW_DEFAULT_CAP, count;
+/* and their bytes, under a budget too (MFS_KVIEW_RECORD_BYTES a record of
+ * the cap): a record holds its path, up to PATH_MAX */
+static size_t bytes, byte_cap = MFS_KVIEW_DEFAULT_CAP * MFS_KVIEW_RECORD_BYTES;
 static uint64_t evictions;
 static uint8_t gone[GONE_BITS / 8]; /* paths whose record held state and went */
 
@@ -91,10 +94,21 @@ static void lru_front(kslot *s)
         oldest = s;
 }
 
+/* A record's heap bytes: itself and its path, with malloc's overhead. */
+static size_t slot_bytes(const kslot *s)
+{
+    return sizeof *s + strlen(s->path) + 1 + 32;
+}
+
+static int over_cap(void)
+{
+    return count > cap || bytes > byte_cap;
+}
+
 static void evict_locked(const kslot *keep)
 {
     kslot *s = oldest;
-    while (count > cap && s) {
+    while (over_cap() && s) {
         kslot *nx = s->newer;
         if (s->nopen == 0 && s != keep) {
             uint64_t h = XXH3_64bits(s->path, strlen(s->path));
@@ -105,6 +119,7 @@ static void evict_locked(const kslot *keep)
                 pp = &(*pp)->next;
             *pp = s->next;
             lru_unlink(s);
+            bytes -= slot_bytes(s);
             free(s->path);
             free(s);
             count--;
@@ -131,6 +146,7 @@ static kslot *slot_of(const char *path)
         s->next = bucket[b];
         bucket[b] = s;
         count++;
+        bytes += slot_bytes(s);
         if (gone[(h % GONE_BITS) / 8] & (1u << (h % 8))) {
             /* what the kernel holds is not known: as if told a size that
              * matches no entry, so the first open invalidates */
@@ -149,14 +165,16 @@ void mfs_kview_set_cap(size_t n)
 {
     pthread_mutex_lock(&mu);
     cap = n ? n : MFS_KVIEW_DEFAULT_CAP;
+    byte_cap = cap > SIZE_MAX / MFS_KVIEW_RECORD_BYTES ? SIZE_MAX : cap * MFS_KVIEW_RECORD_BYTES;
     evict_locked(NULL);
     pthread_mutex_unlock(&mu);
 }
 
-void mfs_kview_stats(uint64_t *entries, uint64_t *evicted)
+void mfs_kview_stats(uint64_t *entries, uint64_t *evicted, uint64_t *held)
 {
     pthread_mutex_lock(&mu);
     *entries = count;
+    *held = bytes;
     *evicted = evictions;
     pthread_mutex_unlock(&mu);
 }
@@ -207,6 +225,7 @@ static void detach_locked(kslot **pp)
     s->next = NULL;
     lru_unlink(s);
     count--;
+    bytes -= slot_bytes(s); /* a detached record counts against no cap */
     if (s->nopen) {
         s->detached = 1;
     } else {
@@ -308,7 +327,7 @@ void mfs_kview_release(void *token, int direct_io)
         pthread_mutex_unlock(&mu);
         return;
     }
-    if (count > cap)
+    if (over_cap())
         evict_locked(NULL);
     pthread_mutex_unlock(&mu);
 }

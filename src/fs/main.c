@@ -175,7 +175,7 @@ static void usage(void)
            "                             256, 0 = off, at most 65536)\n"
            "    -o memo_size=N           models whose records the daemon keeps in memory,\n"
            "                             least recently used out first (default 4096:\n"
-           "                             about 20 MiB; docs/scale.md)\n"
+           "                             about 20 MiB, 40 with real models; docs/scale.md)\n"
            "    -o entry_timeout=T       seconds the kernel keeps a name (default 1)\n"
            "    -o attr_timeout=T        ... its attributes (default 1)\n"
            "    -o negative_timeout=T    ... an absent name (default 0)\n"

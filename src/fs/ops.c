@@ -591,8 +591,8 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
 {
     mfs_views_stats vs;
     mfs_views_get_stats(fs->views, &vs);
-    uint64_t kv, kv_ev, dt, dn, d_ev;
-    mfs_kview_stats(&kv, &kv_ev);
+    uint64_t kv, kv_ev, kv_bytes, dt, dn, d_ev;
+    mfs_kview_stats(&kv, &kv_ev, &kv_bytes);
     mfs_dirmaps_stats(fs->dirs, &dt, &dn, &d_ev);
     mfs_cache_stats cs;
     mfs_cache_get_stats(fs->cache, &cs);
@@ -610,7 +610,8 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
                     "cache_files_opened=%llu folder_record_hits=%llu folder_records_written=%llu "
                     "inodes=%llu inode_files=%llu inode_cap=%llu inode_drops=%llu "
                     "inodes_freed=%llu readdir_ahead_sent=%llu readdir_ahead_dropped=%llu "
-                    "readdir_ahead_waiting=%llu",
+                    "readdir_ahead_waiting=%llu memo_bytes=%llu memo_byte_cap=%llu "
+                    "kview_bytes=%llu",
                     (unsigned long long)vs.cap, (unsigned long long)vs.entries,
                     (unsigned long long)vs.evictions, (unsigned long long)kv,
                     (unsigned long long)kv_ev, (unsigned long long)dt, (unsigned long long)dn,
@@ -622,7 +623,9 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
                     (unsigned long long)ns.nodes, (unsigned long long)ns.files,
                     (unsigned long long)ns.cap, (unsigned long long)ns.offered,
                     (unsigned long long)ns.freed, (unsigned long long)ahead_sent,
-                    (unsigned long long)ahead_dropped, (unsigned long long)ahead_waiting);
+                    (unsigned long long)ahead_dropped, (unsigned long long)ahead_waiting,
+                    (unsigned long long)vs.bytes, (unsigned long long)vs.byte_cap,
+                    (unsigned long long)kv_bytes);
 }
 
 static int stats_text_base(mfs_fs *fs, char *buf, size_t n);

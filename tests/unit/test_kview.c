@@ -13,6 +13,8 @@
 
 #include "coherence.h"
 
+static uint64_t held; /* the bytes mfs_kview_stats says */
+
 static struct stat sized(off_t size)
 {
     struct stat st;
@@ -42,11 +44,36 @@ static void test_cap_holds_and_evicts_lru(void **state)
     (void)state;
     mfs_kview_set_cap(4);
     uint64_t n, ev0, ev;
-    mfs_kview_stats(&n, &ev0);
+    mfs_kview_stats(&n, &ev0, &held);
     fill_others(0, 20);
-    mfs_kview_stats(&n, &ev);
+    mfs_kview_stats(&n, &ev, &held);
     assert_int_equal(n, 4);
     assert_true(ev - ev0 >= 16);
+}
+
+/* Records of long paths: the byte budget (512 B a record of the cap)
+ * holds fewer of them than the count would, and never more bytes. */
+static void test_long_paths_evict_by_bytes(void **state)
+{
+    (void)state;
+    mfs_kview_set_cap(8);
+    char p[4096];
+    memset(p, 'd', sizeof p);
+    p[0] = '/';
+    for (int i = 0; i < 20; i++) {
+        snprintf(p + 2000, sizeof p - 2000, "/view%02d.gmf", i); /* 2,011 bytes each */
+        told(p, 10);
+        uint64_t n, ev;
+        mfs_kview_stats(&n, &ev, &held);
+        assert_true(held <= 8 * 512);
+    }
+    uint64_t n, ev;
+    mfs_kview_stats(&n, &ev, &held);
+    assert_int_equal(n, 1); /* two records of 2,012-byte paths pass 4,096 B; eight would fit the count */
+    fill_others(300, 20); /* short paths: the count binds again */
+    mfs_kview_stats(&n, &ev, &held);
+    assert_int_equal(n, 8);
+    assert_true(held <= 8 * 512);
 }
 
 static void test_open_record_is_never_evicted(void **state)
@@ -72,7 +99,7 @@ static void test_open_record_is_never_evicted(void **state)
     mfs_kview_release(tok, 0);
     uint64_t n, ev;
     fill_others(200, 8);
-    mfs_kview_stats(&n, &ev);
+    mfs_kview_stats(&n, &ev, &held);
     assert_int_equal(n, 4); /* released: evictable again */
 }
 
@@ -115,10 +142,10 @@ static void test_detach_leaves_the_old_handles_their_record(void **state)
     struct stat sa = sized(500), sb = sized(600);
     mfs_kview_open res;
     uint64_t n0, n, ev;
-    mfs_kview_stats(&n0, &ev);
+    mfs_kview_stats(&n0, &ev, &held);
     void *tok = mfs_kview_opened("/moved.gmf", a, &sa, &res);
     void *tok2 = mfs_kview_opened("/moved.gmf", a, &sa, &res);
-    mfs_kview_stats(&n, &ev);
+    mfs_kview_stats(&n, &ev, &held);
     assert_int_equal(n, n0 + 1);
     /* a GETATTR of the path still hears A's size: its inode is A's */
     struct stat st = sb;
@@ -151,7 +178,7 @@ static void test_detach_leaves_the_old_handles_their_record(void **state)
     assert_int_equal(mfs_kview_named("/moved.gmf", a, &st, &served), 0);
     assert_int_equal(st.st_size, 500); /* the handles' size, as mfs_kview_attr */
     mfs_kview_detach("/moved.gmf");
-    mfs_kview_stats(&n, &ev);
+    mfs_kview_stats(&n, &ev, &held);
     assert_int_equal(n, n0);
     assert_int_equal(mfs_kview_held("/moved.gmf", NULL, NULL, &served), 0);
     st = sb;
@@ -176,7 +203,7 @@ static void test_detach_leaves_the_old_handles_their_record(void **state)
     mfs_kview_release(tok3, 0);
     mfs_kview_detach("/moved.gmf"); /* no handles: freed at once */
     mfs_kview_detach("/never.gmf");  /* no record: nothing to do */
-    mfs_kview_stats(&n, &ev);
+    mfs_kview_stats(&n, &ev, &held);
     assert_int_equal(n, n0);
 }
 
@@ -185,6 +212,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cap_holds_and_evicts_lru),
         cmocka_unit_test(test_open_record_is_never_evicted),
+        cmocka_unit_test(test_long_paths_evict_by_bytes),
         cmocka_unit_test(test_evicted_path_reopens_with_invalidation),
         cmocka_unit_test(test_detach_leaves_the_old_handles_their_record),
     };

@@ -446,7 +446,7 @@ static void test_one_key_recipe(void **state)
 
 static void write_named(fx *f, const char *rel, const char *text)
 {
-    char path[400];
+    char path[4096];
     snprintf(path, sizeof path, "%s/%s", f->root, rel);
     FILE *fp = fopen(path, "w");
     assert_non_null(fp);
@@ -514,6 +514,48 @@ static void test_memo_cap_evicts_and_answers_stay_right(void **state)
         assert_true(st.entries <= 4);
     }
     assert_true(st.evictions > (uint64_t)N);
+}
+
+/* Records of long paths (three copies a record: its own, the .fmi model=
+ * path and its one input's): the byte budget, 4 KiB a record of the cap,
+ * holds fewer of them than the count would, and answers stay right. */
+static void test_memo_bytes_bound_long_paths(void **state)
+{
+    fx *f = *state;
+    capped(f, 4);
+    char dir[1400] = "sub";
+    for (int level = 0; level < 5; level++) { /* 5 x 251 bytes deep */
+        size_t at = strlen(dir);
+        dir[at] = '/';
+        memset(dir + at + 1, 'a' + level, 250);
+        dir[at + 251] = '\0';
+        char path[2000];
+        snprintf(path, sizeof path, "%s/%s", f->root, dir);
+        assert_int_equal(mkdir(path, 0700), 0);
+    }
+    mfs_views_stats st;
+    mfs_view_info info;
+    mfs_err err;
+    enum { N = 6 };
+    char rel[N][1500];
+    for (int i = 0; i < N; i++) {
+        snprintf(rel[i], sizeof rel[i], "%s/m%d.obj", dir, i);
+        write_named(f, rel[i], "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n");
+        assert_int_equal(mfs_views_resolve(f->views, rel[i], rel[i], FMT_A, MFS_VIEW_ATTR, &info,
+                                           &err),
+                         MFS_VIEW_HIT);
+        mfs_views_get_stats(f->views, &st);
+        assert_true(st.bytes <= st.byte_cap);
+    }
+    assert_int_equal(st.byte_cap, 4 * MFS_VIEWS_RECORD_BYTES);
+    /* about 4.7 KiB a record: three fit 16 KiB, where the count allows four */
+    assert_int_equal(st.entries, 3);
+    assert_int_equal(st.evictions, N - 3);
+    for (int i = 0; i < N; i++) /* the evicted ones answered from the cache */
+        assert_int_equal(mfs_views_resolve(f->views, rel[i], rel[i], FMT_B, MFS_VIEW_ATTR, &info,
+                                           &err),
+                         MFS_VIEW_HIT);
+    assert_int_equal(atomic_load(&f->converts), N);
 }
 
 typedef struct other_reader {
@@ -589,6 +631,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memo_cap_evicts_and_answers_stay_right, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_memo_never_evicts_a_record_in_use, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memo_bytes_bound_long_paths, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
