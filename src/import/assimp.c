@@ -269,7 +269,13 @@ int mfs_import_scene(const char *root, const char *relpath, const mfs_import_opt
         goto done;
     if (!ai) {
         const char *why = aiGetErrorString();
-        mfs_errf(err, "import failed: %s", why && why[0] ? why : "unknown assimp error");
+        if (why && strstr(why, "md3 file: NUM_SURFACES is 0"))
+            /* a Quake III tag file (tags, no surface: a player's
+             * animation.cfg companion) is refused whole by assimp's header
+             * check, which has read the magic and version by then */
+            mfs_errf(err, "%s", MFS_SCENE_NO_MESH);
+        else
+            mfs_errf(err, "import failed: %s", why && why[0] ? why : "unknown assimp error");
         goto done;
     }
     if (ai->mNumMeshes == 0) {

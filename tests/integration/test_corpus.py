@@ -180,8 +180,13 @@ def write_doc():
         note = " (refused on purpose)" if m in REFUSED else ""
         lines.append(f"| `{m}` | {reason}{note} |")
     path = os.path.join(SOURCE, "docs", "corpus.md")
+    # scripts/bench-corpus's section (artist-made models) is its own: kept
+    with open(path) as f:
+        old = f.read()
+    mark = "<!-- bench-corpus:begin -->"
+    kept = "\n" + old[old.index(mark):] if mark in old else ""
     with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write("\n".join(lines) + "\n" + kept)
     print(f"wrote {path}")
 
 

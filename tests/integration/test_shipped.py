@@ -16,8 +16,9 @@
   duration, a DirectX mesh whose bone's weights are split over two
   SkinWeights blocks.  Each converts, with both importer settings, every view passes
   --check, and each repair is said in the views' note.
-- An Inter-Quake Model that holds a skeleton and an animation and no mesh
-  (item 7), as exporters write animation files: it has no views, in a
+- An Inter-Quake Model that holds a skeleton and an animation and no mesh,
+  and a Quake III MD3 of tags only (item 7), as exporters and games ship
+  them: neither has views, in a
   mount and from meshfs-convert, and that is no failure; geometry written
   into the same file brings its views back, without a remount."""
 import json
@@ -297,6 +298,18 @@ def iqm(mesh, anim=True):
     return b"INTERQUAKEMODEL\0" + header + b"".join(sections)
 
 
+def md3_tags():
+    """A Quake III MD3 of one frame and one tag and no surface (id's
+    qfiles.h layout: the header, then frames of 56 bytes, tags of 112)."""
+    frame = struct.pack("<10f", -1, -1, -1, 1, 1, 1, 0, 0, 0, 1.7) + b"frame0".ljust(16, b"\0")
+    tag = b"tag_weapon".ljust(64, b"\0") + struct.pack("<12f", 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1)
+    ofs_frames = 4 + 4 + 64 + 4 * 9
+    ofs_tags = ofs_frames + len(frame)
+    end = ofs_tags + len(tag)
+    return (b"IDP3" + struct.pack("<i", 15) + b"tags".ljust(64, b"\0")
+            + struct.pack("<9i", 0, 1, 1, 0, 0, ofs_frames, ofs_tags, end, end) + frame + tag)
+
+
 class NoGeometry(TreeCase):
     VIEWS = ("fmd", "fmi", "gmf", "dem", "vrt", "tri", "sph", "tex")
 
@@ -308,22 +321,26 @@ class NoGeometry(TreeCase):
         os.makedirs(self.src)
         self.write("walk.iqm", iqm(mesh=False))
         self.write("prop.iqm", iqm(mesh=True, anim=False))
+        self.write("tags.md3", md3_tags())
         out, report = os.path.join(self.tmp, "out"), os.path.join(self.tmp, "r.json")
         walk = os.path.join(self.src, "walk.iqm")
-        for state, counts in (("converted", "1 converted, 0 up to date, 0 failed, 1 without meshes"),
-                              ("up to date", "0 converted, 1 up to date, 0 failed, 1 without meshes")):
+        for state, counts in (("converted", "1 converted, 0 up to date, 0 failed, 2 without meshes"),
+                              ("up to date", "0 converted, 1 up to date, 0 failed, 2 without meshes")):
             p = run([tool("meshfs-convert"), "--cache-dir", self.cache, "--report", report, "-o", out,
                      self.src])
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertIn("no views %s: no meshes in the scene\n" % walk, p.stdout)
+            self.assertIn("no views %s: no meshes in the scene\n" % os.path.join(self.src, "tags.md3"),
+                          p.stdout)
             self.assertIn("meshfs-convert: " + counts + "\n", p.stderr)
             self.assertNotIn("FAILED", p.stdout)
             self.assertEqual(sorted(os.listdir(out)),
                              sorted(["game_resources.lgepkg"] + ["prop." + v for v in self.VIEWS]))
             with open(report) as f:
                 rows = {r["model"]: r for r in map(json.loads, f) if "model" in r}
-            self.assertEqual((rows["walk.iqm"]["state"], rows["walk.iqm"]["ok"], rows["walk.iqm"]["error"]),
-                             ("no mesh", False, "no meshes in the scene"))
+            for m in ("walk.iqm", "tags.md3"):
+                self.assertEqual((rows[m]["state"], rows[m]["ok"], rows[m]["error"]),
+                                 ("no mesh", False, "no meshes in the scene"))
             self.assertEqual(rows["prop.iqm"]["state"], state)
         # the package holds the one model with geometry
         p = run([tool("meshfs-inspect"), "--json", os.path.join(out, "game_resources.lgepkg")])
@@ -331,7 +348,7 @@ class NoGeometry(TreeCase):
         self.assertEqual((json.loads(p.stdout)["meshes"], json.loads(p.stdout)["triangles"]), (1, 1))
         p = run([tool("meshfs-cache"), "--cache-dir", self.cache, "warm", self.src])
         self.assertEqual((p.returncode, p.stdout), (0, "warm: 0 converted, 1 up to date, 0 failed, "
-                                                       "1 without meshes\n"), p.stderr)
+                                                       "2 without meshes\n"), p.stderr)
         self.assertEqual(p.stderr, "")
 
         # geometry written into the same file: its views, as any model's
@@ -339,7 +356,8 @@ class NoGeometry(TreeCase):
         p = run([tool("meshfs-convert"), "--cache-dir", self.cache, "-o", out, self.src])
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("ok %s\n" % walk, p.stdout)
-        self.assertIn("meshfs-convert: 1 converted, 1 up to date, 0 failed\n", p.stderr)
+        self.assertIn("meshfs-convert: 1 converted, 1 up to date, 0 failed, 1 without meshes\n",
+                      p.stderr)
         p = run([tool("meshfs-inspect"), "--check"] + [os.path.join(out, "walk." + v) for v in self.VIEWS])
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
