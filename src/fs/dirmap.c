@@ -49,7 +49,9 @@ typedef struct tentry {
     const char *shown;   /* the name shown (lowercase_names), NULL if none */
     ino_t ino;
     unsigned char type;  /* DT_* */
-    unsigned char model; /* a regular file of a model's type (hide_sources) */
+    unsigned char model; /* a regular file of a model's type */
+    unsigned char hide;  /* hidden by hide_sources: a model, or a settings
+                            file (which has no views of its own) */
     uint32_t mi;         /* 1 + its index among the models, 0 if none */
 } tentry;
 
@@ -325,9 +327,8 @@ static int read_entries(mfs_fs *fs, const char *dir, mfs_dirtab *t)
             if (fstatat(dirfd(d), e->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
                 e->type = IFTODT(st.st_mode);
         }
-        /* hidden by hide_sources: models and their settings files */
-        e->model = e->type == DT_REG &&
-                   (mfs_spawner_is_model(fs->spawner, e->name) || mfs_settings_is_file(e->name));
+        e->model = e->type == DT_REG && mfs_spawner_is_model(fs->spawner, e->name);
+        e->hide = e->model || (e->type == DT_REG && mfs_settings_is_file(e->name));
         t->n++;
     }
     closedir(d);
@@ -683,7 +684,7 @@ int mfs_dirtab_item(const mfs_fs *fs, const mfs_dirtab *t, size_t i, char *buf, 
     memset(out, 0, sizeof *out);
     if (i < t->n) {
         const tentry *e = &t->e[i];
-        if (!e->shown || (fs->cfg.hide_sources && e->model))
+        if (!e->shown || (fs->cfg.hide_sources && e->hide))
             return 0;
         out->name = e->shown;
         out->real = e->name;
