@@ -157,6 +157,14 @@ int mfs_settings_read_beneath(void *ctx, const char *rel, char **text, size_t *l
 int mfs_settings_load(const char *model_rel, unsigned model_uid, mfs_settings_read_fn fn,
                       void *ctx, mfs_settings *out, struct mfs_err *err);
 
+/* The failure of a view that `formats =` leaves out (docs/settings.md):
+ * "not shown: FILE:LINE sets formats = ...".  The view is not listed and
+ * answers ENOENT, as a view of a file without a mesh; meshfs-convert
+ * writes none and counts no failure. */
+#define MFS_SETTINGS_NOT_SHOWN "not shown: "
+/* Whether a view's failure reason is that. */
+int mfs_settings_not_shown(const char *reason);
+
 /* Lays the per-format keys that s sets (fmi_textures, reverse_winding,
  * source_frame, vrt_layout, fmd_raw, importer) over the writers' options. */
 struct mfs_options;

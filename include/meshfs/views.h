@@ -85,8 +85,10 @@ typedef struct mfs_view_info {
     uid_t uid;
     gid_t gid;
     int errnum;             /* FAILED_MACHINE: ENOENT when the model is gone, else EIO */
-    int no_views;           /* FAILED_MODEL: the model holds no mesh
-                               (MFS_SCENE_NO_MESH), so it has no views to show */
+    int no_views;           /* FAILED_MODEL: the view is not there to show: the
+                               model holds no mesh (MFS_SCENE_NO_MESH), or its
+                               settings' formats = leaves it out
+                               (MFS_SETTINGS_NOT_SHOWN) */
     int model_cold;         /* the listing query's MISS: nothing of the model is
                                known (or it is converting), so its other views
                                are not worth asking about in this listing */
@@ -228,12 +230,12 @@ mfs_view_outcome mfs_views_known(mfs_views *v, const char *model, const char *fm
                                  int format, mfs_view_inputs inputs, struct stat *model_st,
                                  mfs_view_info *info, mfs_err *err);
 
-/* 1 when the memo's current record of the model says it holds no mesh
- * (its views failed with MFS_SCENE_NO_MESH), so a listing leaves its views
- * out.  From the memo alone, for listings without attributes: no record, a
- * record being converted, or one whose inputs moved is 0, and costs no
- * stat; only such a model's inputs are stat'ed. */
-int mfs_views_known_empty(mfs_views *v, const char *model, const char *fmi_model);
+/* The formats (a mask) whose views the memo's current record of the model
+ * says are not there to show (mfs_view_info.no_views: the file holds no
+ * mesh, or formats = leaves them out), so a listing leaves them out.  From
+ * the memo alone: no record, a record being converted, or one whose inputs
+ * moved is 0, and costs no stat; only such a model's inputs are stat'ed. */
+unsigned mfs_views_known_hidden(mfs_views *v, const char *model, const char *fmi_model);
 
 /* What a listing brings to the listing query and takes from it: the
  * folder record's copy of the model's manifest (cache.h, "folder

@@ -11,6 +11,7 @@
 
 #include "meshfs/batch.h"
 #include "meshfs/scene.h"
+#include "meshfs/settings.h"
 
 typedef struct runstate {
     mfs_batch_run *run;
@@ -25,8 +26,8 @@ mfs_batch_state mfs_batch_state_of(const mfs_batch_result *r)
 {
     int failed = 0, no_mesh = 0;
     for (int f = 0; f < MFS_FMT_COUNT; f++) {
-        if (!r->view[f].error[0])
-            continue;
+        if (!r->view[f].error[0] || mfs_settings_not_shown(r->view[f].error))
+            continue; /* left out by formats =: not there, no failure */
         failed++;
         no_mesh += !r->view[f].machine && !strcmp(r->view[f].error, MFS_SCENE_NO_MESH);
     }

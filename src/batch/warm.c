@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "meshfs/batch.h"
+#include "meshfs/settings.h"
 
 typedef struct warm_ctx {
     mfs_batch *b;
@@ -23,7 +24,8 @@ static const char *why(const warm_ctx *w, size_t i, const mfs_batch_result *r)
     if (!r)
         return w->plan->v[i].refused;
     for (int f = 0; f < MFS_FMT_COUNT; f++)
-        if ((mfs_batch_views(w->b) & (1u << f)) && !r->view[f].ok)
+        if ((mfs_batch_views(w->b) & (1u << f)) && !r->view[f].ok &&
+            !mfs_settings_not_shown(r->view[f].error))
             return r->view[f].error[0] ? r->view[f].error : "conversion failed";
     return "conversion failed";
 }

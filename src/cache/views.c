@@ -20,6 +20,7 @@
 #include "meshfs/formats.h"
 #include "meshfs/inputs.h"
 #include "meshfs/scene.h"
+#include "meshfs/settings.h"
 #include "meshfs/timespec.h"
 #include "meshfs/views.h"
 
@@ -850,6 +851,13 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
 
 /* ---- the two fronts ---- */
 
+/* A failure that means the view is not there to show: the file holds no
+ * mesh, or its settings' formats = leaves the view out. */
+static int hidden_reason(const char *reason)
+{
+    return reason && (!strcmp(reason, MFS_SCENE_NO_MESH) || mfs_settings_not_shown(reason));
+}
+
 static void info_fill(const model *m, const fmt_memo *fm, mfs_view_info *info)
 {
     info->size = fm->ok ? fm->size : 0;
@@ -859,7 +867,7 @@ static void info_fill(const model *m, const fmt_memo *fm, mfs_view_info *info)
     info->perm = m->perm.perm;
     info->uid = m->perm.uid;
     info->gid = m->perm.gid;
-    info->no_views = !fm->ok && fm->reason && !strcmp(fm->reason, MFS_SCENE_NO_MESH);
+    info->no_views = !fm->ok && hidden_reason(fm->reason);
 }
 
 /* A remembered failure's text; "" for none. */
@@ -941,22 +949,17 @@ mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *path, const char *f
     return out;
 }
 
-/* Whether every view the record knows failed for holding no mesh. */
-static int holds_no_mesh(const model *m)
+/* The views the record knows not to be there (hidden_reason). */
+static unsigned hidden_views(const model *m)
 {
-    int any = 0;
-    for (int f = 0; f < MFS_FMT_COUNT; f++) {
-        const fmt_memo *fm = &m->fmt[f];
-        if (!fm->known)
-            continue;
-        if (fm->ok || !fm->reason || strcmp(fm->reason, MFS_SCENE_NO_MESH))
-            return 0;
-        any = 1;
-    }
-    return any;
+    unsigned mask = 0;
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        if (m->fmt[f].known && !m->fmt[f].ok && hidden_reason(m->fmt[f].reason))
+            mask |= 1u << f;
+    return mask;
 }
 
-int mfs_views_known_empty(mfs_views *v, const char *path, const char *fmi_model)
+unsigned mfs_views_known_hidden(mfs_views *v, const char *path, const char *fmi_model)
 {
     /* a peek: no record made, none moved in the LRU order */
     unsigned b = bucket_of(path);
@@ -969,13 +972,15 @@ int mfs_views_known_empty(mfs_views *v, const char *path, const char *fmi_model)
     pthread_mutex_unlock(&v->lock);
     if (!m)
         return 0;
-    int empty = 0;
+    unsigned mask = 0;
     if (pthread_mutex_trylock(&m->lock) == 0) {
-        empty = m->valid && holds_no_mesh(m) && memo_current(v, m, fmi_model);
+        mask = m->valid ? hidden_views(m) : 0;
+        if (mask && !memo_current(v, m, fmi_model))
+            mask = 0;
         pthread_mutex_unlock(&m->lock);
     }
     put_model(v, m);
-    return empty;
+    return mask;
 }
 
 int mfs_views_missing(mfs_views *v, const char *path, const char *fmi_model, int format,

@@ -119,6 +119,8 @@ typedef struct pool {
     const mfs_scene *scene;
     mfs_prepared *prep;
     mfs_report *rep;
+    unsigned write;   /* the formats to write: those reported, less any
+                         that formats = leaves out */
     atomic_int next;
 } pool;
 
@@ -130,7 +132,7 @@ static void *pool_thread(void *arg)
         if (i >= MFS_FMT_COUNT)
             return NULL;
         mfs_format f = write_order[i];
-        if (p->rep->formats & (1u << f))
+        if (p->write & (1u << f))
             write_one(p->job, p->scene, p->prep, mfs_format_get(f), &p->rep->fmt[f]);
     }
 }
@@ -154,10 +156,10 @@ static int extra_threads(const mfs_scene *s, unsigned formats)
     return faces < SMALL_FACES ? 0 : extra;
 }
 
-static void write_all(const mfs_job *job, const mfs_scene *s, mfs_report *rep)
+static void write_all(const mfs_job *job, const mfs_scene *s, mfs_report *rep, unsigned write)
 {
-    pool p = {job, s, mfs_prepared_new(s), rep, 0}; /* NULL: each writer builds its own */
-    int extra = extra_threads(s, rep->formats);
+    pool p = {job, s, mfs_prepared_new(s), rep, write, 0}; /* NULL: each writer builds its own */
+    int extra = extra_threads(s, write);
     pthread_t th[3];
     int started = 0;
     for (int i = 0; i < extra; i++)
@@ -167,6 +169,29 @@ static void write_all(const mfs_job *job, const mfs_scene *s, mfs_report *rep)
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     mfs_prepared_free(p.prep);
+}
+
+/* The formats that `formats =` shows (all when no file sets it); each one
+ * reported that it leaves out gets the MFS_SETTINGS_NOT_SHOWN failure,
+ * naming the file and line, and is not written. */
+static unsigned not_shown(const mfs_settings *st, mfs_report *rep)
+{
+    if (!(st->set & MFS_SET_FORMATS))
+        return MFS_FMT_ALL;
+    const mfs_setting_origin *og = &st->origin[__builtin_ctz(MFS_SET_FORMATS)];
+    char list[128] = "";
+    size_t at = 0;
+    for (int f = 0; f < MFS_FMT_COUNT && at < sizeof list; f++)
+        if (st->formats & (1u << f))
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", at ? ":" : "",
+                                   mfs_format_get((mfs_format)f)->name);
+    if ((st->formats & MFS_FMT_LGEPKG_BIT) && at < sizeof list)
+        snprintf(list + at, sizeof list - at, "%slgepkg", at ? ":" : "");
+    for (int f = 0; f < MFS_FMT_COUNT; f++)
+        if ((rep->formats & (1u << f)) && !(st->formats & (1u << f)))
+            snprintf(rep->fmt[f].error, sizeof rep->fmt[f].error, "%s%s:%d sets formats = %s",
+                     MFS_SETTINGS_NOT_SHOWN, og->file, og->line, list);
+    return st->formats & MFS_FMT_ALL;
 }
 
 int mfs_job_run(const mfs_job *job, mfs_report *rep)
@@ -208,11 +233,12 @@ int mfs_job_run(const mfs_job *job, mfs_report *rep)
     }
     mfs_job with = *job;
     mfs_settings_writer_options(settings, &with.opts);
-    free(settings);
     rep->ok = 1;
     fill_stats(s, &rep->stats);
     rep->formats = job->formats & MFS_FMT_ALL;
-    write_all(&with, s, rep);
+    unsigned write = rep->formats & not_shown(settings, rep);
+    free(settings);
+    write_all(&with, s, rep, write);
     mfs_fmt_result *tex = &rep->fmt[MFS_FMT_TEX];
     if ((rep->formats & (1u << MFS_FMT_TEX)) && tex->ok && s->image.note) {
         /* the mount logs it, meshfs-convert puts it in its report */

@@ -173,9 +173,10 @@ int mfs_mount_point_live(const char *src_real, const char *mnt, int stack, char 
 /* models.c: 1 if the view is known to have failed, from what is known
  * without converting, hashing or waiting (mfs_views_known: FAILED_MODEL). */
 int mfs_view_known_failed(mfs_fs *fs, const char *dir, const mfs_view_ref *ref);
-/* models.c: 1 if the view's model is known to hold no mesh, so none of its
- * views is listed (mfs_views_known_empty: from the memo alone). */
-int mfs_view_known_empty(mfs_fs *fs, const char *dir, const mfs_view_ref *ref);
+/* models.c: the formats whose views of the view's model are known not to
+ * be there (no mesh, or left out by formats =), so they are not listed
+ * (mfs_views_known_hidden: from the memo alone). */
+unsigned mfs_view_known_hidden(mfs_fs *fs, const char *dir, const mfs_view_ref *ref);
 
 /* The model file at SRC-relative path r: its views' failures, one line
  * "<view name>: <reason>" each (user.meshfs.error on the model).  Resolves

@@ -430,8 +430,8 @@ int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off
     const size_t none = (size_t)-1;
     size_t checked = none;   /* model whose inputs the last view checked */
     size_t cold = none;      /* model the last view found nothing of */
-    size_t asked = none;     /* model last asked whether it holds no mesh */
-    int empty = 0;           /* and the answer */
+    size_t asked = none;     /* model last asked which of its views are not there */
+    unsigned hidden = 0;     /* and the answer */
     struct stat model_st;    /* and that model file's stat */
     char name[4200];
     for (size_t i = off > 2 ? (size_t)off - 2 : 0; i < h->count; i++) {
@@ -456,10 +456,10 @@ int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off
         if (d.is_view && !pkg && d.model != asked) {
             /* after plus_attr, whose query may just have learnt it */
             asked = d.model;
-            empty = mfs_view_known_empty(fs, h->dir, &d.view);
+            hidden = mfs_view_known_hidden(fs, h->dir, &d.view);
         }
-        if (d.is_view && !pkg && empty)
-            continue; /* a model that holds no mesh has no views */
+        if (d.is_view && !pkg && (hidden & (1u << d.view.format)))
+            continue; /* no mesh, or left out by formats = */
         if (asks) {
             if (have && !d.is_view) {
                 keep_listed_stat(h, i, &st);

@@ -252,12 +252,12 @@ int mfs_view_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_view_ref 
     return 1;
 }
 
-int mfs_view_known_empty(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
+unsigned mfs_view_known_hidden(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
 {
     char path[4096], fmi_model[4096];
     if (view_paths(fs, dir, ref->model, ref->base, path, fmi_model) < 0)
         return 0;
-    return mfs_views_known_empty(fs->views, path, fmi_model);
+    return mfs_views_known_hidden(fs->views, path, fmi_model);
 }
 
 int mfs_view_known_failed(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)

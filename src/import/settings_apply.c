@@ -233,18 +233,8 @@ static int apply_clips(mfs_scene *s, const mfs_settings *st, mfs_err *err)
 int mfs_import_apply_settings(mfs_scene *s, const mfs_settings *st, const char *root, const char *rel,
                               const mfs_import_opts *o, mfs_deps *deps, mfs_err *err)
 {
-    /* keys this meshfs reads but cannot apply yet fail the model, rather
-     * than converting it as if they were not there (docs/settings.md) */
-    static const struct {
-        unsigned bit;
-        const char *key;
-    } later[] = {{MFS_SET_FORMATS, "formats"}};
-    for (size_t i = 0; i < sizeof later / sizeof *later; i++)
-        if (st->set & later[i].bit) {
-            const mfs_setting_origin *og = &st->origin[__builtin_ctz(later[i].bit)];
-            return mfs_errf(err, "%s:%d: %s is not applied by this version of meshfs yet (docs/settings.md)",
-                            og->file, og->line, later[i].key);
-        }
+    /* formats = is the job's to apply (src/convert/job.c): it decides
+     * which views are written, not what the scene is */
     if ((st->set & MFS_SET_CLIPS) && apply_clips(s, st, err) < 0)
         return -1;
     int frame = st->set & (MFS_SET_SCALE | MFS_SET_UNIT | MFS_SET_UP | MFS_SET_FORWARD);

@@ -16,6 +16,11 @@
 #include "meshfs/settings.h"
 #include "values.h"
 
+int mfs_settings_not_shown(const char *reason)
+{
+    return reason && !strncmp(reason, MFS_SETTINGS_NOT_SHOWN, strlen(MFS_SETTINGS_NOT_SHOWN));
+}
+
 void mfs_settings_init(mfs_settings *s)
 {
     memset(s, 0, sizeof *s);
@@ -130,7 +135,16 @@ static int top_key(parse_ctx *c, const char *key, char *v)
     case MFS_SET_UNIT: r = mfs_setval_unit(v, &s->unit, &verr); break;
     case MFS_SET_UP: r = mfs_setval_axis(v, &s->up, &verr); break;
     case MFS_SET_FORWARD: r = mfs_setval_axis(v, &s->forward, &verr); break;
-    case MFS_SET_FORMATS: r = mfs_format_parse_list(v, &s->formats, &verr); break;
+    case MFS_SET_FORMATS: {
+        /* the package is made of each model's four LGE views: a model is
+         * in it when it shows them (docs/settings.md) */
+        const unsigned chunks = (1u << MFS_FMT_VRT) | (1u << MFS_FMT_TRI) | (1u << MFS_FMT_TEX) |
+                                (1u << MFS_FMT_SPH);
+        r = mfs_format_parse_list(v, &s->formats, &verr);
+        if (r == 0 && (s->formats & MFS_FMT_LGEPKG_BIT) && (s->formats & chunks) != chunks)
+            r = mfs_errf(&verr, "lgepkg is made of the model's vrt, tri, tex and sph: list them too");
+        break;
+    }
     case MFS_SET_NORMALS: r = mfs_setval_normals(v, &s->normals_compute, &s->normals_angle, &verr); break;
     case MFS_SET_TEXTURE: r = mfs_setval_relpath(v, s->texture, sizeof s->texture, &verr); break;
     case MFS_SET_TAKE: r = mfs_setval_name(v, s->take, sizeof s->take, &verr); break;

@@ -25,6 +25,7 @@
 #include "meshfs/optvalue.h"
 #include "meshfs/sandbox.h"
 #include "meshfs/scene.h"
+#include "meshfs/settings.h"
 #include "meshfs/version.h"
 #include "meshfs/worker.h"
 
@@ -106,7 +107,8 @@ static const char *first_error(const batch *b, const item *it)
     if (!it->rep.ok)
         return it->rep.error;
     for (int f = 0; f < MFS_FMT_COUNT; f++)
-        if ((job_formats(b) & (1u << f)) && !it->rep.fmt[f].ok)
+        if ((job_formats(b) & (1u << f)) && !it->rep.fmt[f].ok &&
+            !mfs_settings_not_shown(it->rep.fmt[f].error))
             return it->rep.fmt[f].error;
     return "";
 }
@@ -164,7 +166,7 @@ static void place_views(batch *b, item *it, mfs_batch_result *r)
             snprintf(fr->note, sizeof fr->note, "%s", r->rep.fmt[f].note);
         if (!v->ok) {
             snprintf(fr->error, sizeof fr->error, "%s", v->error);
-            all = 0;
+            all &= mfs_settings_not_shown(v->error); /* left out by formats =: no failure */
             continue;
         }
         fr->size = v->size;

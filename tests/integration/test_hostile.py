@@ -2,8 +2,9 @@
 bad file.  The folder holds the corpus's invalid/ models, >= 1000 mutants
 written by scripts/make-mutants with a fixed seed, and a few valid models.
 Every view of every model is read: it either returns bytes that pass
-meshfs-inspect --check, or fails with EIO and a reason in user.meshfs.error;
-the daemon stays up and keeps serving the valid models and plain files.
+meshfs-inspect --check, or fails with EIO and a reason in user.meshfs.error,
+or (a file that turns out to hold no mesh) is not there, ENOENT, with that
+reason in user.meshfs.error; the daemon stays up and keeps serving the valid models and plain files.
 
 A view that fails the check, or a sanitizer report from meshfs code, is a
 bug: the model, the view and the error are kept under $MESHFS_HOSTILE_FINDINGS
@@ -124,11 +125,31 @@ def interleaved(keys):
     return out
 
 
+def no_mesh_said(path):
+    """The reason on the view's model file (user.meshfs.error), when it says
+    the file holds no mesh: such a view is not there (docs/import.md,
+    "Files without geometry").  None otherwise."""
+    d, name = os.path.split(path)
+    stem = name.rsplit(".", 1)[0]
+    for n in os.listdir(d):
+        if n.startswith(stem + ".") and n.rsplit(".", 1)[1] not in FORMATS:
+            try:
+                said = os.getxattr(os.path.join(d, n), "user.meshfs.error").decode(errors="replace")
+            except OSError:
+                continue
+            if f"{name}: no meshes in the scene\n" in said:
+                return said
+    return None
+
+
 def read_view(path):
-    """('ok', bytes) | ('eio', reason) | ('error', text)."""
+    """('ok', bytes) | ('eio', reason) | ('none', reason) | ('error', text)."""
     try:
         data = read(path)
     except OSError as e:
+        if e.errno == errno.ENOENT:
+            said = no_mesh_said(path)
+            return ("none", said) if said else ("error", f"ENOENT: {e}")
         if e.errno != errno.EIO:
             return "error", f"{errno.errorcode.get(e.errno, e.errno)}: {e}"
         try:
@@ -276,7 +297,7 @@ class HostileRun:
         self.checkdir = checkdir
 
     def counts(self):
-        c = {"ok": 0, "eio": 0, "error": 0}
+        c = {"ok": 0, "eio": 0, "none": 0, "error": 0}
         for res in self.results.values():
             for st, _ in res:
                 c[st] += 1
@@ -341,7 +362,8 @@ class HostileRun:
     def summary(self):
         c = self.counts()
         return (f"hostile: {len(self.results)} models tried ({len(self.mutants)} mutants), "
-                f"{c['ok']} views ok and checked, {c['eio']} views EIO, {c['error']} other errors; "
+                f"{c['ok']} views ok and checked, {c['eio']} views EIO, {c['none']} views of files "
+                f"without a mesh ENOENT, {c['error']} other errors; "
                 f"model failures by reason: {self.reasons()}; "
                 f"daemon: {self.stats}; mounted {self.seconds:.0f} s, reading {self.read_seconds:.0f} s, "
                 f"checking {self.check_seconds:.0f} s; "
@@ -384,7 +406,8 @@ class HostileTest(unittest.TestCase):
         for f in ("invalid/OutOfMemory", "invalid/malformed", "invalid/empty.obj", "invalid/empty.3ds"):
             self.assertIn(f, r.models)
         c = r.counts()
-        self.assertEqual(c["ok"] + c["eio"] + c["error"], sum(len(v) for v in r.models.values()))
+        self.assertEqual(c["ok"] + c["eio"] + c["none"] + c["error"],
+                         sum(len(v) for v in r.models.values()))
         # The set is hostile but not hopeless: both outcomes are common.
         self.assertGreater(c["ok"], 500)
         self.assertGreater(c["eio"], 3000)

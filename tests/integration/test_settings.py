@@ -2,6 +2,7 @@
 checked on the views' bytes and values, precedence, a sidecar edited under
 a live mount, malformed and hostile files, and a file of another user."""
 import errno
+import json
 import os
 import pwd
 import shutil
@@ -273,9 +274,9 @@ class Errors(TreeCase):
                    "an empty name")
         self.fails("crate/.meshfs", b"up = y\nforward = -y\n",
                    "settings: up (y, crate/.meshfs:1) and forward (-y, crate/.meshfs:2) are on one axis")
-        # keys this version reads but does not apply yet: refused, never ignored
-        self.fails("crate/.meshfs", b"formats = gmf\n",
-                   "crate/.meshfs:1: formats is not applied by this version of meshfs yet (docs/settings.md)")
+        self.fails("crate/.meshfs", b"formats = gmf:lgepkg\n",
+                   "crate/.meshfs: line 1: key 'formats': lgepkg is made of the model's vrt, tri, tex and "
+                   "sph: list them too")
         # a folder of that name is no settings file: as if absent
         os.mkdir(os.path.join(self.src, "crate", "crate.obj.meshfs"))
         cache = os.path.join(self.tmp, "cache")
@@ -331,6 +332,101 @@ class Mounted(TreeCase):
             with open(side, "w") as f:
                 f.write("scale = 2\n")
             self.assertEqual(read(os.path.join(self.mnt, "crate", "crate.obj.meshfs")), b"scale = 2\n")
+
+
+VIEWS = ("fmd", "fmi", "gmf", "dem", "vrt", "tri", "sph", "tex")
+
+
+class Formats(TreeCase):
+    """formats = decides which views a model shows: in meshfs-convert, the
+    views left out are not written and no failure; through a mount, they
+    are not listed and answer ENOENT once a conversion has read the file,
+    and an edit of it shows the others, with no remount."""
+
+    def setUp(self):
+        super().setUp()
+        for d in ("props", "chars", "chars/hero"):
+            os.makedirs(os.path.join(self.src, d), exist_ok=True)
+        for d in ("props", "chars", "chars/hero"):
+            for n in ("crate.obj", "crate.mtl"):
+                shutil.copy(os.path.join(CRATE, n), os.path.join(self.src, d))
+            shutil.copytree(os.path.join(CRATE, "textures"), os.path.join(self.src, d, "textures"))
+        self.write("chars/.meshfs", "formats = dem:gmf\n")        # the folder and below
+        self.write("chars/hero/crate.obj.meshfs", "formats = fmd:fmi\n")  # the sidecar wins
+
+    def write(self, rel, text):
+        with open(os.path.join(self.src, rel), "w") as f:
+            f.write(text)
+
+    def shown(self, root, d):
+        return sorted(n.rsplit(".", 1)[1] for n in os.listdir(os.path.join(root, d))
+                      if n.startswith("crate.") and n.rsplit(".", 1)[1] in VIEWS)
+
+    def test_convert_writes_only_the_views_a_model_shows(self):
+        out, report = os.path.join(self.tmp, "out"), os.path.join(self.tmp, "r.json")
+        cache = os.path.join(self.tmp, "cache")
+        for counts in ("3 converted, 0 up to date, 0 failed", "0 converted, 3 up to date, 0 failed"):
+            p = convert(self.src, out, "--report", report, cache=cache)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("meshfs-convert: %s\n" % counts, p.stderr)
+            self.assertNotIn("FAILED", p.stdout)
+            self.assertEqual(self.shown(out, "props"), sorted(VIEWS))
+            self.assertEqual(self.shown(out, "chars"), ["dem", "gmf"])
+            self.assertEqual(self.shown(out, "chars/hero"), ["fmd", "fmi"])
+            # the package holds the models that show its four views
+            self.assertTrue(os.path.exists(os.path.join(out, "props", "game_resources.lgepkg")))
+            self.assertFalse(os.path.exists(os.path.join(out, "chars", "game_resources.lgepkg")))
+            with open(report) as f:
+                rows = {r["model"]: r for r in map(json.loads, f) if "model" in r}
+            hero = rows["chars/hero/crate.obj"]
+            self.assertEqual((hero["state"] in ("converted", "up to date"), hero["ok"], hero["error"]),
+                             (True, True, ""))
+            self.assertEqual(hero["outputs"]["gmf"]["error"],
+                             "not shown: chars/hero/crate.obj.meshfs:1 sets formats = fmd:fmi")
+        # the views it shows are those of a run without the file
+        plain = os.path.join(self.tmp, "plain")
+        os.unlink(os.path.join(self.src, "chars", ".meshfs"))
+        p = convert(self.src, plain)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for v in ("dem", "gmf"):
+            self.assertEqual(read(os.path.join(out, "chars", "crate." + v)),
+                             read(os.path.join(plain, "chars", "crate." + v)))
+
+    def test_a_mount_lists_only_the_views_a_model_shows(self):
+        side = os.path.join(self.src, "chars", "hero", "crate.obj.meshfs")
+        with Mount(self.src, self.mnt, self.cache, "attr_timeout=1", "entry_timeout=1") as mnt:
+            for d in ("props", "chars", "chars/hero"):  # read one view each: converted
+                with open(os.path.join(self.mnt, d, "crate.sph" if d == "props" else
+                                       "crate.gmf" if d == "chars" else "crate.fmd"), "rb") as f:
+                    self.assertGreater(len(f.read()), 0)
+            self.assertEqual(self.shown(self.mnt, "props"), sorted(VIEWS))
+            self.assertEqual(self.shown(self.mnt, "chars"), ["dem", "gmf"])
+            self.assertEqual(self.shown(self.mnt, "chars/hero"), ["fmd", "fmi"])
+            with self.assertRaises(OSError) as e:
+                os.stat(os.path.join(self.mnt, "chars", "hero", "crate.gmf"))
+            self.assertEqual(e.exception.errno, errno.ENOENT)
+            with self.assertRaises(FileNotFoundError):
+                open(os.path.join(self.mnt, "chars", "crate.vrt"), "rb")
+            # the sidecar edited: other views, no remount
+            with open(side, "w") as f:
+                f.write("formats = gmf\n")
+            time.sleep(1.3)
+            with open(os.path.join(self.mnt, "chars", "hero", "crate.gmf"), "rb") as f:
+                self.assertGreater(len(f.read()), 100)
+            self.assertEqual(self.shown(self.mnt, "chars/hero"), ["gmf"])
+            with self.assertRaises(FileNotFoundError):
+                open(os.path.join(self.mnt, "chars", "hero", "crate.fmd"), "rb")
+            # and removed: the folder's file above applies
+            os.unlink(side)
+            time.sleep(1.3)
+            with open(os.path.join(self.mnt, "chars", "hero", "crate.dem"), "rb") as f:
+                self.assertGreater(len(f.read()), 0)
+            self.assertEqual(self.shown(self.mnt, "chars/hero"), ["dem", "gmf"])
+            # no views of the settings files themselves (they are no models)
+            self.assertEqual(sorted(n for n in os.listdir(os.path.join(self.mnt, "chars"))
+                                    if not n.startswith("crate.")),
+                             [".meshfs", "hero", "textures"])
+            self.assertTrue(mnt.alive())
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root to make a second user")
