@@ -211,7 +211,7 @@ static void views_of(mfs_scene *s, view out[MFS_FMT_COUNT])
 static void assert_same_views(view a[MFS_FMT_COUNT], view b[MFS_FMT_COUNT])
 {
     for (int f = 0; f < MFS_FMT_COUNT; f++) {
-        if (a[f].n != b[f].n || memcmp(a[f].p, b[f].p, a[f].n) != 0)
+        if (a[f].n != b[f].n || (a[f].n && memcmp(a[f].p, b[f].p, a[f].n) != 0))
             fail_msg("%s differs", mfs_format_get((mfs_format)f)->name);
         free(a[f].p);
         free(b[f].p);
