@@ -72,6 +72,9 @@ const mfs_format_info *mfs_format_find(const char *name);
  * commas separate options) into a bit mask; -1 with err on an unknown name.
  * "lgepkg" sets MFS_FMT_LGEPKG_BIT, "all" means MFS_FMT_DEFAULT. */
 int mfs_format_parse_list(const char *list, unsigned *mask, mfs_err *err);
+/* The other way: "dem:gmf:lgepkg" (names in format order, lgepkg last)
+ * into buf, cut to n like snprintf; what mfs_format_parse_list reads back. */
+void mfs_format_list_text(unsigned mask, char *buf, size_t n);
 
 /* The writers (src/formats/<name>.c). */
 int mfs_write_fmd(const mfs_scene *s, mfs_prepared *prep, const mfs_options *o, mfs_sink *out,

@@ -179,14 +179,8 @@ static unsigned not_shown(const mfs_settings *st, mfs_report *rep)
     if (!(st->set & MFS_SET_FORMATS))
         return MFS_FMT_ALL;
     const mfs_setting_origin *og = &st->origin[__builtin_ctz(MFS_SET_FORMATS)];
-    char list[128] = "";
-    size_t at = 0;
-    for (int f = 0; f < MFS_FMT_COUNT && at < sizeof list; f++)
-        if (st->formats & (1u << f))
-            at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", at ? ":" : "",
-                                   mfs_format_get((mfs_format)f)->name);
-    if ((st->formats & MFS_FMT_LGEPKG_BIT) && at < sizeof list)
-        snprintf(list + at, sizeof list - at, "%slgepkg", at ? ":" : "");
+    char list[128];
+    mfs_format_list_text(st->formats, list, sizeof list);
     for (int f = 0; f < MFS_FMT_COUNT; f++)
         if ((rep->formats & (1u << f)) && !(st->formats & (1u << f)))
             snprintf(rep->fmt[f].error, sizeof rep->fmt[f].error, "%s%s:%d sets formats = %s",

@@ -1,4 +1,5 @@
 #include <ctype.h>
+#include <stdio.h>
 #include <strings.h>
 
 #include "meshfs/formats.h"
@@ -31,6 +32,19 @@ const mfs_format_info *mfs_format_find(const char *name)
         if (name && strcasecmp(name, formats[i].name) == 0)
             return &formats[i];
     return NULL;
+}
+
+void mfs_format_list_text(unsigned mask, char *buf, size_t n)
+{
+    size_t at = 0;
+    if (n)
+        buf[0] = '\0';
+    for (int f = 0; f <= MFS_FMT_COUNT && at < n; f++) {
+        unsigned bit = f < MFS_FMT_COUNT ? 1u << f : MFS_FMT_LGEPKG_BIT;
+        if (mask & bit)
+            at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? ":" : "",
+                                   f < MFS_FMT_COUNT ? formats[f].name : "lgepkg");
+    }
 }
 
 int mfs_format_parse_list(const char *list, unsigned *mask, mfs_err *err)

@@ -210,16 +210,9 @@ static size_t describe_one(const mfs_settings *s, enum mfs_setting bit, char *bu
         return add(buf, n, at, "forward = %s%c  (%s)\n", s->forward.sign < 0 ? "-" : "", 'x' + s->forward.index,
                    o);
     case MFS_SET_FORMATS: {
-        at = add(buf, n, at, "formats = ");
-        const char *sep = "";
-        for (int f = 0; f < MFS_FMT_COUNT; f++)
-            if (s->formats & (1u << f)) {
-                at = add(buf, n, at, "%s%s", sep, mfs_format_get((mfs_format)f)->name);
-                sep = ":";
-            }
-        if (s->formats & MFS_FMT_LGEPKG_BIT)
-            at = add(buf, n, at, "%slgepkg", sep);
-        return add(buf, n, at, "  (%s)\n", o);
+        char list[128];
+        mfs_format_list_text(s->formats, list, sizeof list);
+        return add(buf, n, at, "formats = %s  (%s)\n", list, o);
     }
     case MFS_SET_NORMALS:
         return s->normals_compute ? add(buf, n, at, "normals = compute %g  (%s)\n", s->normals_angle, o)

@@ -323,10 +323,32 @@ static void key_text_depends_on_values_not_on_files(void **state)
     assert_string_equal(k3, "clip=10:a;clip=1:b:0:1:0;");
 }
 
+/* The text a formats mask is said in reads back as that mask, for every
+ * mask (the reason "not shown: ... sets formats = LIST" and the settings'
+ * description both use it). */
+static void format_list_text_reads_back(void **state)
+{
+    (void)state;
+    for (unsigned m = 1; m <= (MFS_FMT_ALL | MFS_FMT_LGEPKG_BIT); m++) {
+        if (m & ~(MFS_FMT_ALL | MFS_FMT_LGEPKG_BIT))
+            continue;
+        char text[128];
+        mfs_format_list_text(m, text, sizeof text);
+        unsigned back = 0;
+        mfs_err err = {{0}};
+        assert_int_equal(mfs_format_parse_list(text, &back, &err), 0);
+        assert_int_equal(back, m);
+    }
+    char text[128];
+    mfs_format_list_text((1u << MFS_FMT_DEM) | (1u << MFS_FMT_GMF) | MFS_FMT_LGEPKG_BIT, text, sizeof text);
+    assert_string_equal(text, "gmf:dem:lgepkg");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_issue_example_parses),
+        cmocka_unit_test(format_list_text_reads_back),
         cmocka_unit_test(units_and_per_format_keys),
         cmocka_unit_test(errors_name_file_line_and_key),
         cmocka_unit_test(hostile_files_are_refused_cheaply),
