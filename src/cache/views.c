@@ -62,6 +62,13 @@ typedef struct model {
     sig *input_sigs;
     uint8_t *input_kinds;     /* mfs_dep_kind: what is stat'ed for each
                                  (a searched folder's path is its own) */
+    /* folders whose one stat stands for several inputs: a searched
+     * folder, and the folder an absent input's name is missing from
+     * (mfs_input_witness); inputs checked so have by_wit set */
+    uint8_t *by_wit;
+    uint32_t nwits;
+    char **wit_paths;
+    sig *wit_sigs;
     struct timespec newest;
     mfs_view_perm perm;       /* the host's answer, with the folders it watches */
     sig *dir_sigs;
@@ -117,6 +124,11 @@ static size_t record_bytes(const model *m)
         n += 3 * a + (size_t)(m->ninputs + 1) * (sizeof(char *) + sizeof(sig) + 1);
     for (uint32_t i = 0; i < m->ninputs; i++)
         n += strlen(m->input_paths[i]) + 1 + a;
+    if (m->by_wit)
+        n += (size_t)m->ninputs + 1 + a;
+    n += (size_t)m->nwits * (sizeof(char *) + sizeof(sig)) + (m->nwits ? 2 * a : 0);
+    for (uint32_t i = 0; i < m->nwits; i++)
+        n += strlen(m->wit_paths[i]) + 1 + a;
     n += (size_t)m->perm.ndirs * (sizeof(char *) + sizeof(struct stat) + sizeof(sig) + a);
     for (uint32_t i = 0; i < m->perm.ndirs; i++)
         n += strlen(m->perm.dirs[i]) + 1;
@@ -165,10 +177,19 @@ static void memo_clear(model *m)
     free(m->input_paths);
     free(m->input_sigs);
     free(m->input_kinds);
+    free(m->by_wit);
+    for (uint32_t i = 0; i < m->nwits; i++)
+        free(m->wit_paths[i]);
+    free(m->wit_paths);
+    free(m->wit_sigs);
     free(m->fmi_model);
     m->input_paths = NULL;
     m->input_sigs = NULL;
     m->input_kinds = NULL;
+    m->by_wit = NULL;
+    m->wit_paths = NULL;
+    m->wit_sigs = NULL;
+    m->nwits = 0;
     m->fmi_model = NULL;
     m->ninputs = 0;
     for (uint32_t i = 0; i < m->perm.ndirs; i++)
@@ -402,8 +423,17 @@ static int memo_current(const mfs_views *v, const model *m, const char *fmi_mode
 {
     if (!m->valid || strcmp(m->fmi_model, fmi_model))
         return 0;
+    for (uint32_t i = 0; i < m->nwits; i++) {
+        sig now;
+        if (take_sig(v, m->wit_paths[i], MFS_VIEW_PATH_DEP, &now) < 0)
+            now = (sig){.gone = 1};
+        if (!same_sig(&now, &m->wit_sigs[i]))
+            return 0;
+    }
     for (uint32_t i = 0; i < m->ninputs; i++) {
         sig now;
+        if (m->by_wit[i])
+            continue;
         if (input_sig(v, m->input_paths[i], m->input_kinds[i], i, &now) < 0 ||
             !same_sig(&now, &m->input_sigs[i]))
             return 0;
@@ -495,6 +525,90 @@ static int memo_perm(const mfs_views *v, model *m)
     return 0;
 }
 
+/* Index of folder dir among the memo's witnesses, -1 if not there. */
+static int find_wit(const model *m, const char *dir)
+{
+    for (uint32_t i = 0; i < m->nwits; i++)
+        if (!strcmp(m->wit_paths[i], dir))
+            return (int)i;
+    return -1;
+}
+
+static int add_wit(model *m, const char *dir, const sig *s)
+{
+    if (!(m->wit_paths[m->nwits] = strdup(dir)))
+        return -ENOMEM;
+    m->wit_sigs[m->nwits] = *s;
+    return (int)m->nwits++;
+}
+
+static int sig_settled(const sig *s)
+{
+    struct stat st = {.st_mtim = s->mtime, .st_ctim = s->ctime};
+    return !s->gone && S_ISDIR(s->mode) && mfs_input_times_settled(&st);
+}
+
+/* An absent input checked through the folder its name is missing from:
+ * the folder's stat is taken, then the name is found missing again, so a
+ * name added after that moves the stat the memo keeps; a folder whose
+ * times have not settled stands for nothing, and the name is checked by
+ * itself (as it also is when anything but a missing name is on its way). */
+static int wit_absent(const mfs_views *v, model *m, uint32_t i)
+{
+    char dir[4096], again[4096];
+    if (mfs_input_witness(v->h.rootfd, m->input_paths[i], dir, sizeof dir) != 1)
+        return 0;
+    int w = find_wit(m, dir);
+    sig s;
+    if (w < 0 && take_sig(v, dir, MFS_VIEW_PATH_DEP, &s) < 0)
+        return 0;
+    if (!sig_settled(w < 0 ? &s : &m->wit_sigs[w]) ||
+        mfs_input_witness(v->h.rootfd, m->input_paths[i], again, sizeof again) != 1 ||
+        strcmp(dir, again))
+        return 0;
+    if (w < 0 && add_wit(m, dir, &s) < 0)
+        return -ENOMEM;
+    m->by_wit[i] = 1;
+    return 0;
+}
+
+/* The witnesses (model.by_wit): a searched folder's stat is its search's
+ * sig already; absent names share their folder's (wit_absent).  So a warm
+ * check stats each such folder once, however many inputs lie in it: a
+ * model's settings-file candidates, its missing .mtl and its texture
+ * searches cost the stats of the one or two folders they are in. */
+static int memo_witnesses(const mfs_views *v, model *m)
+{
+    uint32_t n = m->ninputs;
+    m->by_wit = calloc(n + 1, 1);
+    m->wit_paths = calloc(n + 1, sizeof *m->wit_paths);
+    m->wit_sigs = calloc(n + 1, sizeof *m->wit_sigs);
+    if (!m->by_wit || !m->wit_paths || !m->wit_sigs)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        if (m->input_kinds[i] != MFS_DEP_LISTING)
+            continue;
+        const char *path = m->input_paths[i], *slash = strrchr(path, '/');
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+        int w = find_wit(m, dir);
+        if (w >= 0 && !same_sig(&m->wit_sigs[w], &m->input_sigs[i]))
+            return -EAGAIN; /* the folder changed between its two stats */
+        if (w < 0 && add_wit(m, dir, &m->input_sigs[i]) < 0)
+            return -ENOMEM;
+        m->by_wit[i] = 1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        int kind = m->input_kinds[i];
+        if (kind != MFS_DEP_ABSENT && kind != MFS_DEP_MISSING)
+            continue;
+        int rc = wit_absent(v, m, i);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* Records the inputs' current sigs and each enabled format's entry state:
  * embedded in the model entry mk that man was read from, or its own entry
  * (peeked, unless trust and man records its length: recorded_view). */
@@ -523,7 +637,10 @@ static int memo_fill_in(const mfs_views *v, model *m, const mfs_cache_manifest *
         if (mfs_ts_later(t, m->newest))
             m->newest = t;
     }
-    int prc = memo_perm(v, m);
+    int prc = memo_witnesses(v, m);
+    if (prc < 0)
+        return prc;
+    prc = memo_perm(v, m);
     if (prc < 0)
         return prc;
     m->mk = *mk;

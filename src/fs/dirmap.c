@@ -33,6 +33,7 @@
 #include <xxhash.h>
 
 #include "fs.h"
+#include "meshfs/inputs.h"
 #include "meshfs/timespec.h"
 #include "lgepkg.h"
 #include "meshfs/naming.h"
@@ -435,21 +436,6 @@ static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log)
     return rc;
 }
 
-int mfs_dir_times_settled(const struct stat *st)
-{
-    /* whole seconds in both times: a file system that keeps no more (FAT
-     * keeps 2 s); else the kernel's clock tick (4-10 ms) with room to
-     * spare; a folder whose clock runs ahead of ours stays unsettled */
-    int64_t window = st->st_mtim.tv_nsec == 0 && st->st_ctim.tv_nsec == 0 ? 2000000000LL
-                                                                         : 50000000LL;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    int64_t n = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
-    int64_t m = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
-    int64_t c = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
-    return (m > c ? m : c) <= n - window;
-}
-
 /* A fresh table of folder dir, whose stat (taken before reading it) is st. */
 static int build_tab(mfs_fs *fs, const char *dir, const struct stat *st, int log,
                      mfs_dirtab **out)
@@ -463,7 +449,7 @@ static int build_tab(mfs_fs *fs, const char *dir, const struct stat *st, int log
     t->dev = st->st_dev;
     t->ino = st->st_ino;
     t->dir_seed = XXH3_64bits(dir, strlen(dir));
-    t->racy = !mfs_dir_times_settled(st);
+    t->racy = !mfs_input_times_settled(st);
     format_order(fs, t);
     int rc = read_entries(fs, dir, t);
     if (rc == 0)

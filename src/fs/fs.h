@@ -191,16 +191,10 @@ typedef struct mfs_dirtab mfs_dirtab;
 
 /* The current table of folder `dir` (relative, "" for the root), read again
  * if the folder's mtime or ctime moved; with fresh, also if it was built
- * before the folder's times settled (mfs_dir_times_settled), unless the
+ * before the folder's times settled (mfs_input_times_settled, inputs.h), unless the
  * caller waited for that very build.  0 or -errno. */
 int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out);
 void mfs_dirtab_put(mfs_dirtab *t);
-
-/* Whether a folder's times are old enough that a change made now would
- * move them: a change within the same tick of its file system's clock
- * (whole seconds on some) leaves them as they were.  Tables made, and
- * listings kept by the kernel, before a folder settles are read again. */
-int mfs_dir_times_settled(const struct stat *st);
 
 /* Every model of the table that has views, in byte order of base (the same
  * list and order meshfs-convert uses); borrowed from t. */
