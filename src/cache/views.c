@@ -66,6 +66,7 @@ typedef struct model {
      * folder, and the folder an absent input's name is missing from
      * (mfs_input_witness); inputs checked so have by_wit set */
     uint8_t *by_wit;
+    int wit_pending;          /* a folder had not settled: try again later */
     uint32_t nwits;
     char **wit_paths;
     sig *wit_sigs;
@@ -190,6 +191,7 @@ static void memo_clear(model *m)
     m->wit_paths = NULL;
     m->wit_sigs = NULL;
     m->nwits = 0;
+    m->wit_pending = 0;
     m->fmi_model = NULL;
     m->ninputs = 0;
     for (uint32_t i = 0; i < m->perm.ndirs; i++)
@@ -419,33 +421,8 @@ static int input_sig(const mfs_views *v, const char *path, int kind, uint32_t i,
     return 0;
 }
 
-static int memo_current(const mfs_views *v, const model *m, const char *fmi_model)
-{
-    if (!m->valid || strcmp(m->fmi_model, fmi_model))
-        return 0;
-    for (uint32_t i = 0; i < m->nwits; i++) {
-        sig now;
-        if (take_sig(v, m->wit_paths[i], MFS_VIEW_PATH_DEP, &now) < 0)
-            now = (sig){.gone = 1};
-        if (!same_sig(&now, &m->wit_sigs[i]))
-            return 0;
-    }
-    for (uint32_t i = 0; i < m->ninputs; i++) {
-        sig now;
-        if (m->by_wit[i])
-            continue;
-        if (input_sig(v, m->input_paths[i], m->input_kinds[i], i, &now) < 0 ||
-            !same_sig(&now, &m->input_sigs[i]))
-            return 0;
-    }
-    for (uint32_t i = 0; i < m->perm.ndirs; i++) {
-        sig now;
-        if (take_sig(v, m->perm.dirs[i], MFS_VIEW_PATH_MODEL, &now) < 0 ||
-            !same_dir_sig(&now, &m->dir_sigs[i]))
-            return 0;
-    }
-    return 1;
-}
+static int memo_current(const mfs_views *v, model *m, const char *fmi_model);
+
 
 static int entry_peek(const mfs_views *v, const mfs_cache_key *k, struct timespec newest,
                       mfs_cache_hit *hit, mfs_err *err)
@@ -562,14 +539,61 @@ static int wit_absent(const mfs_views *v, model *m, uint32_t i)
     sig s;
     if (w < 0 && take_sig(v, dir, MFS_VIEW_PATH_DEP, &s) < 0)
         return 0;
-    if (!sig_settled(w < 0 ? &s : &m->wit_sigs[w]) ||
-        mfs_input_witness(v->h.rootfd, m->input_paths[i], again, sizeof again) != 1 ||
+    if (!sig_settled(w < 0 ? &s : &m->wit_sigs[w])) {
+        m->wit_pending = 1;
+        return 0;
+    }
+    if (mfs_input_witness(v->h.rootfd, m->input_paths[i], again, sizeof again) != 1 ||
         strcmp(dir, again))
         return 0;
     if (w < 0 && add_wit(m, dir, &s) < 0)
         return -ENOMEM;
     m->by_wit[i] = 1;
     return 0;
+}
+
+/* A memo made while a folder had not settled checks the absent names in it
+ * one by one; once they are found unchanged and the folder has settled,
+ * its stat stands for them (as when the memo is made). */
+static void memo_settle(const mfs_views *v, model *m)
+{
+    m->wit_pending = 0;
+    for (uint32_t i = 0; i < m->ninputs; i++)
+        if (!m->by_wit[i] &&
+            (m->input_kinds[i] == MFS_DEP_ABSENT || m->input_kinds[i] == MFS_DEP_MISSING) &&
+            wit_absent(v, m, i) < 0)
+            break;
+    charge(v, m);
+}
+
+static int memo_current(const mfs_views *v, model *m, const char *fmi_model)
+{
+    if (!m->valid || strcmp(m->fmi_model, fmi_model))
+        return 0;
+    for (uint32_t i = 0; i < m->nwits; i++) {
+        sig now;
+        if (take_sig(v, m->wit_paths[i], MFS_VIEW_PATH_DEP, &now) < 0)
+            now = (sig){.gone = 1};
+        if (!same_sig(&now, &m->wit_sigs[i]))
+            return 0;
+    }
+    for (uint32_t i = 0; i < m->ninputs; i++) {
+        sig now;
+        if (m->by_wit[i])
+            continue;
+        if (input_sig(v, m->input_paths[i], m->input_kinds[i], i, &now) < 0 ||
+            !same_sig(&now, &m->input_sigs[i]))
+            return 0;
+    }
+    for (uint32_t i = 0; i < m->perm.ndirs; i++) {
+        sig now;
+        if (take_sig(v, m->perm.dirs[i], MFS_VIEW_PATH_MODEL, &now) < 0 ||
+            !same_dir_sig(&now, &m->dir_sigs[i]))
+            return 0;
+    }
+    if (m->wit_pending)
+        memo_settle(v, m);
+    return 1;
 }
 
 /* The witnesses (model.by_wit): a searched folder's stat is its search's

@@ -706,6 +706,16 @@ static void test_absent_names_checked_by_folder(void **state)
     assert_int_equal(stats_of(f, "sub/y.mtl"), 1);
     assert_int_equal(stats_of(f, "sub/x.meshfs"), 1);
     assert_int_equal(stats_of(f, "sub/deeper/x.meshfs"), 1);
+    /* once they settle, a check that finds every name still missing lets
+     * the folders stand for them again */
+    usleep(120 * 1000);
+    warm_check(f);
+    warm_check(f);
+    assert_int_equal(stats_of(f, "sub/y.mtl"), 0);
+    assert_int_equal(stats_of(f, "sub/x.meshfs"), 0);
+    assert_int_equal(stats_of(f, "sub/deeper/x.meshfs"), 0);
+    assert_int_equal(stats_of(f, "sub/deeper"), 1);
+    assert_int_equal(atomic_load(&f->converts), 4);
     /* and an unrelated name added to the folder is a refresh, not a
      * conversion: the cache tier finds every input as it was */
     make_at(f, "sub/unrelated.txt", 0);
