@@ -366,14 +366,19 @@ int mfs_views_manifest_key(const mfs_views *v, const char *model_path, uint64_t 
 
 /* ---- tier 1: the memo ---- */
 
+static sig sig_of(const struct stat *st)
+{
+    return (sig){st->st_dev, st->st_ino,  st->st_size, st->st_mtim, st->st_ctim,
+                 st->st_uid, st->st_gid, st->st_mode, 0};
+}
+
 static int take_sig(const mfs_views *v, const char *path, mfs_view_path kind, sig *s)
 {
     struct stat st;
     int rc = v->h.stat_path(v->h.ctx, path, kind, &st);
     if (rc < 0)
         return rc;
-    *s = (sig){st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim,
-               st.st_uid, st.st_gid, st.st_mode, 0};
+    *s = sig_of(&st);
     return 0;
 }
 
@@ -402,7 +407,8 @@ static mfs_view_path input_kind(uint32_t i)
  * its sig (gone): a file appearing there moves it.  A search is the stat
  * of the folder searched, whose mtime moves with any name added, removed
  * or renamed in it (the cache tier then tells whether the match did).
- * One fstatat either way: a warm stat stays one stat per input. */
+ * One fstatat either way; the witnesses (memo_witnesses) then let one
+ * folder's stat stand for the absent paths and searches in it. */
 static int input_sig(const mfs_views *v, const char *path, int kind, uint32_t i, sig *s)
 {
     if (kind == MFS_DEP_FILE)
@@ -421,7 +427,8 @@ static int input_sig(const mfs_views *v, const char *path, int kind, uint32_t i,
     return 0;
 }
 
-static int memo_current(const mfs_views *v, model *m, const char *fmi_model);
+static int memo_current(const mfs_views *v, model *m, const char *fmi_model,
+                        const mfs_view_given *given);
 
 
 static int entry_peek(const mfs_views *v, const mfs_cache_key *k, struct timespec newest,
@@ -502,6 +509,14 @@ static int memo_perm(const mfs_views *v, model *m)
     return 0;
 }
 
+/* The folder path lies in, by its text ("." for the root). */
+static const char *parent_of(const char *path, char *out, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    snprintf(out, cap, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    return out;
+}
+
 /* Index of folder dir among the memo's witnesses, -1 if not there. */
 static int find_wit(const model *m, const char *dir)
 {
@@ -525,6 +540,8 @@ static int sig_settled(const sig *s)
     return !s->gone && S_ISDIR(s->mode) && mfs_input_times_settled(&st);
 }
 
+static int wit_worth(const model *m, const char *dir);
+
 /* An absent input checked through the folder its name is missing from:
  * the folder's stat is taken, then the name is found missing again, so a
  * name added after that moves the stat the memo keeps; a folder whose
@@ -533,7 +550,8 @@ static int sig_settled(const sig *s)
 static int wit_absent(const mfs_views *v, model *m, uint32_t i)
 {
     char dir[4096], again[4096];
-    if (mfs_input_witness(v->h.rootfd, m->input_paths[i], dir, sizeof dir) != 1)
+    if (mfs_input_witness(v->h.rootfd, m->input_paths[i], dir, sizeof dir) != 1 ||
+        !wit_worth(m, dir))
         return 0;
     int w = find_wit(m, dir);
     sig s;
@@ -552,27 +570,75 @@ static int wit_absent(const mfs_views *v, model *m, uint32_t i)
     return 0;
 }
 
+static int is_absent_kind(int kind)
+{
+    return kind == MFS_DEP_ABSENT || kind == MFS_DEP_MISSING;
+}
+
+/* Whether folder dir is worth a witness for the absent names in it: a
+ * folder's stat (open, fstat, close) costs more than a failing lookup of a
+ * name, so only when it stands for two names or more, or is a stat the
+ * check has anyway: the root (its descriptor is held), the model's own
+ * folder (which the mount has just stat'ed to find the view: given), or a
+ * searched folder. */
+static int wit_worth(const model *m, const char *dir)
+{
+    if (!strcmp(dir, ".") || find_wit(m, dir) >= 0)
+        return 1;
+    char d[4096];
+    if (!strcmp(parent_of(m->path, d, sizeof d), dir))
+        return 1;
+    int names = 0;
+    for (uint32_t i = 0; i < m->ninputs && names < 2; i++)
+        names += !m->by_wit[i] && is_absent_kind(m->input_kinds[i]) &&
+                 !strcmp(parent_of(m->input_paths[i], d, sizeof d), dir);
+    return names >= 2;
+}
+
+/* Each absent input not yet checked through a folder, whose folder is
+ * worth it (wit_worth): at the memo's making, and once its folders settle
+ * (memo_settle). */
+static int wit_all(const mfs_views *v, model *m)
+{
+    m->wit_pending = 0;
+    for (uint32_t i = 0; i < m->ninputs; i++) {
+        if (m->by_wit[i] || !is_absent_kind(m->input_kinds[i]))
+            continue;
+        int rc = wit_absent(v, m, i);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* A memo made while a folder had not settled checks the absent names in it
  * one by one; once they are found unchanged and the folder has settled,
  * its stat stands for them (as when the memo is made). */
 static void memo_settle(const mfs_views *v, model *m)
 {
-    m->wit_pending = 0;
-    for (uint32_t i = 0; i < m->ninputs; i++)
-        if (!m->by_wit[i] &&
-            (m->input_kinds[i] == MFS_DEP_ABSENT || m->input_kinds[i] == MFS_DEP_MISSING) &&
-            wit_absent(v, m, i) < 0)
-            break;
+    wit_all(v, m);
     charge(v, m);
 }
 
-static int memo_current(const mfs_views *v, model *m, const char *fmi_model)
+/* Whether every input, witness and permission folder still has the stat
+ * the memo recorded; given (may be NULL): stats the host has just taken,
+ * used for the model (input 0) and its folder instead of a second stat. */
+static int memo_current(const mfs_views *v, model *m, const char *fmi_model,
+                        const mfs_view_given *given)
 {
     if (!m->valid || strcmp(m->fmi_model, fmi_model))
         return 0;
+    char mdir[4096];
+    const struct stat *gdir = given && given->folder && S_ISDIR(given->folder->st_mode)
+                                  ? given->folder
+                                  : NULL;
+    if (gdir)
+        parent_of(m->path, mdir, sizeof mdir);
     for (uint32_t i = 0; i < m->nwits; i++) {
         sig now;
-        if (take_sig(v, m->wit_paths[i], MFS_VIEW_PATH_DEP, &now) < 0)
+        if (gdir && !strcmp(m->wit_paths[i], mdir))
+            now = sig_of(gdir);
+        else if (take_sig(v, m->wit_paths[i], MFS_VIEW_PATH_DEP, &now) < 0)
             now = (sig){.gone = 1};
         if (!same_sig(&now, &m->wit_sigs[i]))
             return 0;
@@ -581,8 +647,11 @@ static int memo_current(const mfs_views *v, model *m, const char *fmi_model)
         sig now;
         if (m->by_wit[i])
             continue;
-        if (input_sig(v, m->input_paths[i], m->input_kinds[i], i, &now) < 0 ||
-            !same_sig(&now, &m->input_sigs[i]))
+        if (i == 0 && given && given->model)
+            now = sig_of(given->model);
+        else if (input_sig(v, m->input_paths[i], m->input_kinds[i], i, &now) < 0)
+            return 0;
+        if (!same_sig(&now, &m->input_sigs[i]))
             return 0;
     }
     for (uint32_t i = 0; i < m->perm.ndirs; i++) {
@@ -612,9 +681,8 @@ static int memo_witnesses(const mfs_views *v, model *m)
     for (uint32_t i = 0; i < n; i++) {
         if (m->input_kinds[i] != MFS_DEP_LISTING)
             continue;
-        const char *path = m->input_paths[i], *slash = strrchr(path, '/');
         char dir[4096];
-        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+        parent_of(m->input_paths[i], dir, sizeof dir);
         int w = find_wit(m, dir);
         if (w >= 0 && !same_sig(&m->wit_sigs[w], &m->input_sigs[i]))
             return -EAGAIN; /* the folder changed between its two stats */
@@ -622,15 +690,7 @@ static int memo_witnesses(const mfs_views *v, model *m)
             return -ENOMEM;
         m->by_wit[i] = 1;
     }
-    for (uint32_t i = 0; i < n; i++) {
-        int kind = m->input_kinds[i];
-        if (kind != MFS_DEP_ABSENT && kind != MFS_DEP_MISSING)
-            continue;
-        int rc = wit_absent(v, m, i);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
+    return wit_all(v, m);
 }
 
 /* Records the inputs' current sigs and each enabled format's entry state:
@@ -1023,6 +1083,14 @@ mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *path, const char *f
                                    int format, mfs_view_mode mode, mfs_view_info *info,
                                    mfs_err *err)
 {
+    return mfs_views_resolve_given(v, path, fmi_model, format, mode, NULL, info, err);
+}
+
+mfs_view_outcome mfs_views_resolve_given(mfs_views *v, const char *path, const char *fmi_model,
+                                         int format, mfs_view_mode mode,
+                                         const mfs_view_given *given, mfs_view_info *info,
+                                         mfs_err *err)
+{
     memset(info, 0, sizeof *info);
     info->hit.fd = -1;
     mfs_err_clear(err);
@@ -1037,7 +1105,8 @@ mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *path, const char *f
     /* an entry evicted or removed (clear, trim, rm -rf) between the memo
      * and the open is made again: up to three times, then EIO */
     for (int tries = 0; tries < 3; tries++) {
-        if (!memo_current(v, m, fmi_model) || !m->fmt[format].known) {
+        /* what the host stat'ed holds for the first look only */
+        if (!memo_current(v, m, fmi_model, tries ? NULL : given) || !m->fmt[format].known) {
             rc = refresh(v, m, fmi_model, format, err);
             if (rc < 0)
                 break;
@@ -1116,7 +1185,7 @@ unsigned mfs_views_known_hidden(mfs_views *v, const char *path, const char *fmi_
     unsigned mask = 0;
     if (pthread_mutex_trylock(&m->lock) == 0) {
         mask = m->valid ? hidden_views(m) : 0;
-        if (mask && !memo_current(v, m, fmi_model))
+        if (mask && !memo_current(v, m, fmi_model, NULL))
             mask = 0;
         pthread_mutex_unlock(&m->lock);
     }
@@ -1196,7 +1265,7 @@ mfs_view_outcome mfs_views_known_hinted(mfs_views *v, const char *path, const ch
     mfs_view_outcome out = MFS_VIEW_MISS;
     int current = inputs == MFS_VIEW_INPUTS_CHECKED
                       ? m->valid && !strcmp(m->fmi_model, fmi_model)
-                      : memo_current(v, m, fmi_model);
+                      : memo_current(v, m, fmi_model, &(mfs_view_given){.model = model_st});
     /* a fresh mount over a warm cache: what the cache knows is enough.  A
      * current memo already holds every entry the cache had for these
      * inputs (memo_fill peeks each format), so a view it lacks is not

@@ -539,6 +539,13 @@ static void drop_slot(mfs_dirmaps *d, unsigned b, dirmap *m)
 
 int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out)
 {
+    struct stat st;
+    return mfs_dirtab_get_st(fs, dir, fresh, out, &st);
+}
+
+int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out,
+                      struct stat *dir_st)
+{
     mfs_dirmaps *d = fs->dirs;
     unsigned b = bucket_of(dir);
     int waited = 0, restats = 0;
@@ -548,6 +555,7 @@ int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out)
             return -errno;
         if (!S_ISDIR(st.st_mode))
             return -ENOTDIR;
+        *dir_st = st;
         pthread_mutex_lock(&d->lock);
         dirmap *m = find_slot(d, b, dir);
         int changed = 1;
@@ -634,7 +642,7 @@ static const mfs_dir_model *find_base(const mfs_dirtab *t, const char *base, siz
 int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref)
 {
     mfs_dirtab *t;
-    int rc = mfs_dirtab_get(fs, dir, 0, &t);
+    int rc = mfs_dirtab_get_st(fs, dir, 0, &t, &ref->dir_st);
     if (rc < 0)
         return rc;
     size_t nl = strlen(name);
@@ -695,7 +703,7 @@ int mfs_dirtab_item(const mfs_fs *fs, const mfs_dirtab *t, size_t i, char *buf, 
         out->mode = S_IFREG;
         out->is_view = 1;
         out->model = i / (size_t)t->nf;
-        out->view = (mfs_view_ref){(char *)dm->model, (char *)dm->base, f};
+        out->view = (mfs_view_ref){.model = (char *)dm->model, .base = (char *)dm->base, .format = f};
         return 1;
     }
     if (i == t->nmodels * (size_t)t->nf && t->pkg) {
@@ -704,7 +712,7 @@ int mfs_dirtab_item(const mfs_fs *fs, const mfs_dirtab *t, size_t i, char *buf, 
         out->mode = S_IFREG;
         out->is_view = 1;
         out->model = (size_t)-1;
-        out->view = (mfs_view_ref){"", MFS_LGEPKG_DEFAULT_NAME, MFS_FS_LGEPKG};
+        out->view = (mfs_view_ref){.model = "", .base = MFS_LGEPKG_DEFAULT_NAME, .format = MFS_FS_LGEPKG};
         return 1;
     }
     return 0;

@@ -136,6 +136,8 @@ typedef struct mfs_view_ref {
     char *model;            /* model file name in the folder */
     char *base;             /* view base name: "car" or "car.fbx" */
     int format;             /* mfs_format */
+    struct stat dir_st;     /* the folder's, as the lookup found it (the
+                               memo takes it as given: mfs_view_given) */
 } mfs_view_ref;
 
 mfs_dirmaps *mfs_dirmaps_new(void);
@@ -194,6 +196,8 @@ typedef struct mfs_dirtab mfs_dirtab;
  * before the folder's times settled (mfs_input_times_settled, inputs.h), unless the
  * caller waited for that very build.  0 or -errno. */
 int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out);
+/* The same, with the folder's stat it was checked against into *st. */
+int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out, struct stat *st);
 void mfs_dirtab_put(mfs_dirtab *t);
 
 /* Every model of the table that has views, in byte order of base (the same
@@ -270,6 +274,12 @@ int mfs_fs_views_open(mfs_fs *fs);
  * the root), whose views are named `base`.<fmt>: mfs_views_resolve. */
 mfs_view_outcome mfs_view_get(mfs_fs *fs, const char *dir, const char *name, const char *base,
                               int format, mfs_view_mode mode, mfs_view_info *info, mfs_err *err);
+/* The same, with the stats the caller has just taken of the model and its
+ * folder (mfs_view_given: the memo does not take them again). */
+mfs_view_outcome mfs_view_get_given(mfs_fs *fs, const char *dir, const char *name,
+                                    const char *base, int format, mfs_view_mode mode,
+                                    const mfs_view_given *given, mfs_view_info *info,
+                                    mfs_err *err);
 
 /* The referenced files the view's model was found missing by its import,
  * one per line (mfs_views_missing): the length, 0 none, or -errno. */

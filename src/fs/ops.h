@@ -2,6 +2,7 @@
 #define MESHFS_FS_OPS_H
 #define FUSE_USE_VERSION 314
 #include <fuse.h>
+#include <limits.h>
 #include "fs.h"
 
 /* The operations on mount paths ("/a/b"), as libfuse's high-level API
@@ -30,11 +31,27 @@ int mfs_ops_open(const char *path, uint64_t node, int retry, struct fuse_file_in
  * of it answers EWOULDBLOCK).  Converts nothing, waits for nothing. */
 int mfs_ops_leased(const char *path);
 
+/* A stat of a request's SRC path taken before the request ran (lowlevel.c
+ * takes one to tell a view from a file of SRC): LOOKUP and GETATTR answer
+ * from it rather than stat the path a second time.  An answer as of a
+ * moment after the request came, so as true as one taken later. */
+typedef struct mfs_ops_prestat {
+    int known;
+    int rc;                 /* 0, or -errno */
+    struct stat st;
+    char rel[PATH_MAX];     /* the SRC-relative path it is of */
+} mfs_ops_prestat;
+
 /* LOOKUP of path: its attributes, 0 or -errno, as GETATTR; a view whose
  * inode holds an older entry for open handles moves to a new one first
  * (mfs_ll_renew), so the path shows the new entry and the handles keep
  * the old. */
-int mfs_ops_lookup(const char *path, struct stat *st);
+int mfs_ops_lookup(const char *path, struct stat *st, const mfs_ops_prestat *pre);
+
+
+/* GETATTR of path asked with no open handle: as mfs_fuse_ops.getattr;
+ * pre may be NULL. */
+int mfs_ops_getattr(const char *path, struct stat *st, const mfs_ops_prestat *pre);
 
 /* The one filesystem the operations serve (set by mfs_ll_setup). */
 extern mfs_fs *mfs_ops_fs;

@@ -692,8 +692,10 @@ static void test_absent_names_checked_by_folder(void **state)
     const char *appear[] = {"sub/car.mtl", ".meshfs", "sub/deeper"};
     for (int i = 0; i < 3; i++) {
         make_at(f, appear[i], i == 2);
-        if (i == 2)
+        if (i == 2) {
             make_at(f, "sub/deeper/car.obj.meshfs", 0);
+            f->absent[f->nabsent++] = "sub/deeper/z.png"; /* two names in "deeper" */
+        }
         /* what the converter finds absent now */
         f->absent[i] = i == 2 ? "sub/deeper/x.meshfs" : i ? "sub/x.meshfs" : "sub/y.mtl";
         assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_HIT);
@@ -714,13 +716,31 @@ static void test_absent_names_checked_by_folder(void **state)
     assert_int_equal(stats_of(f, "sub/y.mtl"), 0);
     assert_int_equal(stats_of(f, "sub/x.meshfs"), 0);
     assert_int_equal(stats_of(f, "sub/deeper/x.meshfs"), 0);
+    assert_int_equal(stats_of(f, "sub/deeper/z.png"), 0);
     assert_int_equal(stats_of(f, "sub/deeper"), 1);
-    assert_int_equal(atomic_load(&f->converts), 4);
+    /* a folder that would stand for one name only, and is neither the
+     * root nor the model's own, is not worth its stat: the name is
+     * checked by itself */
+    f->absent[2] = "sub/lone/x.meshfs";
+    f->absent[f->nabsent++] = "sub/deeper/x.meshfs";
+    make_at(f, "sub/lone", 1);
+    make_at(f, "sub/y.mtl", 0); /* an input appears: converted again */
+    f->absent[0] = "sub/y2.mtl";
+    mfs_view_info info2;
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info2, &err), MFS_VIEW_HIT);
+    assert_int_equal(atomic_load(&f->converts), 5);
+    usleep(120 * 1000);
+    warm_check(f);
+    warm_check(f);
+    assert_int_equal(stats_of(f, "sub/lone/x.meshfs"), 1);
+    assert_int_equal(stats_of(f, "sub/lone"), 0);
+    assert_int_equal(stats_of(f, "sub/deeper/x.meshfs"), 0);
+    assert_int_equal(atomic_load(&f->converts), 5);
     /* and an unrelated name added to the folder is a refresh, not a
      * conversion: the cache tier finds every input as it was */
     make_at(f, "sub/unrelated.txt", 0);
     warm_check(f);
-    assert_int_equal(atomic_load(&f->converts), 4);
+    assert_int_equal(atomic_load(&f->converts), 5);
 }
 
 int main(void)
