@@ -265,6 +265,15 @@ int mfs_scene_cut_clips(mfs_scene *s, uint32_t take, const mfs_cut *cuts, size_t
  * sampled, the others at their rest matrix.  local must hold n_nodes. */
 void mfs_scene_pose(const mfs_scene *s, const mfs_animation *a, double t, mfs_mat4 *local);
 
+/* ---- node animation (src/scene/node_anim.c) ---- */
+
+/* moved[n] = 1 when node animation moves node n: an animation has a channel
+ * for n or one of its ancestors with a key away from that node's rest local
+ * matrix (beyond float rounding, 1e-6 relative); 0 otherwise.  moved holds
+ * n_nodes.  Returns the number of nodes whose own channels move them (0: a
+ * model without node motion, whatever channels it carries). */
+uint32_t mfs_scene_moved_nodes(const mfs_scene *s, unsigned char *moved);
+
 /* ---- importers' clean-ups (src/scene/tidy.c) ---- */
 
 /* Drops bones linked to no node, and weights that are not finite or not
