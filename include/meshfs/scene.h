@@ -274,6 +274,29 @@ void mfs_scene_pose(const mfs_scene *s, const mfs_animation *a, double t, mfs_ma
  * model without node motion, whatever channels it carries). */
 uint32_t mfs_scene_moved_nodes(const mfs_scene *s, unsigned char *moved);
 
+/* ---- keys that follow a path (src/scene/refine.c) ---- */
+
+/* How far a channel's interpolated pose may stray from the source's path:
+ * this fraction of the model's size (mfs_scene_size). */
+#define MFS_FOLLOW_TOLERANCE 1e-4
+
+/* A source's own pose of one node at time t (ticks): translation, unit
+ * quaternion (x, y, z, w), scale. */
+typedef void (*mfs_pose_fn)(void *ctx, double t, float tr[3], float q[4], float sc[3]);
+
+/* Fills out (all three tracks, one key per time) with fn's pose at each of
+ * the n sorted, distinct times, plus keys between them wherever the scene's
+ * interpolation (mfs_channel_sample: linear, shortest-arc slerp) would
+ * leave fn's path by more than MFS_FOLLOW_TOLERANCE * size at a quarter of
+ * an interval (halving it up to 10 times).  Neighbouring rotation keys are
+ * kept on one hemisphere.  out->node is 0: the caller sets it.  0, or -1
+ * with err (out empty). */
+int mfs_channel_follow(mfs_channel *out, const double *times, size_t n, mfs_pose_fn fn, void *ctx,
+                       double size, mfs_err *err);
+
+/* The largest extent of mfs_scene_bounds, 1 for a scene without vertices. */
+double mfs_scene_size(const mfs_scene *s);
+
 /* ---- importers' clean-ups (src/scene/tidy.c) ---- */
 
 /* Drops bones linked to no node, and weights that are not finite or not

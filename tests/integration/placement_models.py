@@ -184,8 +184,13 @@ class Node:
         for f, v in keys:
             if f == frame:
                 return v
-        raise ValueError("%s.%s has no key at frame %s (only key times are compared)"
-                         % (self.name, key, frame))
+        # between keys: the curves are linear (KeyAttrFlags 260), each
+        # component (an Euler angle for rotations) on its own
+        for (f0, v0), (f1, v1) in zip(keys, keys[1:]):
+            if f0 < frame < f1:
+                u = (frame - f0) / (f1 - f0)
+                return tuple(a + (b - a) * u for a, b in zip(v0, v1))
+        raise ValueError("%s.%s has no key at or around frame %s" % (self.name, key, frame))
 
     def local(self, frame=None):
         v = lambda k: self.props[k] if frame is None else self.value(k, frame)
