@@ -1,4 +1,4 @@
-/* Which nodes node animation moves (docs/scene.md, "Node animation"): the
+/* Which nodes node animation moves (docs/formats/dem.md, "Node animation"): the
  * writers whose formats animate only joints (.dem) turn the nodes that move
  * rigid meshes into joints, and must leave models without such animation
  * exactly as they were. */

@@ -1,4 +1,4 @@
-/* Keys that follow a path (docs/scene.md, "Keys that follow the source"):
+/* Keys that follow a path (docs/import.md, "Keys that follow the source"):
  * importers whose source curves are not linear keys (an FBX transform chain
  * composed from several animated factors, a glTF CUBICSPLINE sampler)
  * evaluate those curves here and keep a key wherever the scene's linear /
@@ -67,14 +67,21 @@ static double stray(refine *r, const pkey *a, const pkey *b, double at)
     mfs_track_sample_vec(v, 2, at, t);
     mfs_track_sample_vec(sv, 2, at, s);
     mfs_track_sample_quat(qv, 2, at, q);
-    double dt = 0, ds = 0, dot = 0;
+    double dt = 0, ds = 0, dm = 0, dp = 0;
     for (int i = 0; i < 3; i++) {
         dt += ((double)t[i] - want.t[i]) * ((double)t[i] - want.t[i]);
         ds = fmax(ds, fabs((double)s[i] - want.s[i]));
     }
-    for (int i = 0; i < 4; i++)
-        dot += (double)q[i] * want.q[i];
-    double angle = 2 * acos(fmin(1.0, fabs(dot)));
+    /* the angle between the rotations from the chord between the unit
+     * quaternions, |q - w| = 2 sin(angle / 4): unlike acos of their dot
+     * product, it does not turn float rounding (a dot of 0.99999994) into
+     * a turn of 0.0007 radians */
+    for (int i = 0; i < 4; i++) {
+        dm += ((double)q[i] - want.q[i]) * ((double)q[i] - want.q[i]);
+        dp += ((double)q[i] + want.q[i]) * ((double)q[i] + want.q[i]);
+    }
+    double chord = sqrt(fmin(dm, dp));
+    double angle = 4 * asin(fmin(1.0, chord / 2));
     return sqrt(dt) + r->size * (angle + ds);
 }
 
