@@ -7,7 +7,8 @@ the formats' own rules and computes it in python:
   * ASCII FBX 7.4 files using PostRotation, PreRotation with a rotation
     pivot, scaling pivots and offsets, geometric transforms on a parent with
     a child, animated joints with a PreRotation (with and without a pivot),
-    a skinned mesh under a joint with a PostRotation, a skinned mesh
+    a skinned mesh under a joint with a PostRotation, a joint turning
+    about a rotation pivot with a PostRotation too, a skinned mesh
     whose node has a geometric transform, and nodes with InheritType RrSs
     and Rrs under scaled parents (the FBX SDK's CalculateGlobalTransform;
     assimp ignores InheritType)
