@@ -539,6 +539,21 @@ class NodeAnimation(unittest.TestCase):
         hand = names.index("hand")
         self.assertEqual(d["joints"][hand][1], names.index("upper"))
 
+    def test_prop_on_character_gmf(self):
+        """The .gmf skinned as Leadwerks does (test_native's reader, from
+        research/gmf.md): the prop is a surface bound wholly to its bone."""
+        from test_native import gmf_skinned_frames
+        duration, at = self.expect["character.gltf"]
+        frames = gmf_skinned_frames(self.output("character.gltf", "gmf"))
+        n = round(duration * FPS) + 1
+        self.assertEqual(len(frames), n)
+        tol = self.tolerance(at(0))  # every weight is 1: 255 of 255
+        for f in range(n):
+            got = [[p[0], p[1], -p[2]] for p in frames[f]]  # gmf is left-handed
+            worst = far(got, at(f / FPS))
+            self.assertLessEqual(worst, tol, "character.gltf frame %d: a vertex is %.5f from where glTF puts it"
+                                 % (f, worst))
+
     def test_step_dem(self):
         self.check_dem("step.gltf")
 
