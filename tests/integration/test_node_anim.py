@@ -25,7 +25,7 @@ import os
 import struct
 import unittest
 
-from common import convert, run_tests, tempdir, tool
+from common import convert, inspect, run_tests, tempdir, tool
 
 FPS = 30  # glTF's 1000 ticks per second is not a whole frame rate: both views use 30
 
@@ -512,6 +512,13 @@ class NodeAnimation(unittest.TestCase):
             worst = far(got, want)
             self.assertLessEqual(worst, tol, "%s frame %d: a vertex is %.5f from where glTF puts it"
                                  % (model, f, worst))
+
+    def test_views_pass_check(self):
+        """Every view reads back under meshfs-inspect --check (the DEM
+        loader's rules: single spaces, no subnormals, 15-token skinned v)."""
+        paths = [self.output(m, f) for m in sorted(self.expect) for f in ("dem", "gmf")]
+        for path, row in inspect(paths, check=True).items():
+            self.assertTrue(row["ok"], "%s: %s" % (path, row["error"]))
 
     def test_door_dem(self):
         self.check_dem("door.gltf")
