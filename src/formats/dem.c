@@ -263,31 +263,10 @@ static int plan_init(dem_plan *pl, const mfs_scene *s, mfs_err *err)
 
 /* ---- header and joints ---- */
 
-/* The model's machine name: the last component of model_path (the
- * model's path under the engine's models/ folder, which is how the game
- * refers to it) when the caller set one, else the root node's name. */
-static void put_model_name(mfs_sink *out, const mfs_scene *s, const mfs_options *o)
-{
-    const char *path = o ? o->model_path : NULL;
-    if (path && *path) {
-        size_t end = strlen(path);
-        while (end > 0 && path[end - 1] == '/')
-            end--;
-        size_t start = end;
-        while (start > 0 && path[start - 1] != '/')
-            start--;
-        if (end > start) {
-            dem_put_name_n(out, path + start, end - start, "model");
-            return;
-        }
-    }
-    dem_put_name(out, s->nodes[0].name, "model");
-}
-
 static void write_header(const dem_plan *pl, const mfs_options *o, mfs_sink *out)
 {
     mfs_put_str(out, "DEM 10\nmodel ");
-    put_model_name(out, pl->s, o);
+    dem_put_model_name(out, pl->s, o);
     mfs_put_u8(out, '\n');
     dem_put_count(out, "joints", pl->n_joints);
     dem_put_count(out, "meshes", pl->n_meshes);

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "meshfs/formats.h"
 #include "meshfs/numfmt.h"
 
 #include "dem_text.h"
@@ -148,4 +149,25 @@ void dem_put_count(mfs_sink *out, const char *kw, uint64_t n)
     size_t k = strlen(kw);
     memcpy(line, kw, k);
     dem_end_line(out, line, dem_put_uint(line + k, n));
+}
+
+/* The model's machine name: the last component of model_path (the
+ * model's path under the engine's models/ folder, which is how the game
+ * refers to it) when the caller set one, else the root node's name. */
+void dem_put_model_name(mfs_sink *out, const mfs_scene *s, const mfs_options *o)
+{
+    const char *path = o ? o->model_path : NULL;
+    if (path && *path) {
+        size_t end = strlen(path);
+        while (end > 0 && path[end - 1] == '/')
+            end--;
+        size_t start = end;
+        while (start > 0 && path[start - 1] != '/')
+            start--;
+        if (end > start) {
+            dem_put_name_n(out, path + start, end - start, "model");
+            return;
+        }
+    }
+    dem_put_name(out, s->nodes[0].name, "model");
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "meshfs/formats.h"
 #include "meshfs/sink.h"
 
 /* " <number>": shortest float32 text, -0.0 and subnormals written 0.0. */
@@ -23,5 +24,8 @@ void dem_put_name(mfs_sink *out, const char *name, const char *fallback);
 /* "keyword name\n" and "keyword count\n" */
 void dem_put_named(mfs_sink *out, const char *kw, const char *name, const char *fallback);
 void dem_put_count(mfs_sink *out, const char *kw, uint64_t n);
+/* The model's machine name (docs/formats/dem.md, "Names"): the last
+ * component of o->model_path when set, else the root node's name. */
+void dem_put_model_name(mfs_sink *out, const mfs_scene *s, const mfs_options *o);
 
 #endif
