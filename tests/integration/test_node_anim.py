@@ -11,9 +11,10 @@ meshfs's writer:
     research/dem_vrt.md Topic A): joint world = parent world x local T.R.S of
     the frame's `f` line; a vertex = sum of bias x joint world x weight
     position; a vertex without weights stays where its `v` line puts it;
-  * .gmf: the limbs' ANIMATIONKEYS composed down the block tree as a loader
-    that plays keys does (research/gmf.md: one local 4x4 per frame, row
-    vectors, global = local x parent global).
+  * .gmf: the limbs' and bones' ANIMATIONKEYS composed down the block tree
+    as a loader that plays keys does (research/gmf.md: one local 4x4 per
+    frame, row vectors, global = local x parent global), skinned vertices by
+    vertex x host x inverse(bind) x pose.
 
 Each case is checked at every frame, most of them between keys.
 """
@@ -263,13 +264,33 @@ def dem_points(d, frame):
     return pts
 
 
-# ---- .gmf limbs, composed as a key-playing loader does ----------------------
+# ---- .gmf, played as a loader that plays keys and skins does --------------
 
-def gmf_limb_points(path):
-    """{frame: [points]} of every surface of MESH/NODE limbs (no skin), in
-    canonical coordinates: per frame the limb's global matrix is its key x
-    its parent's global (row vectors), a limb without keys its matrix; a
-    vertex is drawn at vertex x global.  gmf is left-handed: (x, y, -z)."""
+def inverse16(m):
+    """Inverse of a flat row-major 4x4 (Gauss-Jordan)."""
+    a = [list(m[r * 4:r * 4 + 4]) + [float(r == c) for c in range(4)] for r in range(4)]
+    for c in range(4):
+        p = max(range(c, 4), key=lambda r: abs(a[r][c]))
+        a[c], a[p] = a[p], a[c]
+        d = a[c][c]
+        a[c] = [x / d for x in a[c]]
+        for r in range(4):
+            if r != c:
+                f = a[r][c]
+                a[r] = [x - f * y for x, y in zip(a[r], a[c])]
+    return [a[r][4 + c] for r in range(4) for c in range(4)]
+
+
+def gmf_points(path):
+    """{frame: [points]} of every surface, canonical coordinates, as
+    research/gmf.md describes the file: blocks (tag, kids, size, payload,
+    kids); MESH/NODE/BONE matrices row-vector, local to the parent block
+    (global = local x parent global); ANIMATIONKEYS one local 4x4 per frame
+    in the same convention (a block without keys keeps its matrix); BONE =
+    bind pose; BONEINDICE/BONEWEIGHT u8 x 4, weights out of 255.  A vertex
+    with weights is skinned: vertex x host x inverse(bind) x pose, summed
+    by weight; else vertex x its block's global.  gmf is left-handed:
+    (x, y, -z) is canonical."""
     with open(path, "rb") as f:
         data = f.read()
 
@@ -299,39 +320,63 @@ def gmf_limb_points(path):
             if k[0] == 8:
                 nframes = max(nframes, struct.unpack_from("<i", k[1])[0])
             stack.append(k)
-    out = {f: [] for f in range(nframes)}
     ident16 = [float(i % 5 == 0) for i in range(16)]
+    bones, surfaces = {}, []
 
-    def walk(b, parents):
-        tag, p, kids = b
-        if tag not in (2, 3):
-            return
-        m = list(struct.unpack_from("<16f", p))
-        keys = [k for k in kids if k[0] == 8]
-        glob = []
+    def posed(b, m, parents):
+        keys = [k for k in b[2] if k[0] == 8]
+        out = []
         for f in range(nframes):
             local = m
             if keys:
                 n = struct.unpack_from("<i", keys[0][1])[0]
                 if n:
                     local = list(struct.unpack_from("<16f", keys[0][1], 4 + 64 * min(f, n - 1)))
-            glob.append(mmul(local, parents[f]))
-        for k in kids:
-            if k[0] == 10:
-                for a in k[2]:
-                    if a[0] == 5:
-                        n, kind, typ, el = struct.unpack_from("<4i", a[1])
-                        if kind == 1:
-                            v = struct.unpack_from("<%df" % (n * el), a[1], 16)
-                            for f in range(nframes):
-                                for i in range(n):
-                                    q = pt(v[i * el:i * el + 3], glob[f])
-                                    out[f].append([q[0], q[1], -q[2]])
-        for k in kids:
-            walk(k, glob)
+            out.append(mmul(local, parents[f]))
+        return out
+
+    def walk(b, still, parents, bind_parent):
+        tag, p, kids = b
+        m = list(struct.unpack_from("<16f", p)) if tag in (2, 3, 4) else None
+        if tag in (2, 3):
+            g, glob = mmul(m, still), posed(b, m, parents)
+            for k in kids:
+                if k[0] == 10:
+                    arrays = {}
+                    for a in k[2]:
+                        if a[0] == 5:
+                            n, kind, typ, el = struct.unpack_from("<4i", a[1])
+                            fmt = "f" if typ == 8 else "B"
+                            v = struct.unpack_from("<%d%s" % (n * el, fmt), a[1], 16)
+                            arrays[kind] = [v[i * el:(i + 1) * el] for i in range(n)]
+                    surfaces.append((g, glob, arrays))
+            for k in kids:
+                walk(k, g, glob, g)
+        elif tag == 4:
+            bid = struct.unpack_from("<i", p, 64)[0]
+            bind, pose = mmul(m, bind_parent), posed(b, m, parents)
+            bones[bid] = (inverse16(bind), pose)
+            for k in kids:
+                walk(k, still, pose, bind)
 
     for k in root[2]:  # root is the FILE block
-        walk(k, [ident16] * max(nframes, 1))
+        walk(k, ident16, [ident16] * max(nframes, 1), ident16)
+    out = {f: [] for f in range(nframes)}
+    for g, glob, arrays in surfaces:
+        ids, ws = arrays.get(7), arrays.get(8)
+        for i, v in enumerate(arrays[1]):
+            for f in range(nframes):
+                if ws and any(ws[i]):
+                    acc = [0.0, 0.0, 0.0]
+                    for b, w in zip(ids[i], ws[i]):
+                        if w:
+                            inv, pose = bones[b]
+                            q = pt(pt(v, g), mmul(inv, pose[f]))
+                            acc = [x + w / 255 * y for x, y in zip(acc, q)]
+                    q = acc
+                else:
+                    q = pt(v, glob[f])
+                out[f].append([q[0], q[1], -q[2]])
     return out
 
 
@@ -402,7 +447,10 @@ class NodeAnimation(unittest.TestCase):
     @classmethod
     def prop_on_character(cls):
         """A skinned body of two joints, the upper one turning 90 degrees
-        about Z over 1 s, and a rigid prop (no skin) held by that joint."""
+        about Z over 1 s, and a rigid prop (no skin) held by that joint;
+        the character's root node walks 1 m meanwhile.  glTF skins with the
+        joints' global transforms (the root's walk included) and ignores
+        the skinned mesh node's own transform (5.29)."""
         g = Gltf()
         body = box((-0.1, 0, -0.1), (0.1, 2, 0.1))
         jts = [(0, 0, 0, 0) if p[1] < 1 else (1, 0, 0, 0) for p in body]
@@ -420,11 +468,14 @@ class NodeAnimation(unittest.TestCase):
         q0, q1 = [0, 0, 0, 1], axis_quat((0, 0, 1), 90)
         g.track(upper, "rotation", [0, 1], [q0, q1])
         root = g.node(name="character", children=[lower, skinned])
+        # the whole character walks 1 m along +X: its skeleton hangs under it
+        g.track(root, "translation", [0, 1], [[0, 0, 0], [1, 0, 0]])
         g.write(os.path.join(cls.src, "character.gltf"), [root])
 
         def at(t):
-            up = mul(translate((0, 1, 0)), quat_matrix(slerp(q0, q1, t)))
-            skin = [point(mul(up, translate((0, -1, 0))), p) if p[1] >= 1 else list(p) for p in body]
+            walk = translate((t, 0, 0))
+            up = mul(walk, translate((0, 1, 0)), quat_matrix(slerp(q0, q1, t)))
+            skin = [point(mul(up, translate((0, -1, 0))), p) if p[1] >= 1 else point(walk, p) for p in body]
             return skin + [point(mul(up, translate((0.2, 1, 0))), p) for p in prop]
         cls.expect["character.gltf"] = (1.0, at)
 
@@ -499,9 +550,9 @@ class NodeAnimation(unittest.TestCase):
                 self.assertLessEqual(blo[i], lo[i] + tol, "%s frame %d: bounds %s miss %s" % (model, f, b, (lo, hi)))
                 self.assertGreaterEqual(bhi[i], hi[i] - tol, "%s frame %d: bounds %s miss %s" % (model, f, b, (lo, hi)))
 
-    def check_gmf(self, model, limbs_only=True):
+    def check_gmf(self, model):
         duration, at = self.expect[model]
-        frames = gmf_limb_points(self.output(model, "gmf"))
+        frames = gmf_points(self.output(model, "gmf"))
         n = round(duration * FPS) + 1
         self.assertEqual(len(frames), n)
         tol = self.tolerance(at(0))
@@ -547,19 +598,9 @@ class NodeAnimation(unittest.TestCase):
         self.assertEqual(d["joints"][hand][1], names.index("upper"))
 
     def test_prop_on_character_gmf(self):
-        """The .gmf skinned as Leadwerks does (test_native's reader, from
-        research/gmf.md): the prop is a surface bound wholly to its bone."""
-        from test_native import gmf_skinned_frames
-        duration, at = self.expect["character.gltf"]
-        frames = gmf_skinned_frames(self.output("character.gltf", "gmf"))
-        n = round(duration * FPS) + 1
-        self.assertEqual(len(frames), n)
-        tol = self.tolerance(at(0))  # every weight is 1: 255 of 255
-        for f in range(n):
-            got = [[p[0], p[1], -p[2]] for p in frames[f]]  # gmf is left-handed
-            worst = far(got, at(f / FPS))
-            self.assertLessEqual(worst, tol, "character.gltf frame %d: a vertex is %.5f from where glTF puts it"
-                                 % (f, worst))
+        """The prop is a surface bound wholly to its bone; the skeleton's
+        top bone is posed under the walking root."""
+        self.check_gmf("character.gltf")
 
     def test_step_dem(self):
         self.check_dem("step.gltf")
