@@ -4,6 +4,7 @@
  * evaluate those curves here and keep a key wherever the scene's linear /
  * slerp interpolation would leave them. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,11 @@
 
 /* Halvings of one key interval at most (1024 keys between two source keys). */
 #define MAX_DEPTH 10
+/* Keys added at most per source key, over the whole channel, so that a
+ * hostile curve (a CUBICSPLINE with tangents of 1e30) cannot make a small
+ * file gigabytes of keys: past it, the rest is kept at the source keys. */
+#define MAX_ADDED_PER_KEY 64
+#define MAX_ADDED_MIN 4096
 
 typedef struct pkey {
     double time;
@@ -23,6 +29,7 @@ typedef struct refine {
     double size, tol;
     pkey *k;
     size_t n, cap;
+    size_t added, max_added;
     int oom;
 } refine;
 
@@ -88,7 +95,7 @@ static double stray(refine *r, const pkey *a, const pkey *b, double at)
 /* Keys strictly between a and b, in time order. */
 static void split(refine *r, const pkey *a, const pkey *b, int depth)
 {
-    if (depth >= MAX_DEPTH || r->oom || !(b->time > a->time))
+    if (depth >= MAX_DEPTH || r->oom || r->added >= r->max_added || !(b->time > a->time))
         return;
     double span = b->time - a->time;
     int off = 0;
@@ -100,6 +107,7 @@ static void split(refine *r, const pkey *a, const pkey *b, int depth)
     eval(r, a->time + span / 2, a, &mid);
     split(r, a, &mid, depth + 1);
     push(r, &mid);
+    r->added++;
     split(r, &mid, b, depth + 1);
 }
 
@@ -108,6 +116,7 @@ int mfs_channel_follow(mfs_channel *out, const double *times, size_t n, mfs_pose
 {
     refine r = {.fn = fn, .ctx = ctx, .size = size > 0 ? size : 1.0};
     r.tol = MFS_FOLLOW_TOLERANCE * r.size;
+    r.max_added = n > (SIZE_MAX - MAX_ADDED_MIN) / MAX_ADDED_PER_KEY ? SIZE_MAX : n * MAX_ADDED_PER_KEY + MAX_ADDED_MIN;
     pkey prev, cur;
     for (size_t i = 0; i < n && !r.oom; i++) {
         eval(&r, times[i], i ? &prev : NULL, &cur);

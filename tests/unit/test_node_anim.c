@@ -169,6 +169,30 @@ static void line(void *ctx, double t, float tr[3], float q[4], float sc[3])
     sc[0] = sc[1] = sc[2] = 1;
 }
 
+/* A path no key density follows (a hostile curve). */
+static void wild(void *ctx, double t, float tr[3], float q[4], float sc[3])
+{
+    (void)ctx;
+    tr[0] = (float)(1e6 * sin(1e7 * t)), tr[1] = tr[2] = 0;
+    q[0] = q[1] = q[2] = 0, q[3] = 1;
+    sc[0] = sc[1] = sc[2] = 1;
+}
+
+static void test_follow_is_capped(void **state)
+{
+    (void)state;
+    double times[3] = {0, 1, 2};
+    mfs_channel c;
+    mfs_err err = {{0}};
+    assert_int_equal(mfs_channel_follow(&c, times, 3, wild, NULL, 1.0, &err), 0);
+    /* 64 per source key plus 4096, on top of the 3 source keys */
+    assert_true(c.n_pos > 3 && c.n_pos <= 3 + 3 * 64 + 4096);
+    for (uint32_t k = 1; k < c.n_pos; k++)
+        assert_true(c.pos[k].time > c.pos[k - 1].time);
+    assert_true(c.pos[c.n_pos - 1].time == 2);
+    free(c.pos), free(c.rot), free(c.scale);
+}
+
 static void test_follow_adds_keys_on_an_arc(void **state)
 {
     (void)state;
@@ -201,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_still_channel_writes_static),
         cmocka_unit_test(test_rigid_mesh_bound_to_its_node),
         cmocka_unit_test(test_follow_adds_keys_on_an_arc),
+        cmocka_unit_test(test_follow_is_capped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
