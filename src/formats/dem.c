@@ -3,8 +3,10 @@
  *
  * DEM is line-based text read by splitting on single spaces, with no node
  * hierarchy: meshes are written in model space (node transforms baked),
- * skinned meshes carry MD5-style weights against a flat joint list, and each
- * animation becomes a sequence of per-frame local joint transforms. */
+ * skinned meshes carry MD5-style weights against a flat joint list (rigid
+ * meshes that node animation moves are bound whole to their node's joint,
+ * since DEM animates joints only), and each animation becomes a sequence of
+ * per-frame local joint transforms. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
