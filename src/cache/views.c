@@ -17,427 +17,13 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "memo.h"
 #include "meshfs/formats.h"
 #include "meshfs/inputs.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
 #include "meshfs/timespec.h"
 #include "meshfs/views.h"
-
-typedef struct sig {
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime, ctime;
-    uid_t uid;
-    gid_t gid;
-    mode_t mode;
-    int gone;                 /* an absent input's path, or a searched
-                                 folder, that the stat did not find */
-} sig;
-
-typedef struct fmt_memo {
-    int known;
-    int ok;
-    int embedded;             /* inside the model entry (model.mk) */
-    uint64_t size;
-    mfs_cache_key key;
-    char *reason;             /* failures only: most views have none, and a
-                                 fixed buffer per view would cost 3.5 KiB a model */
-} fmt_memo;
-
-typedef struct model {
-    char *path;               /* relative to the root */
-    pthread_mutex_t lock;
-    struct model *next;
-    /* the memo's bound (below): under mfs_views.lock */
-    unsigned refs;            /* callers between get_model and put_model */
-    struct model *newer, *older; /* the LRU list */
-    /* memo, valid while every input's sig is unchanged */
-    int valid;
-    char *fmi_model;          /* the fmi model= path the memo was made for */
-    mfs_cache_key mk;         /* the model entry the memo was made from */
-    uint32_t ninputs;
-    char **input_paths;
-    sig *input_sigs;
-    uint8_t *input_kinds;     /* mfs_dep_kind: what is stat'ed for each
-                                 (a searched folder's path is its own) */
-    /* folders whose one stat stands for several inputs: a searched
-     * folder, and the folder an absent input's name is missing from
-     * (mfs_input_witness); inputs checked so have by_wit set */
-    uint8_t *by_wit;
-    int wit_pending;          /* a folder had not settled: try again later */
-    uint32_t nwits;
-    char **wit_paths;
-    sig *wit_sigs;
-    struct timespec newest;
-    mfs_view_perm perm;       /* the host's answer, with the folders it watches */
-    sig *dir_sigs;
-    fmt_memo fmt[MFS_FMT_COUNT];
-    /* key of each view at its last open, kept across memo refreshes: the
-     * kernel may keep its page cache only while the bytes are the same */
-    int served[MFS_FMT_COUNT];
-    mfs_cache_key served_key[MFS_FMT_COUNT];
-    /* converted for a request not yet served: its open is that miss, not a
-     * hit (statistics: a stat converts, the open that follows reads it) */
-    int fresh[MFS_FMT_COUNT];
-    size_t bytes;             /* what the record holds on the heap, as
-                                 charged to mfs_views.bytes (charge()) */
-} model;
-
-#define NBUCKET 8192
-
-/* The memo's bound (docs/scale.md).  At most memo_size model records are
- * kept, least recently used out first.  A record is only a shortcut: the
- * stat index and the cache entries are the truth, so a model whose record
- * went costs a re-stat and a peek of its manifest and entries on its next
- * query, never another answer.  A record in use (refs: a caller between
- * get_model and put_model, which covers whoever holds or waits for its
- * lock, so a conversion's single flight) is never evicted; the table may
- * then hold more than the cap until those calls end.  What eviction
- * forgets beyond the memo is served_key, so the next open of such a view
- * says same_as_last = 0: the conservative answer; and fresh, so an open
- * long after its conversion may count as a hit (statistics only). */
-struct mfs_views {
-    mfs_views_host h;
-    pthread_mutex_t lock;     /* the table and the LRU list; a leaf */
-    model *bucket[NBUCKET];
-    model *newest, *oldest;   /* LRU list, most recently used first */
-    size_t cap, count;
-    /* and a budget in bytes (MFS_VIEWS_RECORD_BYTES a record of the cap):
-     * a record's size follows its paths and inputs, so a count alone
-     * bounds nothing for models of many long-named inputs */
-    size_t byte_cap;
-    atomic_size_t bytes;      /* every record's charge; changed under the
-                                 record's lock, read under v->lock */
-    uint64_t evictions;
-};
-
-/* A record's heap bytes: what the allocator hands out for it and its
- * strings and arrays (each allocation's own overhead, 16 B, counted). */
-static size_t record_bytes(const model *m)
-{
-    const size_t a = 16; /* malloc's header and rounding, about */
-    size_t n = sizeof *m + a + strlen(m->path) + 1 + a;
-    if (m->fmi_model)
-        n += strlen(m->fmi_model) + 1 + a;
-    if (m->input_paths)
-        n += 3 * a + (size_t)(m->ninputs + 1) * (sizeof(char *) + sizeof(sig) + 1);
-    for (uint32_t i = 0; i < m->ninputs; i++)
-        n += strlen(m->input_paths[i]) + 1 + a;
-    if (m->by_wit)
-        n += (size_t)m->ninputs + 1 + a;
-    n += (size_t)m->nwits * (sizeof(char *) + sizeof(sig)) + (m->nwits ? 2 * a : 0);
-    for (uint32_t i = 0; i < m->nwits; i++)
-        n += strlen(m->wit_paths[i]) + 1 + a;
-    n += (size_t)m->perm.ndirs * (sizeof(char *) + sizeof(struct stat) + sizeof(sig) + a);
-    for (uint32_t i = 0; i < m->perm.ndirs; i++)
-        n += strlen(m->perm.dirs[i]) + 1;
-    for (int f = 0; f < MFS_FMT_COUNT; f++)
-        if (m->fmt[f].reason)
-            n += strlen(m->fmt[f].reason) + 1 + a;
-    return n;
-}
-
-/* Brings the record's charge to what it holds now.  v is the table the
- * record is in (the resolver's fronts take it const: only this counter
- * changes). */
-static void charge(const mfs_views *v, model *m)
-{
-    size_t now = record_bytes(m);
-    atomic_size_t *total = (atomic_size_t *)&v->bytes;
-    if (now >= m->bytes)
-        atomic_fetch_add(total, now - m->bytes);
-    else
-        atomic_fetch_sub(total, m->bytes - now);
-    m->bytes = now;
-}
-
-static int over_cap(const mfs_views *v)
-{
-    return v->count > v->cap || atomic_load(&v->bytes) > v->byte_cap;
-}
-
-mfs_views *mfs_views_new(const mfs_views_host *host)
-{
-    mfs_views *v = calloc(1, sizeof *v);
-    if (!v)
-        return NULL;
-    v->h = *host;
-    v->cap = host->memo_size ? host->memo_size : MFS_VIEWS_MEMO_DEFAULT;
-    v->byte_cap = v->cap > SIZE_MAX / MFS_VIEWS_RECORD_BYTES ? SIZE_MAX
-                                                              : v->cap * MFS_VIEWS_RECORD_BYTES;
-    pthread_mutex_init(&v->lock, NULL);
-    return v;
-}
-
-static void memo_clear(model *m)
-{
-    for (uint32_t i = 0; i < m->ninputs; i++)
-        free(m->input_paths[i]);
-    free(m->input_paths);
-    free(m->input_sigs);
-    free(m->input_kinds);
-    free(m->by_wit);
-    for (uint32_t i = 0; i < m->nwits; i++)
-        free(m->wit_paths[i]);
-    free(m->wit_paths);
-    free(m->wit_sigs);
-    free(m->fmi_model);
-    m->input_paths = NULL;
-    m->input_sigs = NULL;
-    m->input_kinds = NULL;
-    m->by_wit = NULL;
-    m->wit_paths = NULL;
-    m->wit_sigs = NULL;
-    m->nwits = 0;
-    m->wit_pending = 0;
-    m->fmi_model = NULL;
-    m->ninputs = 0;
-    for (uint32_t i = 0; i < m->perm.ndirs; i++)
-        free(m->perm.dirs[i]);
-    free(m->perm.dirs);
-    free(m->perm.dir_st);
-    free(m->dir_sigs);
-    memset(&m->perm, 0, sizeof m->perm);
-    m->dir_sigs = NULL;
-    m->valid = 0;
-    for (int f = 0; f < MFS_FMT_COUNT; f++)
-        free(m->fmt[f].reason);
-    memset(m->fmt, 0, sizeof m->fmt);
-}
-
-void mfs_views_free(mfs_views *v)
-{
-    if (!v)
-        return;
-    for (int b = 0; b < NBUCKET; b++)
-        while (v->bucket[b]) {
-            model *m = v->bucket[b];
-            v->bucket[b] = m->next;
-            memo_clear(m);
-            pthread_mutex_destroy(&m->lock);
-            free(m->path);
-            free(m);
-        }
-    pthread_mutex_destroy(&v->lock);
-    free(v);
-}
-
-static unsigned bucket_of(const char *path)
-{
-    return (unsigned)(XXH3_64bits(path, strlen(path)) % NBUCKET);
-}
-
-static void lru_unlink(mfs_views *v, model *m)
-{
-    if (m->newer)
-        m->newer->older = m->older;
-    else
-        v->newest = m->older;
-    if (m->older)
-        m->older->newer = m->newer;
-    else
-        v->oldest = m->newer;
-    m->newer = m->older = NULL;
-}
-
-static void lru_front(mfs_views *v, model *m)
-{
-    m->older = v->newest;
-    m->newer = NULL;
-    if (v->newest)
-        v->newest->newer = m;
-    v->newest = m;
-    if (!v->oldest)
-        v->oldest = m;
-}
-
-/* Drops least recently used records no caller holds until the table is
- * within its cap.  Called with v->lock held. */
-static void evict_locked(mfs_views *v)
-{
-    model *m = v->oldest;
-    while (over_cap(v) && m) {
-        model *newer = m->newer;
-        if (m->refs == 0) {
-            model **pp = &v->bucket[bucket_of(m->path)];
-            while (*pp != m)
-                pp = &(*pp)->next;
-            *pp = m->next;
-            lru_unlink(v, m);
-            memo_clear(m);
-            atomic_fetch_sub(&v->bytes, m->bytes);
-            pthread_mutex_destroy(&m->lock);
-            free(m->path);
-            free(m);
-            v->count--;
-            v->evictions++;
-        }
-        m = newer;
-    }
-}
-
-/* The model's record, held (refs) until put_model; made if there is none
- * and create says so (else NULL). */
-static model *find_model(mfs_views *v, const char *path, int create)
-{
-    unsigned b = bucket_of(path);
-    pthread_mutex_lock(&v->lock);
-    model *m = v->bucket[b];
-    while (m && strcmp(m->path, path))
-        m = m->next;
-    if (m) {
-        lru_unlink(v, m);
-    } else if (create) {
-        m = calloc(1, sizeof *m);
-        if (m && !(m->path = strdup(path))) {
-            free(m);
-            m = NULL;
-        }
-        if (m) {
-            pthread_mutex_init(&m->lock, NULL);
-            m->next = v->bucket[b];
-            v->bucket[b] = m;
-            v->count++;
-            charge(v, m);
-        }
-    }
-    if (m) {
-        lru_front(v, m);
-        m->refs++;
-        evict_locked(v);
-    }
-    pthread_mutex_unlock(&v->lock);
-    return m;
-}
-
-static model *get_model(mfs_views *v, const char *path)
-{
-    return find_model(v, path, 1);
-}
-
-static void put_model(mfs_views *v, model *m)
-{
-    pthread_mutex_lock(&v->lock);
-    m->refs--;
-    if (over_cap(v))
-        evict_locked(v);
-    pthread_mutex_unlock(&v->lock);
-}
-
-void mfs_views_get_stats(mfs_views *v, mfs_views_stats *out)
-{
-    pthread_mutex_lock(&v->lock);
-    out->entries = v->count;
-    out->cap = v->cap;
-    out->bytes = atomic_load(&v->bytes);
-    out->byte_cap = v->byte_cap;
-    out->evictions = v->evictions;
-    pthread_mutex_unlock(&v->lock);
-}
-
-const mfs_views_host *mfs_views_host_of(const mfs_views *v)
-{
-    return &v->h;
-}
-
-/* ---- keys: the one recipe ---- */
-
-int mfs_views_key(const mfs_views *v, const mfs_dep *deps, uint32_t ndeps, int format,
-                  const char *fmi_model, mfs_cache_key *out, mfs_err *err)
-{
-    /* Keys come from the inputs and today's options, not from a manifest:
-     * an option that changed since only moves its own views. */
-    char opts[4200];
-    v->h.format_options(v->h.ctx, format, fmi_model, opts, sizeof opts);
-    const mfs_format_info *fi = mfs_format_get((mfs_format)format);
-    return mfs_cache_view_key_for(deps, ndeps, fi->reads_image, fi->name, opts, v->h.version, out,
-                                  err);
-}
-
-int mfs_views_manifest_key(const mfs_views *v, const char *model_path, uint64_t size,
-                           const uint8_t hash[16], mfs_cache_key *out, mfs_err *err)
-{
-    char iopts[64];
-    v->h.import_options(v->h.ctx, iopts, sizeof iopts);
-    return mfs_cache_manifest_key(model_path, size, hash, iopts, v->h.version, out, err);
-}
-
-/* ---- tier 1: the memo ---- */
-
-static sig sig_of(const struct stat *st)
-{
-    return (sig){st->st_dev, st->st_ino,  st->st_size, st->st_mtim, st->st_ctim,
-                 st->st_uid, st->st_gid, st->st_mode, 0};
-}
-
-static int take_sig(const mfs_views *v, const char *path, mfs_view_path kind, sig *s)
-{
-    struct stat st;
-    int rc = v->h.stat_path(v->h.ctx, path, kind, &st);
-    if (rc < 0)
-        return rc;
-    *s = sig_of(&st);
-    return 0;
-}
-
-/* A folder's sig for the memo: what decides who may search it. */
-static int same_dir_sig(const sig *a, const sig *b)
-{
-    return a->dev == b->dev && a->ino == b->ino && a->uid == b->uid && a->gid == b->gid &&
-           a->mode == b->mode;
-}
-
-static int same_sig(const sig *a, const sig *b)
-{
-    if (a->gone || b->gone)
-        return a->gone && b->gone;
-    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           mfs_ts_equal(a->mtime, b->mtime) && mfs_ts_equal(a->ctime, b->ctime);
-}
-
-static mfs_view_path input_kind(uint32_t i)
-{
-    return i > 0 ? MFS_VIEW_PATH_DEP : MFS_VIEW_PATH_MODEL;
-}
-
-/* An input's sig as the memo keeps it.  A file's stat must succeed (else
- * -errno).  An absent path is stat'ed as it is, and its failing to stat is
- * its sig (gone): a file appearing there moves it.  A search is the stat
- * of the folder searched, whose mtime moves with any name added, removed
- * or renamed in it (the cache tier then tells whether the match did).
- * One fstatat either way; the witnesses (memo_witnesses) then let one
- * folder's stat stand for the absent paths and searches in it. */
-static int input_sig(const mfs_views *v, const char *path, int kind, uint32_t i, sig *s)
-{
-    if (kind == MFS_DEP_FILE)
-        return take_sig(v, path, input_kind(i), s);
-    if (kind == MFS_DEP_UNREADABLE) /* its stat is its value: a chmod moves ctime */
-        return take_sig(v, path, MFS_VIEW_PATH_DEP, s);
-    char dir[4096];
-    if (kind == MFS_DEP_LISTING) {
-        const char *slash = strrchr(path, '/');
-        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1,
-                 slash ? path : ".");
-        path = dir;
-    }
-    if (take_sig(v, path, MFS_VIEW_PATH_DEP, s) < 0)
-        *s = (sig){.gone = 1};
-    return 0;
-}
-
-static int memo_current(const mfs_views *v, model *m, const char *fmi_model,
-                        const mfs_view_given *given);
-
-
-static int entry_peek(const mfs_views *v, const mfs_cache_key *k, struct timespec newest,
-                      mfs_cache_hit *hit, mfs_err *err)
-{
-    if (v->h.entry_peek)
-        return v->h.entry_peek(v->h.ctx, k, newest, hit, err);
-    return mfs_cache_peek(v->h.cache, k, hit, err);
-}
 
 /* mk: the model entry the view is embedded in, or NULL (its own file) */
 static int entry_open(const mfs_views *v, const mfs_cache_key *mk, const mfs_cache_key *k,
@@ -447,348 +33,6 @@ static int entry_open(const mfs_views *v, const mfs_cache_key *mk, const mfs_cac
         return v->h.entry_open(v->h.ctx, mk, k, hit, err);
     return mk ? mfs_cache_lookup_in(v->h.cache, mk, k, hit, err)
               : mfs_cache_lookup(v->h.cache, k, hit, err);
-}
-
-/* The view with key k if the model entry embeds it, or (trust) records
- * the length of its own entry file: a listing may say that size without
- * opening the file (the key names the bytes, so the size is right even if
- * the file was evicted since; the open that follows finds out). */
-static const mfs_cache_view *recorded_view(const mfs_cache_manifest *man, const mfs_cache_key *k,
-                                           int trust)
-{
-    for (uint32_t i = 0; i < man->nviews; i++) {
-        const mfs_cache_view *w = &man->views[i];
-        if ((w->embedded || (trust && w->sized)) && !memcmp(w->key.b, k->b, sizeof k->b))
-            return w;
-    }
-    return NULL;
-}
-
-/* Who may read the views: the host's rule over the files read (a path
- * not found or a folder searched gives nothing to read). */
-static int memo_perm(const mfs_views *v, model *m)
-{
-    struct stat *st = calloc(m->ninputs ? m->ninputs : 1, sizeof *st);
-    char **paths = calloc(m->ninputs ? m->ninputs : 1, sizeof *paths);
-    if (!st || !paths) {
-        free(st);
-        free(paths);
-        return -ENOMEM;
-    }
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < m->ninputs; i++) {
-        if (m->input_kinds[i] != MFS_DEP_FILE)
-            continue;
-        paths[n] = m->input_paths[i];
-        st[n].st_dev = m->input_sigs[i].dev;
-        st[n].st_ino = m->input_sigs[i].ino;
-        st[n].st_uid = m->input_sigs[i].uid;
-        st[n].st_gid = m->input_sigs[i].gid;
-        st[n].st_mode = m->input_sigs[i].mode;
-        n++;
-    }
-    int rc = 0;
-    if (v->h.perm) {
-        rc = v->h.perm(v->h.ctx, m->path, paths, st, n, &m->perm);
-    } else if (n) {
-        m->perm.perm = 0444; /* no rule: the model's owner */
-        m->perm.uid = st[0].st_uid;
-        m->perm.gid = st[0].st_gid;
-    }
-    free(st);
-    free(paths);
-    if (rc < 0)
-        return rc;
-    if (m->perm.ndirs && !(m->dir_sigs = calloc(m->perm.ndirs, sizeof *m->dir_sigs)))
-        return -ENOMEM;
-    for (uint32_t i = 0; i < m->perm.ndirs; i++) {
-        const struct stat *d = &m->perm.dir_st[i];
-        m->dir_sigs[i] = (sig){d->st_dev, d->st_ino, d->st_size, d->st_mtim, d->st_ctim,
-                               d->st_uid, d->st_gid, d->st_mode, 0};
-    }
-    return 0;
-}
-
-/* The folder path lies in, by its text ("." for the root). */
-static const char *parent_of(const char *path, char *out, size_t cap)
-{
-    const char *slash = strrchr(path, '/');
-    snprintf(out, cap, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
-    return out;
-}
-
-/* Index of folder dir among the memo's witnesses, -1 if not there. */
-static int find_wit(const model *m, const char *dir)
-{
-    for (uint32_t i = 0; i < m->nwits; i++)
-        if (!strcmp(m->wit_paths[i], dir))
-            return (int)i;
-    return -1;
-}
-
-static int add_wit(model *m, const char *dir, const sig *s)
-{
-    if (!(m->wit_paths[m->nwits] = strdup(dir)))
-        return -ENOMEM;
-    m->wit_sigs[m->nwits] = *s;
-    return (int)m->nwits++;
-}
-
-static int sig_settled(const sig *s)
-{
-    struct stat st = {.st_mtim = s->mtime, .st_ctim = s->ctime};
-    return !s->gone && S_ISDIR(s->mode) && mfs_input_times_settled(&st);
-}
-
-static int wit_worth(const model *m, const char *dir);
-
-/* An absent input checked through the folder its name is missing from:
- * the folder's stat is taken, then the name is found missing again, so a
- * name added after that moves the stat the memo keeps; a folder whose
- * times have not settled stands for nothing, and the name is checked by
- * itself (as it also is when anything but a missing name is on its way). */
-static int wit_absent(const mfs_views *v, model *m, uint32_t i)
-{
-    char dir[4096], again[4096];
-    if (mfs_input_witness(v->h.rootfd, m->input_paths[i], dir, sizeof dir) != 1 ||
-        !wit_worth(m, dir))
-        return 0;
-    int w = find_wit(m, dir);
-    sig s;
-    if (w < 0 && take_sig(v, dir, MFS_VIEW_PATH_DEP, &s) < 0)
-        return 0;
-    if (!sig_settled(w < 0 ? &s : &m->wit_sigs[w])) {
-        m->wit_pending = 1;
-        return 0;
-    }
-    if (mfs_input_witness(v->h.rootfd, m->input_paths[i], again, sizeof again) != 1 ||
-        strcmp(dir, again))
-        return 0;
-    if (w < 0 && add_wit(m, dir, &s) < 0)
-        return -ENOMEM;
-    m->by_wit[i] = 1;
-    return 0;
-}
-
-static int is_absent_kind(int kind)
-{
-    return kind == MFS_DEP_ABSENT || kind == MFS_DEP_MISSING;
-}
-
-/* Whether folder dir is worth a witness for the absent names in it: a
- * folder's stat (open, fstat, close) costs more than a failing lookup of a
- * name, so only when it stands for two names or more, or is a stat the
- * check has anyway: the root (its descriptor is held), the model's own
- * folder (which the mount has just stat'ed to find the view: given), or a
- * searched folder. */
-static int wit_worth(const model *m, const char *dir)
-{
-    if (!strcmp(dir, ".") || find_wit(m, dir) >= 0)
-        return 1;
-    char d[4096];
-    if (!strcmp(parent_of(m->path, d, sizeof d), dir))
-        return 1;
-    int names = 0;
-    for (uint32_t i = 0; i < m->ninputs && names < 2; i++)
-        names += !m->by_wit[i] && is_absent_kind(m->input_kinds[i]) &&
-                 !strcmp(parent_of(m->input_paths[i], d, sizeof d), dir);
-    return names >= 2;
-}
-
-/* Each absent input not yet checked through a folder, whose folder is
- * worth it (wit_worth): at the memo's making, and once its folders settle
- * (memo_settle). */
-static int wit_all(const mfs_views *v, model *m)
-{
-    m->wit_pending = 0;
-    for (uint32_t i = 0; i < m->ninputs; i++) {
-        if (m->by_wit[i] || !is_absent_kind(m->input_kinds[i]))
-            continue;
-        int rc = wit_absent(v, m, i);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
-}
-
-/* A memo made while a folder had not settled checks the absent names in it
- * one by one; once they are found unchanged and the folder has settled,
- * its stat stands for them (as when the memo is made). */
-static void memo_settle(const mfs_views *v, model *m)
-{
-    wit_all(v, m);
-    charge(v, m);
-}
-
-/* Whether every input, witness and permission folder still has the stat
- * the memo recorded; given (may be NULL): stats the host has just taken,
- * used for the model (input 0) and its folder instead of a second stat. */
-static int memo_current(const mfs_views *v, model *m, const char *fmi_model,
-                        const mfs_view_given *given)
-{
-    if (!m->valid || strcmp(m->fmi_model, fmi_model))
-        return 0;
-    char mdir[4096];
-    const struct stat *gdir = given && given->folder && S_ISDIR(given->folder->st_mode)
-                                  ? given->folder
-                                  : NULL;
-    if (gdir)
-        parent_of(m->path, mdir, sizeof mdir);
-    for (uint32_t i = 0; i < m->nwits; i++) {
-        sig now;
-        if (gdir && !strcmp(m->wit_paths[i], mdir))
-            now = sig_of(gdir);
-        else if (take_sig(v, m->wit_paths[i], MFS_VIEW_PATH_DEP, &now) < 0)
-            now = (sig){.gone = 1};
-        if (!same_sig(&now, &m->wit_sigs[i]))
-            return 0;
-    }
-    for (uint32_t i = 0; i < m->ninputs; i++) {
-        sig now;
-        if (m->by_wit[i])
-            continue;
-        if (i == 0 && given && given->model)
-            now = sig_of(given->model);
-        else if (input_sig(v, m->input_paths[i], m->input_kinds[i], i, &now) < 0)
-            return 0;
-        if (!same_sig(&now, &m->input_sigs[i]))
-            return 0;
-    }
-    for (uint32_t i = 0; i < m->perm.ndirs; i++) {
-        sig now;
-        if (take_sig(v, m->perm.dirs[i], MFS_VIEW_PATH_MODEL, &now) < 0 ||
-            !same_dir_sig(&now, &m->dir_sigs[i]))
-            return 0;
-    }
-    if (m->wit_pending)
-        memo_settle(v, m);
-    return 1;
-}
-
-/* The witnesses (model.by_wit): a searched folder's stat is its search's
- * sig already; absent names share their folder's (wit_absent).  So a warm
- * check stats each such folder once, however many inputs lie in it: a
- * model's settings-file candidates, its missing .mtl and its texture
- * searches cost the stats of the one or two folders they are in. */
-static int memo_witnesses(const mfs_views *v, model *m)
-{
-    uint32_t n = m->ninputs;
-    m->by_wit = calloc(n + 1, 1);
-    m->wit_paths = calloc(n + 1, sizeof *m->wit_paths);
-    m->wit_sigs = calloc(n + 1, sizeof *m->wit_sigs);
-    if (!m->by_wit || !m->wit_paths || !m->wit_sigs)
-        return -ENOMEM;
-    for (uint32_t i = 0; i < n; i++) {
-        if (m->input_kinds[i] != MFS_DEP_LISTING)
-            continue;
-        char dir[4096];
-        parent_of(m->input_paths[i], dir, sizeof dir);
-        int w = find_wit(m, dir);
-        if (w >= 0 && !same_sig(&m->wit_sigs[w], &m->input_sigs[i]))
-            return -EAGAIN; /* the folder changed between its two stats */
-        if (w < 0 && add_wit(m, dir, &m->input_sigs[i]) < 0)
-            return -ENOMEM;
-        m->by_wit[i] = 1;
-    }
-    return wit_all(v, m);
-}
-
-/* Records the inputs' current sigs and each enabled format's entry state:
- * embedded in the model entry mk that man was read from, or its own entry
- * (peeked, unless trust and man records its length: recorded_view). */
-static int memo_fill_in(const mfs_views *v, model *m, const mfs_cache_manifest *man,
-                        const mfs_cache_key *mk, const char *fmi_model, int trust)
-{
-    memo_clear(m);
-    m->input_paths = calloc(man->ndeps + 1, sizeof *m->input_paths);
-    m->input_sigs = calloc(man->ndeps + 1, sizeof *m->input_sigs);
-    m->input_kinds = calloc(man->ndeps + 1, sizeof *m->input_kinds);
-    m->fmi_model = strdup(fmi_model);
-    if (!m->input_paths || !m->input_sigs || !m->input_kinds || !m->fmi_model)
-        return -ENOMEM;
-    m->newest = (struct timespec){0, 0};
-    for (uint32_t i = 0; i < man->ndeps; i++) {
-        m->input_paths[i] = strdup(man->deps[i].path);
-        if (!m->input_paths[i])
-            return -ENOMEM;
-        m->input_kinds[i] = man->deps[i].kind;
-        m->ninputs++;
-        if (input_sig(v, man->deps[i].path, man->deps[i].kind, i, &m->input_sigs[i]) < 0)
-            return -EAGAIN; /* vanished meanwhile: resolve again */
-        if (man->deps[i].kind != MFS_DEP_FILE)
-            continue; /* the views' mtime is their files' newest */
-        struct timespec t = m->input_sigs[i].mtime;
-        if (mfs_ts_later(t, m->newest))
-            m->newest = t;
-    }
-    int prc = memo_witnesses(v, m);
-    if (prc < 0)
-        return prc;
-    prc = memo_perm(v, m);
-    if (prc < 0)
-        return prc;
-    m->mk = *mk;
-    for (int f = 0; f < MFS_FMT_COUNT; f++) {
-        if (!(v->h.formats & (1u << f)))
-            continue;
-        mfs_cache_key key;
-        mfs_err err;
-        mfs_err_clear(&err);
-        if (mfs_views_key(v, man->deps, man->ndeps, f, fmi_model, &key, &err) < 0)
-            return -ENOMEM;
-        fmt_memo *fm = &m->fmt[f];
-        const mfs_cache_view *in = recorded_view(man, &key, trust);
-        if (in) { /* nothing to open: the model entry was just read */
-            *fm = (fmt_memo){.known = 1, .ok = 1, .embedded = in->embedded, .size = in->length,
-                             .key = key};
-            continue;
-        }
-        mfs_cache_hit hit = {.fd = -1};
-        /* less failures the host tries again, plus entries only it holds */
-        if (entry_peek(v, &key, m->newest, &hit, &err) != 1) {
-            mfs_cache_hit_release(&hit);
-            continue;
-        }
-        fm->known = 1;
-        fm->key = key;
-        fm->ok = hit.reason == NULL;
-        fm->size = hit.length;
-        fm->reason = hit.reason; /* taken over */
-        hit.reason = NULL;
-        mfs_cache_hit_release(&hit);
-    }
-    m->valid = 1;
-    return 0;
-}
-
-/* memo_fill_in, and the record charged for what it holds now, however it
- * ended (the table's budget is checked when the caller lets it go). */
-static int memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man,
-                     const mfs_cache_key *mk, const char *fmi_model, int trust)
-{
-    int rc = memo_fill_in(v, m, man, mk, fmi_model, trust);
-    charge(v, m);
-    return rc;
-}
-
-/* Which enabled formats have no entry yet for these inputs. */
-static unsigned missing_formats(const mfs_views *v, const model *m)
-{
-    unsigned miss = 0;
-    for (int f = 0; f < MFS_FMT_COUNT; f++)
-        if ((v->h.formats & (1u << f)) && !m->fmt[f].known)
-            miss |= 1u << f;
-    return miss;
-}
-
-/* Statistics: whether the conversion just made left a failure among the
- * views it was asked for. */
-static int made_failure(const mfs_views *v, const model *m, unsigned need)
-{
-    for (int f = 0; f < MFS_FMT_COUNT; f++)
-        if ((need & (1u << f)) && m->fmt[f].known && !m->fmt[f].ok)
-            return 1;
-    return 0;
 }
 
 /* ---- tier 2: the local cache, from the stat index alone ---- */
@@ -832,7 +76,7 @@ static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, in
             mfs_cache_manifest_free(&own);
             return 2;
         }
-        rc = memo_fill(v, m, man, &mk, fmi_model, 1);
+        rc = mfs_memo_fill(v, m, man, &mk, fmi_model, 1);
         if (hint && man == hint->man)
             hint->used = 1;
         if (hint && man == &own && rc == 0) {
@@ -845,7 +89,7 @@ static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, in
             continue;
         if (rc < 0)
             return rc;
-        return missing_formats(v, m) & (1u << format) ? 1 : 0;
+        return mfs_memo_missing_formats(v, m) & (1u << format) ? 1 : 0;
     }
     return 1;
 }
@@ -875,7 +119,7 @@ static int remote_views(const mfs_views *v, const model *m, const mfs_cache_mani
                         const char *fmi_model, int format, int *bad)
 {
     int got = 0;
-    unsigned miss = missing_formats(v, m);
+    unsigned miss = mfs_memo_missing_formats(v, m);
     for (int f = 0; f < MFS_FMT_COUNT; f++) {
         if (!(miss & (1u << f)))
             continue;
@@ -883,7 +127,7 @@ static int remote_views(const mfs_views *v, const model *m, const mfs_cache_mani
         mfs_err e;
         mfs_err_clear(&e);
         if (f != format && (mfs_views_key(v, man->deps, man->ndeps, f, fmi_model, &k, &e) < 0 ||
-                            !recorded_view(man, &k, 1)))
+                            !mfs_memo_recorded_view(man, &k, 1)))
             continue;
         int r = remote_view(v, man, fmi_model, f);
         got += r == 1;
@@ -939,7 +183,7 @@ static int model_moved(const mfs_views *v, const char *path, const struct stat *
              st->st_uid, st->st_gid, st->st_mode, 0};
     sig b = {now.st_dev, now.st_ino, now.st_size, now.st_mtim, now.st_ctim,
              now.st_uid, now.st_gid, now.st_mode, 0};
-    return !same_sig(&a, &b);
+    return !mfs_memo_same_sig(&a, &b);
 }
 
 /* A model saved over while it is resolved is resolved again for the file
@@ -987,16 +231,16 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         if (have == 1) {
             /* the manifest's keys were made with the options of its time:
              * recompute them for ours, then see which entries exist */
-            int rc = memo_fill(v, m, &man, &mk, fmi_model, 0);
-            if (rc == 0 && v->h.remote && (missing_formats(v, m) & (1u << format)) &&
+            int rc = mfs_memo_fill(v, m, &man, &mk, fmi_model, 0);
+            if (rc == 0 && v->h.remote && (mfs_memo_missing_formats(v, m) & (1u << format)) &&
                 remote_views(v, m, &man, fmi_model, format, &bad))
-                rc = memo_fill(v, m, &man, &mk, fmi_model, 0);
+                rc = mfs_memo_fill(v, m, &man, &mk, fmi_model, 0);
             mfs_cache_manifest_free(&man);
             if (rc == -EAGAIN)
                 continue;
             if (rc < 0)
                 return rc;
-            need = missing_formats(v, m);
+            need = mfs_memo_missing_formats(v, m);
             if (!(need & (1u << format)))
                 return 0;
         }
@@ -1029,15 +273,15 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         if (cur == 1 && (man.ndeps == 0 || man.deps[0].size != (uint64_t)st.st_size ||
                          memcmp(man.deps[0].hash, hash, 16) != 0))
             cur = 0;
-        int rc = cur == 1 ? memo_fill(v, m, &man, &mk, fmi_model, 0) : -EAGAIN;
+        int rc = cur == 1 ? mfs_memo_fill(v, m, &man, &mk, fmi_model, 0) : -EAGAIN;
         if (rc == 0)
             log_missing(v, m->path, &man);
         mfs_cache_manifest_free(&man);
         if (rc == 0 && v->h.remote)
             remote_upload(v, m, need, &mk, bad);
-        if (rc == 0 && (conv == 1 || made_failure(v, m, need)))
+        if (rc == 0 && (conv == 1 || mfs_memo_made_failure(v, m, need)))
             mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION_FAILURE);
-        if (rc == 0 && !(missing_formats(v, m) & (1u << format)))
+        if (rc == 0 && !(mfs_memo_missing_formats(v, m) & (1u << format)))
             return 0;
         if (rc == 0 && conv == 1)
             return -EIO; /* this view could not be stored (disk full...): err says why */
@@ -1094,7 +338,7 @@ mfs_view_outcome mfs_views_resolve_given(mfs_views *v, const char *path, const c
     memset(info, 0, sizeof *info);
     info->hit.fd = -1;
     mfs_err_clear(err);
-    model *m = get_model(v, path);
+    model *m = mfs_memo_get(v, path);
     if (!m) {
         info->errnum = ENOMEM;
         return MFS_VIEW_FAILED_MACHINE;
@@ -1106,7 +350,7 @@ mfs_view_outcome mfs_views_resolve_given(mfs_views *v, const char *path, const c
      * and the open is made again: up to three times, then EIO */
     for (int tries = 0; tries < 3; tries++) {
         /* what the host stat'ed holds for the first look only */
-        if (!memo_current(v, m, fmi_model, tries ? NULL : given) || !m->fmt[format].known) {
+        if (!mfs_memo_current(v, m, fmi_model, tries ? NULL : given) || !m->fmt[format].known) {
             rc = refresh(v, m, fmi_model, format, err);
             if (rc < 0)
                 break;
@@ -1155,7 +399,7 @@ mfs_view_outcome mfs_views_resolve_given(mfs_views *v, const char *path, const c
             v->h.log(v->h.ctx, path, err->msg);
     }
     pthread_mutex_unlock(&m->lock);
-    put_model(v, m);
+    mfs_memo_put(v, m);
     return out;
 }
 
@@ -1172,7 +416,7 @@ static unsigned hidden_views(const model *m)
 unsigned mfs_views_known_hidden(mfs_views *v, const char *path, const char *fmi_model)
 {
     /* a peek: no record made, none moved in the LRU order */
-    unsigned b = bucket_of(path);
+    unsigned b = mfs_memo_bucket(path);
     pthread_mutex_lock(&v->lock);
     model *m = v->bucket[b];
     while (m && strcmp(m->path, path))
@@ -1185,11 +429,11 @@ unsigned mfs_views_known_hidden(mfs_views *v, const char *path, const char *fmi_
     unsigned mask = 0;
     if (pthread_mutex_trylock(&m->lock) == 0) {
         mask = m->valid ? hidden_views(m) : 0;
-        if (mask && !memo_current(v, m, fmi_model, NULL))
+        if (mask && !mfs_memo_current(v, m, fmi_model, NULL))
             mask = 0;
         pthread_mutex_unlock(&m->lock);
     }
-    put_model(v, m);
+    mfs_memo_put(v, m);
     return mask;
 }
 
@@ -1200,7 +444,7 @@ int mfs_views_missing(mfs_views *v, const char *path, const char *fmi_model, int
     mfs_view_outcome o = mfs_views_resolve(v, path, fmi_model, format, MFS_VIEW_ATTR, &info, err);
     if (o == MFS_VIEW_FAILED_MACHINE)
         return -(info.errnum ? info.errnum : EIO);
-    model *m = get_model(v, path);
+    model *m = mfs_memo_get(v, path);
     if (!m)
         return -ENOMEM;
     pthread_mutex_lock(&m->lock);
@@ -1224,7 +468,7 @@ int mfs_views_missing(mfs_views *v, const char *path, const char *fmi_model, int
     int rc = m->valid && !deps ? -ENOMEM : (int)len;
     free(deps);
     pthread_mutex_unlock(&m->lock);
-    put_model(v, m);
+    mfs_memo_put(v, m);
     return rc;
 }
 
@@ -1247,25 +491,25 @@ mfs_view_outcome mfs_views_known_hinted(mfs_views *v, const char *path, const ch
     if (inputs == MFS_VIEW_INPUTS_STAT &&
         v->h.stat_path(v->h.ctx, path, MFS_VIEW_PATH_MODEL, model_st) < 0)
         return MFS_VIEW_MISS;
-    model *m = find_model(v, path, 0);
+    model *m = mfs_memo_find(v, path, 0);
     if (!m) {
         /* no record: only the cache can know it, and only by the model's
          * hash in the stat index; without that, no record is made */
         uint8_t hash[16];
         if (!S_ISREG(model_st->st_mode) ||
-            !mfs_cache_file_hash_known(v->h.cache, model_st, hash) || !(m = get_model(v, path)))
+            !mfs_cache_file_hash_known(v->h.cache, model_st, hash) || !(m = mfs_memo_get(v, path)))
             return MFS_VIEW_MISS;
     }
     /* never wait: a held model is converting, and a listing must not */
     if (pthread_mutex_trylock(&m->lock) != 0) {
-        put_model(v, m);
+        mfs_memo_put(v, m);
         return MFS_VIEW_MISS;
     }
     info->model_cold = 0;
     mfs_view_outcome out = MFS_VIEW_MISS;
     int current = inputs == MFS_VIEW_INPUTS_CHECKED
                       ? m->valid && !strcmp(m->fmi_model, fmi_model)
-                      : memo_current(v, m, fmi_model, &(mfs_view_given){.model = model_st});
+                      : mfs_memo_current(v, m, fmi_model, &(mfs_view_given){.model = model_st});
     /* a fresh mount over a warm cache: what the cache knows is enough.  A
      * current memo already holds every entry the cache had for these
      * inputs (memo_fill peeks each format), so a view it lacks is not
@@ -1281,6 +525,6 @@ mfs_view_outcome mfs_views_known_hinted(mfs_views *v, const char *path, const ch
         out = fm->ok ? MFS_VIEW_HIT : failed_model(fm, err);
     }
     pthread_mutex_unlock(&m->lock);
-    put_model(v, m);
+    mfs_memo_put(v, m);
     return out;
 }
