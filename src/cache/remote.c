@@ -25,6 +25,7 @@
 
 #include "cache_int.h"
 #include "meshfs/remote.h"
+#include "remote_owed.h"
 #include "remote_xfer.h"
 
 #define BACKOFF_MIN_S 30
@@ -38,13 +39,21 @@ typedef struct backoff {
     const char *other;
     int64_t until; /* monotonic s */
     unsigned s;    /* the last back-off's length; 0 after a success */
+    int no_answer; /* the failure that began it had no answer (down, unreachable) */
 } backoff;
 
 typedef struct job {
     mfs_cache_key key;
     int manifest;
     int over; /* put even if the server has one (it was found bad) */
+    int owed; /* taken from the owed list */
 } job;
+
+/* What one upload came to (upload()). */
+enum { UP_SENT, UP_GONE, UP_LATER, UP_NEVER };
+
+/* Owed records read into memory for one pass of the upload thread. */
+#define OWED_BATCH 64
 
 struct mfs_remote {
     mfs_cache *c;
@@ -70,6 +79,15 @@ struct mfs_remote {
                     the daemon detaches (fuse_daemonize forks) */
     pthread_t thread;
     backoff rd, up;
+    /* the owed list (remote_owed.h) */
+    uint64_t owed_max;
+    int no_owed;
+    uint64_t owed_n;  /* records on the list, as last counted */
+    int owed_due;     /* a pass over it is wanted: the server answers */
+    int owed_progress; /* the pass now running removed a record */
+    mfs_owed_item obatch[OWED_BATCH];
+    size_t onext, olen;
+    int logged_owed_full, logged_owed_gone, logged_owed_err;
     int logged_bad, logged_repair, logged_ro, logged_down, logged_get, logged_big, logged_huge, logged_room;
     mfs_remote_stats st;
 };
@@ -130,7 +148,7 @@ static int available(mfs_remote *r, const backoff *d)
  * the server for a while, doubling, and at least at_least_s (the server's
  * Retry-After); the other direction goes on. */
 static void failed(mfs_remote *r, backoff *d, const char *what, const char *detail,
-                   unsigned at_least_s)
+                   unsigned at_least_s, int no_answer)
 {
     MFS_CACHE_STAT_ADD(r->c, remote_errors, 1);
     pthread_mutex_lock(&r->mu);
@@ -146,6 +164,7 @@ static void failed(mfs_remote *r, backoff *d, const char *what, const char *deta
     if (d->s > BACKOFF_MAX_S)
         d->s = BACKOFF_MAX_S;
     d->until = mono_s() + d->s;
+    d->no_answer = no_answer;
     unsigned b = d->s;
     if (d == &r->rd)
         r->st.read_backoffs++;
@@ -351,6 +370,25 @@ static void refused(mfs_remote *r, const mfs_rx *x, int manifest)
     }
 }
 
+/* The upload thread, made on first use (none may exist before the daemon
+ * detaches: fuse_daemonize forks).  Called with r->mu held. */
+static void start_locked(mfs_remote *r);
+
+/* The server answered a read: uploads paused because it did not answer at
+ * all (down, unreachable) go on now, and the owed list is sent. */
+static void server_back(mfs_remote *r)
+{
+    pthread_mutex_lock(&r->mu);
+    if (r->up.no_answer && mono_s() < r->up.until)
+        r->up.until = 0;
+    if (r->owed_n && !r->owed_due && !r->read_only) {
+        r->owed_due = 1;
+        start_locked(r);
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
 int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
 {
     if (!r || !available(r, &r->rd))
@@ -383,9 +421,10 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
         char d[128];
         snprintf(d, sizeof d, "no answer within %u ms (remote_timeout_ms)", r->timeout_ms);
         STAT_ADD(r, misses, 1);
-        failed(r, &r->rd, "GET", d, 0);
+        failed(r, &r->rd, "GET", d, 0, 1);
     } else if (cc == CURLE_OK && code >= 200 && code < 300) {
         succeeded(r, &r->rd);
+        server_back(r);
         STAT_ADD(r, bytes_down, x.n);
         const char *why = verify(r, fd, k, manifest);
         if (why) {
@@ -415,6 +454,7 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
         STAT_ADD(r, misses, 1); /* the local disk's trouble, not the server's */
     } else if (answered(cc) && (code == 404 || code == 410)) {
         succeeded(r, &r->rd);
+        server_back(r);
         STAT_ADD(r, misses, 1);
     } else if (answered(cc) && code >= 300 && !overloaded(code)) {
         /* a redirect, a refused token, another 4xx: a miss, said once */
@@ -427,7 +467,7 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
         char d[512];
         answer_text(r, h, cc, code, d, sizeof d);
         STAT_ADD(r, misses, 1);
-        failed(r, &r->rd, "GET", d, answered(cc) ? retry_after(h) : 0);
+        failed(r, &r->rd, "GET", d, answered(cc) ? retry_after(h) : 0, !answered(cc));
     }
     curl_easy_cleanup(h);
     curl_slist_free_all(hdr);
@@ -483,34 +523,44 @@ static int stop_check(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl
     return stop;
 }
 
-/* 1 if the server has the object now (or there is none to send), 0 if it
- * was not sent. */
-static int upload(mfs_remote *r, const job *j)
+/* UP_SENT: the server has the object now; UP_GONE: there is nothing to
+ * send (evicted, or no entry the tier carries); UP_LATER: not sent, it may
+ * be later (the server down or failing, backing off); UP_NEVER: not sent,
+ * nor ever by this session (refused, too large).  why: the reason. */
+static int upload(mfs_remote *r, const job *j, char *why, size_t wn)
 {
-    if (!available(r, &r->up))
-        return 0;
+    if (!available(r, &r->up)) {
+        snprintf(why, wn, "uploads paused after a failure (the server's back-off)");
+        return UP_LATER;
+    }
     pthread_mutex_lock(&r->mu);
     int ro = r->read_only;
     pthread_mutex_unlock(&r->mu);
-    if (ro)
-        return 0;
+    if (ro) {
+        snprintf(why, wn, "read-only (the server refused an upload)");
+        return UP_NEVER;
+    }
     char path[MFS_CACHE_PATH_MAX];
     mfs_cache_key_path(&j->key, j->manifest ? 'm' : 'e', path);
     int fd = openat(r->c->dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return 1; /* evicted meanwhile */
+    if (fd < 0) {
+        snprintf(why, wn, "no longer in the local cache (evicted)");
+        return UP_GONE;
+    }
     mfs_cache_entry_info info;
-    const char *why = NULL;
+    const char *bad = NULL;
     source s = {.fd = fd};
-    if (mfs_cache_entry_check(fd, &j->key, j->manifest ? 'm' : 'e', &info, &why) != 1 ||
+    if (mfs_cache_entry_check(fd, &j->key, j->manifest ? 'm' : 'e', &info, &bad) != 1 ||
         !carried(info.kind, j->manifest)) {
         close(fd); /* never failures, never a damaged entry */
-        return 1;
+        snprintf(why, wn, "the local entry is %s", bad ? bad : "not one the remote tier carries");
+        return UP_GONE;
     }
     if (info.form == MFS_CACHE_FORM_XATTR) {
         if (fgetxattr(fd, MFS_CACHE_XATTR, s.rec, sizeof s.rec) != (ssize_t)sizeof s.rec) {
             close(fd);
-            return 0;
+            snprintf(why, wn, "cannot read the local entry's record");
+            return UP_LATER;
         }
         s.len = info.length;
         s.add_rec = 1;
@@ -523,7 +573,8 @@ static int upload(mfs_remote *r, const job *j)
     CURL *h = easy(r, url, &hdr);
     if (!h) {
         close(fd);
-        return 0;
+        snprintf(why, wn, "out of memory");
+        return UP_LATER;
     }
     /* the server's copy was found bad: its HEAD would say 200, so the
      * good one is put over it unasked */
@@ -531,7 +582,8 @@ static int upload(mfs_remote *r, const job *j)
     CURLcode cc = CURLE_OK;
     long code = 404;
     char d[512];
-    int done = 0;
+    int res = UP_LATER;
+    d[0] = '\0';
     if (!repair) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms + 1000L * r->data_timeout_s);
@@ -543,19 +595,22 @@ static int upload(mfs_remote *r, const job *j)
         answer_text(r, h, cc, code, d, sizeof d);
         if (late)
             snprintf(d, sizeof d, "no answer within %u ms (remote_timeout_ms)", r->timeout_ms);
-        done = cc == CURLE_OK && code >= 200 && code < 300; /* there already */
+        if (cc == CURLE_OK && code >= 200 && code < 300)
+            res = UP_SENT; /* there already */
     }
     if (cc != CURLE_OK || overloaded(code)) {
-        failed(r, &r->up, "HEAD", d, cc == CURLE_OK ? retry_after(h) : 0);
+        failed(r, &r->up, "HEAD", d, cc == CURLE_OK ? retry_after(h) : 0, cc != CURLE_OK);
     } else if (code >= 300 && code != 404 && code != 410) {
         uploads_refused(r, "HEAD", d);
+        res = UP_NEVER;
     } else if (code == 404 || code == 410) {
         curl_slist_free_all(hdr);
         curl_easy_cleanup(h);
         h = easy(r, url, &hdr);
         if (!h) {
             close(fd);
-            return 0;
+            snprintf(why, wn, "out of memory");
+            return UP_LATER;
         }
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(h, CURLOPT_READFUNCTION, source_read);
@@ -572,7 +627,7 @@ static int upload(mfs_remote *r, const job *j)
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
         answer_text(r, h, cc, code, d, sizeof d);
         if (cc == CURLE_OK && code >= 200 && code < 300) {
-            done = 1;
+            res = UP_SENT;
             succeeded(r, &r->up);
             STAT_ADD(r, bytes_up, (uint64_t)total);
             pthread_mutex_lock(&r->mu);
@@ -587,38 +642,169 @@ static int upload(mfs_remote *r, const job *j)
         } else if (cc == CURLE_OK && code == 413) {
             STAT_ADD(r, errors, 1); /* too large for this server: that object only */
             once(r, &r->logged_big, "PUT", d, "such objects are not uploaded (logged once)");
+            res = UP_NEVER;
         } else if (cc == CURLE_OK && code >= 300 && !overloaded(code)) {
             uploads_refused(r, "PUT", d);
+            res = UP_NEVER;
         } else if (cc == CURLE_ABORTED_BY_CALLBACK) {
             rlog(r, "remote cache: %s: PUT of %" PRIu64 " bytes cut short at exit", r->name,
                  (uint64_t)total);
+            snprintf(d, sizeof d, "cut short at exit");
         } else {
-            failed(r, &r->up, "PUT", d, cc == CURLE_OK ? retry_after(h) : 0);
+            failed(r, &r->up, "PUT", d, cc == CURLE_OK ? retry_after(h) : 0, cc != CURLE_OK);
         }
     }
+    snprintf(why, wn, "%s", d);
     curl_easy_cleanup(h);
     curl_slist_free_all(hdr);
     close(fd);
-    return done;
+    return res;
+}
+
+/* ---- the owed list (remote_owed.h) ---- */
+
+/* Keeps an upload that was not sent on the owed list, within its bound;
+ * what does not fit, or cannot be written, is dropped, said once and
+ * counted.  1 owed, 0 not (no list, or dropped). */
+static int owe(mfs_remote *r, const job *j)
+{
+    if (r->no_owed)
+        return 0;
+    mfs_owed_item it = {j->key, j->manifest, j->over};
+    pthread_mutex_lock(&r->mu);
+    int room = (r->owed_n + 1) * MFS_OWED_RECORD_BYTES <= r->owed_max;
+    uint64_t n = r->owed_n;
+    pthread_mutex_unlock(&r->mu);
+    int rc = mfs_owed_put(r->c, &it, room);
+    if (rc >= 0) {
+        pthread_mutex_lock(&r->mu);
+        r->owed_n += (uint64_t)rc;
+        pthread_mutex_unlock(&r->mu);
+        return 1;
+    }
+    char name[80], d[256];
+    mfs_owed_name(&it, name, sizeof name);
+    int *flag = &r->logged_owed_err;
+    if (rc == -2) {
+        flag = &r->logged_owed_full;
+        snprintf(d, sizeof d, "the owed list is full (%" PRIu64 " records of %u B, "
+                 "remote_owed_max %" PRIu64 " B)", n, MFS_OWED_RECORD_BYTES, r->owed_max);
+    } else {
+        snprintf(d, sizeof d, "the owed list cannot be written (%s)", strerror(errno));
+    }
+    pthread_mutex_lock(&r->mu);
+    r->st.dropped++;
+    pthread_mutex_unlock(&r->mu);
+    STAT_ADD(r, owed_dropped, 1);
+    char what[128];
+    snprintf(what, sizeof what, "upload of %s dropped", name);
+    once(r, flag, what, d, "the server lacks it until a machine converts the model again "
+         "(remote_owed_dropped counts them; logged once)");
+    return 0;
+}
+
+/* An owed upload that came to res: its record goes when the object is on
+ * the server, or when there is nothing left to send. */
+static void owed_settle(mfs_remote *r, const job *j, int res, const char *why)
+{
+    if (res == UP_LATER || res == UP_NEVER) {
+        pthread_mutex_lock(&r->mu);
+        r->olen = 0; /* the pass ends: the next when the server answers */
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    if (!mfs_owed_done(r->c, &j->key, j->manifest))
+        return; /* sent by another process meanwhile */
+    pthread_mutex_lock(&r->mu);
+    r->owed_n -= r->owed_n > 0;
+    r->owed_progress = 1;
+    if (res == UP_GONE)
+        r->st.dropped++;
+    pthread_mutex_unlock(&r->mu);
+    if (res == UP_SENT) {
+        STAT_ADD(r, owed_sent, 1);
+        return;
+    }
+    STAT_ADD(r, owed_dropped, 1);
+    char name[80], what[128];
+    mfs_owed_name(&(mfs_owed_item){j->key, j->manifest, j->over}, name, sizeof name);
+    snprintf(what, sizeof what, "owed upload of %s dropped", name);
+    once(r, &r->logged_owed_gone, what, why,
+         "(remote_owed_dropped counts them; logged once)");
+}
+
+/* The next owed upload for the thread to send, if a pass is due and the
+ * uploads are not paused: 1 with *j.  Called with r->mu held; reads the
+ * list without it. */
+static int owed_next_locked(mfs_remote *r, job *j)
+{
+    if (r->onext >= r->olen) {
+        r->olen = r->onext = 0;
+        if (r->owed_progress) /* a batch sent: there may be more */
+            r->owed_due = 1;
+        r->owed_progress = 0;
+        if (!r->owed_due || !r->owed_n || r->read_only || mono_s() < r->up.until)
+            return 0;
+        r->owed_due = 0;
+        pthread_mutex_unlock(&r->mu);
+        uint64_t total = 0;
+        long n = mfs_owed_list(r->c, r->obatch, OWED_BATCH, &total);
+        pthread_mutex_lock(&r->mu);
+        if (n < 0)
+            return 0;
+        r->owed_n = total;
+        r->olen = (size_t)n;
+    }
+    if (r->onext >= r->olen)
+        return 0;
+    const mfs_owed_item *it = &r->obatch[r->onext++];
+    *j = (job){it->key, it->manifest, it->over, 1};
+    return 1;
+}
+
+/* Waits for work: an upload queued, a pass due, or (owed uploads waiting
+ * out a back-off) its end.  Called with r->mu held. */
+static void wait_locked(mfs_remote *r)
+{
+    int64_t now = mono_s();
+    if (r->owed_n && !r->read_only && now < r->up.until) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += r->up.until - now;
+        if (pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)
+            r->owed_due = 1; /* the back-off is over: try the server again */
+        return;
+    }
+    pthread_cond_wait(&r->cv, &r->mu);
 }
 
 static void *uploader(void *arg)
 {
     mfs_remote *r = arg;
     pthread_mutex_lock(&r->mu);
-    for (;;) {
-        while (!r->stop && r->qlen == 0)
-            pthread_cond_wait(&r->cv, &r->mu);
-        if (r->stop)
-            break;
-        job j = r->q[r->qhead];
-        r->qhead = (r->qhead + 1) % MFS_REMOTE_QUEUE_CAP;
-        r->qlen--;
+    while (!r->stop) {
+        job j;
+        if (r->qlen) {
+            j = r->q[r->qhead];
+            r->qhead = (r->qhead + 1) % MFS_REMOTE_QUEUE_CAP;
+            r->qlen--;
+        } else if (!owed_next_locked(r, &j)) {
+            if (!r->stop)
+                wait_locked(r);
+            continue;
+        }
         r->busy = 1;
         pthread_mutex_unlock(&r->mu);
-        int done = upload(r, &j);
+        char why[512];
+        int res = upload(r, &j, why, sizeof why);
+        if (j.owed)
+            owed_settle(r, &j, res, why);
+        else if (res == UP_LATER)
+            owe(r, &j);
         pthread_mutex_lock(&r->mu);
-        r->unsent += !done;
+        r->unsent += !j.owed && (res == UP_LATER || res == UP_NEVER);
+        if (!j.owed && res == UP_SENT && r->owed_n && !r->olen)
+            r->owed_due = 1; /* the server takes uploads again */
         r->busy = 0;
         pthread_cond_broadcast(&r->cv); /* a drain may be waiting */
     }
@@ -626,23 +812,42 @@ static void *uploader(void *arg)
     return NULL;
 }
 
-void mfs_remote_enqueue(mfs_remote *r, const mfs_cache_key *k, int manifest, int over)
+static void start_locked(mfs_remote *r)
+{
+    if (!r->started && !r->read_only)
+        r->started = pthread_create(&r->thread, NULL, uploader, r) == 0 ? 1 : -1;
+}
+
+void mfs_remote_start(mfs_remote *r)
 {
     if (!r)
         return;
     pthread_mutex_lock(&r->mu);
-    if (!r->started && !r->read_only)
-        r->started = pthread_create(&r->thread, NULL, uploader, r) == 0 ? 1 : -1;
+    if (r->owed_n)
+        start_locked(r);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void mfs_remote_enqueue(mfs_remote *r, const mfs_cache_key *k, int manifest, int over)
+{
+    if (!r)
+        return;
+    job j = {*k, manifest, over != 0, 0};
+    pthread_mutex_lock(&r->mu);
+    start_locked(r);
+    int full = 0;
     if (r->read_only || r->started != 1) {
         /* nothing */
     } else if (r->qlen == MFS_REMOTE_QUEUE_CAP) {
-        r->st.dropped++;
+        full = 1;
     } else {
-        r->q[(r->qhead + r->qlen) % MFS_REMOTE_QUEUE_CAP] = (job){*k, manifest, over != 0};
+        r->q[(r->qhead + r->qlen) % MFS_REMOTE_QUEUE_CAP] = j;
         r->qlen++;
         pthread_cond_broadcast(&r->cv);
     }
     pthread_mutex_unlock(&r->mu);
+    if (full) /* sent with the owed list, once the queue has room */
+        owe(r, &j);
 }
 
 void mfs_remote_drain(mfs_remote *r, unsigned timeout_s)
@@ -658,6 +863,7 @@ void mfs_remote_drain(mfs_remote *r, unsigned timeout_s)
             break;
     }
     unsigned long left = r->qlen + (unsigned)r->busy, unsent = r->unsent + left;
+    uint64_t owed = r->owed_n;
     r->reported = 1;
     pthread_mutex_unlock(&r->mu);
     if (left)
@@ -666,6 +872,10 @@ void mfs_remote_drain(mfs_remote *r, unsigned timeout_s)
     else if (unsent)
         rlog(r, "remote cache: %s: %lu uploads not sent (the errors above); the server lacks "
              "those objects", r->name, unsent);
+    if (unsent && owed && !r->no_owed)
+        rlog(r, "remote cache: %s: %" PRIu64 " uploads owed in %s/" MFS_OWED_DIR
+             "; `meshfs-cache --cache-dir %s push --remote URL` sends them", r->name, owed,
+             mfs_cache_dir(r->c), mfs_cache_dir(r->c));
 }
 
 void mfs_remote_get_stats(mfs_remote *r, mfs_remote_stats *out)
@@ -673,7 +883,43 @@ void mfs_remote_get_stats(mfs_remote *r, mfs_remote_stats *out)
     pthread_mutex_lock(&r->mu);
     *out = r->st;
     out->queue = r->qlen + (unsigned)r->busy; /* waiting, plus the one in flight */
+    out->owed = r->owed_n;
     pthread_mutex_unlock(&r->mu);
+}
+
+int mfs_remote_push(mfs_remote *r, mfs_remote_push_fn fn, void *ctx, mfs_remote_push_result *res,
+                    mfs_err *err)
+{
+    memset(res, 0, sizeof *res);
+    uint64_t total = 0;
+    mfs_owed_item *all = NULL;
+    long n = mfs_owed_list(r->c, NULL, 0, &total);
+    if (n >= 0 && total) { /* a few more than counted: records made meanwhile wait */
+        all = malloc((size_t)(total + 16) * sizeof *all);
+        n = all ? mfs_owed_list(r->c, all, (size_t)total + 16, NULL) : -1;
+    }
+    if (n < 0) {
+        free(all);
+        return mfs_errf(err, "%s/%s: %s", mfs_cache_dir(r->c), MFS_OWED_DIR, strerror(errno));
+    }
+    for (long i = 0; i < n; i++) {
+        job j = {all[i].key, all[i].manifest, all[i].over, 1};
+        char why[512], name[80];
+        mfs_owed_name(&all[i], name, sizeof name);
+        int up = upload(r, &j, why, sizeof why);
+        if ((up == UP_SENT || up == UP_GONE) && mfs_owed_done(r->c, &j.key, j.manifest)) {
+            STAT_ADD(r, owed_sent, up == UP_SENT);
+            STAT_ADD(r, owed_dropped, up == UP_GONE);
+        }
+        res->sent += up == UP_SENT;
+        res->dropped += up == UP_GONE;
+        res->not_sent += up == UP_LATER || up == UP_NEVER;
+        fn(ctx, name, up == UP_SENT ? MFS_PUSH_SENT : up == UP_GONE ? MFS_PUSH_DROPPED
+                                                                     : MFS_PUSH_NOT_SENT,
+           up == UP_SENT ? NULL : why);
+    }
+    free(all);
+    return 0;
 }
 
 /* ---- setup ---- */
@@ -708,6 +954,11 @@ mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err 
     r->data_timeout_s = cfg->data_timeout_s ? cfg->data_timeout_s : MFS_REMOTE_DATA_TIMEOUT_S_DEFAULT;
     r->view_max = cfg->view_max;
     r->read_only = cfg->read_only;
+    r->owed_max = cfg->owed_max ? cfg->owed_max : MFS_REMOTE_OWED_MAX_DEFAULT;
+    r->no_owed = cfg->no_owed;
+    if (!r->no_owed && mfs_owed_list(cache, NULL, 0, &r->owed_n) < 0)
+        r->owed_n = 0; /* unreadable: found again by the next pass */
+    r->owed_due = r->owed_n > 0; /* sent from the thread's start */
     r->rd = (backoff){.name = "reads", .other = "uploads"};
     r->up = (backoff){.name = "uploads", .other = "reads"};
     r->log = cfg->log;
@@ -746,12 +997,18 @@ void mfs_remote_free(mfs_remote *r)
     r->stop = 1;
     pthread_cond_signal(&r->cv);
     int started = r->started == 1;
-    size_t dropped = r->reported ? 0 : r->qlen;
     pthread_mutex_unlock(&r->mu);
-    if (dropped)
-        rlog(r, "remote cache: %s: %zu queued uploads not sent at exit", r->name, dropped);
     if (started)
         pthread_join(r->thread, NULL);
+    /* what the queue still holds is owed: the next mount, or a push,
+     * sends it */
+    size_t left = r->qlen, owed = 0;
+    for (; r->qlen; r->qlen--, r->qhead = (r->qhead + 1) % MFS_REMOTE_QUEUE_CAP)
+        owed += (size_t)owe(r, &r->q[r->qhead]);
+    if (left && !r->reported)
+        rlog(r, "remote cache: %s: %zu queued uploads not sent at exit%s", r->name, left,
+             owed == left ? ": owed (the next mount or meshfs-cache push sends them)"
+             : owed ? ": some owed, the rest dropped (said above)" : "");
     curl_share_cleanup(r->share);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_destroy(&r->share_mu[i]);
