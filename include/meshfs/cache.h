@@ -290,6 +290,9 @@ typedef struct mfs_cache_manifest {
     uint32_t ndeps;
     mfs_cache_view *views;
     uint32_t nviews;
+    /* the wall time of the conversion that stored it, ms (0: unknown):
+     * the remote tier's slow-server rule (meshfs/remote_pace.h) */
+    uint64_t convert_ms;
 } mfs_cache_manifest;
 
 /* Stores m as the model's entry under mk, embedding each view that has
