@@ -155,6 +155,7 @@ typedef struct mfs_cache_stats {
     /* the remote tier (remote.h), persisted the same way */
     uint64_t remote_hits, remote_misses, remote_errors, remote_bytes_down, remote_bytes_up;
     uint64_t remote_owed_sent, remote_owed_dropped; /* the owed list (remote.h) */
+    uint64_t remote_slow; /* models converted, the server slower (remote_pace.h) */
     /* the stat index's memory (docs/scale.md): records held now (at most
      * the cap plus one shard), shards read whole from disk, shards dropped
      * to keep to the cap.  This handle's only; not in the stats file. */

@@ -56,6 +56,8 @@ typedef struct mfs_remote_stats {
      * owed uploads sent later, and uploads neither sent nor kept owed (the
      * list's bound, an entry evicted before it was sent): `dropped` too */
     uint64_t owed, owed_sent, owed_dropped;
+    uint64_t slow; /* models converted rather than fetched: the server slower
+                      than their last conversion (mfs_remote_slower) */
 } mfs_remote_stats;
 
 typedef struct mfs_remote mfs_remote;
@@ -82,6 +84,13 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest);
 void mfs_remote_enqueue(mfs_remote *r, const mfs_cache_key *k, int manifest, int over);
 
 void mfs_remote_get_stats(mfs_remote *r, mfs_remote_stats *out);
+
+/* Whether to convert a model rather than fetch `bytes` of its views, its
+ * last conversion having taken convert_ms (0: unknown), at the server's
+ * throughput measured from this client's downloads (meshfs/remote_pace.h).
+ * 1: convert (counted in `slow`); 0: fetch.  Slower at all is said once in
+ * the log, naming the server, the model (what) and the figures. */
+int mfs_remote_slower(mfs_remote *r, const char *what, uint64_t bytes, uint64_t convert_ms);
 
 /* A batch run's end: waits until every queued upload is done, at most
  * timeout_s, and says in the log how many were not sent and are owed.

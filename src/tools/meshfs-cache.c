@@ -219,8 +219,8 @@ static int cmd_stats(tool *t, int argc, char **argv)
                tot.remote_hits, tot.remote_misses, tot.remote_errors, tot.remote_bytes_down,
                tot.remote_bytes_up);
         printf(",\"remote_owed\":%" PRIu64 ",\"remote_owed_sent\":%" PRIu64
-               ",\"remote_owed_dropped\":%" PRIu64, owed, tot.remote_owed_sent,
-               tot.remote_owed_dropped);
+               ",\"remote_owed_dropped\":%" PRIu64 ",\"remote_slow\":%" PRIu64, owed,
+               tot.remote_owed_sent, tot.remote_owed_dropped, tot.remote_slow);
         if (tot.updated)
             printf(",\"updated\":%" PRId64 "}\n", tot.updated);
         else
@@ -269,9 +269,11 @@ static int cmd_stats(tool *t, int argc, char **argv)
                    "remote bytes up    %" PRIu64 "\n"
                    "remote owed        %" PRIu64 " (meshfs-cache push sends them)\n"
                    "remote owed sent   %" PRIu64 "\n"
-                   "remote owed dropped %" PRIu64 "\n",
+                   "remote owed dropped %" PRIu64 "\n"
+                   "remote slow        %" PRIu64 " (models converted: the server slower)\n",
                    tot.remote_hits, tot.remote_misses, tot.remote_errors, tot.remote_bytes_down,
-                   tot.remote_bytes_up, owed, tot.remote_owed_sent, tot.remote_owed_dropped);
+                   tot.remote_bytes_up, owed, tot.remote_owed_sent, tot.remote_owed_dropped,
+                   tot.remote_slow);
         printf("counters updated   %s\n", when);
     }
     mfs_cache_close(c);

@@ -277,5 +277,81 @@ class RemoteOwedTest(unittest.TestCase):
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("push: unexpected argument 'extra'", p.stderr)
 
+class RemoteSlowerThanConvertingTest(unittest.TestCase):
+    """Issue 35 item 7: a server slower than converting is noticed.  Machine
+    A converts and uploads through nginx at full speed; machine B reads the
+    same objects through a location of the same server throttled with
+    limit_rate.  Its first model is fetched (no throughput known yet), and
+    measured; the rest would take far longer to fetch than their recorded
+    conversion took, so B converts them, says so once and counts them, and
+    its views are A's bytes."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(NGINX):
+            raise unittest.SkipTest("nginx is not installed (scripts/setup installs nginx-light)")
+        cls.td = tempdir()
+        cls.base = cls.td.name
+        cls.nginx = Nginx(os.path.join(cls.base, "nginx"))
+        conf = os.path.join(cls.nginx.base, "nginx.conf")
+        with open(conf) as f:
+            text = f.read()
+        text = text.replace("        location / {", f"""        location /throttled/ {{
+            alias {cls.nginx.root}/fast/;
+            limit_rate 1m;
+        }}
+        location / {{""", 1)
+        with open(conf, "w") as f:
+            f.write(text)
+        restart(cls.nginx)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.nginx.stop()
+        cls.td.cleanup()
+
+    def tree(self, name, models):
+        """One grid a folder, so reading one model's views makes no other
+        folder's listing, and no prefetch, convert or fetch the next."""
+        src = os.path.join(self.base, name, "src")
+        for i in range(models):
+            os.makedirs(os.path.join(src, f"m{i}"))
+            write_grid(os.path.join(src, f"m{i}", "grid.obj"), 100 + i)
+        return src
+
+    def test_throttled_server_converted_instead(self):
+        models = 4
+        a = Mount(self.tree("slow-a", models), os.path.join(self.base, "slow-a", "mnt"),
+                  os.path.join(self.base, "slow-a", "cache"), "remote=" + self.nginx.url("fast"), PATIENT)
+        with a:
+            views_a = read_views(a.mnt)
+            wait_for(a, "uploads", lambda s: s["remote_queue"] == 0 and s["remote_uploads"] > 0)
+        self.assertEqual(len(objects(self.nginx.root, "fast", "manifest")), models)
+        url = self.nginx.url("throttled")
+        b = Mount(self.tree("slow-b", models), os.path.join(self.base, "slow-b", "mnt"),
+                  os.path.join(self.base, "slow-b", "cache"), "remote=" + url, PATIENT,
+                  "remote_data_timeout_s=300")
+        with b:
+            views_b = {}
+            for i in range(models):  # one model at a time, in order
+                part = read_views(os.path.join(b.mnt, f"m{i}"))
+                views_b.update({f"m{i}/" + k: v for k, v in part.items()})
+            st = b.stats()
+            log = b.output()
+        self.assertEqual(views_b, views_a)
+        # the first model fetched, whole: its views measured the server
+        self.assertGreaterEqual(st["remote_hits"], models)  # every manifest, and m0's views
+        self.assertGreater(st["remote_bytes_down"], 1 << 20)
+        self.assertIn(st["remote_slow"], (models - 1, models), log)
+        self.assertEqual(st["conversions"], st["remote_slow"], log)
+        lines = re.findall(rf"remote cache: {re.escape(url)}: slower than converting: m\d/grid.obj: "
+                           r"[0-9.]+ MB of views at the measured [0-9.]+ MB/s take about [0-9.]+ s to "
+                           r"fetch, its last conversion took [0-9.]+ s; converting such models instead "
+                           r"while the server is this slow \(remote_slow counts them; logged once\)", log)
+        self.assertEqual(len(lines), 1, log)
+        p, js = cache_json(b.cache, "stats")
+        self.assertEqual(js["remote_slow"], st["remote_slow"], p.stdout)
+
+
 if __name__ == "__main__":
     run_tests()
