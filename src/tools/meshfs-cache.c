@@ -480,7 +480,7 @@ static int cmd_warm(tool *t, int argc, char **argv)
                     !strcmp(a, "-j") || !strcmp(a, "--importer") || !strcmp(a, "--vrt-layout") ||
                     !strcmp(a, "--remote") || !strcmp(a, "--remote-timeout-ms") ||
                     !strcmp(a, "--remote-data-timeout-s") || !strcmp(a, "--remote-token-file") ||
-                    !strcmp(a, "--shard");
+                    !strcmp(a, "--remote-owed-max") || !strcmp(a, "--shard");
         if (takes && !v)
             return usage_error("warm: %s: missing value", a);
         if (!strcmp(a, "--formats") || !strcmp(a, "-f")) {
@@ -510,6 +510,9 @@ static int cmd_warm(tool *t, int argc, char **argv)
                 return usage_error("warm: %s", err.msg);
         } else if (!strcmp(a, "--remote-read-only")) {
             rcfg.read_only = 1;
+        } else if (!strcmp(a, "--remote-owed-max")) {
+            if (mfs_optv_size("--remote-owed-max", v, 1, UINT64_MAX, &rcfg.owed_max, &err) < 0)
+                return usage_error("warm: %s", err.msg);
         } else if (!strcmp(a, "--remote-token-file")) {
             free(token);
             token = NULL;
@@ -545,7 +548,8 @@ static int cmd_warm(tool *t, int argc, char **argv)
         return usage_error("warm: SRC %s: %s", src, strerror(errno));
     if (!S_ISDIR(sst.st_mode))
         return usage_error("warm: SRC %s: not a folder (warm takes the folder a mount shows)", src);
-    if (!rcfg.url && (rcfg.timeout_ms || rcfg.data_timeout_s || rcfg.read_only || rcfg.token))
+    if (!rcfg.url &&
+        (rcfg.timeout_ms || rcfg.data_timeout_s || rcfg.read_only || rcfg.token || rcfg.owed_max))
         return usage_error("warm: %s", "--remote-*: given without --remote URL");
     rcfg.log = remote_log;
     cfg.remote = rcfg.url ? &rcfg : NULL;
@@ -656,7 +660,7 @@ static void usage(FILE *f)
           "  --remote URL       fetch from a shared HTTP cache before converting, upload\n"
           "                     what was converted (docs/cache.md, \"Remote tier\"); with\n"
           "  --remote-timeout-ms MS --remote-data-timeout-s S --remote-read-only\n"
-          "  --remote-token-file FILE\n"
+          "  --remote-token-file FILE --remote-owed-max SIZE\n"
           "  --shard K/N         only the models in shard K of N (K from 1 to N): those whose\n"
           "                      path relative to SRC has XXH3-64 mod N = K-1, so N runs (a CI\n"
           "                      matrix, a Slurm array, an indexed Job) warm SRC once between\n"

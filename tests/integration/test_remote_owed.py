@@ -257,6 +257,17 @@ class RemoteOwedTest(unittest.TestCase):
             r"them; logged once\)", log)), 1, log)
         _, js = cache_json(cache, "stats")
         self.assertEqual((js["remote_owed"], js["remote_owed_dropped"]), (2, total - 2))
+        # a batch run's bound: --remote-owed-max
+        cache = os.path.join(self.base, "bound-batch", "cache")
+        p = run([tool("meshfs-convert"), "-q", "--cache-dir", cache, "--remote", url,
+                 "--remote-owed-max", "4K", *PATIENT_ARGS, "-o", os.path.join(self.base, "bound-batch", "out"),
+                 self.tree("bound-batch")], timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(owed_files(cache)), 1)
+        self.assertEqual(p.stderr.count("dropped: the owed list is full (1 records of 4096 B, "
+                                        "remote_owed_max 4096 B)"), 1, p.stderr)
+        _, js = cache_json(cache, "stats")
+        self.assertEqual((js["remote_owed"], js["remote_owed_dropped"]), (1, total - 1))
 
     def test_bad_option_values_exit_2(self):
         src, mnt = os.path.join(self.base, "opt-src"), os.path.join(self.base, "opt-mnt")
@@ -281,6 +292,15 @@ class RemoteOwedTest(unittest.TestCase):
         p = run([tool("meshfs-cache"), "--cache-dir", cache, "push", "--remote", "http://x/y", "extra"])
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("push: unexpected argument 'extra'", p.stderr)
+        for args in (["meshfs-convert", "-o", os.path.join(self.base, "opt-out")],
+                     ["meshfs-cache", "--cache-dir", cache, "warm"]):
+            p = run([tool(args[0])] + args[1:] + ["--remote", "http://127.0.0.1:9/x",
+                                                  "--remote-owed-max", "lots", src])
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("--remote-owed-max", p.stderr)
+            p = run([tool(args[0])] + args[1:] + ["--remote-owed-max", "1M", src])
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("--remote-*: given without --remote URL", p.stderr)
 
 class RemoteSlowerThanConvertingTest(unittest.TestCase):
     """Issue 35 item 7: a server slower than converting is noticed.  Machine
