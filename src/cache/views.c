@@ -120,6 +120,21 @@ static int remote_views(const mfs_views *v, const model *m, const mfs_cache_mani
 {
     int got = 0;
     unsigned miss = mfs_memo_missing_formats(v, m);
+    /* a server slower than the model's last conversion: convert instead
+     * (issue 35 item 7; the sizes the manifest records, the time it took) */
+    uint64_t bytes = 0;
+    for (int f = 0; f < MFS_FMT_COUNT; f++) {
+        mfs_cache_key k;
+        mfs_err e;
+        mfs_err_clear(&e);
+        const mfs_cache_view *w;
+        if ((miss & (1u << f)) &&
+            mfs_views_key(v, man->deps, man->ndeps, f, fmi_model, &k, &e) == 0 &&
+            (w = mfs_memo_recorded_view(man, &k, 1)))
+            bytes += w->length;
+    }
+    if (mfs_remote_slower(v->h.remote, m->path, bytes, man->convert_ms))
+        return 0;
     for (int f = 0; f < MFS_FMT_COUNT; f++) {
         if (!(miss & (1u << f)))
             continue;

@@ -44,6 +44,7 @@ typedef struct mfs_fs_config {
     const char *remote;
     unsigned remote_timeout_ms, remote_data_timeout_s;
     int remote_read_only;
+    uint64_t remote_owed_max; /* -o remote_owed_max: the owed list's bound */
     char *remote_token;     /* from remote_token_file: never logged or shown */
 } mfs_fs_config;
 

@@ -655,13 +655,17 @@ static int remote_text(mfs_fs *fs, char *buf, size_t n)
                     " remote_hits=%llu remote_misses=%llu remote_errors=%llu "
                     "remote_bytes_down=%llu remote_bytes_up=%llu remote_uploads=%llu "
                     "remote_queue=%llu remote_dropped=%llu "
-                    "remote_read_backoffs=%llu remote_upload_backoffs=%llu remote_repaired=%llu",
+                    "remote_read_backoffs=%llu remote_upload_backoffs=%llu remote_repaired=%llu "
+                    "remote_owed=%llu remote_owed_sent=%llu remote_owed_dropped=%llu "
+                    "remote_slow=%llu",
                     (unsigned long long)rs.hits, (unsigned long long)rs.misses,
                     (unsigned long long)rs.errors, (unsigned long long)rs.bytes_down,
                     (unsigned long long)rs.bytes_up, (unsigned long long)rs.uploads,
                     (unsigned long long)rs.queue, (unsigned long long)rs.dropped,
                     (unsigned long long)rs.read_backoffs, (unsigned long long)rs.upload_backoffs,
-                    (unsigned long long)rs.repaired);
+                    (unsigned long long)rs.repaired, (unsigned long long)rs.owed,
+                    (unsigned long long)rs.owed_sent, (unsigned long long)rs.owed_dropped,
+                    (unsigned long long)rs.slow);
 }
 
 static int stats_text(mfs_fs *fs, char *buf, size_t n)
