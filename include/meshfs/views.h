@@ -109,7 +109,7 @@ typedef struct mfs_view_perm {
     uint32_t ndirs;
 } mfs_view_perm;
 
-/* (src/cache/viewperm.c, docs/security.md S1) perm (read bits of a view
+/* (src/resolve/viewperm.c, docs/security.md S1) perm (read bits of a view
  * owned by vuid:vgid) narrowed so that no user it lets read the view is one
  * who could not read an input owned by fuid:fgid with mode fmode (search: a
  * folder, whose x bits count).  Only bits every input grants survive; where

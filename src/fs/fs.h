@@ -91,7 +91,7 @@ typedef struct mfs_leasewait mfs_leasewait;
  *
  *   0. a folder's package lock (lgepkg.c: one stripe per folder), held
  *      while the package is assembled, so across its models' resolutions.
- *   1. a model's lock (src/cache/views.c: one per model, held across its whole
+ *   1. a model's lock (src/resolve/views.c: one per model, held across its whole
  *      resolution, conversion included: the single flight).  Never two
  *      models' at once; listings only try it (trylock) and never wait.
  *   2. job_lock (convert.c: the job slots), held only to count a slot, never
