@@ -35,6 +35,8 @@ typedef struct mfs_remote_cfg {
     uint64_t view_max;        /* the output cap (mfs_limits.output); 0: none */
     int read_only;
     const char *token;        /* bearer token or NULL; copied */
+    unsigned convert_timeout_s; /* the host's convert_timeout (0: 60): bounds a
+                                   lease's wait (remote_lease.h) */
     void (*log)(void *ctx, const char *msg);
     void *log_ctx;
 } mfs_remote_cfg;

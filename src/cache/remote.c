@@ -25,6 +25,7 @@
 
 #include "cache_int.h"
 #include "meshfs/remote.h"
+#include "remote_lease.h"
 #include "remote_xfer.h"
 
 #define BACKOFF_MIN_S 30
@@ -70,6 +71,7 @@ struct mfs_remote {
                     the daemon detaches (fuse_daemonize forks) */
     pthread_t thread;
     backoff rd, up;
+    mfs_lease *lease; /* remote_lease.c: NULL when read-only */
     int logged_bad, logged_repair, logged_ro, logged_down, logged_get, logged_big, logged_huge, logged_room;
     mfs_remote_stats st;
 };
@@ -617,6 +619,7 @@ static void *uploader(void *arg)
         r->busy = 1;
         pthread_mutex_unlock(&r->mu);
         int done = upload(r, &j);
+        mfs_lease_uploaded(r->lease, &j.key, j.manifest); /* sent or not */
         pthread_mutex_lock(&r->mu);
         r->unsent += !done;
         r->busy = 0;
@@ -727,6 +730,10 @@ mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err 
     curl_share_setopt(r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
     curl_share_setopt(r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     curl_share_setopt(r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    if (!r->read_only) /* NULL (out of memory): no leases */
+        r->lease = mfs_lease_new(&(mfs_lease_cfg){r, r->url, r->name, r->auth, r->timeout_ms,
+                                                  r->data_timeout_s, cfg->convert_timeout_s,
+                                                  r->share, r->log, r->log_ctx});
     return r;
 fail:
     if (r->share)
@@ -752,6 +759,7 @@ void mfs_remote_free(mfs_remote *r)
         rlog(r, "remote cache: %s: %zu queued uploads not sent at exit", r->name, dropped);
     if (started)
         pthread_join(r->thread, NULL);
+    mfs_lease_free(r->lease);
     curl_share_cleanup(r->share);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_destroy(&r->share_mu[i]);
@@ -764,4 +772,20 @@ void mfs_remote_free(mfs_remote *r)
     free(r->url);
     free(r->name);
     free(r);
+}
+
+/* ---- for the leases (remote_lease.h) ---- */
+
+mfs_lease *mfs_remote_lease_set(mfs_remote *r)
+{
+    return r->lease;
+}
+
+int mfs_remote_leasable(mfs_remote *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int64_t now = mono_s();
+    int ok = !r->read_only && now >= r->rd.until && now >= r->up.until;
+    pthread_mutex_unlock(&r->mu);
+    return ok;
 }
