@@ -7,10 +7,11 @@
  * write, Depth 0, Timeout: Second-<bound>) on
  * <url>/v<container version>/lease/<the manifest key's 32 hex>, and an
  * UNLOCK with its Lock-Token once the manifest's upload is done (or at
- * once when there is nothing to upload).  The lease folder is made on the
- * session's first lease by a PUT of <url>/v<N>/lease/README: nginx's
- * dav_ext answers a LOCK in a folder that does not exist with 409, and
- * keeps that lock anyway until it times out.
+ * once when there is nothing to upload).  nginx's dav_ext answers a LOCK
+ * in a folder that does not exist with 409, and keeps that lock anyway
+ * until it times out: that model is converted without a lease (whoever
+ * else asks waits for its upload), and the folder is made, once a
+ * session, by a PUT of <url>/v<N>/lease/README.
  *
  * A machine that finds the model leased (423 Locked) does not convert: it
  * polls the manifest with HEAD, 100 ms doubling to 1 s, and between polls

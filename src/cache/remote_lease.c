@@ -43,7 +43,7 @@ struct mfs_lease {
     pthread_mutex_t mu; /* everything below */
     held *held;
     size_t nheld;
-    int folder;       /* the lease folder is made (this session) */
+    int folder;       /* the lease folder was made, or tried (this session) */
     int off;          /* the server takes no LOCK: no more asking */
     int logged_off, logged_err, logged_short, logged_token;
     mfs_remote_lease_stats st;
@@ -251,15 +251,20 @@ static void lease_error(mfs_lease *l, const char *what, const char *detail)
 
 /* ---- the lease folder, a lease, its end ---- */
 
-/* The lease folder exists after a PUT of a file in it (create_full_put_path
- * makes it); without, dav_ext answers LOCK with 409 and keeps the lock. */
-static int make_folder(mfs_lease *l)
+/* A LOCK in a folder that does not exist: nginx's dav_ext answers 409 and
+ * keeps the lock anyway until it times out, so this model goes without a
+ * lease (the others that ask for it wait for what this machine uploads);
+ * the folder is made for the next ones by a PUT of a file in it
+ * (create_full_put_path).  Once a session: a folder that cannot be made
+ * is not tried for again. */
+static void make_folder(mfs_lease *l)
 {
     pthread_mutex_lock(&l->mu);
-    int done = l->folder;
+    int tried = l->folder;
+    l->folder = 1;
     pthread_mutex_unlock(&l->mu);
-    if (done)
-        return 0;
+    if (tried)
+        return;
     char url[4200];
     snprintf(url, sizeof url, "%s/v%d/lease/README", l->cfg.url, MFS_CACHE_VERSION);
     answer a;
@@ -272,13 +277,8 @@ static int make_folder(mfs_lease *l)
     if (code < 200 || code >= 300) {
         char d[160];
         what_failed(cc, code, &a, d, sizeof d);
-        lease_error(l, "PUT of the lease folder's README", d);
-        return -1;
+        lease_error(l, "LOCK: HTTP 409 (no lease folder), and its PUT", d);
     }
-    pthread_mutex_lock(&l->mu);
-    l->folder = 1;
-    pthread_mutex_unlock(&l->mu);
-    return 0;
 }
 
 /* The server's lock timeout in a LOCK answer's body (<D:timeout>Second-N),
@@ -351,12 +351,14 @@ static int lock_once(mfs_lease *l, const mfs_cache_key *mk, char *tok)
                     "starting together may convert a model each (docs/remote-cache.md, "
                     "\"Leases\")", l->cfg.name, code,
                  code == 405 || code == 501 ? "the server takes no LOCK (nginx: dav_ext)"
-                                            : "the token may not lock");
+                                            : "LOCK refused");
+        return LOCK_NONE;
+    }
+    if (code == 409) {
+        make_folder(l);
         return LOCK_NONE;
     }
     what_failed(cc, code, &a, d, sizeof d);
-    if (code == 409)
-        snprintf(d, sizeof d, "HTTP 409, the lease folder is missing");
     lease_error(l, "LOCK", d);
     return LOCK_NONE;
 }
@@ -458,7 +460,7 @@ mfs_lease_outcome mfs_remote_lease(mfs_remote *r, const mfs_cache_key *mk)
     pthread_mutex_lock(&l->mu);
     int off = l->off;
     pthread_mutex_unlock(&l->mu);
-    if (off || make_folder(l) < 0)
+    if (off)
         return MFS_LEASE_NONE;
     char tok[TOKEN_MAX + 1] = "";
     int got = lock_once(l, mk, tok);
