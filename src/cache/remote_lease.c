@@ -446,17 +446,14 @@ static mfs_lease_outcome got_it(mfs_lease *l, const mfs_cache_key *mk, const cha
     if (keep(l, mk, tok) < 0)
         return MFS_LEASE_NONE;
     if (manifest_there(l, mk) == 1) {
-        mfs_remote_lease_end(l->cfg.r, mk, 0);
+        mfs_lease_end(l, mk, 0);
         return MFS_LEASE_ARRIVED;
     }
     return MFS_LEASE_HELD;
 }
 
-mfs_lease_outcome mfs_remote_lease(mfs_remote *r, const mfs_cache_key *mk)
+mfs_lease_outcome mfs_lease_take(mfs_lease *l, const mfs_cache_key *mk)
 {
-    mfs_lease *l = r ? mfs_remote_lease_set(r) : NULL;
-    if (!l || !mfs_remote_leasable(r))
-        return MFS_LEASE_NONE;
     pthread_mutex_lock(&l->mu);
     int off = l->off;
     pthread_mutex_unlock(&l->mu);
@@ -496,9 +493,8 @@ mfs_lease_outcome mfs_remote_lease(mfs_remote *r, const mfs_cache_key *mk)
     return MFS_LEASE_NONE;
 }
 
-void mfs_remote_lease_end(mfs_remote *r, const mfs_cache_key *mk, int after_upload)
+void mfs_lease_end(mfs_lease *l, const mfs_cache_key *mk, int after_upload)
 {
-    mfs_lease *l = r ? mfs_remote_lease_set(r) : NULL;
     if (!l)
         return;
     if (after_upload) {
@@ -525,9 +521,8 @@ void mfs_lease_uploaded(mfs_lease *l, const mfs_cache_key *key, int manifest)
     free(h);
 }
 
-void mfs_remote_lease_get_stats(mfs_remote *r, mfs_remote_lease_stats *out)
+void mfs_lease_get_stats(mfs_lease *l, mfs_remote_lease_stats *out)
 {
-    mfs_lease *l = r ? mfs_remote_lease_set(r) : NULL;
     memset(out, 0, sizeof *out);
     if (!l)
         return;

@@ -1,6 +1,7 @@
-/* The glue between the remote tier (remote.c) and its leases
- * (remote_lease.c; contract in include/meshfs/remote_lease.h).  The
- * client owns one mfs_lease, made with it and freed with it. */
+/* The leases of one remote client (remote_lease.c; contract in
+ * include/meshfs/remote_lease.h).  The client (remote.c) owns one
+ * mfs_lease, made and freed with it; the lease set never calls back into
+ * the client. */
 #ifndef MESHFS_CACHE_REMOTE_LEASE_H
 #define MESHFS_CACHE_REMOTE_LEASE_H
 
@@ -11,7 +12,6 @@
 typedef struct mfs_lease mfs_lease;
 
 typedef struct mfs_lease_cfg {
-    mfs_remote *r;           /* the client, for mfs_remote_leasable */
     const char *url, *name;  /* the client's: outlive the leases */
     const char *auth;        /* "Authorization: ..." or NULL */
     unsigned timeout_ms, data_timeout_s;
@@ -28,10 +28,11 @@ void mfs_lease_free(mfs_lease *l);
 /* The upload thread is done with the object (key, manifest), sent or not. */
 void mfs_lease_uploaded(mfs_lease *l, const mfs_cache_key *key, int manifest);
 
-/* remote.c: the client's lease set (may be NULL), and whether a lease is
- * worth asking for now: uploads allowed this session, and neither
- * direction backing off (a lease promises an upload). */
-mfs_lease *mfs_remote_lease_set(mfs_remote *r);
-int mfs_remote_leasable(mfs_remote *r);
+/* What mfs_remote_lease, mfs_remote_lease_end and
+ * mfs_remote_lease_get_stats do (remote.c holds the client's set and
+ * asks only when the client may upload now); l may be NULL but in take. */
+mfs_lease_outcome mfs_lease_take(mfs_lease *l, const mfs_cache_key *mk);
+void mfs_lease_end(mfs_lease *l, const mfs_cache_key *mk, int after_upload);
+void mfs_lease_get_stats(mfs_lease *l, mfs_remote_lease_stats *out);
 
 #endif
