@@ -16,7 +16,7 @@ import time
 from nginx import NGINX, free_port
 
 MODULE = "/usr/lib/nginx/modules/ngx_http_dav_ext_module.so"
-SHORT_S = 10
+SHORT_S = 15
 
 
 def available():
