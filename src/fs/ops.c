@@ -870,7 +870,7 @@ static int op_getxattr(const char *path, const char *name, char *value, size_t s
     const char *r = mfs_ops_rel(path);
     if (!r)
         return -errno;
-    char text[MFS_ERR_MAX + 4096];
+    char text[MFS_ERR_MAX + 8192];
     if (!strcmp(r, ".") && !strcmp(name, XATTR_STATS))
         return reply_xattr(text, stats_text(fs, text, sizeof text), value, size);
     if (!strcmp(name, XATTR_EXPLAIN) || !strcmp(name, XATTR_EXPLAIN_JSON))
