@@ -20,8 +20,45 @@ def free_port():
     return port
 
 
-class Nginx:
-    """nginx with its own config, in the foreground as a child."""
+class Server:
+    """An nginx of a config of its own (base/nginx.conf), in the foreground
+    as a child, on self.port: started, stopped, started again."""
+
+    def start(self):
+        self.proc = subprocess.Popen([NGINX, "-p", self.base, "-e", self.base + "/error.log",
+                                      "-c", os.path.join(self.base, "nginx.conf")],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        deadline = time.time() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    raise AssertionError("nginx did not start: " +
+                                         open(self.base + "/error.log").read())
+                time.sleep(0.05)
+
+    def restart(self):
+        """Stopped, then started again on its port with its config and root."""
+        self.stop()
+        self.start()
+
+    def url(self, prefix):
+        return f"http://127.0.0.1:{self.port}/{prefix}"
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Nginx(Server):
+    """The plain WebDAV server (no LOCK)."""
 
     def __init__(self, base):
         self.base = base
@@ -74,27 +111,4 @@ http {{
     }}
 }}
 """)
-        self.proc = subprocess.Popen([NGINX, "-p", base, "-e", base + "/error.log", "-c", conf],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        deadline = time.time() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.time() > deadline:
-                    raise AssertionError("nginx did not start: " +
-                                         open(base + "/error.log").read())
-                time.sleep(0.05)
-
-    def url(self, prefix):
-        return f"http://127.0.0.1:{self.port}/{prefix}"
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        self.start()

@@ -9,11 +9,8 @@ ends a dead holder's lease), /nolock/ (dav_methods PUT without dav_ext:
 LOCK is 405).  The configuration is the one docs/remote-cache.md gives,
 without the tokens."""
 import os
-import socket
-import subprocess
-import time
 
-from nginx import NGINX, free_port
+from nginx import NGINX, Server, free_port
 
 MODULE = "/usr/lib/nginx/modules/ngx_http_dav_ext_module.so"
 SHORT_S = 15
@@ -28,7 +25,7 @@ def available():
     return None
 
 
-class LockNginx:
+class LockNginx(Server):
     def __init__(self, base):
         self.base = base
         self.root = os.path.join(base, "root")
@@ -77,21 +74,7 @@ http {{
     }}
 }}
 """)
-        self.proc = subprocess.Popen([NGINX, "-p", base, "-e", base + "/error.log", "-c", conf],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        deadline = time.time() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.time() > deadline:
-                    raise AssertionError("nginx did not start: " +
-                                         open(base + "/error.log").read())
-                time.sleep(0.05)
-
-    def url(self, prefix):
-        return f"http://127.0.0.1:{self.port}/{prefix}"
+        self.start()
 
     def requests(self, prefix):
         """(method, uri, status) of every request under /prefix/ so far."""
@@ -102,12 +85,3 @@ http {{
                 if len(p) == 3 and p[1].startswith(f"/{prefix}/"):
                     out.append((p[0], p[1], int(p[2])))
         return out
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()

@@ -18,24 +18,6 @@ from nginx import NGINX, Nginx
 from test_remote import PATIENT, PATIENT_ARGS, copy_props, objects, read_views, write_grid
 
 
-def restart(n):
-    """n started again on its port, with its config and root."""
-    n.stop()
-    n.proc = subprocess.Popen([NGINX, "-p", n.base, "-e", n.base + "/error.log", "-c",
-                               os.path.join(n.base, "nginx.conf")],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    deadline = time.time() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", n.port), timeout=0.2).close()
-            return
-        except OSError:
-            if n.proc.poll() is not None or time.time() > deadline:
-                raise AssertionError("nginx did not start again: " +
-                                     open(n.base + "/error.log").read())
-            time.sleep(0.05)
-
-
 def wait_for(m, what, cond, timeout=120):
     deadline = time.time() + timeout
     while True:
@@ -124,7 +106,7 @@ class RemoteOwedTest(unittest.TestCase):
             # a manifest a model at least, for the three read in the outage
             self.assertGreaterEqual(owed, 3)
             self.assertEqual(st["remote_owed_sent"], 0)
-            restart(n)
+            n.restart()
             st = wait_for(a, "owed list drained", lambda s: s["remote_owed"] == 0, timeout=400)
             log = a.output()
             self.assertEqual(st["remote_owed_sent"], owed, log)
@@ -169,7 +151,7 @@ class RemoteOwedTest(unittest.TestCase):
         self.assertIn(f"push: 0 sent, {owed} not sent (still owed), 0 dropped (no longer in the "
                       f"cache); {owed} owed now\n", p.stdout)
         self.assertEqual(len(owed_files(cache)), owed)
-        restart(n)
+        n.restart()
         p, js = cache_json(cache, "push", "--remote", url, *PATIENT_ARGS)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual((js["sent"], js["not_sent"], js["dropped"], js["owed"]), (owed, 0, 0, 0), js)
@@ -216,7 +198,7 @@ class RemoteOwedTest(unittest.TestCase):
                       f"`meshfs-cache --cache-dir {cache} push --remote URL` sends them\n", p.stderr)
         p = run([tool("meshfs-cache"), "--cache-dir", cache, "clear"])
         self.assertEqual(p.returncode, 0, p.stderr)
-        restart(n)
+        n.restart()
         p = run([tool("meshfs-cache"), "--cache-dir", cache, "push", "--remote", url, *PATIENT_ARGS])
         self.assertEqual(p.returncode, 0, p.stderr)
         lines = re.findall(r"^(?:view|manifest)/[0-9a-f]{2}/[0-9a-f]{30}: dropped: (.+)$", p.stdout, re.M)
@@ -328,7 +310,7 @@ class RemoteSlowerThanConvertingTest(unittest.TestCase):
         location / {{""", 1)
         with open(conf, "w") as f:
             f.write(text)
-        restart(cls.nginx)
+        cls.nginx.restart()
 
     @classmethod
     def tearDownClass(cls):
