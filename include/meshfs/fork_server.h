@@ -2,7 +2,7 @@
  * conversion (docs/worker.md, docs/security.md).
  *
  * Exec'ing a fresh worker costs ~3 ms of dynamic loading (libassimp and its
- * dependencies) before any work.  The parent (worker_client.c) instead
+ * dependencies) before any work.  The parent (src/spawn/fork_client.c) instead
  * posix_spawns `meshfs-worker --server` once, lazily, and asks it for
  * children.  The server is single-threaded (it forks) and holds only: fd
  * 0-2, the request socket at MFS_REPORT_FD, the parent's lifeline at
@@ -63,7 +63,7 @@
  *           memfd is complete and the child has closed every output.  The
  *           parent may then use the report without waiting for the exit,
  *           once it has checked that no output is still open for writing
- *           (worker_client.c); else it waits for "ended".
+ *           (src/spawn/run.c); else it waits for "ended".
  *  ended    (server -> parent, reply socket): mfs_fs_ended, the child's
  *           wait status and CPU time, then the server closes the socket.
  * EOF on the reply socket before "ended" means the server died. */

@@ -1,6 +1,6 @@
 /* meshfs-worker: one conversion in a process of its own.
  *
- * Started by meshfs-convert and the mount daemon (src/convert/worker_client.c),
+ * Started by meshfs-convert and the mount daemon (src/spawn/),
  * never by hand.  It limits and sandboxes itself before touching the model
  * (include/meshfs/sandbox.h), imports it once, writes every requested format
  * into its output directory, and writes its report to fd 3.  Anything it
