@@ -94,8 +94,8 @@ void mfs_kview_stats(uint64_t *entries, uint64_t *evicted, uint64_t *bytes);
  * that no view moves meanwhile.  0; or -ESTALE, holding nothing, when
  * `node` is no longer its name's (the name moved on after the kernel
  * walked to it): the open answers ESTALE and the kernel looks again. */
-int mfs_renew_open_begin(uint64_t node);
-void mfs_renew_open_end(void);
+int mfs_renew_open_begin(mfs_fs *fs, uint64_t node);
+void mfs_renew_open_end(mfs_fs *fs);
 
 /* Between those, from an open of node `node` that the kernel cannot serve
  * on that inode (its handles hold an older entry): the view's name moves to

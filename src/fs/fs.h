@@ -80,6 +80,13 @@ typedef struct mfs_dirmaps mfs_dirmaps;
 typedef struct mfs_prefetch mfs_prefetch;
 typedef struct mfs_share mfs_share;
 typedef struct mfs_leasewait mfs_leasewait;
+/* The session layer's state, one of each per mount (made by mfs_ll_setup,
+ * freed by mfs_ll_teardown; each defined in its own file). */
+typedef struct mfs_ll mfs_ll;                 /* lowlevel.c: session, node table, pruner */
+typedef struct mfs_dirreplies mfs_dirreplies; /* dirreply.c: replies built ahead */
+typedef struct mfs_listings mfs_listings;     /* listing.c: open listings, folder signatures */
+typedef struct mfs_pt mfs_pt;                 /* passthrough.c: backing ids by node */
+typedef struct mfs_files mfs_files;           /* ops.c: the open files' handles */
 
 /* One mount's state, owned here and passed to every function that needs
  * it: nothing below keeps a process-wide copy (kview.c and pins.c are
@@ -128,6 +135,12 @@ typedef struct mfs_fs {
     mfs_prefetch *prefetch;   /* prefetch.h; NULL with -o prefetch=0 */
     mfs_share *share;         /* each user's share of the request threads (share.h) */
     mfs_leasewait *leasewait; /* opens waiting for a lease (leasewait.h) */
+    mfs_ll *ll;
+    mfs_dirreplies *replies;
+    mfs_listings *listings;
+    mfs_pt *pt;
+    mfs_files *files;
+    pthread_mutex_t moving;   /* renew.c: one view moved to a new inode at a time */
 } mfs_fs;
 
 /* ---- dirmap.c: which names in a folder are views of which model ---- */

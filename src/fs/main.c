@@ -461,6 +461,7 @@ static int open_state(mfs_fs *fs)
     }
     fs->dirs = mfs_dirmaps_new();
     pthread_mutex_init(&fs->job_lock, NULL);
+    pthread_mutex_init(&fs->moving, NULL);
     pthread_cond_init(&fs->job_cond, NULL);
     return mfs_fs_views_open(fs) == 0 && fs->dirs && mfs_prefetch_open(fs) == 0 ? 0 : -1;
 }
@@ -587,7 +588,7 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
     unsigned max = opts.singlethread ? 1
                    : opts.max_threads && opts.max_threads != UINT_MAX ? opts.max_threads
                                                                       : DEFAULT_MAX_THREADS;
-    if (mfs_ll_start(se, max) < 0)
+    if (mfs_ll_start(fs, se, max) < 0)
         goto handlers;
     if (opts.singlethread) {
         rc = fuse_session_loop(se) ? 1 : 0;
@@ -601,10 +602,10 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
         rc = fuse_session_loop_mt(se, lc) ? 1 : 0;
         fuse_loop_cfg_destroy(lc);
     }
-    mfs_ll_stop();
-    mfs_ops_close_all();
-    mfs_dirreply_close_all(); /* before the listings its handles hold */
-    mfs_listing_close_all();
+    mfs_ll_stop(fs);
+    mfs_ops_close_all(fs);
+    mfs_dirreply_close_all(fs); /* before the listings its handles hold */
+    mfs_listing_close_all(fs);
 handlers:
     fuse_remove_signal_handlers(se);
 unmount:
@@ -612,7 +613,7 @@ unmount:
 destroy:
     fuse_session_destroy(se);
 out:
-    mfs_ll_teardown();
+    mfs_ll_teardown(fs);
     free(opts.mountpoint);
     return rc;
 }
