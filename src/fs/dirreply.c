@@ -185,7 +185,7 @@ static void reply_drop(reply *r, const char *dir)
         if (r->names && r->names[i]) {
             char path[4200];
             snprintf(path, sizeof path, "%s/%s", strcmp(dir, "/") ? dir : "", r->names[i]);
-            mfs_kview_unknown(path);
+            mfs_kview_unknown(r->fs->kviews, path);
         }
         mfs_nodes_forget(r->fs->replies->nodes, r->given[i], 1);
     }

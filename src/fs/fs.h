@@ -87,6 +87,7 @@ typedef struct mfs_dirreplies mfs_dirreplies; /* dirreply.c: replies built ahead
 typedef struct mfs_listings mfs_listings;     /* listing.c: open listings, folder signatures */
 typedef struct mfs_pt mfs_pt;                 /* passthrough.c: backing ids by node */
 typedef struct mfs_files mfs_files;           /* ops.c: the open files' handles */
+typedef struct mfs_kviews mfs_kviews;         /* kview.c: what the kernel holds of views */
 
 /* One mount's state, owned here and passed to every function that needs
  * it; the session layer reaches it from the FUSE session's userdata
@@ -167,6 +168,7 @@ typedef struct mfs_fs {
     mfs_listings *listings;
     mfs_pt *pt;
     mfs_files *files;
+    mfs_kviews *kviews;       /* coherence.h; made with the configuration (main.c) */
     pthread_mutex_t moving;   /* renew.c: one view moved to a new inode at a time */
 } mfs_fs;
 

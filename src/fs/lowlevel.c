@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "coherence.h"
 #include "dirreply.h"
 #include "fs.h"
 #include "leasewait.h"
@@ -763,13 +764,18 @@ int mfs_ll_setup(mfs_fs *fs, size_t max_inodes, double entry_t, double attr_t, d
     fs->listings = mfs_listing_new(entry_t < attr_t ? entry_t : attr_t);
     fs->pt = mfs_pt_new();
     fs->files = mfs_ops_files_new();
-    return ll->nodes && fs->replies && fs->listings && fs->pt && fs->files ? 0 : -1;
+    /* what the kernel holds of views: 8 records a model the memo keeps */
+    fs->kviews = mfs_kviews_new(8 * fs->cfg.memo_size);
+    return ll->nodes && fs->replies && fs->listings && fs->pt && fs->files && fs->kviews ? 0
+                                                                                          : -1;
 }
 
 void mfs_ll_teardown(mfs_fs *fs)
 {
     mfs_ll *ll = fs->ll;
     mfs_ops_files_free(fs->files);
+    mfs_kviews_free(fs->kviews);
+    fs->kviews = NULL;
     mfs_pt_free(fs->pt);
     mfs_listing_free(fs->listings);
     mfs_dirreply_free(fs->replies);

@@ -335,7 +335,6 @@ static int configure(mfs_fs *fs, cli *c)
         mfs_optv_count("-o memo_size", c->memo_size, 1, 1u << 28, &memo, &err) < 0)
         return bad_option(&err);
     cfg->memo_size = memo;
-    mfs_kview_set_cap(8 * (size_t)memo);
     if (cache_time("-o entry_timeout", c->entry_timeout, 1.0, &c->entry_s, &err) < 0 ||
         cache_time("-o attr_timeout", c->attr_timeout, 1.0, &c->attr_s, &err) < 0 ||
         cache_time("-o negative_timeout", c->negative_timeout, 0.0, &c->negative_s, &err) < 0)

@@ -80,7 +80,7 @@ static uintptr_t keep(mfs_fs *fs, handle *h)
 static void handle_free(handle *h)
 {
     if (h->is_view)
-        mfs_kview_release(h->kv, h->direct);
+        mfs_kview_release(h->fs->kviews, h->kv, h->direct);
     mfs_pt_release(h->fs, h->backing);
     close(h->fd);
     free(h);
@@ -252,7 +252,7 @@ static int path_attr(mfs_fs *fs, const char *path, struct stat *st, int lookup)
     if (lookup)
         mfs_renew_named_attr(fs, path, have_key ? key : NULL, st);
     else
-        mfs_kview_attr(path, st);
+        mfs_kview_attr(fs->kviews, path, st);
     return 0;
 }
 
@@ -264,7 +264,7 @@ int mfs_ops_getattr(mfs_fs *fs, const char *path, struct stat *st, struct fuse_f
         /* asked through an open view (a read past the size it knows): the
          * entry that handle serves, as kview.c allows */
         *st = fh->st;
-        mfs_kview_handle_attr(fh->kv, path, st);
+        mfs_kview_handle_attr(fs->kviews, fh->kv, path, st);
         return 0;
     }
     return path_attr(fs, path, st, 0);
@@ -296,7 +296,7 @@ static int decide_open(mfs_fs *fs, const char *path, uint64_t node, struct fuse_
     if (b < 0)
         return b;
     mfs_kview_open res;
-    h->kv = mfs_kview_opened(path, id, &h->st, &res);
+    h->kv = mfs_kview_opened(fs->kviews, path, id, &h->st, &res);
     if (res.renew) {
         mfs_pt_release(fs, b);
         mfs_renew_view(fs, path, node);
@@ -368,7 +368,7 @@ static int copy_like(mfs_held *n, void *arg)
         }
     }
     h->kv = o->kv;
-    mfs_kview_ref(h->kv, h->direct);
+    mfs_kview_ref(a->fs->kviews, h->kv, h->direct);
     a->fi->direct_io = h->direct;
     a->fi->keep_cache = !h->direct && !h->backing; /* the inode's pages are this entry's */
 #ifdef MESHFS_HAVE_FUSE_317
@@ -606,7 +606,7 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
     mfs_views_stats vs;
     mfs_views_get_stats(fs->views, &vs);
     uint64_t kv, kv_ev, kv_bytes, dt, dn, d_ev;
-    mfs_kview_stats(&kv, &kv_ev, &kv_bytes);
+    mfs_kview_stats(fs->kviews, &kv, &kv_ev, &kv_bytes);
     mfs_dirmaps_stats(fs->dirs, &dt, &dn, &d_ev);
     mfs_cache_stats cs;
     mfs_cache_get_stats(fs->cache, &cs);

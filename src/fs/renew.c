@@ -28,7 +28,7 @@ static int move(mfs_fs *fs, const char *path, uint64_t node, const struct stat *
 {
     if (!mfs_ll_renew(fs, path, node, served))
         return 0;
-    mfs_kview_detach(path);
+    mfs_kview_detach(fs->kviews, path);
     atomic_fetch_add(&fs->stats.views_renewed, 1);
     return 1;
 }
@@ -50,7 +50,7 @@ void mfs_renew_open_end(mfs_fs *fs)
 void mfs_renew_view(mfs_fs *fs, const char *path, uint64_t node)
 {
     struct stat served;
-    int held = mfs_kview_held(path, NULL, NULL, &served);
+    int held = mfs_kview_held(fs->kviews, path, NULL, NULL, &served);
     move(fs, path, node, held ? &served : NULL);
 }
 
@@ -60,12 +60,12 @@ void mfs_renew_named_attr(mfs_fs *fs, const char *path, const uint8_t id[16], st
     /* the common case, no handles on another entry: one lock, not the
      * moving one (a move in progress detaches the node before the record,
      * so a record found without handles means the name's node is new) */
-    if (!mfs_kview_named(path, id, st, &served))
+    if (!mfs_kview_named(fs->kviews, path, id, st, &served))
         return;
     pthread_mutex_lock(&fs->moving);
-    if (mfs_kview_named(path, id, st, &served)) {
+    if (mfs_kview_named(fs->kviews, path, id, st, &served)) {
         move(fs, path, 0, &served);
-        mfs_kview_attr(path, st);
+        mfs_kview_attr(fs->kviews, path, st);
     }
     pthread_mutex_unlock(&fs->moving);
 }
