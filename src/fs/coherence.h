@@ -1,7 +1,7 @@
 /* Internal to the mount daemon: keeping what readers see consistent when
  * sources change, limits change, or the cache cannot hold what it should
- * (docs/coherence.md).  kview.c's records are the mount's (fs->kviews);
- * pins.c's table is still the process's (one mount per process). */
+ * (docs/coherence.md).  Their state is the mount's: kview.c's records
+ * (fs->kviews), pins.c's pins (fs->pins). */
 #ifndef MESHFS_FS_COHERENCE_H
 #define MESHFS_FS_COHERENCE_H
 
@@ -120,12 +120,15 @@ void mfs_renew_named_attr(mfs_fs *fs, const char *path, const uint8_t id[16], st
  * before the rename (mfs_cache_writer_commit's hit), still read the bytes:
  * the last few are kept here, so such views are served anyway. */
 
+/* One mount's pins (fs->pins), made with its state; NULL: no memory. */
+mfs_pins *mfs_pins_new(void);
+void mfs_pins_free(mfs_pins *ps);
 /* Takes over hit's descriptor. */
-void mfs_pins_put(const mfs_cache_key *k, mfs_cache_hit *hit);
+void mfs_pins_put(mfs_pins *ps, const mfs_cache_key *k, mfs_cache_hit *hit);
 /* 1 with *length if k is pinned. */
-int mfs_pins_peek(const mfs_cache_key *k, uint64_t *length);
+int mfs_pins_peek(mfs_pins *ps, const mfs_cache_key *k, uint64_t *length);
 /* 1 with hit filled (a descriptor of the caller's own) if k is pinned. */
-int mfs_pins_open(const mfs_cache_key *k, mfs_cache_hit *hit);
+int mfs_pins_open(mfs_pins *ps, const mfs_cache_key *k, mfs_cache_hit *hit);
 /* After a conversion of relpath stored its views (hits[i]: the commit's
  * descriptor for man->views[i], or fd -1) and its model entry mk: pins
  * those the cache no longer has, releases the rest.  If the size cap took

@@ -88,12 +88,11 @@ typedef struct mfs_listings mfs_listings;     /* listing.c: open listings, folde
 typedef struct mfs_pt mfs_pt;                 /* passthrough.c: backing ids by node */
 typedef struct mfs_files mfs_files;           /* ops.c: the open files' handles */
 typedef struct mfs_kviews mfs_kviews;         /* kview.c: what the kernel holds of views */
+typedef struct mfs_pins mfs_pins;             /* pins.c: entries evicted as soon as stored */
 
 /* One mount's state, owned here and passed to every function that needs
  * it; the session layer reaches it from the FUSE session's userdata
- * (lowlevel.c).  Nothing in src/fs/ keeps a process-wide copy, except
- * kview.c's and pins.c's tables (one mount per process, coherence.h) and
- * lgepkg.c's package lock stripes, which hold no data (see below).
+ * (lowlevel.c).  Nothing in src/fs/ keeps a process-wide copy.
  *
  * Lock order.  Every mutex the daemon takes, outermost first.  A thread
  * that holds several takes them in this order and releases in reverse;
@@ -163,6 +162,7 @@ typedef struct mfs_fs {
     mfs_prefetch *prefetch;   /* prefetch.h; NULL with -o prefetch=0 */
     mfs_share *share;         /* each user's share of the request threads (share.h) */
     mfs_leasewait *leasewait; /* opens waiting for a lease (leasewait.h) */
+    mfs_pins *pins;           /* coherence.h */
     mfs_ll *ll;
     mfs_dirreplies *replies;
     mfs_listings *listings;

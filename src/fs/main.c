@@ -459,10 +459,12 @@ static int open_state(mfs_fs *fs)
         }
     }
     fs->dirs = mfs_dirmaps_new();
+    fs->pins = mfs_pins_new();
     pthread_mutex_init(&fs->job_lock, NULL);
     pthread_mutex_init(&fs->moving, NULL);
     pthread_cond_init(&fs->job_cond, NULL);
-    return mfs_fs_views_open(fs) == 0 && fs->dirs && mfs_prefetch_open(fs) == 0 ? 0 : -1;
+    return mfs_fs_views_open(fs) == 0 && fs->dirs && fs->pins && mfs_prefetch_open(fs) == 0 ? 0
+                                                                                             : -1;
 }
 
 /* FUSE threads that can be waiting for conversions at once, beyond which
@@ -691,6 +693,7 @@ int main(int argc, char **argv)
         free(fs.cfg.remote_token);
     }
     mfs_dirmaps_free(fs.dirs);
+    mfs_pins_free(fs.pins);
     mfs_spawner_close(fs.spawner);
     fuse_opt_free_args(&args);
     if (fs.cfg.cache_dir != c.cache_dir)
