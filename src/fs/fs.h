@@ -80,6 +80,7 @@ typedef struct mfs_dirmaps mfs_dirmaps;
 typedef struct mfs_prefetch mfs_prefetch;
 typedef struct mfs_share mfs_share;
 typedef struct mfs_leasewait mfs_leasewait;
+#define MFS_PKG_STRIPES 64 /* package locks, by a hash of the folder (lgepkg.c) */
 /* The session layer's state, one of each per mount (made by mfs_ll_setup,
  * freed by mfs_ll_teardown; each defined in its own file). */
 typedef struct mfs_ll mfs_ll;                 /* lowlevel.c: session, node table, pruner */
@@ -100,7 +101,7 @@ typedef struct mfs_pins mfs_pins;             /* pins.c: entries evicted as soon
  * on the mount tests (docs/testing.md), so an inversion fails CI.
  *
  *   Resolution (a view's bytes):
- *   0. a folder's package lock (lgepkg.c: one stripe per folder), held
+ *   0. a folder's package lock (lgepkg.c, fs->pkg_locks: one stripe per folder), held
  *      while the package is assembled, so across its models' resolutions.
  *   1. a model's lock (src/cache/views.c: one per model, held across its whole
  *      resolution, conversion included: the single flight).  Never two
@@ -170,6 +171,7 @@ typedef struct mfs_fs {
     mfs_files *files;
     mfs_kviews *kviews;       /* coherence.h; made with the configuration (main.c) */
     pthread_mutex_t moving;   /* renew.c: one view moved to a new inode at a time */
+    pthread_mutex_t pkg_locks[MFS_PKG_STRIPES]; /* lgepkg.c: a package built once */
 } mfs_fs;
 
 /* ---- dirmap.c: which names in a folder are views of which model ---- */

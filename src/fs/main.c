@@ -462,6 +462,8 @@ static int open_state(mfs_fs *fs)
     fs->pins = mfs_pins_new();
     pthread_mutex_init(&fs->job_lock, NULL);
     pthread_mutex_init(&fs->moving, NULL);
+    for (int i = 0; i < MFS_PKG_STRIPES; i++)
+        pthread_mutex_init(&fs->pkg_locks[i], NULL);
     pthread_cond_init(&fs->job_cond, NULL);
     return mfs_fs_views_open(fs) == 0 && fs->dirs && fs->pins && mfs_prefetch_open(fs) == 0 ? 0
                                                                                              : -1;
