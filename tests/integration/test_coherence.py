@@ -203,9 +203,14 @@ class ReaderSeesOneVersion(Base):
                 bad, errs, opens = [], {}, [0]
 
                 def writer():
-                    for i in range(300):
+                    # 300 saves, and on until the readers have opened 300
+                    # times: a slower daemon (ThreadSanitizer's, a loaded
+                    # machine) serves fewer opens a save
+                    i = 0
+                    while i < 300 or (opens[0] <= 300 and i < 3000):
                         save(model, (big, small)[i % 2])
                         time.sleep(random.uniform(0.0, 0.005))
+                        i += 1
                     stop.set()
 
                 def reader(seed):
