@@ -232,9 +232,6 @@ static void warn_nonempty(const char *mnt)
     closedir(d);
 }
 
-/* -d asks for debug output: meshfs's too, unless -o log_level says otherwise */
-static int log_level_given;
-
 /* How long the kernel may keep a name or attributes: seconds, 0 included
  * (libfuse's high-level library took these; meshfs keeps them). */
 static int cache_time(const char *name, const char *s, double dflt, double *out, mfs_err *err)
@@ -257,7 +254,6 @@ static int configure(mfs_fs *fs, cli *c)
     mfs_log_level level = MFS_LOG_DEFAULT;
     if (c->log_level && mfs_log_level_parse("-o log_level", c->log_level, &level, &err) < 0)
         return bad_option(&err);
-    log_level_given = c->log_level != NULL;
     mfs_log_setup("meshfs", level);
     if (c->log_file && (!c->log_file[0] || mfs_log_file_open(c->log_file, &err) < 0)) {
         if (!c->log_file[0])
@@ -478,7 +474,9 @@ static int open_state(mfs_fs *fs)
  * left out for meshfs's own (optsuggest.h) and the mount exits 2 like for
  * meshfs's own bad options instead of 1 like a failed mount.  1: inside
  * libfuse's message, 2: after it, 3: probing which options it refused
- * (libfuse's words are not wanted then either). */
+ * (libfuse's words are not wanted then either).  A static: libfuse's log
+ * function takes no context pointer.  Written only on the main thread,
+ * before the session's threads start (session_new, the probes). */
 static int unknown_option_seen;
 
 /* libfuse's own messages go where meshfs's go (stderr, or syslog once
@@ -552,7 +550,8 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
         return 2;
     }
     fs->cfg.foreground = opts.foreground;
-    if (opts.debug && !log_level_given)
+    /* -d asks for debug output: meshfs's too, unless -o log_level says otherwise */
+    if (opts.debug && !c->log_level)
         mfs_log_setup("meshfs", MFS_LOG_DEBUG);
     fuse_set_log_func(fuse_log_stderr);
     /* the kernel may hold 32 files' inodes a model the memo keeps: names
