@@ -154,6 +154,8 @@ typedef struct mfs_cache_stats {
     uint64_t conversion_failures; /* ... that failed */
     /* the remote tier (remote.h), persisted the same way */
     uint64_t remote_hits, remote_misses, remote_errors, remote_bytes_down, remote_bytes_up;
+    uint64_t remote_owed_sent, remote_owed_dropped; /* the owed list (remote.h) */
+    uint64_t remote_slow; /* models converted, the server slower (remote_pace.h) */
     /* the stat index's memory (docs/scale.md): records held now (at most
      * the cap plus one shard), shards read whole from disk, shards dropped
      * to keep to the cap.  This handle's only; not in the stats file. */
@@ -289,6 +291,9 @@ typedef struct mfs_cache_manifest {
     uint32_t ndeps;
     mfs_cache_view *views;
     uint32_t nviews;
+    /* the wall time of the conversion that stored it, ms (0: unknown):
+     * the remote tier's slow-server rule (meshfs/remote_pace.h) */
+    uint64_t convert_ms;
 } mfs_cache_manifest;
 
 /* Stores m as the model's entry under mk, embedding each view that has

@@ -26,6 +26,7 @@ typedef struct mfs_cache_totals {
     uint64_t cap;     /* the last mount's or convert run's cap; 0: none recorded */
     int64_t updated;  /* last flush, seconds since the epoch; 0: never */
     uint64_t remote_hits, remote_misses, remote_errors, remote_bytes_down, remote_bytes_up;
+    uint64_t remote_owed_sent, remote_owed_dropped, remote_slow;
 } mfs_cache_totals;
 
 /* Reads the stats file (shared lock); all zero when there is none yet. */

@@ -13,7 +13,9 @@
 #ifndef MESHFS_INPUTS_H
 #define MESHFS_INPUTS_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "meshfs/import.h"
 
@@ -22,6 +24,24 @@
  * importer would again fail to open; 0: a regular file is there; -1 any
  * other error (errno). */
 int mfs_input_absent(int rootfd, const char *path);
+
+/* The folder that stands for an absent path: the deepest folder on its
+ * way that exists beneath the root and holds no entry of the next name
+ * (the path's own folder, or one above it when that is missing too), into
+ * dir ("." for the root).  While that folder's stat is unchanged (and its
+ * times had settled: mfs_input_times_settled), no name was added to it, so
+ * the path is still absent: one stat of a folder answers for every absent
+ * name in it.  1 found; 0 the path's way holds an entry that is not simply
+ * missing (a link, a folder, a file in a folder's place: check the path
+ * itself); -1 error (errno). */
+int mfs_input_witness(int rootfd, const char *path, char *dir, size_t cap);
+
+/* Whether a folder's times are old enough that a change made now would
+ * move them: a change within the same tick of its file system's clock
+ * (whole seconds on some) leaves them as they were.  Folder stats taken
+ * before that stand for nothing (the mount reads such a folder again; the
+ * memo checks the names in it one by one). */
+int mfs_input_times_settled(const struct stat *st);
 
 /* A search's pattern (the last component of a listing input's path) and
  * the names it matches, the one rule for the importer and every check:

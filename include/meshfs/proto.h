@@ -61,6 +61,8 @@ typedef struct mfs_report {
                                 outside during the run (the job folder's
                                 contents removed with the cache's): set by the
                                 parent, never read from the wire */
+    uint64_t wall_ms;        /* the run's wall time: set by the parent, never
+                                read from the wire */
     mfs_deps deps;           /* every input read, model first */
     mfs_stats stats;
     unsigned formats;        /* mask of formats reported */

@@ -14,8 +14,12 @@
  * for a back-off (30 s, doubling to 5 min), and the other goes on.  A
  * download is bounded by the object's limit (a manifest's, view_max for a
  * view, the cache's cap) and counted against the cap while in tmp/.  Uploads go through one background thread with a bounded queue
- * (HEAD, then PUT if absent); a full queue drops.  401/403 on PUT makes the
- * session read-only.  The token is never logged nor shown. */
+ * (HEAD, then PUT if absent).  An upload that could not be sent (the
+ * server down or failing, backing off, the queue full, the client
+ * stopping) is owed: recorded in the cache's owed/ folder, bounded in
+ * bytes, and sent by the upload thread when the server answers again, or
+ * by mfs_remote_push.  401/403 on PUT makes the session read-only.  The
+ * token is never logged nor shown. */
 #ifndef MESHFS_REMOTE_H
 #define MESHFS_REMOTE_H
 
@@ -27,6 +31,8 @@
 #define MFS_REMOTE_TIMEOUT_MS_DEFAULT 150
 #define MFS_REMOTE_DATA_TIMEOUT_S_DEFAULT 5
 #define MFS_REMOTE_QUEUE_CAP 256
+/* The owed list's bound: 16384 records of 4 KiB each (remote_owed.h) */
+#define MFS_REMOTE_OWED_MAX_DEFAULT (64ull << 20)
 
 typedef struct mfs_remote_cfg {
     const char *url;          /* http:// or https://, no trailing '/' needed */
@@ -35,6 +41,8 @@ typedef struct mfs_remote_cfg {
     uint64_t view_max;        /* the output cap (mfs_limits.output); 0: none */
     int read_only;
     const char *token;        /* bearer token or NULL; copied */
+    uint64_t owed_max;        /* the owed list's bound in bytes; 0: default */
+    int no_owed;              /* keep no owed list (a cache removed at exit) */
     void (*log)(void *ctx, const char *msg);
     void *log_ctx;
 } mfs_remote_cfg;
@@ -44,15 +52,26 @@ typedef struct mfs_remote_stats {
     uint64_t read_backoffs, upload_backoffs; /* back-offs begun, each direction */
     uint64_t repaired; /* uploads that replaced an object found bad (not skipped
                           by HEAD): counted in uploads too */
+    /* the owed list: records now (every process's, as last counted),
+     * owed uploads sent later, and uploads neither sent nor kept owed (the
+     * list's bound, an entry evicted before it was sent): `dropped` too */
+    uint64_t owed, owed_sent, owed_dropped;
+    uint64_t slow; /* models converted rather than fetched: the server slower
+                      than their last conversion (mfs_remote_slower) */
 } mfs_remote_stats;
 
 typedef struct mfs_remote mfs_remote;
 
 /* The upload thread starts with the first upload.  NULL with err on failure. */
 mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err *err);
-/* Drains nothing: queued uploads still waiting are dropped, and one in
- * flight is cut short (within a second), each said in the log. */
+/* Drains nothing: queued uploads still waiting are owed, and one in
+ * flight is cut short (within a second) and owed, each said in the log. */
 void mfs_remote_free(mfs_remote *r);
+
+/* Starts the upload thread now if owed uploads wait (it is otherwise made
+ * on first use): a mount calls it once detached, so what an earlier
+ * session owes is sent without waiting for a read.  NULL: nothing. */
+void mfs_remote_start(mfs_remote *r);
 
 /* Fetches the view entry (manifest = 0) or manifest (1) with key k into the
  * local cache.  1 now there; 2 not, the server's object is bad (a checksum
@@ -66,9 +85,36 @@ void mfs_remote_enqueue(mfs_remote *r, const mfs_cache_key *k, int manifest, int
 
 void mfs_remote_get_stats(mfs_remote *r, mfs_remote_stats *out);
 
+/* Whether to convert a model rather than fetch `bytes` of its views, its
+ * last conversion having taken convert_ms (0: unknown), at the server's
+ * throughput measured from this client's downloads (meshfs/remote_pace.h).
+ * 1: convert (counted in `slow`); 0: fetch.  Slower at all is said once in
+ * the log, naming the server, the model (what) and the figures. */
+int mfs_remote_slower(mfs_remote *r, const char *what, uint64_t bytes, uint64_t convert_ms);
+
 /* A batch run's end: waits until every queued upload is done, at most
- * timeout_s.  The mount never calls it (its uploads live with the daemon). */
+ * timeout_s, and says in the log how many were not sent and are owed.
+ * The mount never calls it (its uploads live with the daemon). */
 void mfs_remote_drain(mfs_remote *r, unsigned timeout_s);
+
+/* ---- the owed list (docs/remote-cache.md, "Uploads an outage skipped") -- */
+
+/* One owed object pushed: its name ("view/3f/<30 hex>"), and why not if
+ * it was not sent (NULL: sent, or the server had it). */
+enum { MFS_PUSH_SENT, MFS_PUSH_NOT_SENT, MFS_PUSH_DROPPED };
+typedef void (*mfs_remote_push_fn)(void *ctx, const char *object, int outcome, const char *why);
+typedef struct mfs_remote_push_result {
+    uint64_t sent;      /* on the server now (sent, or it had them) */
+    uint64_t not_sent;  /* still owed */
+    uint64_t dropped;   /* no longer in the local cache: nothing to send */
+} mfs_remote_push_result;
+/* Sends every owed upload of the cache now, in this thread, one after the
+ * other (uploads that back off are not sent, and said so).  0, or -1 if
+ * the owed list could not be read (err says why). */
+int mfs_remote_push(mfs_remote *r, mfs_remote_push_fn fn, void *ctx, mfs_remote_push_result *res,
+                    mfs_err *err);
+/* The records on a cache's owed list now: 0 with *n, or -1 (errno). */
+int mfs_remote_owed_count(mfs_cache *c, uint64_t *n);
 
 /* The token file: must be a regular file not readable by group or others;
  * its first line, malloc'd in *token.  0 or -1 (err names the file). */

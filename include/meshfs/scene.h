@@ -265,6 +265,40 @@ int mfs_scene_cut_clips(mfs_scene *s, uint32_t take, const mfs_cut *cuts, size_t
  * sampled, the others at their rest matrix.  local must hold n_nodes. */
 void mfs_scene_pose(const mfs_scene *s, const mfs_animation *a, double t, mfs_mat4 *local);
 
+/* ---- node animation (src/scene/node_anim.c) ---- */
+
+/* moved[n] = 1 when node animation moves node n: an animation has a channel
+ * for n or one of its ancestors with a key away from that node's rest local
+ * matrix (beyond float rounding, 1e-6 relative); 0 otherwise.  moved holds
+ * n_nodes.  Returns the number of nodes whose own channels move them (0: a
+ * model without node motion, whatever channels it carries). */
+uint32_t mfs_scene_moved_nodes(const mfs_scene *s, unsigned char *moved);
+
+/* ---- keys that follow a path (src/scene/refine.c) ---- */
+
+/* How far a channel's interpolated pose may stray from the source's path:
+ * this fraction of the model's size (mfs_scene_size). */
+#define MFS_FOLLOW_TOLERANCE 1e-4
+
+/* A source's own pose of one node at time t (ticks): translation, unit
+ * quaternion (x, y, z, w), scale. */
+typedef void (*mfs_pose_fn)(void *ctx, double t, float tr[3], float q[4], float sc[3]);
+
+/* Fills out (all three tracks, one key per time) with fn's pose at each of
+ * the n sorted, distinct times, plus keys between them wherever the scene's
+ * interpolation (mfs_channel_sample: linear, shortest-arc slerp) would
+ * leave fn's path by more than MFS_FOLLOW_TOLERANCE * size at a quarter of
+ * an interval (halving it up to 10 times; at most 64 added keys per source
+ * key plus 4096 in all, past which the rest stays at the source keys).
+ * Neighbouring rotation keys are
+ * kept on one hemisphere.  out->node is 0: the caller sets it.  0, or -1
+ * with err (out empty). */
+int mfs_channel_follow(mfs_channel *out, const double *times, size_t n, mfs_pose_fn fn, void *ctx,
+                       double size, mfs_err *err);
+
+/* The largest extent of mfs_scene_bounds, 1 for a scene without vertices. */
+double mfs_scene_size(const mfs_scene *s);
+
 /* ---- importers' clean-ups (src/scene/tidy.c) ---- */
 
 /* Drops bones linked to no node, and weights that are not finite or not

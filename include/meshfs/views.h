@@ -4,7 +4,8 @@
  * One front for the whole tier policy, over narrow layers:
  *
  *   1. memo (here, in memory): every input still has the stat it had, so
- *      the view's key, size and mtime are known.  Costs one stat per input.
+ *      the view's key, size and mtime are known.  Costs one stat per file
+ *      read, and one per folder its absent paths and searches lie in.
  *   2. local cache (cache.h): the model's content hash from the stat index,
  *      its manifest, each dependency checked, the view's key, its entry.
  *   2b. remote (remote.h, when the host gives one): a local miss asks the
@@ -108,7 +109,7 @@ typedef struct mfs_view_perm {
     uint32_t ndirs;
 } mfs_view_perm;
 
-/* (src/cache/viewperm.c, docs/security.md S1) perm (read bits of a view
+/* (src/resolve/viewperm.c, docs/security.md S1) perm (read bits of a view
  * owned by vuid:vgid) narrowed so that no user it lets read the view is one
  * who could not read an input owned by fuid:fgid with mode fmode (search: a
  * folder, whose x bits count).  Only bits every input grants survive; where
@@ -209,6 +210,22 @@ int mfs_views_manifest_key(const mfs_views *v, const char *model, uint64_t size,
 mfs_view_outcome mfs_views_resolve(mfs_views *v, const char *model, const char *fmi_model,
                                    int format, mfs_view_mode mode, mfs_view_info *info,
                                    mfs_err *err);
+
+/* Stats the host has just taken on its way to the view, which the memo's
+ * check uses as they are instead of taking them again (a warm lookup then
+ * stats each path once): the model's, as MFS_VIEW_PATH_MODEL gives it, and
+ * its folder's (a folder; reached with no link on the way, so the same as
+ * MFS_VIEW_PATH_DEP would give).  Either may be NULL. */
+typedef struct mfs_view_given {
+    const struct stat *model;
+    const struct stat *folder;
+} mfs_view_given;
+
+/* mfs_views_resolve with what the host has just stat'ed (NULL: nothing). */
+mfs_view_outcome mfs_views_resolve_given(mfs_views *v, const char *model, const char *fmi_model,
+                                         int format, mfs_view_mode mode,
+                                         const mfs_view_given *given, mfs_view_info *info,
+                                         mfs_err *err);
 
 /* The referenced files the model's import found missing (mfs_input_said),
  * one MFS_INPUT_MISSING_FMT line each, for view `format` of it: resolved

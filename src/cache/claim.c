@@ -23,6 +23,7 @@
 static const char *const layout[] = {
     MFS_CACHE_ENTRY_DIR, MFS_CACHE_OLD_ENTRY_DIR, MFS_CACHE_TMP_DIR, MFS_CACHE_INDEX_DIR,
     MFS_CACHE_INDEX_FILE, MFS_CACHE_LOCK_FILE, MFS_CACHE_STATS_FILE, MFS_CACHE_MAX_SIZE_FILE,
+    "owed", /* the remote tier's owed uploads (remote_owed.h) */
 };
 
 static int in_layout(const char *name)

@@ -23,6 +23,9 @@
  *                              u32 flags (bit 0: embedded), u64 offset, u64 length
  *   the embedded views' bytes, each at its offset (from the payload's start,
  *   which is the file's)
+ *   and, if the conversion's wall time is known, 16 bytes after the last
+ *   embedded view: "mfsconv1", u64 ms (a meshfs from before reads the table
+ *   and the views at their offsets, so it ignores them)
  * Kind 3, the manifest of an older meshfs (views without flags, offset or
  * length: every view in its own entry file), is still read. */
 #include <errno.h>
@@ -54,6 +57,7 @@ static void put_name(mfs_sink *s, const char *str)
 }
 
 #define SIZE_MASK ((UINT64_C(1) << 56) - 1)
+#define CONV_MAGIC "mfsconv1" /* the conversion's wall time, after the views */
 #define FLAG_EMBEDDED 1u
 #define FLAG_SIZED 2u /* an entry file of its own, of the length given */
 /* Views a model entry keeps at most, and bytes embedded at most, counting
@@ -112,6 +116,10 @@ static void encode(mfs_sink *s, mfs_cache_manifest *m)
     for (uint32_t i = 0; i < m->nviews; i++)
         if (m->views[i].embedded)
             mfs_put(s, m->views[i].bytes, (size_t)m->views[i].length);
+    if (m->convert_ms) {
+        mfs_put(s, CONV_MAGIC, 8);
+        put_u64(s, m->convert_ms);
+    }
 }
 
 static int write_entry(mfs_cache *c, const mfs_cache_key *mk, mfs_cache_manifest *m,
@@ -229,11 +237,17 @@ static int decode(reader *r, int kind, int payload, mfs_cache_manifest *m)
     if (r->bad)
         return -1;
     /* the embedded bytes lie after the table, inside the payload */
+    uint64_t end = r->pos;
     for (uint32_t i = 0; payload && i < m->nviews; i++) {
         const mfs_cache_view *v = &m->views[i];
         if (v->embedded && (v->offset < r->pos || v->offset > r->n || v->length > r->n - v->offset))
             return -1;
+        if (v->embedded && v->offset + v->length > end)
+            end = v->offset + v->length;
     }
+    /* exactly the 16 bytes after the last view: never a view's own bytes */
+    if (payload && model && r->n - end == 16 && !memcmp(r->p + end, CONV_MAGIC, 8))
+        m->convert_ms = mfs_ld_u32(r->p + end + 8) | ((uint64_t)mfs_ld_u32(r->p + end + 12) << 32);
     return model || r->pos == r->n ? 0 : -1;
 }
 

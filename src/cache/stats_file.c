@@ -58,6 +58,7 @@ static const struct {
 #define REMOTE(n) {#n, offsetof(mfs_cache_stats, n), offsetof(mfs_cache_totals, n)}
     REMOTE(remote_hits), REMOTE(remote_misses), REMOTE(remote_errors),
     REMOTE(remote_bytes_down), REMOTE(remote_bytes_up),
+    REMOTE(remote_owed_sent), REMOTE(remote_owed_dropped), REMOTE(remote_slow),
 #undef REMOTE
 };
 #define NCOUNTERS (sizeof counters / sizeof counters[0])

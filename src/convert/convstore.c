@@ -359,6 +359,7 @@ int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *
         mfs_cache_hit entry = {.fd = -1};
         mfs_err serr;
         mfs_err_clear(&serr);
+        man->convert_ms = rep->wall_ms; /* the slow-server rule's yardstick */
         int stored = mfs_cache_manifest_store(h->cache, &mk, man, &entry, &serr) == 0;
         if (!stored) {
             /* the small views were in it: they fail with it, as a view

@@ -3,8 +3,10 @@
  *
  * DEM is line-based text read by splitting on single spaces, with no node
  * hierarchy: meshes are written in model space (node transforms baked),
- * skinned meshes carry MD5-style weights against a flat joint list, and each
- * animation becomes a sequence of per-frame local joint transforms. */
+ * skinned meshes carry MD5-style weights against a flat joint list (rigid
+ * meshes that node animation moves are bound whole to their node's joint,
+ * since DEM animates joints only), and each animation becomes a sequence of
+ * per-frame local joint transforms. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +15,8 @@
 
 #include "meshfs/formats.h"
 #include "meshfs/numfmt.h"
+
+#include "dem_text.h"
 
 /* Longest line built in memory: a keyword, at most 4 integers and 11
  * numbers (a skinned `v` line has 3 integers and 11 numbers), each at most
@@ -49,155 +53,12 @@ typedef struct dem_plan {
     mfs_mat4 *world;         /* rest pose, per node */
     int32_t *mesh_node;      /* per mesh */
     int32_t *joint_of_node;  /* per node, -1 if not a joint */
+    unsigned char *moved;    /* per node: node animation moves it */
     dem_joint *joints;
     uint32_t n_joints;
     uint32_t n_meshes;       /* triangle meshes, the ones written */
     float smin[3], smax[3];  /* box of the vertices that never move */
 } dem_plan;
-
-/* ---- text ---- */
-
-/* " <number>".  -0.0 becomes 0.0, since the axis mapping negates a
- * coordinate and would otherwise print "-0.0" for every zero.  Subnormals
- * (0 < |v| < FLT_MIN) become 0.0 too: the loader's std::stof throws
- * out_of_range on text such as "1e-40" (strtof reports ERANGE). */
-static char *put_num(char *p, float v)
-{
-    *p++ = ' ';
-    if (fabsf(v) < FLT_MIN) /* false for NaN, which prints as "nan" */
-        v = 0.0f;
-    return p + mfs_fmt_f32(v, p);
-}
-
-static const char digit_pairs[201] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-/* Decimal digits of v at p; two at a time, since a million-triangle mesh
- * prints several million indices. */
-static char *put_digits(char *p, uint64_t v)
-{
-    int n = 1;
-    for (uint64_t t = v; t >= 10; t /= 10)
-        n++;
-    char *e = p + n;
-    while (v >= 100) {
-        e -= 2;
-        memcpy(e, digit_pairs + 2 * (v % 100), 2);
-        v /= 100;
-    }
-    if (v >= 10) {
-        e -= 2;
-        memcpy(e, digit_pairs + 2 * v, 2);
-    } else {
-        e[-1] = (char)('0' + v);
-    }
-    return p + n;
-}
-
-static char *put_uint(char *p, uint64_t v)
-{
-    *p++ = ' ';
-    return put_digits(p, v);
-}
-
-static char *put_int(char *p, int64_t v)
-{
-    *p++ = ' ';
-    if (v < 0) {
-        *p++ = '-';
-        return put_digits(p, (uint64_t)-v);
-    }
-    return put_digits(p, (uint64_t)v);
-}
-
-static void end_line(mfs_sink *out, char *line, char *p)
-{
-    *p++ = '\n';
-    mfs_put(out, line, (size_t)(p - line));
-}
-
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
-static size_t utf8_len(const unsigned char *p)
-{
-    unsigned c = p[0];
-    size_t n;
-    unsigned min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf) {
-        n = 2;
-        min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    unsigned cp = c & (0x7fu >> n);
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3fu);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return n;
-}
-
-/* Writes a name as one token: the loader splits lines on single spaces, so
- * every ASCII space or control byte (and DEL) becomes '_', and so does each
- * byte of an invalid UTF-8 sequence, keeping the file valid UTF-8.  An
- * empty name is replaced by the fallback. */
-static void put_name_n(mfs_sink *out, const char *name, size_t len, const char *fallback)
-{
-    if (!name || len == 0) {
-        name = fallback;
-        len = strlen(fallback);
-    }
-    const unsigned char *p = (const unsigned char *)name, *end = p + len;
-    while (p < end) {
-        size_t n = utf8_len(p);
-        if (n > (size_t)(end - p))
-            n = 0;
-        if (n == 1 && (*p <= 0x20 || *p == 0x7f))
-            n = 0;
-        if (n == 0) {
-            mfs_put_u8(out, '_');
-            p++;
-        } else {
-            mfs_put(out, p, n);
-            p += n;
-        }
-    }
-}
-
-static void put_name(mfs_sink *out, const char *name, const char *fallback)
-{
-    put_name_n(out, name, name ? strlen(name) : 0, fallback);
-}
-
-/* "keyword name\n" */
-static void put_named(mfs_sink *out, const char *kw, const char *name, const char *fallback)
-{
-    mfs_put_str(out, kw);
-    mfs_put_u8(out, ' ');
-    put_name(out, name, fallback);
-    mfs_put_u8(out, '\n');
-}
-
-/* "keyword count\n" */
-static void put_count(mfs_sink *out, const char *kw, uint64_t n)
-{
-    char line[64];
-    size_t k = strlen(kw);
-    memcpy(line, kw, k);
-    end_line(out, line, put_uint(line + k, n));
-}
 
 /* ---- frame: canonical (right-handed, +Y up) -> Blender (right-handed,
  * +Z up): (x, y, z) -> (x, -z, y), a rotation, so winding is unchanged ---- */
@@ -270,6 +131,7 @@ static void plan_free(dem_plan *pl)
     free(pl->world);
     free(pl->mesh_node);
     free(pl->joint_of_node);
+    free(pl->moved);
     free(pl->joints);
 }
 
@@ -286,7 +148,15 @@ static void mesh_world(const dem_plan *pl, uint32_t mi, mfs_mat4 *w)
         mfs_mat4_identity(w);
 }
 
-/* Joints: every node a bone of a written mesh names, plus all its
+/* Whether the copy of mesh m placed by node is a rigid mesh that node
+ * animation moves: it is bound whole to that node's joint. */
+static int rides_node(const dem_plan *pl, const mfs_mesh *m, int32_t node)
+{
+    return node >= 0 && pl->moved[node] && !mfs_mesh_is_skinned(m);
+}
+
+/* Joints: every node a bone of a written mesh names, and every node that
+ * places a rigid written mesh that node animation moves, plus all their
  * ancestors, in node (pre-)order, so a parent precedes its children and
  * every joint's parent node is a joint too. */
 static void mark_joints(dem_plan *pl)
@@ -303,6 +173,14 @@ static void mark_joints(dem_plan *pl)
                  n = s->nodes[n].parent)
                 pl->joint_of_node[n] = 0;
     }
+    for (uint32_t i = 0; i < s->n_nodes; i++)
+        for (uint32_t k = 0; k < s->nodes[i].n_meshes; k++) {
+            const mfs_mesh *m = &s->meshes[s->nodes[i].meshes[k]];
+            if (!is_written(m) || !rides_node(pl, m, (int32_t)i))
+                continue;
+            for (int32_t n = (int32_t)i; n >= 0 && pl->joint_of_node[n] < 0; n = s->nodes[n].parent)
+                pl->joint_of_node[n] = 0;
+        }
     pl->n_joints = 0;
     for (uint32_t i = 0; i < s->n_nodes; i++)
         if (pl->joint_of_node[i] == 0)
@@ -363,8 +241,10 @@ static int plan_init(dem_plan *pl, const mfs_scene *s, mfs_err *err)
     pl->world = malloc(nn * sizeof *pl->world);
     pl->mesh_node = malloc(nm * sizeof *pl->mesh_node);
     pl->joint_of_node = malloc(nn * sizeof *pl->joint_of_node);
-    if (!pl->world || !pl->mesh_node || !pl->joint_of_node)
+    pl->moved = malloc(nn);
+    if (!pl->world || !pl->mesh_node || !pl->joint_of_node || !pl->moved)
         return mfs_errf(err, "out of memory");
+    mfs_scene_moved_nodes(s, pl->moved);
     mfs_scene_world(s, pl->world);
     mfs_scene_mesh_nodes(s, pl->mesh_node);
     /* a mesh is written at every node that places it (instancing), and
@@ -385,35 +265,14 @@ static int plan_init(dem_plan *pl, const mfs_scene *s, mfs_err *err)
 
 /* ---- header and joints ---- */
 
-/* The model's machine name: the last component of model_path (the
- * model's path under the engine's models/ folder, which is how the game
- * refers to it) when the caller set one, else the root node's name. */
-static void put_model_name(mfs_sink *out, const mfs_scene *s, const mfs_options *o)
-{
-    const char *path = o ? o->model_path : NULL;
-    if (path && *path) {
-        size_t end = strlen(path);
-        while (end > 0 && path[end - 1] == '/')
-            end--;
-        size_t start = end;
-        while (start > 0 && path[start - 1] != '/')
-            start--;
-        if (end > start) {
-            put_name_n(out, path + start, end - start, "model");
-            return;
-        }
-    }
-    put_name(out, s->nodes[0].name, "model");
-}
-
 static void write_header(const dem_plan *pl, const mfs_options *o, mfs_sink *out)
 {
     mfs_put_str(out, "DEM 10\nmodel ");
-    put_model_name(out, pl->s, o);
+    dem_put_model_name(out, pl->s, o);
     mfs_put_u8(out, '\n');
-    put_count(out, "joints", pl->n_joints);
-    put_count(out, "meshes", pl->n_meshes);
-    put_count(out, "sequences", pl->s->n_animations);
+    dem_put_count(out, "joints", pl->n_joints);
+    dem_put_count(out, "meshes", pl->n_meshes);
+    dem_put_count(out, "sequences", pl->s->n_animations);
 }
 
 /* j name parent px py pz qx qy qz: bind pose in model space. */
@@ -425,13 +284,13 @@ static void write_joints(const dem_plan *pl, mfs_sink *out)
         float t[3], q[4], sc[3];
         decompose_dem(&jt->bind, t, q, sc);
         mfs_put_str(out, "j ");
-        put_name(out, pl->s->nodes[jt->node].name, "joint");
-        char *p = put_int(line, jt->parent);
+        dem_put_name(out, pl->s->nodes[jt->node].name, "joint");
+        char *p = dem_put_int(line, jt->parent);
         for (int i = 0; i < 3; i++)
-            p = put_num(p, t[i]);
+            p = dem_put_num(p, t[i]);
         for (int i = 0; i < 3; i++)
-            p = put_num(p, q[i]);
-        end_line(out, line, p);
+            p = dem_put_num(p, q[i]);
+        dem_end_line(out, line, p);
     }
 }
 
@@ -544,6 +403,28 @@ static void normalise_biases(uint32_t n_vertices, mesh_data *md)
     }
 }
 
+/* A rigid mesh that node animation moves: every vertex weighted 1 to the
+ * joint of the node that places this copy, so the sequence carries it. */
+static int bind_rigid(const dem_plan *pl, const mfs_mesh *m, int32_t node, mesh_data *md,
+                      mfs_err *err)
+{
+    size_t nv = m->n_vertices ? m->n_vertices : 1;
+    md->start = malloc(nv * sizeof *md->start);
+    md->count = malloc(nv * sizeof *md->count);
+    md->w_joint = malloc(nv * sizeof *md->w_joint);
+    md->w_bias = malloc(nv * sizeof *md->w_bias);
+    if (!md->start || !md->count || !md->w_joint || !md->w_bias)
+        return mfs_errf(err, "out of memory");
+    for (uint32_t v = 0; v < m->n_vertices; v++) {
+        md->start[v] = v;
+        md->count[v] = 1;
+        md->w_joint[v] = (uint32_t)pl->joint_of_node[node];
+        md->w_bias[v] = 1.0f;
+    }
+    md->n_weights = m->n_vertices;
+    return 0;
+}
+
 /* Weights of bones whose node is known and whose weight is positive,
  * grouped by vertex in bone order (MD5 layout), biases summing to 1. */
 static int gather_weights(const dem_plan *pl, const mfs_mesh *m, mesh_data *md, mfs_err *err)
@@ -603,47 +484,47 @@ static void write_vertices(const mfs_mesh *m, const mesh_data *md, mfs_sink *out
     for (uint32_t v = 0; v < m->n_vertices; v++) {
         float d[3];
         line[0] = 'v';
-        char *p = put_uint(line + 1, v);
+        char *p = dem_put_uint(line + 1, v);
         to_dem(md->pos[v], d);
         for (int k = 0; k < 3; k++)
-            p = put_num(p, d[k]);
+            p = dem_put_num(p, d[k]);
         to_dem(md->nrm[v], d);
         for (int k = 0; k < 3; k++)
-            p = put_num(p, d[k]);
+            p = dem_put_num(p, d[k]);
         if (m->uv[0]) {
-            p = put_num(p, m->uv[0][v][0]);
-            p = put_num(p, m->uv[0][v][1]);
+            p = dem_put_num(p, m->uv[0][v][0]);
+            p = dem_put_num(p, m->uv[0][v][1]);
         } else {
             memcpy(p, " 0.0 0.0", 8);
             p += 8;
         }
         if (m->colors) {
             for (int k = 0; k < 3; k++)
-                p = put_num(p, m->colors[v][k]);
+                p = dem_put_num(p, m->colors[v][k]);
         } else {
             memcpy(p, white, sizeof white - 1);
             p += sizeof white - 1;
         }
         if (md->start) {
-            p = put_uint(p, md->start[v]);
-            p = put_uint(p, md->count[v]);
+            p = dem_put_uint(p, md->start[v]);
+            p = dem_put_uint(p, md->count[v]);
         }
-        end_line(out, line, p);
+        dem_end_line(out, line, p);
     }
 }
 
 static void write_triangles(const mfs_mesh *m, int mirror, mfs_sink *out)
 {
     char line[LINE_MAX_BYTES];
-    put_count(out, "tris", m->n_faces);
+    dem_put_count(out, "tris", m->n_faces);
     for (uint32_t f = 0; f < m->n_faces; f++) {
         const uint32_t *t = &m->indices[3 * (size_t)f];
         line[0] = 't';
-        char *p = put_uint(line + 1, f);
-        p = put_uint(p, t[0]);
-        p = put_uint(p, t[mirror ? 2 : 1]);
-        p = put_uint(p, t[mirror ? 1 : 2]);
-        end_line(out, line, p);
+        char *p = dem_put_uint(line + 1, f);
+        p = dem_put_uint(p, t[0]);
+        p = dem_put_uint(p, t[mirror ? 2 : 1]);
+        p = dem_put_uint(p, t[mirror ? 1 : 2]);
+        dem_end_line(out, line, p);
     }
 }
 
@@ -653,7 +534,7 @@ static void write_triangles(const mfs_mesh *m, int mirror, mfs_sink *out)
 static void write_weights(dem_plan *pl, const mfs_mesh *m, const mesh_data *md, mfs_sink *out)
 {
     char line[LINE_MAX_BYTES];
-    put_count(out, "weights", md->n_weights);
+    dem_put_count(out, "weights", md->n_weights);
     for (uint32_t v = 0; v < m->n_vertices; v++) {
         if (md->count[v] == 0)
             box_add(pl->smin, pl->smax, md->pos[v]);
@@ -665,12 +546,12 @@ static void write_weights(dem_plan *pl, const mfs_mesh *m, const mesh_data *md, 
             jt->has_box = 1;
             to_dem(jp, d);
             line[0] = 'w';
-            char *p = put_uint(line + 1, i);
-            p = put_uint(p, md->w_joint[i]);
-            p = put_num(p, md->w_bias[i]);
+            char *p = dem_put_uint(line + 1, i);
+            p = dem_put_uint(p, md->w_joint[i]);
+            p = dem_put_num(p, md->w_bias[i]);
             for (int k = 0; k < 3; k++)
-                p = put_num(p, d[k]);
-            end_line(out, line, p);
+                p = dem_put_num(p, d[k]);
+            dem_end_line(out, line, p);
         }
     }
 }
@@ -702,19 +583,21 @@ static int write_mesh(dem_plan *pl, uint32_t mi, int32_t node, mfs_sink *out, mf
     int rc = place_vertices(pl, mi, node, &md, err);
     if (rc == 0 && mfs_mesh_is_skinned(m))
         rc = gather_weights(pl, m, &md, err);
+    else if (rc == 0 && rides_node(pl, m, node))
+        rc = bind_rigid(pl, m, node, &md, err);
     if (rc < 0) {
         mesh_data_free(&md);
         return mfs_err_prefix(err, "mesh '%s'", m->name);
     }
-    put_named(out, "mesh", name, fallback);
-    put_named(out, "mat", material_name(s, m, matbuf, sizeof matbuf), "default");
-    put_count(out, "verts", m->n_vertices);
+    dem_put_named(out, "mesh", name, fallback);
+    dem_put_named(out, "mat", material_name(s, m, matbuf, sizeof matbuf), "default");
+    dem_put_count(out, "verts", m->n_vertices);
     write_vertices(m, &md, out);
     write_triangles(m, md.mirror, out);
     if (md.start) {
         write_weights(pl, m, &md, out);
     } else {
-        put_count(out, "weights", 0);
+        dem_put_count(out, "weights", 0);
         for (uint32_t v = 0; v < m->n_vertices; v++)
             box_add(pl->smin, pl->smax, md.pos[v]);
     }
@@ -794,14 +677,14 @@ static void pose_bounds(const dem_plan *pl, const mfs_mat4 *jw, float mn[3], flo
 static void write_sequence_joints(const dem_plan *pl, mfs_sink *out)
 {
     char line[LINE_MAX_BYTES];
-    put_count(out, "joints", pl->n_joints);
+    dem_put_count(out, "joints", pl->n_joints);
     for (uint32_t k = 0; k < pl->n_joints; k++) {
         mfs_put_str(out, "j ");
-        put_name(out, pl->s->nodes[pl->joints[k].node].name, "joint");
-        char *p = put_int(line, pl->joints[k].parent);
-        p = put_uint(p, ALL_COMPONENTS_FLAGS);
-        p = put_uint(p, (uint64_t)k * COMPONENTS);
-        end_line(out, line, p);
+        dem_put_name(out, pl->s->nodes[pl->joints[k].node].name, "joint");
+        char *p = dem_put_int(line, pl->joints[k].parent);
+        p = dem_put_uint(p, ALL_COMPONENTS_FLAGS);
+        p = dem_put_uint(p, (uint64_t)k * COMPONENTS);
+        dem_end_line(out, line, p);
     }
 }
 
@@ -821,14 +704,14 @@ static int write_sequence(const dem_plan *pl, uint32_t ai, mfs_sink *out, mfs_er
     }
     char fallback[32], line[LINE_MAX_BYTES];
     snprintf(fallback, sizeof fallback, "sequence_%u", ai);
-    put_named(out, "sequence", a->name, fallback);
-    put_count(out, "rate", rate);
-    put_count(out, "components", COMPONENTS);
+    dem_put_named(out, "sequence", a->name, fallback);
+    dem_put_count(out, "rate", rate);
+    dem_put_count(out, "components", COMPONENTS);
     write_sequence_joints(pl, out);
 
     /* Two passes over the poses (bounds, then frames): sampling is cheap
      * next to printing, and nothing per frame needs storing. */
-    put_count(out, "bounds", nf);
+    dem_put_count(out, "bounds", nf);
     for (uint32_t f = 0; f < nf && !out->err; f++) {
         float mn[3], mx[3], dmn[3], dmx[3];
         mfs_scene_pose(s, a, frame_time(a, rate, f), local);
@@ -841,28 +724,28 @@ static int write_sequence(const dem_plan *pl, uint32_t ai, mfs_sink *out, mfs_er
         line[0] = 'b';
         char *p = line + 1;
         for (int k = 0; k < 3; k++)
-            p = put_num(p, dmn[k]);
+            p = dem_put_num(p, dmn[k]);
         for (int k = 0; k < 3; k++)
-            p = put_num(p, dmx[k]);
-        end_line(out, line, p);
+            p = dem_put_num(p, dmx[k]);
+        dem_end_line(out, line, p);
     }
-    put_count(out, "events", 0);
-    put_count(out, "frames", nf);
+    dem_put_count(out, "events", 0);
+    dem_put_count(out, "frames", nf);
     for (uint32_t f = 0; f < nf && !out->err; f++) {
         mfs_scene_pose(s, a, frame_time(a, rate, f), local);
         for (uint32_t k = 0; k < pl->n_joints; k++) {
             float t[3], q[4], sc[3];
             decompose_dem(&local[pl->joints[k].node], t, q, sc);
             line[0] = 'f';
-            char *p = put_uint(line + 1, f);
-            p = put_uint(p, k);
+            char *p = dem_put_uint(line + 1, f);
+            p = dem_put_uint(p, k);
             for (int i = 0; i < 3; i++)
-                p = put_num(p, t[i]);
+                p = dem_put_num(p, t[i]);
             for (int i = 0; i < 3; i++)
-                p = put_num(p, q[i]);
+                p = dem_put_num(p, q[i]);
             for (int i = 0; i < 3; i++)
-                p = put_num(p, sc[i]);
-            end_line(out, line, p);
+                p = dem_put_num(p, sc[i]);
+            dem_end_line(out, line, p);
         }
     }
     free(local);

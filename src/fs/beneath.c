@@ -87,6 +87,13 @@ static int stat_and_close(int fd, struct stat *st)
     return rc;
 }
 
+/* SRC itself: its descriptor is held, so its stat needs no walk (the
+ * memo checks the root for the absent names in it on every lookup). */
+static int is_root(const char *rel)
+{
+    return !rel[0] || !strcmp(rel, ".");
+}
+
 /* The folder this thread's listing walks (mfs_beneath_walk_begin). */
 static _Thread_local int walk_fd = -1;
 static _Thread_local char walk_dir[4096];
@@ -132,6 +139,8 @@ int mfs_beneath_stat(const mfs_fs *fs, const char *rel, struct stat *st)
     const char *name = walk_fd >= 0 ? in_walk(rel) : NULL;
     if (name)
         return fstatat(walk_fd, name, st, AT_SYMLINK_NOFOLLOW);
+    if (is_root(rel))
+        return fstat(fs->rootfd, st);
     /* O_PATH|O_NOFOLLOW: a final link is opened as itself, so it can be
      * stat'ed (and read) but never followed */
     return stat_and_close(mfs_beneath_open(fs, rel, O_PATH), st);
@@ -156,6 +165,8 @@ int mfs_beneath_open_dep(const mfs_fs *fs, const char *rel, int flags)
 
 int mfs_beneath_stat_dep(const mfs_fs *fs, const char *rel, struct stat *st)
 {
+    if (is_root(rel))
+        return fstat(fs->rootfd, st);
     return stat_and_close(mfs_beneath_open_dep(fs, rel, O_PATH), st);
 }
 

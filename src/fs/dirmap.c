@@ -33,6 +33,7 @@
 #include <xxhash.h>
 
 #include "fs.h"
+#include "meshfs/inputs.h"
 #include "meshfs/timespec.h"
 #include "lgepkg.h"
 #include "meshfs/naming.h"
@@ -435,21 +436,6 @@ static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log)
     return rc;
 }
 
-int mfs_dir_times_settled(const struct stat *st)
-{
-    /* whole seconds in both times: a file system that keeps no more (FAT
-     * keeps 2 s); else the kernel's clock tick (4-10 ms) with room to
-     * spare; a folder whose clock runs ahead of ours stays unsettled */
-    int64_t window = st->st_mtim.tv_nsec == 0 && st->st_ctim.tv_nsec == 0 ? 2000000000LL
-                                                                         : 50000000LL;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    int64_t n = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
-    int64_t m = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
-    int64_t c = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
-    return (m > c ? m : c) <= n - window;
-}
-
 /* A fresh table of folder dir, whose stat (taken before reading it) is st. */
 static int build_tab(mfs_fs *fs, const char *dir, const struct stat *st, int log,
                      mfs_dirtab **out)
@@ -463,7 +449,7 @@ static int build_tab(mfs_fs *fs, const char *dir, const struct stat *st, int log
     t->dev = st->st_dev;
     t->ino = st->st_ino;
     t->dir_seed = XXH3_64bits(dir, strlen(dir));
-    t->racy = !mfs_dir_times_settled(st);
+    t->racy = !mfs_input_times_settled(st);
     format_order(fs, t);
     int rc = read_entries(fs, dir, t);
     if (rc == 0)
@@ -553,6 +539,13 @@ static void drop_slot(mfs_dirmaps *d, unsigned b, dirmap *m)
 
 int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out)
 {
+    struct stat st;
+    return mfs_dirtab_get_st(fs, dir, fresh, out, &st);
+}
+
+int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out,
+                      struct stat *dir_st)
+{
     mfs_dirmaps *d = fs->dirs;
     unsigned b = bucket_of(dir);
     int waited = 0, restats = 0;
@@ -562,6 +555,7 @@ int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out)
             return -errno;
         if (!S_ISDIR(st.st_mode))
             return -ENOTDIR;
+        *dir_st = st;
         pthread_mutex_lock(&d->lock);
         dirmap *m = find_slot(d, b, dir);
         int changed = 1;
@@ -648,7 +642,7 @@ static const mfs_dir_model *find_base(const mfs_dirtab *t, const char *base, siz
 int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref)
 {
     mfs_dirtab *t;
-    int rc = mfs_dirtab_get(fs, dir, 0, &t);
+    int rc = mfs_dirtab_get_st(fs, dir, 0, &t, &ref->dir_st);
     if (rc < 0)
         return rc;
     size_t nl = strlen(name);
@@ -709,7 +703,7 @@ int mfs_dirtab_item(const mfs_fs *fs, const mfs_dirtab *t, size_t i, char *buf, 
         out->mode = S_IFREG;
         out->is_view = 1;
         out->model = i / (size_t)t->nf;
-        out->view = (mfs_view_ref){(char *)dm->model, (char *)dm->base, f};
+        out->view = (mfs_view_ref){.model = (char *)dm->model, .base = (char *)dm->base, .format = f};
         return 1;
     }
     if (i == t->nmodels * (size_t)t->nf && t->pkg) {
@@ -718,7 +712,7 @@ int mfs_dirtab_item(const mfs_fs *fs, const mfs_dirtab *t, size_t i, char *buf, 
         out->mode = S_IFREG;
         out->is_view = 1;
         out->model = (size_t)-1;
-        out->view = (mfs_view_ref){"", MFS_LGEPKG_DEFAULT_NAME, MFS_FS_LGEPKG};
+        out->view = (mfs_view_ref){.model = "", .base = MFS_LGEPKG_DEFAULT_NAME, .format = MFS_FS_LGEPKG};
         return 1;
     }
     return 0;

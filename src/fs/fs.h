@@ -44,6 +44,7 @@ typedef struct mfs_fs_config {
     const char *remote;
     unsigned remote_timeout_ms, remote_data_timeout_s;
     int remote_read_only;
+    uint64_t remote_owed_max; /* -o remote_owed_max: the owed list's bound */
     char *remote_token;     /* from remote_token_file: never logged or shown */
 } mfs_fs_config;
 
@@ -103,7 +104,7 @@ typedef struct mfs_pins mfs_pins;             /* pins.c: entries evicted as soon
  *   Resolution (a view's bytes):
  *   0. a folder's package lock (lgepkg.c, fs->pkg_locks: one stripe per folder), held
  *      while the package is assembled, so across its models' resolutions.
- *   1. a model's lock (src/cache/views.c: one per model, held across its whole
+ *   1. a model's lock (src/resolve/views.c: one per model, held across its whole
  *      resolution, conversion included: the single flight).  Never two
  *      models' at once; listings only try it (trylock) and never wait.
  *   2. job_lock (convert.c: the job slots), held only to count a slot, never
@@ -169,7 +170,7 @@ typedef struct mfs_fs {
     mfs_listings *listings;
     mfs_pt *pt;
     mfs_files *files;
-    mfs_kviews *kviews;       /* coherence.h; made with the configuration (main.c) */
+    mfs_kviews *kviews;       /* coherence.h */
     pthread_mutex_t moving;   /* renew.c: one view moved to a new inode at a time */
     pthread_mutex_t pkg_locks[MFS_PKG_STRIPES]; /* lgepkg.c: a package built once */
 } mfs_fs;
@@ -180,6 +181,8 @@ typedef struct mfs_view_ref {
     char *model;            /* model file name in the folder */
     char *base;             /* view base name: "car" or "car.fbx" */
     int format;             /* mfs_format */
+    struct stat dir_st;     /* the folder's, as the lookup found it (the
+                               memo takes it as given: mfs_view_given) */
 } mfs_view_ref;
 
 mfs_dirmaps *mfs_dirmaps_new(void);
@@ -235,16 +238,12 @@ typedef struct mfs_dirtab mfs_dirtab;
 
 /* The current table of folder `dir` (relative, "" for the root), read again
  * if the folder's mtime or ctime moved; with fresh, also if it was built
- * before the folder's times settled (mfs_dir_times_settled), unless the
+ * before the folder's times settled (mfs_input_times_settled, inputs.h), unless the
  * caller waited for that very build.  0 or -errno. */
 int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out);
+/* The same, with the folder's stat it was checked against into *st. */
+int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out, struct stat *st);
 void mfs_dirtab_put(mfs_dirtab *t);
-
-/* Whether a folder's times are old enough that a change made now would
- * move them: a change within the same tick of its file system's clock
- * (whole seconds on some) leaves them as they were.  Tables made, and
- * listings kept by the kernel, before a folder settles are read again. */
-int mfs_dir_times_settled(const struct stat *st);
 
 /* Every model of the table that has views, in byte order of base (the same
  * list and order meshfs-convert uses); borrowed from t. */
@@ -320,6 +319,12 @@ int mfs_fs_views_open(mfs_fs *fs);
  * the root), whose views are named `base`.<fmt>: mfs_views_resolve. */
 mfs_view_outcome mfs_view_get(mfs_fs *fs, const char *dir, const char *name, const char *base,
                               int format, mfs_view_mode mode, mfs_view_info *info, mfs_err *err);
+/* The same, with the stats the caller has just taken of the model and its
+ * folder (mfs_view_given: the memo does not take them again). */
+mfs_view_outcome mfs_view_get_given(mfs_fs *fs, const char *dir, const char *name,
+                                    const char *base, int format, mfs_view_mode mode,
+                                    const mfs_view_given *given, mfs_view_info *info,
+                                    mfs_err *err);
 
 /* The referenced files the view's model was found missing by its import,
  * one per line (mfs_views_missing): the length, 0 none, or -errno. */

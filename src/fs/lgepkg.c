@@ -162,7 +162,8 @@ static int model_known_hinted(mfs_fs *fs, const char *dir, const mfs_dir_model *
         in = MFS_VIEW_INPUTS_GIVEN;
     int known = 1;
     for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++) {
-        mfs_view_ref ref = {(char *)dm->model, (char *)dm->base, mfs_lgepkg_formats[k]};
+        mfs_view_ref ref = {.model = (char *)dm->model, .base = (char *)dm->base,
+                            .format = mfs_lgepkg_formats[k]};
         struct stat st;
         if (mfs_view_cached_stat_hinted(fs, dir, &ref, &mst, k > 0 ? MFS_VIEW_INPUTS_CHECKED : in,
                                         hints ? &hint : NULL, &st) <= 0) {

@@ -20,6 +20,7 @@
 #include "meshfs/timespec.h"
 #include "coherence.h"
 #include "fs.h"
+#include "meshfs/inputs.h"
 #include "held.h"
 #include "lgepkg.h"
 #include "listing.h"
@@ -216,7 +217,7 @@ void mfs_listing_free(mfs_listings *l)
     free(l);
 }
 
-/* *recent: the folder has not settled (mfs_dir_times_settled): a further
+/* *recent: the folder has not settled (mfs_input_times_settled): a further
  * change could leave its times as they are, so the kernel must not keep
  * its listing. */
 static int folder_sig(mfs_fs *fs, const char *dir, uint64_t *sig, int *recent)
@@ -224,7 +225,7 @@ static int folder_sig(mfs_fs *fs, const char *dir, uint64_t *sig, int *recent)
     struct stat st;
     if (mfs_beneath_stat(fs, dir[0] ? dir : ".", &st) < 0)
         return -1;
-    *recent = !mfs_dir_times_settled(&st);
+    *recent = !mfs_input_times_settled(&st);
     uint64_t v[10] = {(uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_mode,
                       (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec,
                       (uint64_t)st.st_ctim.tv_sec, (uint64_t)st.st_ctim.tv_nsec,

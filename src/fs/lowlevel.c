@@ -23,7 +23,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "coherence.h"
 #include "dirreply.h"
 #include "fs.h"
 #include "leasewait.h"
@@ -205,7 +204,8 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
     mfs_ops_init(userdata, conn);
 }
 
-static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
+                      const mfs_ops_prestat *pre)
 {
     mfs_fs *fs = FS(req);
     mfs_ll *ll = fs->ll;
@@ -216,7 +216,7 @@ static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     struct fuse_entry_param e;
     memset(&e, 0, sizeof e);
     if (rc == 0)
-        rc = mfs_ops_lookup(fs, path, &e.attr);
+        rc = mfs_ops_lookup(fs, path, &e.attr, pre);
     if (rc == -ENOENT && ll->negative_timeout > 0) {
         e.entry_timeout = ll->negative_timeout; /* ino 0: "not there", kept that long */
         fuse_reply_entry(req, &e);
@@ -252,7 +252,8 @@ static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
     fuse_reply_none(req);
 }
 
-static void do_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void do_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                       const mfs_ops_prestat *pre)
 {
     mfs_fs *fs = FS(req);
     mfs_nodes *nodes = fs->ll->nodes;
@@ -264,7 +265,8 @@ static void do_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     /* a node whose name moved on answers for the entry its handles read;
      * asked again after the path's answer, which may be the new entry's if
      * the name moved meanwhile (renew.c moves the node first) */
-    int rc = !fi && mfs_nodes_kept_attr(nodes, ino, &st) ? 0 : mfs_ops_getattr(fs, path, &st, fi);
+    int rc = !fi && mfs_nodes_kept_attr(nodes, ino, &st) ? 0
+                                                         : mfs_ops_getattr(fs, path, &st, fi, pre);
     if (rc == 0 && !fi)
         mfs_nodes_kept_attr(nodes, ino, &st);
     if (rc < 0)
@@ -315,7 +317,7 @@ typedef struct open_wait {
 } open_wait;
 
 static int hand_back(open_wait *w);
-static int may_wait(mfs_fs *fs, fuse_ino_t ino, const char *child);
+static int may_wait(mfs_fs *fs, fuse_ino_t ino, const char *child, mfs_ops_prestat *pre);
 
 static int open_again(mfs_leasewait_entry *e, int stopping)
 {
@@ -352,7 +354,7 @@ static int wait_lease(fuse_req_t req, fuse_ino_t ino, int retry, const struct fu
         return -1;
     }
     *w = (open_wait){.entry.again = open_again, .req = req, .ino = ino, .retry = retry,
-                     .view = may_wait(fs, ino, NULL), .fi = *fi};
+                     .view = may_wait(fs, ino, NULL, NULL), .fi = *fi};
     mfs_leasewait_add(fs->leasewait, &w->entry);
     return 0;
 }
@@ -601,6 +603,7 @@ typedef struct ll_job {
     struct fuse_file_info fi;
     size_t size;
     int retry; /* J_OPEN_AGAIN: the OPEN's, from its first try */
+    mfs_ops_prestat pre; /* LOOKUP's and GETATTR's: may_wait's stat */
     char name[]; /* LOOKUP's and GETXATTR's */
 } ll_job;
 
@@ -609,8 +612,8 @@ static void run_job(mfs_share_job *sj)
     ll_job *j = (ll_job *)sj;
     struct fuse_file_info *fi = j->has_fi ? &j->fi : NULL;
     switch (j->op) {
-    case J_LOOKUP: do_lookup(j->req, j->ino, j->name); break;
-    case J_GETATTR: do_getattr(j->req, j->ino, fi); break;
+    case J_LOOKUP: do_lookup(j->req, j->ino, j->name, &j->pre); break;
+    case J_GETATTR: do_getattr(j->req, j->ino, fi, &j->pre); break;
     case J_OPEN: do_open(j->req, j->ino, fi); break;
     case J_GETXATTR: do_getxattr(j->req, j->ino, j->name, j->size); break;
     case J_OPEN_AGAIN: open_run(j->req, j->ino, j->retry, fi); break;
@@ -622,24 +625,30 @@ static void run_job(mfs_share_job *sj)
  * or nothing), so it may wait.  A stat beneath SRC, which no lease holds
  * up; a hidden source (-o hide_sources) is answered ENOENT at once; an
  * error is the request's to report, at once too. */
-static int may_wait(mfs_fs *fs, fuse_ino_t ino, const char *child)
+static int may_wait(mfs_fs *fs, fuse_ino_t ino, const char *child, mfs_ops_prestat *pre)
 {
     mfs_nodes *nodes = fs->ll->nodes;
     char path[PATH_MAX];
     int rc = child ? mfs_nodes_child_path(nodes, ino, child, path, sizeof path)
                    : mfs_nodes_path(nodes, ino, path, sizeof path);
     const char *r = rc == 0 ? mfs_ops_rel(fs, path) : NULL;
-    struct stat st;
-    return r && mfs_beneath_stat(fs, r, &st) < 0 && errno == ENOENT;
+    if (!r)
+        return 0;
+    mfs_ops_prestat own;
+    mfs_ops_prestat *p = pre ? pre : &own;
+    p->rc = mfs_beneath_stat(fs, r, &p->st) == 0 ? 0 : -errno;
+    /* the request answers from this stat (mfs_ops_prestat) */
+    p->known = pre && snprintf(p->rel, sizeof p->rel, "%s", r) < (int)sizeof p->rel;
+    return p->rc == -ENOENT;
 }
 
 /* 1: the request is its user's share's now (run, or queued); 0: the
  * caller runs it at once. */
 static int share_job(fuse_req_t req, int op, fuse_ino_t ino, struct fuse_file_info *fi,
-                     size_t size, const char *name)
+                     size_t size, const char *name, mfs_ops_prestat *pre)
 {
     mfs_fs *fs = FS(req);
-    if (!may_wait(fs, ino, op == J_LOOKUP ? name : NULL))
+    if (!may_wait(fs, ino, op == J_LOOKUP ? name : NULL, pre))
         return 0;
     size_t nl = name ? strlen(name) + 1 : 0;
     ll_job *j = malloc(sizeof *j + nl);
@@ -649,6 +658,8 @@ static int share_job(fuse_req_t req, int op, fuse_ino_t ino, struct fuse_file_in
                   .op = op, .ino = ino, .has_fi = fi != NULL, .size = size};
     if (fi)
         j->fi = *fi;
+    if (pre)
+        j->pre = *pre;
     if (name)
         memcpy(j->name, name, nl);
     mfs_share_run(fs->share, &j->share);
@@ -696,23 +707,25 @@ static int hand_back(open_wait *w)
 
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    if (!share_job(req, J_LOOKUP, parent, NULL, 0, name))
-        do_lookup(req, parent, name);
+    mfs_ops_prestat pre = {0};
+    if (!share_job(req, J_LOOKUP, parent, NULL, 0, name, &pre))
+        do_lookup(req, parent, name, &pre);
 }
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     /* through an open handle: answered from it, no wait */
-    if (fi || !share_job(req, J_GETATTR, ino, NULL, 0, NULL))
-        do_getattr(req, ino, fi);
+    mfs_ops_prestat pre = {0};
+    if (fi || !share_job(req, J_GETATTR, ino, NULL, 0, NULL, &pre))
+        do_getattr(req, ino, fi, &pre);
 }
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    if (!share_job(req, J_OPEN, ino, fi, 0, NULL))
+    if (!share_job(req, J_OPEN, ino, fi, 0, NULL, NULL))
         do_open(req, ino, fi);
 }
 static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-    if (!share_job(req, J_GETXATTR, ino, NULL, size, name))
+    if (!share_job(req, J_GETXATTR, ino, NULL, size, name, NULL))
         do_getxattr(req, ino, name, size);
 }
 
@@ -764,25 +777,16 @@ int mfs_ll_setup(mfs_fs *fs, size_t max_inodes, double entry_t, double attr_t, d
     fs->listings = mfs_listing_new(entry_t < attr_t ? entry_t : attr_t);
     fs->pt = mfs_pt_new();
     fs->files = mfs_ops_files_new();
-    /* what the kernel holds of views: 8 records a model the memo keeps */
-    fs->kviews = mfs_kviews_new(8 * fs->cfg.memo_size);
-    return ll->nodes && fs->replies && fs->listings && fs->pt && fs->files && fs->kviews ? 0
-                                                                                          : -1;
+    return ll->nodes && fs->replies && fs->listings && fs->pt && fs->files ? 0 : -1;
 }
 
 void mfs_ll_teardown(mfs_fs *fs)
 {
     mfs_ll *ll = fs->ll;
-    mfs_ops_files_free(fs->files);
-    mfs_kviews_free(fs->kviews);
-    fs->kviews = NULL;
+    mfs_ops_files_free(fs->files); /* the last use of each: the mount is ending */
     mfs_pt_free(fs->pt);
     mfs_listing_free(fs->listings);
     mfs_dirreply_free(fs->replies);
-    fs->files = NULL;
-    fs->pt = NULL;
-    fs->listings = NULL;
-    fs->replies = NULL;
     if (!ll)
         return;
     mfs_nodes_free(ll->nodes);

@@ -15,7 +15,7 @@
 extern const struct fuse_lowlevel_ops mfs_ll_ops;
 
 /* Before the session: the session layer's state for fs (fs->ll, replies,
- * listings, pt, files), with the files whose inodes the kernel may hold
+ * listings, pt, files; kviews and pins come with the mount's), with the files whose inodes the kernel may hold
  * (nodes.h) and the kernel's cache times (-o entry_timeout, attr_timeout,
  * negative_timeout).  The session is then made with fs as its userdata:
  * every request finds the mount there (fuse_req_userdata), and nothing

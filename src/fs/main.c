@@ -53,7 +53,7 @@ typedef struct cli {
     char *memo_size;
     char *entry_timeout, *attr_timeout, *negative_timeout; /* the kernel's cache times */
     double entry_s, attr_s, negative_s;
-    char *remote, *remote_timeout_ms, *remote_data_timeout_s, *remote_token_file;
+    char *remote, *remote_timeout_ms, *remote_data_timeout_s, *remote_token_file, *remote_owed_max;
     int remote_read_only;
     char *mnt;              /* the second non-option argument */
     int hide_failed;
@@ -86,6 +86,7 @@ static const struct fuse_opt cli_spec[] = {
     OPT("remote_data_timeout_s=%s", remote_data_timeout_s),
     OPT("remote_read_only", remote_read_only),
     OPT("remote_token_file=%s", remote_token_file),
+    OPT("remote_owed_max=%s", remote_owed_max),
     OPT("hide_sources", hide_sources),
     OPT("hide_failed", hide_failed),
     OPT("passthrough", passthrough),
@@ -185,6 +186,7 @@ static void usage(void)
            "    -o remote_data_timeout_s=S  a remote read's whole transfer (default 5)\n"
            "    -o remote_read_only      never upload\n"
            "    -o remote_token_file=F   bearer token, a file only its owner may read\n"
+           "    -o remote_owed_max=SIZE  the list of uploads owed after an outage (default 64M)\n"
            "    -o worker_user=USER      when run as root, the user conversions run as\n"
            "                             (default nobody; docs/security.md)\n"
            "    -o log_level=LEVEL       error, warning (default), info (also each\n"
@@ -349,11 +351,15 @@ static int configure(mfs_fs *fs, cli *c)
                        &cfg->remote_data_timeout_s, &err) < 0)
         return bad_option(&err);
     cfg->remote_read_only = c->remote_read_only;
+    cfg->remote_owed_max = MFS_REMOTE_OWED_MAX_DEFAULT;
+    if (c->remote_owed_max && mfs_optv_size("-o remote_owed_max", c->remote_owed_max, 1, UINT64_MAX,
+                                            &cfg->remote_owed_max, &err) < 0)
+        return bad_option(&err);
     if (c->remote_token_file &&
         mfs_remote_read_token(c->remote_token_file, &cfg->remote_token, &err) < 0)
         return bad_option(&err);
     if (!c->remote && (c->remote_timeout_ms || c->remote_data_timeout_s || c->remote_read_only ||
-                       c->remote_token_file)) {
+                       c->remote_token_file || c->remote_owed_max)) {
         mfs_errf(&err, "-o remote_*: given without -o remote=URL");
         return bad_option(&err);
     }
@@ -447,6 +453,7 @@ static int open_state(mfs_fs *fs)
                              .view_max = fs->cfg.limits.output,
                              .read_only = fs->cfg.remote_read_only,
                              .token = fs->cfg.remote_token,
+                             .owed_max = fs->cfg.remote_owed_max,
                              .log = remote_log,
                              .log_ctx = fs};
         if (!(fs->remote = mfs_remote_new(&rc, fs->cache, &err))) {
@@ -456,13 +463,16 @@ static int open_state(mfs_fs *fs)
     }
     fs->dirs = mfs_dirmaps_new();
     fs->pins = mfs_pins_new();
+    /* what the kernel holds of views: 8 records a model the memo keeps */
+    fs->kviews = mfs_kviews_new(8 * (size_t)fs->cfg.memo_size);
     pthread_mutex_init(&fs->job_lock, NULL);
     pthread_mutex_init(&fs->moving, NULL);
     for (int i = 0; i < MFS_PKG_STRIPES; i++)
         pthread_mutex_init(&fs->pkg_locks[i], NULL);
     pthread_cond_init(&fs->job_cond, NULL);
-    return mfs_fs_views_open(fs) == 0 && fs->dirs && fs->pins && mfs_prefetch_open(fs) == 0 ? 0
-                                                                                             : -1;
+    if (!fs->dirs || !fs->pins || !fs->kviews)
+        return -1;
+    return mfs_fs_views_open(fs) == 0 && mfs_prefetch_open(fs) == 0 ? 0 : -1;
 }
 
 /* FUSE threads that can be waiting for conversions at once, beyond which
@@ -587,6 +597,7 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
     if (!opts.foreground)
         mfs_log_to_syslog(); /* stderr is /dev/null from here on */
     mfs_pt_test_drop_sys_admin();
+    mfs_remote_start(fs->remote); /* owed uploads of an earlier session go now */
     unsigned max = opts.singlethread ? 1
                    : opts.max_threads && opts.max_threads != UINT_MAX ? opts.max_threads
                                                                       : DEFAULT_MAX_THREADS;
@@ -695,6 +706,7 @@ int main(int argc, char **argv)
     }
     mfs_dirmaps_free(fs.dirs);
     mfs_pins_free(fs.pins);
+    mfs_kviews_free(fs.kviews); /* after the session: no handle holds a record */
     mfs_spawner_close(fs.spawner);
     fuse_opt_free_args(&args);
     if (fs.cfg.cache_dir != c.cache_dir)
@@ -724,6 +736,7 @@ int main(int argc, char **argv)
     free(c.remote_timeout_ms);
     free(c.remote_data_timeout_s);
     free(c.remote_token_file);
+    free(c.remote_owed_max);
     free(c.mnt);
     return rc;
 }

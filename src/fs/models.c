@@ -182,6 +182,14 @@ static int view_paths(mfs_fs *fs, const char *dir, const char *name, const char 
 mfs_view_outcome mfs_view_get(mfs_fs *fs, const char *dir, const char *name, const char *base,
                               int format, mfs_view_mode mode, mfs_view_info *info, mfs_err *err)
 {
+    return mfs_view_get_given(fs, dir, name, base, format, mode, NULL, info, err);
+}
+
+mfs_view_outcome mfs_view_get_given(mfs_fs *fs, const char *dir, const char *name,
+                                    const char *base, int format, mfs_view_mode mode,
+                                    const mfs_view_given *given, mfs_view_info *info,
+                                    mfs_err *err)
+{
     char path[4096], fmi_model[4096];
     if (view_paths(fs, dir, name, base, path, fmi_model) < 0) {
         /* as mfs_views_resolve leaves it: no hit (fd -1, which callers
@@ -192,7 +200,7 @@ mfs_view_outcome mfs_view_get(mfs_fs *fs, const char *dir, const char *name, con
         mfs_errf(err, "%s/%s: path too long", dir, name);
         return MFS_VIEW_FAILED_MACHINE;
     }
-    return mfs_views_resolve(fs->views, path, fmi_model, format, mode, info, err);
+    return mfs_views_resolve_given(fs->views, path, fmi_model, format, mode, given, info, err);
 }
 
 int mfs_view_missing(mfs_fs *fs, const char *dir, const char *name, const char *base,

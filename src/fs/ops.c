@@ -199,8 +199,9 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
      * after this one has its slot (mfs_fs_fg_coming) */
     mfs_prefetch_attr(fs, dir, ref);
     test_fg_delay();
-    mfs_view_outcome o = mfs_view_get(fs, dir, ref->model, ref->base, ref->format,
-                                      MFS_VIEW_ATTR, &vi, &err);
+    mfs_view_given given = {.model = &mst, .folder = &ref->dir_st};
+    mfs_view_outcome o = mfs_view_get_given(fs, dir, ref->model, ref->base, ref->format,
+                                            MFS_VIEW_ATTR, &given, &vi, &err);
     mfs_fs_fg_done(fs);
     if (o == MFS_VIEW_FAILED_MACHINE) {
         /* failed for now (e.g. the cache disk is full): like a failed
@@ -224,19 +225,27 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
 /* The attributes the kernel is to hold for path.  lookup: for a LOOKUP of
  * the name, which moves a view to a new inode when the one it has holds
  * another entry for open handles (kview.c). */
-static int path_attr(mfs_fs *fs, const char *path, struct stat *st, int lookup)
+static int path_attr(mfs_fs *fs, const char *path, struct stat *st, int lookup,
+                     const mfs_ops_prestat *pre)
 {
     const char *r = mfs_ops_rel(fs, path);
     if (!r)
         return -errno;
-    if (mfs_beneath_stat(fs, r, st) == 0) {
+    int rc;
+    if (pre && pre->known && !strcmp(pre->rel, r)) {
+        rc = pre->rc;
+        *st = pre->st;
+    } else {
+        rc = mfs_beneath_stat(fs, r, st) == 0 ? 0 : -errno;
+    }
+    if (rc == 0) {
         if (is_hidden_source(fs, r, st))
             return -ENOENT;
         st->st_ino = mfs_src_ino(fs, st->st_dev, st->st_ino);
         return 0;
     }
-    if (errno != ENOENT)
-        return -errno;
+    if (rc != -ENOENT)
+        return rc;
     char dir[4096];
     mfs_view_ref ref;
     int v = find_view(fs, r, dir, sizeof dir, &ref);
@@ -244,7 +253,7 @@ static int path_attr(mfs_fs *fs, const char *path, struct stat *st, int lookup)
         return v == 0 ? -ENOENT : v;
     uint8_t key[16];
     int have_key;
-    int rc = view_attr(fs, dir, &ref, st, key, &have_key);
+    rc = view_attr(fs, dir, &ref, st, key, &have_key);
     ref_free(&ref);
     if (rc < 0)
         return rc;
@@ -256,7 +265,8 @@ static int path_attr(mfs_fs *fs, const char *path, struct stat *st, int lookup)
     return 0;
 }
 
-int mfs_ops_getattr(mfs_fs *fs, const char *path, struct stat *st, struct fuse_file_info *fi)
+int mfs_ops_getattr(mfs_fs *fs, const char *path, struct stat *st, struct fuse_file_info *fi,
+                    const mfs_ops_prestat *pre)
 {
     atomic_fetch_add(&fs->stats.attr_requests, 1);
     handle *fh = fi ? (handle *)(uintptr_t)fi->fh : NULL;
@@ -267,13 +277,13 @@ int mfs_ops_getattr(mfs_fs *fs, const char *path, struct stat *st, struct fuse_f
         mfs_kview_handle_attr(fs->kviews, fh->kv, path, st);
         return 0;
     }
-    return path_attr(fs, path, st, 0);
+    return path_attr(fs, path, st, 0, fi ? NULL : pre);
 }
 
-int mfs_ops_lookup(mfs_fs *fs, const char *path, struct stat *st)
+int mfs_ops_lookup(mfs_fs *fs, const char *path, struct stat *st, const mfs_ops_prestat *pre)
 {
     atomic_fetch_add(&fs->stats.attr_requests, 1);
-    return path_attr(fs, path, st, 1);
+    return path_attr(fs, path, st, 1, pre);
 }
 
 /* How the kernel is to treat this open of a view (kview.c), and whether it
@@ -655,13 +665,17 @@ static int remote_text(mfs_fs *fs, char *buf, size_t n)
                     " remote_hits=%llu remote_misses=%llu remote_errors=%llu "
                     "remote_bytes_down=%llu remote_bytes_up=%llu remote_uploads=%llu "
                     "remote_queue=%llu remote_dropped=%llu "
-                    "remote_read_backoffs=%llu remote_upload_backoffs=%llu remote_repaired=%llu",
+                    "remote_read_backoffs=%llu remote_upload_backoffs=%llu remote_repaired=%llu "
+                    "remote_owed=%llu remote_owed_sent=%llu remote_owed_dropped=%llu "
+                    "remote_slow=%llu",
                     (unsigned long long)rs.hits, (unsigned long long)rs.misses,
                     (unsigned long long)rs.errors, (unsigned long long)rs.bytes_down,
                     (unsigned long long)rs.bytes_up, (unsigned long long)rs.uploads,
                     (unsigned long long)rs.queue, (unsigned long long)rs.dropped,
                     (unsigned long long)rs.read_backoffs, (unsigned long long)rs.upload_backoffs,
-                    (unsigned long long)rs.repaired);
+                    (unsigned long long)rs.repaired, (unsigned long long)rs.owed,
+                    (unsigned long long)rs.owed_sent, (unsigned long long)rs.owed_dropped,
+                    (unsigned long long)rs.slow);
 }
 
 static int stats_text(mfs_fs *fs, char *buf, size_t n)

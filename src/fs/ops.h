@@ -2,6 +2,7 @@
 #define MESHFS_FS_OPS_H
 #define FUSE_USE_VERSION 314
 #include <fuse.h>
+#include <limits.h>
 #include <sys/statvfs.h>
 #include "fs.h"
 
@@ -9,7 +10,6 @@
  * them with the path of each request's node and the mount from the
  * session's userdata.  Each answers 0 (or a length) or -errno.  The write
  * operations are lowlevel.c's (EROFS); the directory ones listing.c's. */
-int mfs_ops_getattr(mfs_fs *fs, const char *path, struct stat *st, struct fuse_file_info *fi);
 int mfs_ops_readlink(mfs_fs *fs, const char *path, char *buf, size_t size);
 int mfs_ops_statfs(mfs_fs *fs, struct statvfs *sv);
 int mfs_ops_getxattr(mfs_fs *fs, const char *path, const char *name, char *value, size_t size);
@@ -46,11 +46,28 @@ int mfs_ops_open(mfs_fs *fs, const char *path, uint64_t node, int retry,
  * of it answers EWOULDBLOCK).  Converts nothing, waits for nothing. */
 int mfs_ops_leased(mfs_fs *fs, const char *path);
 
+/* A stat of a request's SRC path taken before the request ran (lowlevel.c
+ * takes one to tell a view from a file of SRC): LOOKUP and GETATTR answer
+ * from it rather than stat the path a second time.  An answer as of a
+ * moment after the request came, so as true as one taken later. */
+typedef struct mfs_ops_prestat {
+    int known;
+    int rc;                 /* 0, or -errno */
+    struct stat st;
+    char rel[PATH_MAX];     /* the SRC-relative path it is of */
+} mfs_ops_prestat;
+
 /* LOOKUP of path: its attributes, 0 or -errno, as GETATTR; a view whose
  * inode holds an older entry for open handles moves to a new one first
  * (mfs_ll_renew), so the path shows the new entry and the handles keep
  * the old. */
-int mfs_ops_lookup(mfs_fs *fs, const char *path, struct stat *st);
+int mfs_ops_lookup(mfs_fs *fs, const char *path, struct stat *st, const mfs_ops_prestat *pre);
+
+/* GETATTR of path: through an open handle fi if not NULL (a view's
+ * answers for the entry it serves), else as LOOKUP without the move;
+ * pre (may be NULL) is used only without fi. */
+int mfs_ops_getattr(mfs_fs *fs, const char *path, struct stat *st, struct fuse_file_info *fi,
+                    const mfs_ops_prestat *pre);
 
 /* After the session loop: frees the handles of files still open when the
  * mount ended (the kernel sends no RELEASE for them). */

@@ -16,7 +16,8 @@ int mfs_lgepkg_known_empty(mfs_fs *fs, const char *dir, const mfs_dirtab *t)
     for (size_t i = 0; i < n; i++) {
         int failed = 0;
         for (int k = 0; k < MFS_LGEPKG_CHUNKS && !failed; k++) {
-            mfs_view_ref ref = {(char *)m[i].model, (char *)m[i].base, mfs_lgepkg_formats[k]};
+            mfs_view_ref ref = {.model = (char *)m[i].model, .base = (char *)m[i].base,
+                                .format = mfs_lgepkg_formats[k]};
             failed = mfs_view_known_failed(fs, dir, &ref) == 1;
         }
         if (!failed)

@@ -61,6 +61,7 @@ typedef struct fold {
     uint32_t n_kept;
     elem *stack;         /* elements pending for the next kept node; each
                             kept node's children start above its own */
+    double size;         /* the model's size, for how closely keys follow */
 } fold;
 
 /* Every other element (Translation ... ScalingPivotInverse) is a factor of
@@ -437,11 +438,43 @@ static int simple_channel(fold *f, const kept *kp, const mfs_channel *c, mfs_cha
     return 0;
 }
 
+typedef struct chain_ctx {
+    const fold *f;
+    const kept *kp;
+    const mfs_animation *a;
+} chain_ctx;
+
+/* The node's element list and its own matrix at time t, multiplied. */
+static void chain_pose(void *ctx, double time, float t[3], float q[4], float sc[3])
+{
+    const chain_ctx *cc = ctx;
+    const kept *kp = cc->kp;
+    const mfs_scene *s = cc->f->s;
+    mfs_mat4 m, l;
+    mfs_mat4_identity(&m);
+    for (uint32_t e = 0; e < kp->n_pre + 1; e++) {
+        int32_t node = e < kp->n_pre ? kp->pre[e].node : (int32_t)kp->old;
+        const mfs_mat4 *rest = e < kp->n_pre ? &kp->pre[e].m : &s->nodes[kp->old].local;
+        const mfs_channel *c = node >= 0 ? channel_of(cc->a, node) : NULL;
+        if (c)
+            mfs_channel_sample(c, time, rest, &l);
+        else
+            l = *rest;
+        mfs_mat4_mul(&m, &m, &l);
+    }
+    if (mfs_mat4_decompose(&m, t, q, sc) < 0) {
+        t[0] = m.m[3], t[1] = m.m[7], t[2] = m.m[11];
+        q[0] = q[1] = q[2] = 0, q[3] = 1;
+        sc[0] = sc[1] = sc[2] = 0;
+    }
+}
+
 /* Samples the node's element list and its own matrix at the union of the
- * key times of every channel among them, one T/R/S key per time. */
+ * key times of every channel among them, one T/R/S key per time, and
+ * between them wherever interpolating the keys would leave the chain's path
+ * (a turn about a pivot moves the origin on an arc, not on the chord). */
 static int composite_channel(fold *f, const kept *kp, const mfs_animation *a, mfs_channel *out)
 {
-    const mfs_scene *s = f->s;
     uint32_t n_src = kp->n_pre + 1;
     size_t n_times = 0;
     for (uint32_t e = 0; e < n_src; e++) {
@@ -471,47 +504,10 @@ static int composite_channel(fold *f, const kept *kp, const mfs_animation *a, mf
     for (size_t k = 0; k < nt; k++)
         if (u == 0 || times[k] != times[u - 1])
             times[u++] = times[k];
-    memset(out, 0, sizeof *out);
-    out->pos = malloc(sizeof *out->pos * (u + 1));
-    out->rot = malloc(sizeof *out->rot * (u + 1));
-    out->scale = malloc(sizeof *out->scale * (u + 1));
-    if (!out->pos || !out->rot || !out->scale) {
-        free(times);
-        return mfs_errf(f->err, "out of memory");
-    }
-    for (size_t k = 0; k < u; k++) {
-        mfs_mat4 m, l;
-        mfs_mat4_identity(&m);
-        for (uint32_t e = 0; e < n_src; e++) {
-            int32_t node = e < kp->n_pre ? kp->pre[e].node : (int32_t)kp->old;
-            const mfs_mat4 *rest = e < kp->n_pre ? &kp->pre[e].m : &s->nodes[kp->old].local;
-            const mfs_channel *c = node >= 0 ? channel_of(a, node) : NULL;
-            if (c)
-                mfs_channel_sample(c, times[k], rest, &l);
-            else
-                l = *rest;
-            mfs_mat4_mul(&m, &m, &l);
-        }
-        float t[3], q[4] = {0, 0, 0, 1}, sc[3] = {0, 0, 0};
-        if (mfs_mat4_decompose(&m, t, q, sc) < 0) {
-            t[0] = m.m[3], t[1] = m.m[7], t[2] = m.m[11];
-            q[0] = q[1] = q[2] = 0, q[3] = 1;
-            sc[0] = sc[1] = sc[2] = 0;
-        }
-        /* keep neighbouring keys on the same hemisphere for slerp */
-        if (k > 0) {
-            const float *p = out->rot[k - 1].q;
-            if (p[0] * q[0] + p[1] * q[1] + p[2] * q[2] + p[3] * q[3] < 0)
-                for (int i = 0; i < 4; i++)
-                    q[i] = -q[i];
-        }
-        out->pos[k] = (mfs_vec_key){times[k], {t[0], t[1], t[2]}};
-        out->rot[k] = (mfs_quat_key){times[k], {q[0], q[1], q[2], q[3]}};
-        out->scale[k] = (mfs_vec_key){times[k], {sc[0], sc[1], sc[2]}};
-    }
-    out->n_pos = out->n_rot = out->n_scale = (uint32_t)u;
+    chain_ctx cc = {f, kp, a};
+    int rc = mfs_channel_follow(out, times, u, chain_pose, &cc, f->size, f->err);
     free(times);
-    return 0;
+    return rc;
 }
 
 static int animated_pre(const kept *kp, const mfs_animation *a)
@@ -660,7 +656,7 @@ int mfs_fbx_fold_chains(mfs_scene *s, mfs_err *err)
         helpers += strstr(s->nodes[i].name, MFS_FBX_HELPER_MARK) != NULL;
     if (!helpers)
         return 0; /* the common case costs one scan of the names */
-    fold f = {.s = s, .err = err};
+    fold f = {.s = s, .err = err, .size = mfs_scene_size(s)};
     f.kinds = calloc(n, sizeof *f.kinds);
     f.prefix = calloc(n, sizeof *f.prefix);
     f.real_of = malloc(sizeof *f.real_of * n);

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -40,6 +41,55 @@ int mfs_input_absent(int rootfd, const char *path)
     close(fd);
     errno = e;
     return r;
+}
+
+int mfs_input_witness(int rootfd, const char *path, char *dir, size_t cap)
+{
+    char way[4096];
+    if (snprintf(way, sizeof way, "%s", path) >= (int)sizeof way) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (;;) {
+        char *slash = strrchr(way, '/');
+        const char *name = slash ? slash + 1 : way;
+        if (slash)
+            *slash = '\0';
+        const char *folder = slash ? way : ".";
+        int fd = open_beneath(rootfd, folder, O_PATH | O_DIRECTORY);
+        if (fd < 0) {
+            if (errno == ENOENT && slash)
+                continue; /* the folder is missing too: its parent stands */
+            return errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV ? 0
+                                                                                          : -1;
+        }
+        struct stat st;
+        int r = *name ? fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) : 0;
+        int e = errno;
+        close(fd);
+        if (r == 0 || e != ENOENT)
+            return 0; /* something is there (a link, "..", a folder), or cannot tell */
+        if (snprintf(dir, cap, "%s", folder) >= (int)cap) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        return 1;
+    }
+}
+
+int mfs_input_times_settled(const struct stat *st)
+{
+    /* whole seconds in both times: a file system that keeps no more (FAT
+     * keeps 2 s); else the kernel's clock tick (4-10 ms) with room to
+     * spare; a folder whose clock runs ahead of ours stays unsettled */
+    int64_t window = st->st_mtim.tv_nsec == 0 && st->st_ctim.tv_nsec == 0 ? 2000000000LL
+                                                                         : 50000000LL;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t n = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+    int64_t m = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+    int64_t c = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
+    return (m > c ? m : c) <= n - window;
 }
 
 static int by_bytes(const void *a, const void *b)

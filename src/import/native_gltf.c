@@ -19,7 +19,8 @@
  *   unanimated translation, rotation or scale as one key at 0.
  *
  * Deliberate differences (docs/import.md): STEP and CUBICSPLINE samplers
- * are resampled so that the scene's linear keys reproduce them (assimp keeps
+ * are resampled so that the scene's linear keys reproduce them (CUBICSPLINE
+ * to 1e-4 of the model's size) (assimp keeps
  * the key values and interpolates linearly); bones and channels point at
  * their node, not at the first node of that name; normalised-integer
  * colours, UVs and weights are read as the spec says.
@@ -769,22 +770,113 @@ typedef struct track {
     const cgltf_animation_sampler *smp[3]; /* translation, rotation, scale */
 } track;
 
+/* A CUBICSPLINE sampler as the spec evaluates it (glTF 2.0, appendix C):
+ * Hermite between keys with the tangents scaled by the key interval,
+ * rotations normalised; times in milliseconds. */
+typedef struct cubic_track {
+    const float *t, *v;
+    size_t n, comps;
+    int path; /* 0 translation, 1 rotation, 2 scale */
+} cubic_track;
+
+static void cubic_pose(void *ctx, double ms, float tr[3], float q[4], float sc[3])
+{
+    const cubic_track *c = ctx;
+    double sec = ms / 1000.0;
+    size_t i = 0, hi = c->n > 1 ? c->n - 1 : 0; /* the interval [t[i], t[i+1]) holding sec */
+    while (hi - i > 1) {
+        size_t mid = (i + hi) / 2;
+        if (sec >= c->t[mid])
+            i = mid;
+        else
+            hi = mid;
+    }
+    float val[4];
+    const float *p0 = &c->v[(3 * i + 1) * c->comps];
+    if (c->n == 1) {
+        memcpy(val, p0, sizeof(float) * c->comps);
+    } else {
+        const float *b0 = &c->v[(3 * i + 2) * c->comps];           /* out-tangent of i */
+        const float *a1 = &c->v[(3 * (i + 1)) * c->comps];         /* in-tangent of i+1 */
+        const float *p1 = &c->v[(3 * (i + 1) + 1) * c->comps];
+        double dt = (double)c->t[i + 1] - c->t[i];
+        double u = dt > 0 ? (sec - c->t[i]) / dt : 0;
+        u = u < 0 ? 0 : u > 1 ? 1 : u;
+        double u2 = u * u, u3 = u2 * u;
+        double h00 = 2 * u3 - 3 * u2 + 1, h10 = u3 - 2 * u2 + u, h01 = -2 * u3 + 3 * u2, h11 = u3 - u2;
+        for (size_t k = 0; k < c->comps; k++)
+            val[k] = (float)(h00 * p0[k] + h10 * dt * b0[k] + h01 * p1[k] + h11 * dt * a1[k]);
+    }
+    tr[0] = tr[1] = tr[2] = 0;
+    q[0] = q[1] = q[2] = 0, q[3] = 1;
+    sc[0] = sc[1] = sc[2] = 1;
+    if (c->path == 1) {
+        double len = 0;
+        for (int k = 0; k < 4; k++)
+            len += (double)val[k] * val[k];
+        if (len > 0 && isfinite(len))
+            for (int k = 0; k < 4; k++)
+                q[k] = (float)(val[k] / sqrt(len));
+    } else {
+        memcpy(c->path == 0 ? tr : sc, val, sizeof(float) * 3);
+    }
+}
+
+/* The keys of a CUBICSPLINE sampler (t, v unpacked; both freed here). */
+static size_t cubic_keys(float *t, float *v, size_t n, int path, double size, double **times, float **vals)
+{
+    size_t comps = path == 1 ? 4 : 3, k = 0;
+    double *kt = malloc(sizeof *kt * n);
+    mfs_channel c;
+    memset(&c, 0, sizeof c);
+    cubic_track ct = {t, v, n, comps, path};
+    mfs_err err;
+    int ok = kt != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        kt[k] = (double)(float)(t[i] * 1000.0f);
+        if (k == 0 || kt[k] > kt[k - 1]) /* the spec wants rising times */
+            k++;
+    }
+    ok = ok && k && mfs_channel_follow(&c, kt, k, cubic_pose, &ct, size, &err) == 0;
+    double *ot = ok ? malloc(sizeof *ot * c.n_pos) : NULL;
+    float *ov = ok ? malloc(sizeof *ov * c.n_pos * comps) : NULL;
+    size_t m = 0;
+    if (ot && ov) {
+        for (m = 0; m < c.n_pos; m++) {
+            ot[m] = c.pos[m].time;
+            const float *src = path == 0 ? c.pos[m].v : path == 1 ? c.rot[m].q : c.scale[m].v;
+            memcpy(&ov[m * comps], src, sizeof(float) * comps);
+        }
+    } else {
+        free(ot), free(ov);
+        ot = NULL, ov = NULL;
+    }
+    free(c.pos), free(c.rot), free(c.scale);
+    free(kt), free(t), free(v);
+    *times = ot;
+    *vals = ov;
+    return m;
+}
+
 /* Keys of one sampler in the scene's model (linear between keys, times in
  * milliseconds).  LINEAR as is; STEP as pairs of keys just before each
- * change; CUBICSPLINE sampled between keys (Hermite, the spec's formula).
- * Returns the key count, 0 if unreadable; *times and *vals are malloc'ed. */
-#define CUBIC_STEPS 8
-
-static size_t sampler_keys(const cgltf_animation_sampler *sm, size_t comps, double **times, float **vals)
+ * change; CUBICSPLINE at its keys and between them wherever linear keys
+ * would leave the curve by more than MFS_FOLLOW_TOLERANCE of the model's
+ * size (mfs_channel_follow).  Returns the key count, 0 if unreadable;
+ * *times and *vals are malloc'ed. */
+static size_t sampler_keys(const cgltf_animation_sampler *sm, int path, double size, double **times,
+                           float **vals)
 {
     const cgltf_accessor *in = sm->input, *out = sm->output;
-    size_t n = in->count;
+    size_t n = in->count, comps = path == 1 ? 4 : 3;
     int cubic = sm->interpolation == cgltf_interpolation_type_cubic_spline;
     if (!n || cgltf_num_components(in->type) != 1 || cgltf_num_components(out->type) != comps ||
         out->count < (cubic ? 3 * n : n))
         return 0;
     float *t = unpack(in, 1), *v = unpack(out, comps);
-    size_t cap = cubic ? (n - 1) * CUBIC_STEPS + 1 : 2 * n;
+    if (cubic && t && v)
+        return cubic_keys(t, v, n, path, size, times, vals);
+    size_t cap = 2 * n;
     double *ot = malloc(sizeof *ot * cap);
     float *ov = malloc(sizeof *ov * cap * comps);
     if (!t || !v || !ot || !ov) {
@@ -810,34 +902,6 @@ static size_t sampler_keys(const cgltf_animation_sampler *sm, size_t comps, doub
             }
             PUT(t[i], &v[i * comps]);
         }
-    } else if (cubic) {
-        for (size_t i = 0; i < n; i++) {
-            const float *p0 = &v[(3 * i + 1) * comps];
-            PUT(t[i], p0);
-            if (i + 1 == n)
-                break;
-            const float *b0 = &v[(3 * i + 2) * comps];         /* out-tangent of i */
-            const float *a1 = &v[(3 * (i + 1)) * comps];       /* in-tangent of i+1 */
-            const float *p1 = &v[(3 * (i + 1) + 1) * comps];
-            double dt = (double)t[i + 1] - t[i];
-            for (int s = 1; s < CUBIC_STEPS; s++) {
-                double u = (double)s / CUBIC_STEPS, u2 = u * u, u3 = u2 * u;
-                double h00 = 2 * u3 - 3 * u2 + 1, h10 = u3 - 2 * u2 + u, h01 = -2 * u3 + 3 * u2,
-                       h11 = u3 - u2;
-                float val[4];
-                double len = 0;
-                for (size_t c = 0; c < comps; c++) {
-                    val[c] = (float)(h00 * p0[c] + h10 * dt * b0[c] + h01 * p1[c] + h11 * dt * a1[c]);
-                    len += (double)val[c] * val[c];
-                }
-                if (comps == 4 && len > 0)
-                    for (int c = 0; c < 4; c++)
-                        val[c] = (float)(val[c] / sqrt(len));
-                ot[k] = ((double)t[i] + u * dt) * 1000.0;
-                memcpy(&ov[k * comps], val, sizeof(float) * comps);
-                k++;
-            }
-        }
     } else {
         for (size_t i = 0; i < n; i++)
             PUT(t[i], &v[i * comps]);
@@ -862,13 +926,13 @@ static int cmp_quat(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int fill_channel(mfs_channel *c, const cgltf_node *gn, const track *tr, double *dur)
+static int fill_channel(mfs_channel *c, const cgltf_node *gn, const track *tr, double size, double *dur)
 {
     for (int path = 0; path < 3; path++) {
         size_t comps = path == 1 ? 4 : 3;
         double *t = NULL;
         float *v = NULL;
-        size_t n = tr->smp[path] ? sampler_keys(tr->smp[path], comps, &t, &v) : 0;
+        size_t n = tr->smp[path] ? sampler_keys(tr->smp[path], path, size, &t, &v) : 0;
         const float *rest = path == 0 ? (gn->has_translation ? gn->translation : NULL)
                           : path == 1 ? (gn->has_rotation ? gn->rotation : NULL)
                                       : (gn->has_scale ? gn->scale : NULL);
@@ -943,6 +1007,7 @@ static int fill_animations(build *b)
 {
     const cgltf_data *d = b->d;
     mfs_scene *s = b->s;
+    double size = mfs_scene_size(s);
     s->animations = calloc(d->animations_count + 1, sizeof *s->animations);
     track *tr = calloc(d->nodes_count + 1, sizeof *tr);
     if (!s->animations || !tr) {
@@ -993,7 +1058,7 @@ static int fill_animations(build *b)
                 continue; /* a node outside the scene moves nothing */
             mfs_channel *c = &a->channels[a->n_channels++];
             c->node = b->node_at[ni];
-            if (fill_channel(c, &d->nodes[ni], &tr[ni], &dur) < 0) {
+            if (fill_channel(c, &d->nodes[ni], &tr[ni], size, &dur) < 0) {
                 free(tr);
                 return mfs_errf(b->err, "out of memory");
             }

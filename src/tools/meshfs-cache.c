@@ -21,6 +21,7 @@
 #include "meshfs/cache.h"
 #include "meshfs/cache_admin.h"
 #include "cache_explain.h"
+#include "cache_push.h"
 #include "meshfs/json.h"
 #include "meshfs/optvalue.h"
 #include "meshfs/spawner.h"
@@ -193,6 +194,9 @@ static int cmd_stats(tool *t, int argc, char **argv)
     mfs_cache_totals tot;
     if (mfs_cache_usage_scan(c, &u, &err) < 0 || mfs_cache_totals_read(c, &tot, &err) < 0)
         return cache_failed(c, &err);
+    uint64_t owed = 0; /* the owed list (remote.h): records now */
+    if (mfs_remote_owed_count(c, &owed) < 0)
+        owed = 0;
     if (t->json) {
         fputs("{\"cache_dir\":", stdout);
         mfs_json_str(stdout, t->dir);
@@ -214,6 +218,9 @@ static int cmd_stats(tool *t, int argc, char **argv)
                ",\"remote_bytes_down\":%" PRIu64 ",\"remote_bytes_up\":%" PRIu64,
                tot.remote_hits, tot.remote_misses, tot.remote_errors, tot.remote_bytes_down,
                tot.remote_bytes_up);
+        printf(",\"remote_owed\":%" PRIu64 ",\"remote_owed_sent\":%" PRIu64
+               ",\"remote_owed_dropped\":%" PRIu64 ",\"remote_slow\":%" PRIu64, owed,
+               tot.remote_owed_sent, tot.remote_owed_dropped, tot.remote_slow);
         if (tot.updated)
             printf(",\"updated\":%" PRId64 "}\n", tot.updated);
         else
@@ -253,14 +260,20 @@ static int cmd_stats(tool *t, int argc, char **argv)
                "corrupt discarded  %" PRIu64 "\n",
                tot.conversions, tot.failures, tot.evictions, tot.corrupt);
         /* the remote tier's lines only where one was used */
-        if (tot.remote_hits || tot.remote_misses || tot.remote_errors || tot.remote_bytes_up)
+        if (tot.remote_hits || tot.remote_misses || tot.remote_errors || tot.remote_bytes_up ||
+            owed || tot.remote_owed_sent || tot.remote_owed_dropped)
             printf("remote hits        %" PRIu64 "\n"
                    "remote misses      %" PRIu64 "\n"
                    "remote errors      %" PRIu64 "\n"
                    "remote bytes down  %" PRIu64 "\n"
-                   "remote bytes up    %" PRIu64 "\n",
+                   "remote bytes up    %" PRIu64 "\n"
+                   "remote owed        %" PRIu64 " (meshfs-cache push sends them)\n"
+                   "remote owed sent   %" PRIu64 "\n"
+                   "remote owed dropped %" PRIu64 "\n"
+                   "remote slow        %" PRIu64 " (models converted: the server slower)\n",
                    tot.remote_hits, tot.remote_misses, tot.remote_errors, tot.remote_bytes_down,
-                   tot.remote_bytes_up);
+                   tot.remote_bytes_up, owed, tot.remote_owed_sent, tot.remote_owed_dropped,
+                   tot.remote_slow);
         printf("counters updated   %s\n", when);
     }
     mfs_cache_close(c);
@@ -467,7 +480,7 @@ static int cmd_warm(tool *t, int argc, char **argv)
                     !strcmp(a, "-j") || !strcmp(a, "--importer") || !strcmp(a, "--vrt-layout") ||
                     !strcmp(a, "--remote") || !strcmp(a, "--remote-timeout-ms") ||
                     !strcmp(a, "--remote-data-timeout-s") || !strcmp(a, "--remote-token-file") ||
-                    !strcmp(a, "--shard");
+                    !strcmp(a, "--remote-owed-max") || !strcmp(a, "--shard");
         if (takes && !v)
             return usage_error("warm: %s: missing value", a);
         if (!strcmp(a, "--formats") || !strcmp(a, "-f")) {
@@ -497,6 +510,9 @@ static int cmd_warm(tool *t, int argc, char **argv)
                 return usage_error("warm: %s", err.msg);
         } else if (!strcmp(a, "--remote-read-only")) {
             rcfg.read_only = 1;
+        } else if (!strcmp(a, "--remote-owed-max")) {
+            if (mfs_optv_size("--remote-owed-max", v, 1, UINT64_MAX, &rcfg.owed_max, &err) < 0)
+                return usage_error("warm: %s", err.msg);
         } else if (!strcmp(a, "--remote-token-file")) {
             free(token);
             token = NULL;
@@ -532,7 +548,8 @@ static int cmd_warm(tool *t, int argc, char **argv)
         return usage_error("warm: SRC %s: %s", src, strerror(errno));
     if (!S_ISDIR(sst.st_mode))
         return usage_error("warm: SRC %s: not a folder (warm takes the folder a mount shows)", src);
-    if (!rcfg.url && (rcfg.timeout_ms || rcfg.data_timeout_s || rcfg.read_only || rcfg.token))
+    if (!rcfg.url &&
+        (rcfg.timeout_ms || rcfg.data_timeout_s || rcfg.read_only || rcfg.token || rcfg.owed_max))
         return usage_error("warm: %s", "--remote-*: given without --remote URL");
     rcfg.log = remote_log;
     cfg.remote = rcfg.url ? &rcfg : NULL;
@@ -594,6 +611,11 @@ static int cmd_explain(tool *t, int argc, char **argv)
     return mfs_cache_explain_main(t->dir, t->json, argc, argv);
 }
 
+static int cmd_push(tool *t, int argc, char **argv)
+{
+    return mfs_cache_push_main(t->dir, t->json, argc, argv);
+}
+
 static const command commands[] = {
     {"stats", "", "entries, bytes, caps and the counters of every mount and run", cmd_stats},
     {"max-size", " [SIZE]", "the cap mounts, meshfs-convert and warm keep the cache to (0: none)",
@@ -606,6 +628,8 @@ static const command commands[] = {
      "convert every model under SRC into the cache, so a mount of SRC is warm", cmd_warm},
     {"explain", " PATH...", "what a view's key is made of, and why a lookup would convert",
      cmd_explain},
+    {"push", " --remote URL", "send the uploads this cache owes a shared server (an outage "
+     "skipped them)", cmd_push},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -636,7 +660,7 @@ static void usage(FILE *f)
           "  --remote URL       fetch from a shared HTTP cache before converting, upload\n"
           "                     what was converted (docs/cache.md, \"Remote tier\"); with\n"
           "  --remote-timeout-ms MS --remote-data-timeout-s S --remote-read-only\n"
-          "  --remote-token-file FILE\n"
+          "  --remote-token-file FILE --remote-owed-max SIZE\n"
           "  --shard K/N         only the models in shard K of N (K from 1 to N): those whose\n"
           "                      path relative to SRC has XXH3-64 mod N = K-1, so N runs (a CI\n"
           "                      matrix, a Slurm array, an indexed Job) warm SRC once between\n"
@@ -644,7 +668,10 @@ static void usage(FILE *f)
           "  -q, --quiet         no progress line, no naming warnings\n"
           "SIZE: a number with B, K, M, G or T (powers of 1024), e.g. 500M; a bare number\n"
           "is GiB, as ccache's -M: 30 is 30G.\n"
-          "Exit status: 0 done, 1 verify found bad entries (warm: a model failed), 2 usage,\n"
+          "push OPTS: --remote URL (required), --remote-timeout-ms, --remote-data-timeout-s,\n"
+          "  --remote-token-file, as warm's\n"
+          "Exit status: 0 done, 1 verify found bad entries (warm: a model failed; push: an\n"
+          "upload not sent), 2 usage,\n"
           "3 the cache could not be used.\n",
           f);
 }

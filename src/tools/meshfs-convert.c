@@ -592,6 +592,7 @@ static void usage(FILE *f)
           "      --remote-data-timeout-s S   a remote read's whole transfer (default 5)\n"
           "      --remote-read-only  never upload\n"
           "      --remote-token-file FILE    bearer token (a file only its owner may read)\n"
+          "      --remote-owed-max SIZE  the list of uploads owed after an outage (default 64M)\n"
           "      --copy-other        also copy every other file, folder and symbolic link\n"
           "                          the mount shows (textures, sounds, configs; hidden\n"
           "                          names too; links as links), so OUTDIR equals\n"
@@ -645,7 +646,7 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
         {"remote", required_argument, 0, 18}, {"remote-timeout-ms", required_argument, 0, 19},
         {"remote-data-timeout-s", required_argument, 0, 20},
         {"remote-read-only", no_argument, 0, 21}, {"remote-token-file", required_argument, 0, 22},
-        {"shard", required_argument, 0, 23},
+        {"shard", required_argument, 0, 23}, {"remote-owed-max", required_argument, 0, 24},
         {0, 0, 0, 0}};
     int c;
     mfs_err err;
@@ -738,6 +739,11 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
             break;
         case 23:
             if (mfs_shard_parse("--shard", optarg, &b->shard, &err) < 0)
+                die("%s", err.msg);
+            break;
+        case 24:
+            if (mfs_optv_size("--remote-owed-max", optarg, 1, UINT64_MAX, &remote_cfg.owed_max,
+                              &err) < 0)
                 die("%s", err.msg);
             break;
         case 'q': b->quiet = 1; break;
@@ -898,7 +904,7 @@ int main(int argc, char **argv)
     }
 
     if (!remote_cfg.url && (remote_cfg.timeout_ms || remote_cfg.data_timeout_s ||
-                            remote_cfg.read_only || remote_cfg.token))
+                            remote_cfg.read_only || remote_cfg.token || remote_cfg.owed_max))
         die("%s", "--remote-*: given without --remote URL");
     remote_cfg.log = remote_log;
     mfs_batch_cfg cfg = {.cache_dir = b.cache_dir, .no_cache = b.no_cache, .formats = b.formats,

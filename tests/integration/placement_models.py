@@ -184,8 +184,13 @@ class Node:
         for f, v in keys:
             if f == frame:
                 return v
-        raise ValueError("%s.%s has no key at frame %s (only key times are compared)"
-                         % (self.name, key, frame))
+        # between keys: the curves are linear (KeyAttrFlags 260), each
+        # component (an Euler angle for rotations) on its own
+        for (f0, v0), (f1, v1) in zip(keys, keys[1:]):
+            if f0 < frame < f1:
+                u = (frame - f0) / (f1 - f0)
+                return tuple(a + (b - a) * u for a, b in zip(v0, v1))
+        raise ValueError("%s.%s has no key at or around frame %s" % (self.name, key, frame))
 
     def local(self, frame=None):
         v = lambda k: self.props[k] if frame is None else self.value(k, frame)
@@ -462,6 +467,17 @@ def fbx_models():
     skin = Node("Skin", mesh=bone_cube(hand))
     models.append(FbxModel("anim_pivot", [arm, hand, skin], skins=[Skin(skin, hand)],
                            frames=(0, 10), doc="animated joint with PreRotation and RotationPivot"))
+
+    # A rotation pivot and a PostRotation on one animated joint, and a turn
+    # past 90 degrees: the chain's product between keys is an arc about the
+    # pivot (shared/research/fbx_transforms.md), which keys at 0 and 10 alone
+    # would cut on the chord.
+    arm = Node("Arm", kind="LimbNode", t=(0, 1, 0), post=(0, 0, 30), rp=(0.5, 0.25, 0),
+               anim={"r": [(0, (0, 0, 0)), (10, (0, 0, 120))]})
+    hand = Node("Hand", kind="LimbNode", parent=arm, t=(1.5, 0, 0))
+    skin = Node("Skin", mesh=bone_cube(hand))
+    models.append(FbxModel("anim_pivot_post_rotation", [arm, hand, skin], skins=[Skin(skin, hand)],
+                           frames=(0, 10), doc="animated joint with RotationPivot and PostRotation"))
 
     # A skinned mesh under a joint with a PostRotation, animated.
     bone = Node("Bone", kind="LimbNode", t=(0, 0.5, 0), post=(0, 0, 30),

@@ -7,7 +7,8 @@ the formats' own rules and computes it in python:
   * ASCII FBX 7.4 files using PostRotation, PreRotation with a rotation
     pivot, scaling pivots and offsets, geometric transforms on a parent with
     a child, animated joints with a PreRotation (with and without a pivot),
-    a skinned mesh under a joint with a PostRotation, a skinned mesh
+    a skinned mesh under a joint with a PostRotation, a joint turning
+    about a rotation pivot with a PostRotation too, a skinned mesh
     whose node has a geometric transform, and nodes with InheritType RrSs
     and Rrs under scaled parents (the FBX SDK's CalculateGlobalTransform;
     assimp ignores InheritType)
@@ -275,6 +276,29 @@ class Placement(unittest.TestCase):
                                     % (name, frame, got, want))
                     pos = dem_joint_world(seq, frame, bone.name)
                     wpos = pm.point(bone.world(key), (0, 0, 0))
+                    self.assertTrue(all(close(g, w) for g, w in zip(pos, wpos)),
+                                    "%s frame %d: joint %s at %s, FBX rule %s"
+                                    % (name, frame, bone.name, pos, wpos))
+
+    def test_fbx_animated_skin_between_keys(self):
+        """.dem sequences between the keys: a turn about a pivot, or under a
+        PreRotation or PostRotation, stays on the FBX rule's arc at every
+        frame (the Euler curves are linear; the chain composes them)."""
+        for name, m in self.fbx():
+            if not m.frames:
+                continue
+            seq = read_dem_sequence(self.row(name)["outputs"]["dem"]["path"])
+            bone = m.skins[0].bone
+            first, last = m.frames[0], m.frames[-1]
+            self.assertEqual(seq["rate"], pm.FPS)
+            for frame in range(first, last + 1):
+                with self.subTest(model=name, frame=frame):
+                    want = pm.box_of(m.skinned_points(frame))
+                    got = seq["bounds"][frame]
+                    self.assertTrue(box_close(got, want), "%s frame %d: skinned box %s, FBX rule %s"
+                                    % (name, frame, got, want))
+                    pos = dem_joint_world(seq, frame, bone.name)
+                    wpos = pm.point(bone.world(frame), (0, 0, 0))
                     self.assertTrue(all(close(g, w) for g, w in zip(pos, wpos)),
                                     "%s frame %d: joint %s at %s, FBX rule %s"
                                     % (name, frame, bone.name, pos, wpos))

@@ -312,7 +312,7 @@ static void test_key_texture_inputs(void **state)
     assert_memory_equal(b.b, c.b, 16);
     /* the mark survives the model entry's codec, and a reader without
      * .tex drops what it marks */
-    mfs_cache_manifest m = {d, 3, NULL, 0};
+    mfs_cache_manifest m = {d, 3, NULL, 0, 0};
     mfs_sink s;
     mfs_sink_init_mem(&s);
     mfs_manifest_put_table(&s, &m);
@@ -911,7 +911,7 @@ static void test_manifest_absent_inputs(void **state)
     mfs_cache_view views[1] = {{.format = "fmd", .key = k3}};
     mfs_cache_key mk;
     mfs_cache_manifest_key("car.obj", deps[0].size, deps[0].hash, "", "v", &mk, NULL);
-    mfs_cache_manifest m = {deps, 3, views, 1}, got;
+    mfs_cache_manifest m = {deps, 3, views, 1, 0}, got;
     assert_int_equal(mfs_cache_manifest_store(c, &mk, &m, NULL, NULL), 0);
     assert_int_equal(mfs_cache_manifest_load(c, &mk, &got, NULL), 1);
     assert_int_equal(got.ndeps, 3);
@@ -1035,7 +1035,7 @@ static void test_manifest(void **state)
     mfs_cache_view_key(deps, 3, "gmf", "", "v1", &views[1].key, NULL);
     mfs_cache_key mk;
     mfs_cache_manifest_key("car.obj", deps[0].size, deps[0].hash, "pretrans;", "v1", &mk, NULL);
-    mfs_cache_manifest m = {deps, 3, views, 2}, got;
+    mfs_cache_manifest m = {deps, 3, views, 2, 0}, got;
     assert_int_equal(mfs_cache_manifest_load(c, &mk, &got, NULL), 0);
     assert_int_equal(mfs_cache_manifest_store(c, &mk, &m, NULL, NULL), 0);
     mfs_cache_close(c);
@@ -1136,7 +1136,7 @@ static void test_manifest_escape(void **state)
     assert_int_equal(symlink(outside, link), 0);
     mfs_dep d = {"tex.png", 3, {0}, 0, 0};
     canon128("PNG", 3, d.hash);
-    mfs_cache_manifest m = {&d, 1, NULL, 0};
+    mfs_cache_manifest m = {&d, 1, NULL, 0, 0};
     mfs_cache *c = open_cache(f, 0, MFS_CACHE_TRUST_FRESH_STAT);
     assert_int_equal(mfs_cache_manifest_current(c, f->rootfd, &m, NULL), 0);
     d.path = "../outside.png";

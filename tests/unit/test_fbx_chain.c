@@ -409,10 +409,16 @@ static void test_helper_channel_composed(void **state)
     assert_int_equal(a->channels[0].n_rot, 2);
     const mfs_channel *c = &a->channels[1];
     assert_int_equal(c->node, ai);
-    /* union of the helper channel's key times: 0 (its dummy keys), 4, 10 */
-    assert_int_equal(c->n_rot, 3);
-    assert_int_equal(c->n_pos, 3);
-    assert_true(c->rot[0].time == 0 && c->rot[1].time == 4 && c->rot[2].time == 10);
+    /* the union of the helper channel's key times, 0 (its dummy keys), 4
+     * and 10, and keys between them: the turn about the pivot moves the
+     * node's origin on an arc that translation keys at 0, 4, 10 would cut
+     * (docs/import.md, "Keys that follow the source") */
+    assert_true(c->n_rot > 3);
+    assert_int_equal(c->n_pos, c->n_rot);
+    int at4 = 0;
+    for (uint32_t k = 0; k < c->n_rot; k++)
+        at4 += c->rot[k].time == 4;
+    assert_true(c->rot[0].time == 0 && at4 == 1 && c->rot[c->n_rot - 1].time == 10);
     /* at t = 10: T(0,1,0) Rp Rz(90) Rz(60) Rp^-1 (2,0,0) */
     mfs_mat4 *pose = malloc(sizeof *pose * s->n_nodes);
     mfs_scene_pose(s, a, 10, pose);
@@ -422,6 +428,14 @@ static void test_helper_channel_composed(void **state)
     mfs_scene_pose(s, a, 0, pose);
     world_point(s, pose, (uint32_t)hi, o, w);
     assert_vec(w, 1, 2, 0);
+    /* between keys, on the arc: at t = 7 the helper turns 40 degrees
+     * (20 at 4, 60 at 10), so the hand is at the pivot (1, 1) plus
+     * Rz(130) (1, 0, 0); keys at 4 and 10 alone would put it on the chord,
+     * 0.06 nearer the pivot */
+    mfs_scene_pose(s, a, 7, pose);
+    world_point(s, pose, (uint32_t)hi, o, w);
+    assert_true(fabs(w[0] - (1 + cos(130 * M_PI / 180))) < 1e-4);
+    assert_true(fabs(w[1] - (1 + sin(130 * M_PI / 180))) < 1e-4);
     /* rest pose equals the chain at rest */
     mfs_scene_pose(s, NULL, 0, pose);
     world_point(s, pose, (uint32_t)hi, o, w);

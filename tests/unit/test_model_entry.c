@@ -107,7 +107,7 @@ static void test_embedded_views_served_from_the_model_entry(void **state)
     mfs_cache_view v[3] = {view(&f->dep, "fmd", "FMD bytes"), view(&f->dep, "gmf", "G"),
                            view(&f->dep, "dem", NULL)};
     assert_int_equal(mfs_cache_store(f->c, &v[2].key, "a large view", 12, NULL, NULL), 0);
-    mfs_cache_manifest m = {&f->dep, 1, v, 3};
+    mfs_cache_manifest m = {&f->dep, 1, v, 3, 0};
     mfs_cache_hit entry;
     assert_int_equal(mfs_cache_manifest_store(f->c, &f->mk, &m, &entry, NULL), 0);
     /* the offsets given back are where the bytes are in the file */
@@ -158,10 +158,10 @@ static void test_a_later_run_keeps_the_other_views(void **state)
 {
     fx *f = *state;
     mfs_cache_view a[2] = {view(&f->dep, "fmd", "one"), view(&f->dep, "gmf", "two")};
-    mfs_cache_manifest m = {&f->dep, 1, a, 2};
+    mfs_cache_manifest m = {&f->dep, 1, a, 2, 0};
     assert_int_equal(mfs_cache_manifest_store(f->c, &f->mk, &m, NULL, NULL), 0);
     mfs_cache_view b[2] = {view(&f->dep, "fmi", "three"), view(&f->dep, "gmf", "TWO")};
-    m = (mfs_cache_manifest){&f->dep, 1, b, 2};
+    m = (mfs_cache_manifest){&f->dep, 1, b, 2, 0};
     assert_int_equal(mfs_cache_manifest_store(f->c, &f->mk, &m, NULL, NULL), 0);
     assert_serves(f, "fmd", "one");
     assert_serves(f, "fmi", "three");
@@ -174,7 +174,7 @@ static void test_a_later_run_keeps_the_other_views(void **state)
     /* other inputs under the same key (the model's side file changed) */
     mfs_dep deps2[2] = {f->dep, {.path = "car.mtl", .size = 7}};
     mfs_cache_view c[1] = {view(&f->dep, "dem", "four")};
-    m = (mfs_cache_manifest){deps2, 2, c, 1};
+    m = (mfs_cache_manifest){deps2, 2, c, 1, 0};
     assert_int_equal(mfs_cache_manifest_store(f->c, &f->mk, &m, NULL, NULL), 0);
     assert_int_equal(mfs_cache_manifest_load(f->c, &f->mk, &got, NULL), 1);
     assert_int_equal(got.nviews, 1);
@@ -191,7 +191,7 @@ static void test_damaged_embedded_view_never_served(void **state)
 {
     fx *f = *state;
     mfs_cache_view v[1] = {view(&f->dep, "fmd", "pristine bytes")};
-    mfs_cache_manifest m = {&f->dep, 1, v, 1};
+    mfs_cache_manifest m = {&f->dep, 1, v, 1, 0};
     assert_int_equal(mfs_cache_manifest_store(f->c, &f->mk, &m, NULL, NULL), 0);
     char rel[MFS_CACHE_PATH_MAX], path[700];
     mfs_cache_key_path(&f->mk, 'm', rel);
@@ -282,7 +282,7 @@ static void test_older_manifest_still_read(void **state)
     mfs_cache_manifest_free(&got);
 
     mfs_cache_view v[1] = {view(&f->dep, "gmf", "new gmf")};
-    mfs_cache_manifest m = {&f->dep, 1, v, 1};
+    mfs_cache_manifest m = {&f->dep, 1, v, 1, 0};
     assert_int_equal(mfs_cache_manifest_store(f->c, &f->mk, &m, NULL, NULL), 0);
     assert_int_equal(mfs_cache_manifest_load(f->c, &f->mk, &got, NULL), 1);
     assert_int_equal(got.nviews, 2);
@@ -300,7 +300,7 @@ static void test_entry_check_knows_the_kind(void **state)
 {
     fx *f = *state;
     mfs_cache_view v[1] = {view(&f->dep, "fmd", "abc")};
-    mfs_cache_manifest m = {&f->dep, 1, v, 1};
+    mfs_cache_manifest m = {&f->dep, 1, v, 1, 0};
     assert_int_equal(mfs_cache_manifest_store(f->c, &f->mk, &m, NULL, NULL), 0);
     char rel[MFS_CACHE_PATH_MAX], path[700];
     mfs_cache_key_path(&f->mk, 'm', rel);
@@ -316,6 +316,44 @@ static void test_entry_check_knows_the_kind(void **state)
     close(fd);
 }
 
+/* The conversion's wall time rides after the embedded views (the slow-
+ * server rule's yardstick): read back, the views still served, and an
+ * entry without one reads as 0. */
+static void test_convert_time_kept(void **state)
+{
+    fx *f = *state;
+    mfs_cache_view v[2] = {view(&f->dep, "fmd", "abc"), view(&f->dep, "gmf", "defg")};
+    mfs_cache_manifest m = {&f->dep, 1, v, 2, 1234};
+    assert_int_equal(mfs_cache_manifest_store(f->c, &f->mk, &m, NULL, NULL), 0);
+    mfs_cache_manifest got;
+    assert_int_equal(mfs_cache_manifest_load(f->c, &f->mk, &got, NULL), 1);
+    assert_int_equal(got.convert_ms, 1234);
+    assert_int_equal(got.nviews, 2);
+    mfs_cache_manifest_free(&got);
+    assert_serves(f, "fmd", "abc");
+    assert_serves(f, "gmf", "defg");
+    /* the payload: table, the views' 7 bytes, then exactly 16 */
+    char rel[MFS_CACHE_PATH_MAX], path[700];
+    mfs_cache_key_path(&f->mk, 'm', rel);
+    snprintf(path, sizeof path, "%s/%s", f->dir, rel);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    mfs_cache_entry_info info;
+    const char *why = NULL;
+    assert_int_equal(mfs_cache_entry_check(fd, &f->mk, 'm', &info, &why), 1);
+    char tail[16];
+    assert_int_equal(pread(fd, tail, 16, (off_t)info.length - 16), 16);
+    assert_memory_equal(tail, "mfsconv1\xd2\x04\0\0\0\0\0\0", 16);
+    close(fd);
+    mfs_cache_manifest none = {&f->dep, 1, v, 1, 0};
+    mfs_cache_key other = f->mk;
+    other.b[0] ^= 1;
+    assert_int_equal(mfs_cache_manifest_store(f->c, &other, &none, NULL, NULL), 0);
+    assert_int_equal(mfs_cache_manifest_load(f->c, &other, &got, NULL), 1);
+    assert_int_equal(got.convert_ms, 0);
+    mfs_cache_manifest_free(&got);
+}
+
 /* Folder records: copies of manifests by model name, the first added of a
  * name kept, copies kept from an older record as they were. */
 static void test_folder_record(void **state)
@@ -328,10 +366,10 @@ static void test_folder_record(void **state)
     mfs_cache_view va[2] = {view(&f->dep, "fmd", NULL), view(&f->dep, "gmf", NULL)};
     va[0].embedded = 1, va[0].offset = 200, va[0].length = 9;
     va[1].sized = 1, va[1].length = 70000;
-    mfs_cache_manifest a = {&f->dep, 1, va, 2};
+    mfs_cache_manifest a = {&f->dep, 1, va, 2, 0};
     mfs_dep db = {.path = "d/b.obj", .size = 5};
     mfs_cache_view vb[1] = {view(&db, "fmd", NULL)};
-    mfs_cache_manifest b = {&db, 1, vb, 1}, c = {&db, 1, va, 1};
+    mfs_cache_manifest b = {&db, 1, vb, 1, 0}, c = {&db, 1, va, 1, 0};
     mfs_cache_folder_builder *bld = mfs_cache_folder_builder_new();
     assert_int_equal(mfs_cache_folder_add(bld, "car.obj", &a), 0);
     assert_int_equal(mfs_cache_folder_add(bld, "b.obj", &b), 0);
@@ -375,7 +413,7 @@ static void test_folder_record(void **state)
     memset(path, 'p', big);
     path[big] = '\0';
     mfs_dep huge = {.path = path, .size = 1};
-    mfs_cache_manifest h = {&huge, 1, NULL, 0};
+    mfs_cache_manifest h = {&huge, 1, NULL, 0, 0};
     bld = mfs_cache_folder_builder_new();
     assert_int_equal(mfs_cache_folder_add(bld, "small.obj", &b), 0);
     assert_int_equal(mfs_cache_folder_add(bld, "huge.obj", &h), 0);
@@ -403,6 +441,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offsets_outside_the_payload_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_older_manifest_still_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_entry_check_knows_the_kind, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_convert_time_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_folder_record, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

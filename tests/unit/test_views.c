@@ -46,6 +46,11 @@ typedef struct fx {
     int slow_ms;             /* the converter takes this long */
     int forbid;              /* a call fails the test (listing queries) */
     size_t memo_size;        /* the resolver's cap (0: its default) */
+    const char *absent[8];   /* paths the converter records as absent inputs */
+    int nabsent;
+    int log_stats;           /* fake_stat records the paths it is asked */
+    char stat_log[64][128];
+    int nstats;
 } fx;
 
 /* ---- host ---- */
@@ -54,6 +59,8 @@ static int fake_stat(void *ctx, const char *path, mfs_view_path kind, struct sta
 {
     (void)kind;
     fx *f = ctx;
+    if (f->log_stats && f->nstats < 64)
+        snprintf(f->stat_log[f->nstats++], sizeof f->stat_log[0], "%s", path);
     return fstatat(f->rootfd, path, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
@@ -88,7 +95,7 @@ static int fake_convert(void *ctx, const char *model, const char *fmi_model, uns
     if (f->slow_ms)
         usleep((useconds_t)f->slow_ms * 1000);
     memset(man, 0, sizeof *man);
-    man->deps = calloc(1, sizeof *man->deps);
+    man->deps = calloc(1 + (size_t)f->nabsent, sizeof *man->deps);
     man->views = calloc(MFS_FMT_COUNT, sizeof *man->views);
     assert_non_null(man->deps);
     assert_non_null(man->views);
@@ -98,6 +105,9 @@ static int fake_convert(void *ctx, const char *model, const char *fmi_model, uns
         return -1;
     man->deps[0].size = (uint64_t)st.st_size;
     man->ndeps = 1;
+    for (int i = 0; i < f->nabsent; i++) /* the .mtl as MISSING, the rest ABSENT */
+        man->deps[man->ndeps++] = (mfs_dep){.path = strdup(f->absent[i]),
+                                            .kind = i ? MFS_DEP_ABSENT : MFS_DEP_MISSING};
     int machine = 0;
     char payloads[MFS_FMT_COUNT][64];
     for (int k = 0; k < MFS_FMT_COUNT; k++) {
@@ -105,7 +115,8 @@ static int fake_convert(void *ctx, const char *model, const char *fmi_model, uns
             continue;
         mfs_cache_view *v = &man->views[man->nviews++];
         v->format = strdup(mfs_format_get((mfs_format)k)->name);
-        assert_int_equal(mfs_views_key(f->views, man->deps, 1, k, fmi_model, &v->key, err), 0);
+        assert_int_equal(mfs_views_key(f->views, man->deps, man->ndeps, k, fmi_model, &v->key, err),
+                         0);
         if (f->how == CONVERT_MODEL_FAILS) {
             assert_int_equal(mfs_cache_store_negative(f->cache, &v->key, "bad model", err), 0);
         } else if (f->how == CONVERT_MACHINE_FAILS) {
@@ -616,6 +627,122 @@ static void test_memo_never_evicts_a_record_in_use(void **state)
     assert_true(st.evictions >= 4);
 }
 
+static int stats_of(const fx *f, const char *path)
+{
+    int n = 0;
+    for (int i = 0; i < f->nstats; i++)
+        n += strcmp(f->stat_log[i], path) == 0;
+    return n;
+}
+
+static void make_at(fx *f, const char *rel, int folder)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", f->root, rel);
+    if (folder) {
+        assert_int_equal(mkdir(p, 0700), 0);
+        return;
+    }
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    fclose(fp);
+}
+
+static void warm_check(fx *f)
+{
+    mfs_view_info info;
+    mfs_err err;
+    f->nstats = 0;
+    f->log_stats = 1;
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_HIT);
+    f->log_stats = 0;
+}
+
+/* Absent inputs are checked through the folder their name is missing
+ * from (issue 28's cost): a warm check stats "sub" and the root once for
+ * the three names missing from them, never the names; a name that is
+ * there but not a file (a folder) is still stat'ed by itself; and every
+ * one of them appearing is seen at once. */
+static void test_absent_names_checked_by_folder(void **state)
+{
+    fx *f = *state;
+    make_at(f, "sub/pic.png", 1); /* a folder where a texture is looked for */
+    f->absent[0] = "sub/car.mtl";
+    f->absent[1] = ".meshfs";
+    f->absent[2] = "sub/deeper/car.obj.meshfs"; /* "deeper" is missing too */
+    f->absent[3] = "sub/pic.png";
+    f->nabsent = 4;
+    usleep(120 * 1000); /* the folders' times settle (mfs_input_times_settled) */
+    mfs_view_info info;
+    mfs_err err;
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_HIT);
+    assert_int_equal(atomic_load(&f->converts), 1);
+    warm_check(f);
+    assert_int_equal(atomic_load(&f->converts), 1);
+    assert_int_equal(stats_of(f, "sub"), 1);
+    assert_int_equal(stats_of(f, "."), 1);
+    assert_int_equal(stats_of(f, "sub/car.mtl"), 0);
+    assert_int_equal(stats_of(f, ".meshfs"), 0);
+    assert_int_equal(stats_of(f, "sub/deeper/car.obj.meshfs"), 0);
+    assert_int_equal(stats_of(f, "sub/pic.png"), 1);
+    assert_int_equal(stats_of(f, MODEL), 1);
+    assert_int_equal(f->nstats, 4);
+
+    /* each appearing is a new conversion, seen by the next check */
+    const char *appear[] = {"sub/car.mtl", ".meshfs", "sub/deeper"};
+    for (int i = 0; i < 3; i++) {
+        make_at(f, appear[i], i == 2);
+        if (i == 2) {
+            make_at(f, "sub/deeper/car.obj.meshfs", 0);
+            f->absent[f->nabsent++] = "sub/deeper/z.png"; /* two names in "deeper" */
+        }
+        /* what the converter finds absent now */
+        f->absent[i] = i == 2 ? "sub/deeper/x.meshfs" : i ? "sub/x.meshfs" : "sub/y.mtl";
+        assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_HIT);
+        assert_int_equal(atomic_load(&f->converts), 2 + i);
+    }
+    /* "sub" changed a moment ago: its stat stands for nothing yet, so the
+     * names missing from it are stat'ed one by one */
+    warm_check(f);
+    assert_int_equal(atomic_load(&f->converts), 4);
+    assert_int_equal(stats_of(f, "sub/y.mtl"), 1);
+    assert_int_equal(stats_of(f, "sub/x.meshfs"), 1);
+    assert_int_equal(stats_of(f, "sub/deeper/x.meshfs"), 1);
+    /* once they settle, a check that finds every name still missing lets
+     * the folders stand for them again */
+    usleep(120 * 1000);
+    warm_check(f);
+    warm_check(f);
+    assert_int_equal(stats_of(f, "sub/y.mtl"), 0);
+    assert_int_equal(stats_of(f, "sub/x.meshfs"), 0);
+    assert_int_equal(stats_of(f, "sub/deeper/x.meshfs"), 0);
+    assert_int_equal(stats_of(f, "sub/deeper/z.png"), 0);
+    assert_int_equal(stats_of(f, "sub/deeper"), 1);
+    /* a folder that would stand for one name only, and is neither the
+     * root nor the model's own, is not worth its stat: the name is
+     * checked by itself */
+    f->absent[2] = "sub/lone/x.meshfs";
+    f->absent[f->nabsent++] = "sub/deeper/x.meshfs";
+    make_at(f, "sub/lone", 1);
+    make_at(f, "sub/y.mtl", 0); /* an input appears: converted again */
+    f->absent[0] = "sub/y2.mtl";
+    mfs_view_info info2;
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info2, &err), MFS_VIEW_HIT);
+    assert_int_equal(atomic_load(&f->converts), 5);
+    usleep(120 * 1000);
+    warm_check(f);
+    warm_check(f);
+    assert_int_equal(stats_of(f, "sub/lone/x.meshfs"), 1);
+    assert_int_equal(stats_of(f, "sub/lone"), 0);
+    assert_int_equal(stats_of(f, "sub/deeper/x.meshfs"), 0);
+    assert_int_equal(atomic_load(&f->converts), 5);
+    /* and an unrelated name added to the folder is a refresh, not a
+     * conversion: the cache tier finds every input as it was */
+    make_at(f, "sub/unrelated.txt", 0);
+    warm_check(f);
+    assert_int_equal(atomic_load(&f->converts), 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -632,6 +759,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_memo_never_evicts_a_record_in_use, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memo_bytes_bound_long_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_absent_names_checked_by_folder, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

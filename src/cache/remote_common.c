@@ -1,0 +1,158 @@
+/* The remote tier's shared helpers (remote_client.h): its log lines, the
+ * two directions' back-off, what an answer means, and the one way a
+ * request is made (remote.c reads, remote_upload.c uploads). */
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remote_client.h"
+
+void mfs_rc_log(mfs_remote *r, const char *fmt, ...)
+{
+    if (!r->log)
+        return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    r->log(r->log_ctx, buf);
+}
+
+/* A transport error, a late answer, a 5xx or a 429 in direction d: d skips
+ * the server for a while, doubling, and at least at_least_s (the server's
+ * Retry-After); the other direction goes on. */
+void mfs_rc_failed(mfs_remote *r, backoff *d, const char *what, const char *detail,
+                   unsigned at_least_s, int no_answer)
+{
+    MFS_CACHE_STAT_ADD(r->c, remote_errors, 1);
+    pthread_mutex_lock(&r->mu);
+    r->st.errors++;
+    if (mono_s() < d->until) {
+        /* a request begun before the back-off did: the same outage */
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    d->s = d->s ? d->s * 2 : BACKOFF_MIN_S;
+    if (d->s < at_least_s)
+        d->s = at_least_s;
+    if (d->s > BACKOFF_MAX_S)
+        d->s = BACKOFF_MAX_S;
+    d->until = mono_s() + d->s;
+    d->no_answer = no_answer;
+    unsigned b = d->s;
+    if (d == &r->rd)
+        r->st.read_backoffs++;
+    else
+        r->st.upload_backoffs++;
+    pthread_mutex_unlock(&r->mu);
+    mfs_rc_log(r, "remote cache: %s: %s: %s; %s paused for %u s (%s go on)", r->name, what, detail,
+         d->name, b, d->other);
+}
+
+void mfs_rc_succeeded(mfs_remote *r, backoff *d)
+{
+    pthread_mutex_lock(&r->mu);
+    d->s = 0;
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* The server's Retry-After in seconds (0: none), at most the longest
+ * back-off. */
+unsigned mfs_rc_retry_after(CURL *h)
+{
+    curl_off_t s = 0;
+    if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &s) != CURLE_OK || s <= 0)
+        return 0;
+    return s > BACKOFF_MAX_S ? BACKOFF_MAX_S : (unsigned)s;
+}
+
+/* What an answer that is not a success means, for a log line. */
+void mfs_rc_answer_text(mfs_remote *r, CURL *h, CURLcode cc, long code, char *out, size_t n)
+{
+    char *to = NULL, *loc = NULL;
+    if (cc != CURLE_OK && cc != CURLE_HTTP_RETURNED_ERROR)
+        snprintf(out, n, "%s", curl_easy_strerror(cc));
+    else if (code >= 300 && code < 400) {
+        if (curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &to) == CURLE_OK && to)
+            loc = mfs_remote_public_name(to); /* a relative Location has our userinfo */
+        snprintf(out, n, "HTTP %ld, a redirect to %s (not followed: give the final URL)", code,
+                 loc ? loc : "nowhere");
+        free(loc);
+    } else if (code == 401 || code == 403)
+        snprintf(out, n, "HTTP %ld, %s", code, r->auth ? "the token was refused" : "refused (no token)");
+    else if (code == 405)
+        snprintf(out, n, "HTTP 405, the method is not allowed there");
+    else if (code == 413)
+        snprintf(out, n, "HTTP 413, too large for the server");
+    else if (code == 429)
+        snprintf(out, n, "HTTP 429, too many requests");
+    else
+        snprintf(out, n, "HTTP %ld%s", code, code >= 500 ? ", server error" : "");
+}
+
+/* Logs once per session (*flag) that the server answered what with d. */
+void mfs_rc_once(mfs_remote *r, int *flag, const char *what, const char *d, const char *then)
+{
+    pthread_mutex_lock(&r->mu);
+    int first = !*flag;
+    *flag = 1;
+    pthread_mutex_unlock(&r->mu);
+    if (first)
+        mfs_rc_log(r, "remote cache: %s: %s: %s; %s", r->name, what, d, then);
+}
+
+/* An upload answered with a redirect or a refusal: this server takes no
+ * uploads from us (a reader's token, no PUT there, another URL), so the
+ * session stops trying, logged once; reads go on. */
+void mfs_rc_uploads_refused(mfs_remote *r, const char *what, const char *d)
+{
+    MFS_CACHE_STAT_ADD(r->c, remote_errors, 1);
+    pthread_mutex_lock(&r->mu);
+    r->read_only = 1;
+    r->st.errors++;
+    pthread_mutex_unlock(&r->mu);
+    mfs_rc_once(r, &r->logged_ro, what, d, "read-only for this session");
+}
+
+void mfs_rc_object_url(const mfs_remote *r, const mfs_cache_key *k, int manifest, char *out,
+                       size_t n)
+{
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", k->b[i]);
+    snprintf(out, n, "%s/v%d/%s/%.2s/%s", r->url, MFS_CACHE_VERSION,
+             manifest ? "manifest" : "view", hex, hex + 2);
+}
+
+CURL *mfs_rc_easy(mfs_remote *r, const char *url, struct curl_slist **hdr)
+{
+    CURL *h = curl_easy_init();
+    if (!h)
+        return NULL;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_SHARE, r->share);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)r->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    *hdr = NULL;
+    if (r->auth) {
+        *hdr = curl_slist_append(NULL, r->auth);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, *hdr);
+    }
+    return h;
+}
+
+/* Views, manifests and model entries (small views inside): never
+ * failures, which are each machine's own. */
+int mfs_rc_carried(int kind, int manifest)
+{
+    return manifest ? kind == MFS_KIND_MANIFEST || kind == MFS_KIND_MODEL : kind == MFS_KIND_VIEW;
+}
