@@ -130,7 +130,7 @@ typedef struct mfs_pins mfs_pins;             /* pins.c: entries evicted as soon
  *
  * Leaves, held for a lookup with no other lock taken inside them: kview.c's,
  * pins.c's, the node table's (nodes.c), prefetch.c's, the dirmap and
- * models tables' (dirmap.c, views.c's table lock), the listings' folder
+ * models tables' (dirmap.c; src/resolve/memo.h, mfs_views), the listings' folder
  * signatures (listing.c), the held lists (held.c), each user's share
  * (share.c) and the lease waiter (leasewait.c: both run their jobs and
  * callbacks unlocked), the pruner's (lowlevel.c), the prepared views'
