@@ -114,6 +114,8 @@ typedef struct mfs_pins mfs_pins;             /* pins.c: entries evicted as soon
  *      sandbox probe's sandbox_mu), the job folders' (jobdirs.c), and the
  *      cache's own (cache.h: its stats, the stat index, eviction, revival,
  *      the remote tier's), each held only inside one call of its module.
+ *      Inside the cache: revival's lock (revive.c) before an index's
+ *      (index.c); a thread holding an index's lock only tries revival's.
  *
  *   Opens and replies (the session layer):
  *   4. one of these three, never two at once, and never while 0-3 are held
