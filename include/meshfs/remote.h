@@ -43,6 +43,8 @@ typedef struct mfs_remote_cfg {
     const char *token;        /* bearer token or NULL; copied */
     uint64_t owed_max;        /* the owed list's bound in bytes; 0: default */
     int no_owed;              /* keep no owed list (a cache removed at exit) */
+    unsigned convert_timeout_s; /* the host's convert_timeout (0: 60): bounds a
+                                   lease's wait (remote_lease.h) */
     void (*log)(void *ctx, const char *msg);
     void *log_ctx;
 } mfs_remote_cfg;

@@ -52,7 +52,7 @@ int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mf
 const char *const *mfs_spawner_extensions(const mfs_spawner *sp, mfs_err *err);
 
 /* True if name's extension is one of exts (case-insensitive).  Pure: no
- * process is started (src/convert/modelname.c). */
+ * process is started (src/rules/modelname.c). */
 int mfs_model_name_in(const char *const *exts, const char *name);
 
 /* True if name's extension is in mfs_spawner_extensions(sp). */

@@ -339,6 +339,9 @@ mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err 
     curl_share_setopt(r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
     curl_share_setopt(r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     curl_share_setopt(r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    mfs_lease_cfg lc = {r->url, r->name, r->auth, r->timeout_ms, r->data_timeout_s,
+                        cfg->convert_timeout_s, r->share, r->log, r->log_ctx};
+    r->lease = r->read_only ? NULL : mfs_lease_new(&lc); /* NULL: no leases */
     return r;
 fail:
     if (r->share)
@@ -370,6 +373,7 @@ void mfs_remote_free(mfs_remote *r)
         mfs_rc_log(r, "remote cache: %s: %zu queued uploads not sent at exit%s", r->name, left,
              owed == left ? ": owed (the next mount or meshfs-cache push sends them)"
              : owed ? ": some owed, the rest dropped (said above)" : "");
+    mfs_lease_free(r->lease);
     curl_share_cleanup(r->share);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_destroy(&r->share_mu[i]);
@@ -382,4 +386,28 @@ void mfs_remote_free(mfs_remote *r)
     free(r->url);
     free(r->name);
     free(r);
+}
+
+/* ---- leases (remote_lease.h): asked for only while this session may
+ * upload and neither direction backs off (a lease promises an upload) ---- */
+
+mfs_lease_outcome mfs_remote_lease(mfs_remote *r, const mfs_cache_key *mk)
+{
+    if (!r || !r->lease)
+        return MFS_LEASE_NONE;
+    pthread_mutex_lock(&r->mu);
+    int64_t now = mono_s();
+    int ok = !r->read_only && now >= r->rd.until && now >= r->up.until;
+    pthread_mutex_unlock(&r->mu);
+    return ok ? mfs_lease_take(r->lease, mk) : MFS_LEASE_NONE;
+}
+
+void mfs_remote_lease_end(mfs_remote *r, const mfs_cache_key *mk, int after_upload)
+{
+    mfs_lease_end(r ? r->lease : NULL, mk, after_upload);
+}
+
+void mfs_remote_lease_get_stats(mfs_remote *r, mfs_remote_lease_stats *out)
+{
+    mfs_lease_get_stats(r ? r->lease : NULL, out);
 }

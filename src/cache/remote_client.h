@@ -19,6 +19,7 @@
 #include "cache_int.h"
 #include "meshfs/remote.h"
 #include "meshfs/remote_pace.h"
+#include "remote_lease.h"
 #include "remote_owed.h"
 
 #define BACKOFF_MIN_S 30
@@ -72,6 +73,7 @@ struct mfs_remote {
                     the daemon detaches (fuse_daemonize forks) */
     pthread_t thread;
     backoff rd, up;
+    mfs_lease *lease; /* remote_lease.c: NULL when read-only */
     /* the owed list (remote_owed.h) */
     uint64_t owed_max;
     int no_owed;

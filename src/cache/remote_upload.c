@@ -340,6 +340,7 @@ static void *uploader(void *arg)
         pthread_mutex_unlock(&r->mu);
         char why[512];
         int res = upload(r, &j, why, sizeof why);
+        mfs_lease_uploaded(r->lease, &j.key, j.manifest); /* sent or not */
         if (j.owed)
             owed_settle(r, &j, res, why);
         else if (res == UP_LATER)
@@ -389,8 +390,10 @@ void mfs_remote_enqueue(mfs_remote *r, const mfs_cache_key *k, int manifest, int
         pthread_cond_broadcast(&r->cv);
     }
     pthread_mutex_unlock(&r->mu);
-    if (full) /* sent with the owed list, once the queue has room */
+    if (full) { /* sent with the owed list, once the queue has room */
         mfs_rc_owe(r, &j);
+        mfs_lease_uploaded(r->lease, &j.key, j.manifest); /* not now: others convert */
+    }
 }
 
 void mfs_remote_drain(mfs_remote *r, unsigned timeout_s)

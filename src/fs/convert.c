@@ -402,6 +402,9 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
 int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsigned formats,
                    mfs_cache_manifest *man, mfs_err *err)
 {
+    /* a slow conversion, on cue: a lease held while it runs
+     * (test_remote_lease.py kills its holder) */
+    mfs_test_delay("MESHFS_TEST_CONVERT_DELAY_MS");
     int moves = 0;
     for (int run = 1;; run++) {
         int churned = 0, moved = 0;

@@ -454,6 +454,7 @@ static int open_state(mfs_fs *fs)
                              .read_only = fs->cfg.remote_read_only,
                              .token = fs->cfg.remote_token,
                              .owed_max = fs->cfg.remote_owed_max,
+                             .convert_timeout_s = (unsigned)(fs->cfg.limits.timeout_s + 0.999),
                              .log = remote_log,
                              .log_ctx = fs};
         if (!(fs->remote = mfs_remote_new(&rc, fs->cache, &err))) {

@@ -23,6 +23,7 @@
 #include "listing.h"
 #include "lowlevel.h"
 #include "meshfs/naming.h"
+#include "meshfs/remote_lease.h"
 #include "meshfs/settings.h"
 #include "ops.h"
 #include "passthrough.h"
@@ -678,13 +679,29 @@ static int remote_text(mfs_fs *fs, char *buf, size_t n)
                     (unsigned long long)rs.slow);
 }
 
+/* The remote tier's leases (meshfs/remote_lease.h; zeros without one). */
+static int lease_text(mfs_fs *fs, char *buf, size_t n)
+{
+    mfs_remote_lease_stats ls = {0};
+    if (fs->remote)
+        mfs_remote_lease_get_stats(fs->remote, &ls);
+    return snprintf(buf, n,
+                    " remote_leases=%llu remote_lease_waits=%llu remote_lease_takeovers=%llu "
+                    "remote_lock_unsupported=%llu remote_lease_errors=%llu",
+                    (unsigned long long)ls.taken, (unsigned long long)ls.waited,
+                    (unsigned long long)ls.taken_over, (unsigned long long)ls.unsupported,
+                    (unsigned long long)ls.errors);
+}
+
 static int stats_text(mfs_fs *fs, char *buf, size_t n)
 {
     int len = stats_text_base(fs, buf, n);
-    char more[2048];
+    char more[4096];
     int m = bounds_text(fs, more, sizeof more);
     if (m > 0 && (size_t)m < sizeof more)
         m += remote_text(fs, more + m, sizeof more - (size_t)m);
+    if (m > 0 && (size_t)m < sizeof more)
+        m += lease_text(fs, more + m, sizeof more - (size_t)m);
     if (m > 0 && (size_t)m < sizeof more)
         m += mfs_ll_share_text(fs, more + m, sizeof more - (size_t)m);
     /* the base ends in a newline: the bounds go before it, if they fit */
@@ -862,7 +879,7 @@ int mfs_ops_getxattr(mfs_fs *fs, const char *path, const char *name, char *value
     const char *r = mfs_ops_rel(fs, path);
     if (!r)
         return -errno;
-    char text[MFS_ERR_MAX + 1024];
+    char text[MFS_ERR_MAX + 8192];
     if (!strcmp(r, ".") && !strcmp(name, XATTR_STATS))
         return reply_xattr(text, stats_text(fs, text, sizeof text), value, size);
     if (!strcmp(name, XATTR_EXPLAIN) || !strcmp(name, XATTR_EXPLAIN_JSON))

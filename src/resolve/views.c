@@ -20,6 +20,7 @@
 #include "memo.h"
 #include "meshfs/formats.h"
 #include "meshfs/inputs.h"
+#include "meshfs/remote_lease.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
 #include "meshfs/timespec.h"
@@ -213,7 +214,7 @@ static int model_moved(const mfs_views *v, const char *path, const struct stat *
  * with m->lock held.  0 or -errno (err says why, if it can). */
 static int refresh(const mfs_views *v, model *m, const char *fmi_model, int format, mfs_err *err)
 {
-    int converted = 0, moves = 0, bad = 0;
+    int converted = 0, moves = 0, bad = 0, leased = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
         struct stat st;
         uint8_t hash[16];
@@ -230,6 +231,9 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
          * and options, never its path on that machine */
         int got = have == 0 && v->h.remote ? mfs_remote_fetch(v->h.remote, &mk, 1) : 0;
         bad |= got == 2;
+        /* the server lacks the model: before converting it, a lease
+         * (remote_lease.h), so that machines starting together convert once */
+        int absent = have == 0 && v->h.remote && got == 0;
         if (got == 1)
             have = mfs_cache_manifest_load(v->h.cache, &mk, &man, err);
         if (have == 1 && !mfs_views_shows_image(v))
@@ -260,6 +264,14 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
                 return 0;
         }
         memset(&man, 0, sizeof man);
+        mfs_lease_outcome lease = MFS_LEASE_NONE;
+        if (absent && !leased++) {
+            lease = mfs_remote_lease(v->h.remote, &mk);
+            if (lease == MFS_LEASE_ARRIVED) {
+                attempt--; /* made elsewhere meanwhile: fetched, once */
+                continue;
+            }
+        }
         if (!converted++) { /* one miss per request, however many tries */
             mfs_cache_note(v->h.cache, MFS_CACHE_VIEW_MISS);
             if (v->h.count_models)
@@ -269,6 +281,8 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION);
         int conv = v->h.convert(v->h.ctx, m->path, fmi_model, need, &man, err);
         if (conv < 0) {
+            if (lease == MFS_LEASE_HELD)
+                mfs_remote_lease_end(v->h.remote, &mk, 0);
             mfs_cache_manifest_free(&man);
             if (model_moved(v, m->path, &st) && ++moves < MOVED_TRIES) {
                 mfs_err_clear(err); /* the run was for a file no longer there */
@@ -292,6 +306,8 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         if (rc == 0)
             log_missing(v, m->path, &man);
         mfs_cache_manifest_free(&man);
+        if (lease == MFS_LEASE_HELD) /* freed once its manifest is sent, or now */
+            mfs_remote_lease_end(v->h.remote, &mk, rc == 0);
         if (rc == 0 && v->h.remote)
             remote_upload(v, m, need, &mk, bad);
         if (rc == 0 && (conv == 1 || mfs_memo_made_failure(v, m, need)))

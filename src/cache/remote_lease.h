@@ -1,0 +1,38 @@
+/* The leases of one remote client (remote_lease.c; contract in
+ * include/meshfs/remote_lease.h).  The client (remote.c) owns one
+ * mfs_lease, made and freed with it; the lease set never calls back into
+ * the client. */
+#ifndef MESHFS_CACHE_REMOTE_LEASE_H
+#define MESHFS_CACHE_REMOTE_LEASE_H
+
+#include <curl/curl.h>
+
+#include "meshfs/remote_lease.h"
+
+typedef struct mfs_lease mfs_lease;
+
+typedef struct mfs_lease_cfg {
+    const char *url, *name;  /* the client's: outlive the leases */
+    const char *auth;        /* "Authorization: ..." or NULL */
+    unsigned timeout_ms, data_timeout_s;
+    unsigned convert_timeout_s; /* 0: the default (60) */
+    CURLSH *share;
+    void (*log)(void *ctx, const char *msg);
+    void *log_ctx;
+} mfs_lease_cfg;
+
+/* NULL: out of memory (the client then runs without leases). */
+mfs_lease *mfs_lease_new(const mfs_lease_cfg *cfg);
+/* Frees every lease still held (an UNLOCK each, best effort). */
+void mfs_lease_free(mfs_lease *l);
+/* The upload thread is done with the object (key, manifest), sent or not. */
+void mfs_lease_uploaded(mfs_lease *l, const mfs_cache_key *key, int manifest);
+
+/* What mfs_remote_lease, mfs_remote_lease_end and
+ * mfs_remote_lease_get_stats do (remote.c holds the client's set and
+ * asks only when the client may upload now); l may be NULL but in take. */
+mfs_lease_outcome mfs_lease_take(mfs_lease *l, const mfs_cache_key *mk);
+void mfs_lease_end(mfs_lease *l, const mfs_cache_key *mk, int after_upload);
+void mfs_lease_get_stats(mfs_lease *l, mfs_remote_lease_stats *out);
+
+#endif
