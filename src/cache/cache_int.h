@@ -256,6 +256,9 @@ void mfs_index_close(mfs_cache *c);
 /* After revive.c recreated the directory: index/ again, with a fresh log
  * of every shard this process holds in memory (the rest cost a re-hash). */
 void mfs_index_revive(mfs_cache *c);
+/* Whether this thread holds an index's lock (index.c): a revival it meets
+ * then only tries revive.c's lock, never waits for it. */
+int mfs_index_held(void);
 /* Records hash as the content of a file with stat st, as a hash of its
  * bytes would, without the racy-window check: for tests that need many
  * files' records without many files. */

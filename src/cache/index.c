@@ -271,6 +271,11 @@ static void index_unlock(mfs_index *x)
     pthread_mutex_unlock(&x->mu);
 }
 
+int mfs_index_held(void)
+{
+    return index_held;
+}
+
 void mfs_index_revive(mfs_cache *c)
 {
     mfs_index *x = c->idx;

@@ -104,7 +104,18 @@ int mfs_cache_revive(mfs_cache *c, mfs_err *err)
 {
     if (reviving || atomic_load(&c->no_revive) || (!dir_removed(c) && !contents_removed(c)))
         return 0;
-    pthread_mutex_lock(&revive_mu);
+    /* Revival takes an index's lock inside this one (mfs_index_revive), so
+     * a thread holding an index's lock (its shard's log met tmp/ gone) may
+     * not wait here: the thread reviving would wait for its index lock
+     * while it waits for this (ThreadSanitizer found the cycle in
+     * test_coherence).  It only tries: 0, and the caller makes tmp/ alone;
+     * the revival under way makes the rest. */
+    if (mfs_index_held()) {
+        if (pthread_mutex_trylock(&revive_mu) != 0)
+            return 0;
+    } else {
+        pthread_mutex_lock(&revive_mu);
+    }
     reviving = 1;
     int r = atomic_load(&c->no_revive) ? 0 : revive_locked(c, err);
     reviving = 0;

@@ -1,7 +1,7 @@
 /* Internal to the mount daemon: keeping what readers see consistent when
  * sources change, limits change, or the cache cannot hold what it should
- * (docs/coherence.md).  One mount per process, so the
- * state behind these functions is the process's. */
+ * (docs/coherence.md).  Their state is the mount's: kview.c's records
+ * (fs->kviews), pins.c's pins (fs->pins). */
 #ifndef MESHFS_FS_COHERENCE_H
 #define MESHFS_FS_COHERENCE_H
 
@@ -33,23 +33,23 @@ typedef struct mfs_kview_open {
 /* A view open serving entry id (any 16 bytes naming its content) with
  * attributes st.  Returns the token for mfs_kview_release; NULL when
  * res->renew or res->direct_io says the open cannot be recorded. */
-void *mfs_kview_opened(const char *path, const uint8_t id[16], const struct stat *st,
-                       mfs_kview_open *res);
-void mfs_kview_release(void *token, int direct_io);
+void *mfs_kview_opened(mfs_kviews *k, const char *path, const uint8_t id[16],
+                       const struct stat *st, mfs_kview_open *res);
+void mfs_kview_release(mfs_kviews *k, void *token, int direct_io);
 
 /* One more handle on token's entry (a handle opened as a copy of another:
  * ops.c's reopen of a moved view); released like the others. */
-void mfs_kview_ref(void *token, int direct_io);
+void mfs_kview_ref(mfs_kviews *k, void *token, int direct_io);
 
 /* The path's view moves to a new kernel inode (a new node id): its record
  * leaves with the old inode's handles, whose tokens stay valid until
  * released, and the path starts afresh, as a file the kernel never held. */
-void mfs_kview_detach(const char *path);
+void mfs_kview_detach(mfs_kviews *k, const char *path);
 
 /* What the kernel holds of path is not known any more (a listing reply
  * that recorded attributes for it was never sent, dirreply.c): its next
  * open invalidates. */
-void mfs_kview_unknown(const char *path);
+void mfs_kview_unknown(mfs_kviews *k, const char *path);
 
 /* 1 with *served (the attributes they read) when handles are open on the
  * path's inode on another entry than the one the kernel is about to be
@@ -58,24 +58,25 @@ void mfs_kview_unknown(const char *path);
  * attributes from a moment before; an entry that differs otherwise is
  * caught at its open, where mfs_kview_opened compares ids); with neither,
  * whenever handles are open.  The view then needs a new inode. */
-int mfs_kview_held(const char *path, const uint8_t id[16], const struct stat *st,
+int mfs_kview_held(mfs_kviews *k, const char *path, const uint8_t id[16], const struct stat *st,
                    struct stat *served);
 
 /* The kernel is about to be told st by name (id as for mfs_kview_held): 0
  * when st was recorded, as mfs_kview_attr does; 1 with nothing recorded
  * when mfs_kview_held says the view needs a new inode first. */
-int mfs_kview_named(const char *path, const uint8_t id[16], struct stat *st, struct stat *served);
+int mfs_kview_named(mfs_kviews *k, const char *path, const uint8_t id[16], struct stat *st,
+                    struct stat *served);
 
 /* Attributes about to be told to the kernel for a view (getattr, a
  * listing's readdirplus): while handles are open on the path's inode, the
  * kernel must keep their entry's size, so st becomes theirs.  Records what
  * is told. */
-void mfs_kview_attr(const char *path, struct stat *st);
+void mfs_kview_attr(mfs_kviews *k, const char *path, struct stat *st);
 
 /* The same, asked through the open handle `token` (a GETATTR with a file
  * handle): st stays the handle's own entry when its inode is no longer the
  * path's. */
-void mfs_kview_handle_attr(void *token, const char *path, struct stat *st);
+void mfs_kview_handle_attr(mfs_kviews *k, void *token, const char *path, struct stat *st);
 
 
 /* The most records kept (0: the default), least recently used out first;
@@ -85,8 +86,12 @@ void mfs_kview_handle_attr(void *token, const char *path, struct stat *st);
  * and their bytes, for the stats xattr. */
 #define MFS_KVIEW_DEFAULT_CAP (8 * (size_t)MFS_VIEWS_MEMO_DEFAULT)
 #define MFS_KVIEW_RECORD_BYTES 512
-void mfs_kview_set_cap(size_t n);
-void mfs_kview_stats(uint64_t *entries, uint64_t *evicted, uint64_t *bytes);
+void mfs_kview_set_cap(mfs_kviews *k, size_t n);
+/* The records of one mount (fs->kviews), at most n (0: the default);
+ * NULL: out of memory.  Freed after the session, with no handle left. */
+mfs_kviews *mfs_kviews_new(size_t n);
+void mfs_kviews_free(mfs_kviews *k);
+void mfs_kview_stats(mfs_kviews *k, uint64_t *entries, uint64_t *evicted, uint64_t *bytes);
 
 /* ---- renew.c: a view moves to a new kernel inode ---- */
 
@@ -94,8 +99,8 @@ void mfs_kview_stats(uint64_t *entries, uint64_t *evicted, uint64_t *bytes);
  * that no view moves meanwhile.  0; or -ESTALE, holding nothing, when
  * `node` is no longer its name's (the name moved on after the kernel
  * walked to it): the open answers ESTALE and the kernel looks again. */
-int mfs_renew_open_begin(uint64_t node);
-void mfs_renew_open_end(void);
+int mfs_renew_open_begin(mfs_fs *fs, uint64_t node);
+void mfs_renew_open_end(mfs_fs *fs);
 
 /* Between those, from an open of node `node` that the kernel cannot serve
  * on that inode (its handles hold an older entry): the view's name moves to
@@ -115,12 +120,15 @@ void mfs_renew_named_attr(mfs_fs *fs, const char *path, const uint8_t id[16], st
  * before the rename (mfs_cache_writer_commit's hit), still read the bytes:
  * the last few are kept here, so such views are served anyway. */
 
+/* One mount's pins (fs->pins), made with its state; NULL: no memory. */
+mfs_pins *mfs_pins_new(void);
+void mfs_pins_free(mfs_pins *ps);
 /* Takes over hit's descriptor. */
-void mfs_pins_put(const mfs_cache_key *k, mfs_cache_hit *hit);
+void mfs_pins_put(mfs_pins *ps, const mfs_cache_key *k, mfs_cache_hit *hit);
 /* 1 with *length if k is pinned. */
-int mfs_pins_peek(const mfs_cache_key *k, uint64_t *length);
+int mfs_pins_peek(mfs_pins *ps, const mfs_cache_key *k, uint64_t *length);
 /* 1 with hit filled (a descriptor of the caller's own) if k is pinned. */
-int mfs_pins_open(const mfs_cache_key *k, mfs_cache_hit *hit);
+int mfs_pins_open(mfs_pins *ps, const mfs_cache_key *k, mfs_cache_hit *hit);
 /* After a conversion of relpath stored its views (hits[i]: the commit's
  * descriptor for man->views[i], or fd -1) and its model entry mk: pins
  * those the cache no longer has, releases the rest.  If the size cap took

@@ -44,14 +44,19 @@
  * that pauses longer gets it built afresh. */
 #define AHEAD_MAX_MS 20
 
-static mfs_nodes *nodes;
-static double entry_timeout = 1.0, attr_timeout = 1.0;
-static void (*gave_lookups)(void);
-static atomic_uint_least64_t ahead_sent, ahead_dropped, ahead_waiting;
+/* This layer's state, one per mount (fs->replies). */
+struct mfs_dirreplies {
+    mfs_nodes *nodes;
+    double entry_timeout, attr_timeout;
+    void (*gave_lookups)(mfs_fs *);
+    atomic_uint_least64_t ahead_sent, ahead_dropped, ahead_waiting;
+    mfs_held_list open_handles;
+};
 
 /* One reply being filled or kept: the request it answers and the lookups
  * its entries gave. */
 typedef struct reply {
+    mfs_fs *fs;
     fuse_req_t req; /* NULL when built ahead (no request yet) */
     fuse_ino_t ino;
     int plus;
@@ -71,6 +76,7 @@ typedef struct reply {
 /* This layer's handle: the listing's, and the reply built ahead. */
 typedef struct dirhandle {
     mfs_held held; /* first: the kernel holds it (held.h) */
+    mfs_fs *fs;    /* the mount it belongs to */
     uint64_t fh;   /* listing.c's */
     char *path;    /* the folder's mount path, "/cars" */
     pthread_mutex_t lock;
@@ -79,19 +85,31 @@ typedef struct dirhandle {
     reply ahead;   /* .buf: filled, not sent */
 } dirhandle;
 
-static mfs_held_list open_handles = MFS_HELD_LIST_INIT;
-
-void mfs_dirreply_setup(mfs_nodes *n, double entry_t, double attr_t, void (*gave)(void))
+mfs_dirreplies *mfs_dirreply_new(mfs_nodes *n, double entry_t, double attr_t,
+                                 void (*gave)(mfs_fs *))
 {
-    nodes = n;
-    entry_timeout = entry_t;
-    attr_timeout = attr_t;
-    gave_lookups = gave;
+    mfs_dirreplies *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    d->nodes = n;
+    d->entry_timeout = entry_t;
+    d->attr_timeout = attr_t;
+    d->gave_lookups = gave;
+    pthread_mutex_init(&d->open_handles.lock, NULL);
+    return d;
 }
 
-static uint64_t moves_now(void)
+void mfs_dirreply_free(mfs_dirreplies *d)
 {
-    return atomic_load(&mfs_ops_fs->stats.views_renewed);
+    if (!d)
+        return;
+    pthread_mutex_destroy(&d->open_handles.lock);
+    free(d);
+}
+
+static uint64_t moves_now(mfs_fs *fs)
+{
+    return atomic_load(&fs->stats.views_renewed);
 }
 
 static int is_dot(const char *name)
@@ -127,13 +145,14 @@ static int fill(void *ctx, const char *name, const struct stat *st, off_t off,
     memset(&e, 0, sizeof e);
     if ((flags & FUSE_FILL_DIR_PLUS) && !is_dot(name)) {
         e.attr = *st;
-        e.ino = mfs_nodes_lookup(nodes, r->ino, name, S_ISDIR(st->st_mode));
+        mfs_dirreplies *d = r->fs->replies;
+        e.ino = mfs_nodes_lookup(d->nodes, r->ino, name, S_ISDIR(st->st_mode));
         if (e.ino) {
             if (r->names)
                 r->names[r->ngiven] = strdup(name); /* NULL: forgotten harmlessly */
             r->given[r->ngiven++] = e.ino;
-            e.entry_timeout = entry_timeout;
-            e.attr_timeout = attr_timeout;
+            e.entry_timeout = d->entry_timeout;
+            e.attr_timeout = d->attr_timeout;
         }
     } else {
         /* ino 0: a name without attributes; the kernel makes no inode */
@@ -153,7 +172,9 @@ static void reply_free(reply *r)
     free(r->names);
     free(r->buf);
     free(r->given);
+    mfs_fs *fs = r->fs;
     memset(r, 0, sizeof *r);
+    r->fs = fs;
 }
 
 /* Gives back the lookups of a reply the kernel will not get, and (built
@@ -164,9 +185,9 @@ static void reply_drop(reply *r, const char *dir)
         if (r->names && r->names[i]) {
             char path[4200];
             snprintf(path, sizeof path, "%s/%s", strcmp(dir, "/") ? dir : "", r->names[i]);
-            mfs_kview_unknown(path);
+            mfs_kview_unknown(r->fs->kviews, path);
         }
-        mfs_nodes_forget(nodes, r->given[i], 1);
+        mfs_nodes_forget(r->fs->replies->nodes, r->given[i], 1);
     }
     reply_free(r);
 }
@@ -184,10 +205,10 @@ static int reply_build(reply *r, const char *path, uint64_t fh)
         reply_free(r);
         return -ENOMEM;
     }
-    r->moves = moves_now();
-    r->tells = mfs_ll_tells();
+    r->moves = moves_now(r->fs);
+    r->tells = mfs_ll_tells(r->fs);
     struct fuse_file_info fi = {.fh = fh};
-    int rc = mfs_listing_readdir(path, r, fill, r->off, &fi, r->plus ? FUSE_READDIR_PLUS : 0);
+    int rc = mfs_listing_readdir(r->fs, path, r, fill, r->off, &fi, r->plus ? FUSE_READDIR_PLUS : 0);
     if (rc < 0 && r->len == 0) {
         reply_drop(r, path);
         return rc;
@@ -196,38 +217,41 @@ static int reply_build(reply *r, const char *path, uint64_t fh)
     return 0;
 }
 
-int mfs_dirreply_opendir(const char *path, struct fuse_file_info *fi)
+int mfs_dirreply_opendir(mfs_fs *fs, const char *path, struct fuse_file_info *fi)
 {
     dirhandle *h = calloc(1, sizeof *h);
     if (!h)
         return -ENOMEM;
-    int rc = mfs_fuse_ops.opendir(path, fi);
+    int rc = mfs_listing_opendir(fs, path, fi);
     if (rc < 0) {
         free(h);
         return rc;
     }
+    h->fs = fs;
     h->fh = fi->fh;
     if (!(h->path = strdup(path))) {
-        mfs_fuse_ops.releasedir(NULL, fi);
+        mfs_listing_releasedir(fs, fi);
         free(h);
         return -ENOMEM;
     }
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->cond, NULL);
-    mfs_held_add(&open_handles, &h->held);
+    mfs_held_add(&fs->replies->open_handles, &h->held);
     fi->fh = (uintptr_t)h;
     return 0;
 }
 
 static int fresh(const reply *a)
 {
-    return (mfs_mono_s() - a->done) * 1000 <= AHEAD_MAX_MS && a->moves == moves_now() && a->tells == mfs_ll_tells();
+    return (mfs_mono_s() - a->done) * 1000 <= AHEAD_MAX_MS && a->moves == moves_now(a->fs) &&
+           a->tells == mfs_ll_tells(a->fs);
 }
 
 /* The reply built ahead, if it answers this request: taken out of h. */
 static int take_ahead(dirhandle *h, reply *r)
 {
     int took = 0;
+    mfs_dirreplies *d = r->fs->replies;
     pthread_mutex_lock(&h->lock);
     while (h->building)
         pthread_cond_wait(&h->cond, &h->lock);
@@ -238,11 +262,11 @@ static int take_ahead(dirhandle *h, reply *r)
             *r = *a;
             memset(a, 0, sizeof *a);
             took = 1;
-            atomic_fetch_sub(&ahead_waiting, 1);
+            atomic_fetch_sub(&d->ahead_waiting, 1);
         } else {
             reply_drop(a, h->path);
-            atomic_fetch_sub(&ahead_waiting, 1);
-            atomic_fetch_add(&ahead_dropped, 1);
+            atomic_fetch_sub(&d->ahead_waiting, 1);
+            atomic_fetch_add(&d->ahead_dropped, 1);
         }
     }
     pthread_mutex_unlock(&h->lock);
@@ -252,28 +276,30 @@ static int take_ahead(dirhandle *h, reply *r)
 /* Fills the reply after r, sent, into h->ahead (h->building is set). */
 static void build_ahead(dirhandle *h, const reply *r, const char *path)
 {
-    reply a = {.ino = r->ino, .plus = r->plus, .off = r->last, .size = r->size};
+    mfs_dirreplies *d = r->fs->replies;
+    reply a = {.fs = r->fs, .ino = r->ino, .plus = r->plus, .off = r->last, .size = r->size};
     int ok = reply_build(&a, path, h->fh) == 0 && a.len > 0;
     if (!ok)
         reply_drop(&a, path);
-    else if (a.ngiven && gave_lookups)
-        gave_lookups();
+    else if (a.ngiven && d->gave_lookups)
+        d->gave_lookups(r->fs);
     pthread_mutex_lock(&h->lock);
     if (ok) {
         h->ahead = a;
-        atomic_fetch_add(&ahead_waiting, 1);
+        atomic_fetch_add(&d->ahead_waiting, 1);
     }
     h->building = 0;
     pthread_cond_broadcast(&h->cond);
     pthread_mutex_unlock(&h->lock);
 }
 
-void mfs_dirreply_readdir(fuse_req_t req, fuse_ino_t ino, const char *path, size_t size,
-                          off_t off, struct fuse_file_info *fi, int plus)
+void mfs_dirreply_readdir(mfs_fs *fs, fuse_req_t req, fuse_ino_t ino, const char *path,
+                          size_t size, off_t off, struct fuse_file_info *fi, int plus)
 {
     dirhandle *h = (dirhandle *)(uintptr_t)fi->fh;
-    atomic_fetch_add(&mfs_ops_fs->stats.readdir_requests, 1);
-    reply r = {.req = req, .ino = ino, .plus = plus, .off = off, .size = size};
+    mfs_dirreplies *d = fs->replies;
+    atomic_fetch_add(&fs->stats.readdir_requests, 1);
+    reply r = {.fs = fs, .req = req, .ino = ino, .plus = plus, .off = off, .size = size};
     int took = take_ahead(h, &r);
     if (took) {
         r.req = req;
@@ -302,54 +328,58 @@ void mfs_dirreply_readdir(fuse_req_t req, fuse_ino_t ino, const char *path, size
         pthread_mutex_unlock(&h->lock);
     } else {
         if (took)
-            atomic_fetch_add(&ahead_sent, 1);
-        if (r.ngiven && !took && gave_lookups)
-            gave_lookups();
+            atomic_fetch_add(&d->ahead_sent, 1);
+        if (r.ngiven && !took && d->gave_lookups)
+            d->gave_lookups(fs);
         if (ahead)
             build_ahead(h, &r, path);
         reply_free(&r);
     }
 }
 
-static void handle_free(dirhandle *h)
+static void handle_free(mfs_fs *fs, dirhandle *h)
 {
+    mfs_dirreplies *d = fs->replies;
     pthread_mutex_lock(&h->lock);
     while (h->building)
         pthread_cond_wait(&h->cond, &h->lock);
     if (h->ahead.buf) {
         reply_drop(&h->ahead, h->path);
-        atomic_fetch_add(&ahead_dropped, 1);
-        atomic_fetch_sub(&ahead_waiting, 1);
+        atomic_fetch_add(&d->ahead_dropped, 1);
+        atomic_fetch_sub(&d->ahead_waiting, 1);
     }
     pthread_mutex_unlock(&h->lock);
     free(h->path);
     struct fuse_file_info fi = {.fh = h->fh};
-    mfs_fuse_ops.releasedir(NULL, &fi);
+    mfs_listing_releasedir(fs, &fi);
     pthread_mutex_destroy(&h->lock);
     pthread_cond_destroy(&h->cond);
     free(h);
 }
 
-void mfs_dirreply_releasedir(struct fuse_file_info *fi)
+void mfs_dirreply_releasedir(mfs_fs *fs, struct fuse_file_info *fi)
 {
     dirhandle *h = (dirhandle *)(uintptr_t)fi->fh;
-    mfs_held_remove(&open_handles, &h->held);
-    handle_free(h);
+    mfs_held_remove(&fs->replies->open_handles, &h->held);
+    handle_free(fs, h);
 }
 
+/* mfs_held_free_all's callback has no argument: the handle knows its mount */
 static void held_free(mfs_held *n)
 {
-    handle_free((dirhandle *)n);
+    dirhandle *h = (dirhandle *)n;
+    handle_free(h->fs, h);
 }
 
-void mfs_dirreply_close_all(void)
+void mfs_dirreply_close_all(mfs_fs *fs)
 {
-    mfs_held_free_all(&open_handles, held_free);
+    mfs_held_free_all(&fs->replies->open_handles, held_free);
 }
 
-void mfs_dirreply_counts(uint64_t *sent, uint64_t *dropped, uint64_t *waiting)
+void mfs_dirreply_counts(mfs_fs *fs, uint64_t *sent, uint64_t *dropped, uint64_t *waiting)
 {
-    *sent = atomic_load(&ahead_sent);
-    *dropped = atomic_load(&ahead_dropped);
-    *waiting = atomic_load(&ahead_waiting);
+    mfs_dirreplies *d = fs->replies;
+    *sent = atomic_load(&d->ahead_sent);
+    *dropped = atomic_load(&d->ahead_dropped);
+    *waiting = atomic_load(&d->ahead_waiting);
 }

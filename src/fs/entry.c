@@ -11,7 +11,7 @@ int mfs_entry_peek(mfs_fs *fs, const mfs_cache_key *k, struct timespec newest,
         return 0;
     }
     uint64_t length;
-    if (r != 1 && mfs_pins_peek(k, &length)) {
+    if (r != 1 && mfs_pins_peek(fs->pins, k, &length)) {
         mfs_cache_hit_release(hit);
         *hit = (mfs_cache_hit){.fd = -1, .length = length};
         return 1;
@@ -27,5 +27,5 @@ int mfs_entry_lookup(mfs_fs *fs, const mfs_cache_key *mk, const mfs_cache_key *k
     if (r == 1)
         return r;
     mfs_cache_hit_release(hit);
-    return mfs_pins_open(k, hit) ? 1 : r;
+    return mfs_pins_open(fs->pins, k, hit) ? 1 : r;
 }

@@ -81,29 +81,66 @@ typedef struct mfs_dirmaps mfs_dirmaps;
 typedef struct mfs_prefetch mfs_prefetch;
 typedef struct mfs_share mfs_share;
 typedef struct mfs_leasewait mfs_leasewait;
+#define MFS_PKG_STRIPES 64 /* package locks, by a hash of the folder (lgepkg.c) */
+/* The session layer's state, one of each per mount (made by mfs_ll_setup,
+ * freed by mfs_ll_teardown; each defined in its own file). */
+typedef struct mfs_ll mfs_ll;                 /* lowlevel.c: session, node table, pruner */
+typedef struct mfs_dirreplies mfs_dirreplies; /* dirreply.c: replies built ahead */
+typedef struct mfs_listings mfs_listings;     /* listing.c: open listings, folder signatures */
+typedef struct mfs_pt mfs_pt;                 /* passthrough.c: backing ids by node */
+typedef struct mfs_files mfs_files;           /* ops.c: the open files' handles */
+typedef struct mfs_kviews mfs_kviews;         /* kview.c: what the kernel holds of views */
+typedef struct mfs_pins mfs_pins;             /* pins.c: entries evicted as soon as stored */
 
 /* One mount's state, owned here and passed to every function that needs
- * it: nothing below keeps a process-wide copy (kview.c and pins.c are
- * per-process by design: one mount per process, coherence.h).
+ * it; the session layer reaches it from the FUSE session's userdata
+ * (lowlevel.c).  Nothing in src/fs/ keeps a process-wide copy.
  *
- * Lock order.  A thread that holds several takes them in this order and
- * releases in reverse; nothing is taken against it:
+ * Lock order.  Every mutex the daemon takes, outermost first.  A thread
+ * that holds several takes them in this order and releases in reverse;
+ * nothing is taken against it.  ThreadSanitizer's lock-order check runs
+ * on the mount tests (docs/testing.md), so an inversion fails CI.
  *
- *   0. a folder's package lock (lgepkg.c: one stripe per folder), held
+ *   Resolution (a view's bytes):
+ *   0. a folder's package lock (lgepkg.c, fs->pkg_locks: one stripe per folder), held
  *      while the package is assembled, so across its models' resolutions.
  *   1. a model's lock (src/resolve/views.c: one per model, held across its whole
  *      resolution, conversion included: the single flight).  Never two
  *      models' at once; listings only try it (trylock) and never wait.
  *   2. job_lock (convert.c: the job slots), held only to count a slot, never
- *      across a conversion.
- *   3. the cache's own locks (cache.h: its stats, the stat index, eviction,
- *      revival), each held only inside one cache call.
+ *      across a conversion.  The prefetcher's own lock is released before
+ *      it (mfs_prefetch_close).
+ *   3. the spawner's locks (worker_client.c: the fork server's srv_mu, the
+ *      sandbox probe's sandbox_mu), the job folders' (jobdirs.c), and the
+ *      cache's own (cache.h: its stats, the stat index, eviction, revival,
+ *      the remote tier's), each held only inside one call of its module.
+ *      Inside the cache: revival's lock (revive.c) before an index's
+ *      (index.c); a thread holding an index's lock only tries revival's.
  *
- * kview.c's, pins.c's, prefetch.c's and the dirmap/models tables' locks are
- * leaves: held for a lookup, with no other lock taken inside them.
+ *   Opens and replies (the session layer):
+ *   4. one of these three, never two at once, and never while 0-3 are held
+ *      (an open decides after its resolution returned):
+ *      - fs->moving (renew.c), held while an open decides (passthrough,
+ *        kview) and while a view moves to a new node;
+ *      - the open files' list lock (ops.c, fs->files), held while a
+ *        reopen of a moved view copies a handle (open_moved): it takes
+ *        passthrough's lock for the backing id and kview's;
+ *      - a listing handle's lock (dirreply.c), held while a reply built
+ *        ahead is dropped: it takes kview's and the node table's.
+ *   5. passthrough's lock (passthrough.c, fs->pt), held across the
+ *      backing-id ioctl; it may log (the log's lock, a leaf).
+ *
+ * Leaves, held for a lookup with no other lock taken inside them: kview.c's,
+ * pins.c's, the node table's (nodes.c), prefetch.c's, the dirmap and
+ * models tables' (dirmap.c; src/resolve/memo.h, mfs_views), the listings' folder
+ * signatures (listing.c), the held lists (held.c), each user's share
+ * (share.c) and the lease waiter (leasewait.c: both run their jobs and
+ * callbacks unlocked), the pruner's (lowlevel.c), the prepared views'
+ * (formats/prepared.c), the worker user lookup (worker_user.c) and the
+ * log's (log.c).
  *
  * So a listing (readdir, and the attributes it sends) never waits for a
- * conversion: it takes only leaves and trylocks model locks. */
+ * conversion: it takes only leaves, 4 and 5, and trylocks model locks. */
 typedef struct mfs_fs {
     mfs_fs_config cfg;
     int rootfd;             /* SRC, O_PATH|O_DIRECTORY */
@@ -129,6 +166,15 @@ typedef struct mfs_fs {
     mfs_prefetch *prefetch;   /* prefetch.h; NULL with -o prefetch=0 */
     mfs_share *share;         /* each user's share of the request threads (share.h) */
     mfs_leasewait *leasewait; /* opens waiting for a lease (leasewait.h) */
+    mfs_pins *pins;           /* coherence.h */
+    mfs_ll *ll;
+    mfs_dirreplies *replies;
+    mfs_listings *listings;
+    mfs_pt *pt;
+    mfs_files *files;
+    mfs_kviews *kviews;       /* coherence.h */
+    pthread_mutex_t moving;   /* renew.c: one view moved to a new inode at a time */
+    pthread_mutex_t pkg_locks[MFS_PKG_STRIPES]; /* lgepkg.c: a package built once */
 } mfs_fs;
 
 /* ---- dirmap.c: which names in a folder are views of which model ---- */

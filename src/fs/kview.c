@@ -60,38 +60,41 @@ typedef struct kslot {
 #define NBUCKET 4096
 #define GONE_BITS (1u << 16)
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static kslot *bucket[NBUCKET];
-static kslot *newest, *oldest;
-static size_t cap = MFS_KVIEW_DEFAULT_CAP, count;
-/* and their bytes, under a budget too (MFS_KVIEW_RECORD_BYTES a record of
- * the cap): a record holds its path, up to PATH_MAX */
-static size_t bytes, byte_cap = MFS_KVIEW_DEFAULT_CAP * MFS_KVIEW_RECORD_BYTES;
-static uint64_t evictions;
-static uint8_t gone[GONE_BITS / 8]; /* paths whose record held state and went */
+/* One mount's records (fs->kviews), all under mu. */
+struct mfs_kviews {
+    pthread_mutex_t mu;
+    kslot *bucket[NBUCKET];
+    kslot *newest, *oldest;
+    size_t cap, count;
+    /* and their bytes, under a budget too (MFS_KVIEW_RECORD_BYTES a record
+     * of the cap): a record holds its path, up to PATH_MAX */
+    size_t bytes, byte_cap;
+    uint64_t evictions;
+    uint8_t gone[GONE_BITS / 8]; /* paths whose record held state and went */
+};
 
-static void lru_unlink(kslot *s)
+static void lru_unlink(mfs_kviews *k, kslot *s)
 {
     if (s->newer)
         s->newer->older = s->older;
     else
-        newest = s->older;
+        k->newest = s->older;
     if (s->older)
         s->older->newer = s->newer;
     else
-        oldest = s->newer;
+        k->oldest = s->newer;
     s->newer = s->older = NULL;
 }
 
-static void lru_front(kslot *s)
+static void lru_front(mfs_kviews *k, kslot *s)
 {
-    s->older = newest;
+    s->older = k->newest;
     s->newer = NULL;
-    if (newest)
-        newest->newer = s;
-    newest = s;
-    if (!oldest)
-        oldest = s;
+    if (k->newest)
+        k->newest->newer = s;
+    k->newest = s;
+    if (!k->oldest)
+        k->oldest = s;
 }
 
 /* A record's heap bytes: itself and its path, with malloc's overhead. */
@@ -100,54 +103,54 @@ static size_t slot_bytes(const kslot *s)
     return sizeof *s + strlen(s->path) + 1 + 32;
 }
 
-static int over_cap(void)
+static int over_cap(mfs_kviews *k)
 {
-    return count > cap || bytes > byte_cap;
+    return k->count > k->cap || k->bytes > k->byte_cap;
 }
 
-static void evict_locked(const kslot *keep)
+static void evict_locked(mfs_kviews *k, const kslot *keep)
 {
-    kslot *s = oldest;
-    while (over_cap() && s) {
+    kslot *s = k->oldest;
+    while (over_cap(k) && s) {
         kslot *nx = s->newer;
         if (s->nopen == 0 && s != keep) {
             uint64_t h = XXH3_64bits(s->path, strlen(s->path));
             if (s->told || s->opened)
-                gone[(h % GONE_BITS) / 8] |= (uint8_t)(1u << (h % 8));
-            kslot **pp = &bucket[h % NBUCKET];
+                k->gone[(h % GONE_BITS) / 8] |= (uint8_t)(1u << (h % 8));
+            kslot **pp = &k->bucket[h % NBUCKET];
             while (*pp != s)
                 pp = &(*pp)->next;
             *pp = s->next;
-            lru_unlink(s);
-            bytes -= slot_bytes(s);
+            lru_unlink(k, s);
+            k->bytes -= slot_bytes(s);
             free(s->path);
             free(s);
-            count--;
-            evictions++;
+            k->count--;
+            k->evictions++;
         }
         s = nx;
     }
 }
 
-static kslot *slot_of(const char *path)
+static kslot *slot_of(mfs_kviews *k, const char *path)
 {
     uint64_t h = XXH3_64bits(path, strlen(path));
     unsigned b = (unsigned)(h % NBUCKET);
-    kslot *s = bucket[b];
+    kslot *s = k->bucket[b];
     while (s && strcmp(s->path, path))
         s = s->next;
     if (s) {
-        lru_unlink(s);
+        lru_unlink(k, s);
     } else if ((s = calloc(1, sizeof *s)) != NULL) {
         if (!(s->path = strdup(path))) {
             free(s);
             return NULL;
         }
-        s->next = bucket[b];
-        bucket[b] = s;
-        count++;
-        bytes += slot_bytes(s);
-        if (gone[(h % GONE_BITS) / 8] & (1u << (h % 8))) {
+        s->next = k->bucket[b];
+        k->bucket[b] = s;
+        k->count++;
+        k->bytes += slot_bytes(s);
+        if (k->gone[(h % GONE_BITS) / 8] & (1u << (h % 8))) {
             /* what the kernel holds is not known: as if told a size that
              * matches no entry, so the first open invalidates */
             s->told = 1;
@@ -155,46 +158,72 @@ static kslot *slot_of(const char *path)
         }
     }
     if (s) {
-        lru_front(s);
-        evict_locked(s);
+        lru_front(k, s);
+        evict_locked(k, s);
     }
     return s;
 }
 
-void mfs_kview_set_cap(size_t n)
+mfs_kviews *mfs_kviews_new(size_t n)
 {
-    pthread_mutex_lock(&mu);
-    cap = n ? n : MFS_KVIEW_DEFAULT_CAP;
-    byte_cap = cap > SIZE_MAX / MFS_KVIEW_RECORD_BYTES ? SIZE_MAX : cap * MFS_KVIEW_RECORD_BYTES;
-    evict_locked(NULL);
-    pthread_mutex_unlock(&mu);
+    mfs_kviews *k = calloc(1, sizeof *k);
+    if (!k)
+        return NULL;
+    pthread_mutex_init(&k->mu, NULL);
+    mfs_kview_set_cap(k, n);
+    return k;
 }
 
-void mfs_kview_stats(uint64_t *entries, uint64_t *evicted, uint64_t *held)
+void mfs_kviews_free(mfs_kviews *k)
 {
-    pthread_mutex_lock(&mu);
-    *entries = count;
-    *held = bytes;
-    *evicted = evictions;
-    pthread_mutex_unlock(&mu);
+    if (!k)
+        return;
+    /* after the session: no handle holds a record any more */
+    for (size_t b = 0; b < NBUCKET; b++)
+        while (k->bucket[b]) {
+            kslot *s = k->bucket[b];
+            k->bucket[b] = s->next;
+            free(s->path);
+            free(s);
+        }
+    pthread_mutex_destroy(&k->mu);
+    free(k);
 }
 
-void *mfs_kview_opened(const char *path, const uint8_t id[16], const struct stat *st,
+void mfs_kview_set_cap(mfs_kviews *k, size_t n)
+{
+    pthread_mutex_lock(&k->mu);
+    k->cap = n ? n : MFS_KVIEW_DEFAULT_CAP;
+    k->byte_cap = k->cap > SIZE_MAX / MFS_KVIEW_RECORD_BYTES ? SIZE_MAX : k->cap * MFS_KVIEW_RECORD_BYTES;
+    evict_locked(k, NULL);
+    pthread_mutex_unlock(&k->mu);
+}
+
+void mfs_kview_stats(mfs_kviews *k, uint64_t *entries, uint64_t *evicted, uint64_t *held)
+{
+    pthread_mutex_lock(&k->mu);
+    *entries = k->count;
+    *held = k->bytes;
+    *evicted = k->evictions;
+    pthread_mutex_unlock(&k->mu);
+}
+
+void *mfs_kview_opened(mfs_kviews *k, const char *path, const uint8_t id[16], const struct stat *st,
                        mfs_kview_open *res)
 {
-    pthread_mutex_lock(&mu);
-    kslot *s = slot_of(path);
+    pthread_mutex_lock(&k->mu);
+    kslot *s = slot_of(k, path);
     if (!s) {
         /* out of memory: read around whatever the kernel holds */
         *res = (mfs_kview_open){.keep_cache = 1, .direct_io = 1};
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&k->mu);
         return NULL;
     }
     if (s->nopen && memcmp(s->id, id, 16) != 0) {
         /* the inode's size and pages are the open A handles': B needs an
          * inode of its own */
         *res = (mfs_kview_open){.renew = 1};
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&k->mu);
         return NULL;
     }
     int attrs_ok = !s->told || (s->told_size == st->st_size && mfs_ts_equal(s->told_mtime, st->st_mtim));
@@ -207,25 +236,25 @@ void *mfs_kview_opened(const char *path, const uint8_t id[16], const struct stat
     s->nopen++;
     if (res->invalidate)
         s->told = 0; /* the kernel asks again, and hears s->served */
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&k->mu);
     return s;
 }
 
 /* Takes *pp out of its bucket and the LRU list; its handles' tokens keep it
  * alive until the last is released. */
-static void detach_locked(kslot **pp)
+static void detach_locked(mfs_kviews *k, kslot **pp)
 {
     kslot *s = *pp;
     /* what the kernel was told by name around the move may have been
      * either entry's: the path's next record starts unknown, so its first
      * open invalidates */
     uint64_t h = XXH3_64bits(s->path, strlen(s->path));
-    gone[(h % GONE_BITS) / 8] |= (uint8_t)(1u << (h % 8));
+    k->gone[(h % GONE_BITS) / 8] |= (uint8_t)(1u << (h % 8));
     *pp = s->next;
     s->next = NULL;
-    lru_unlink(s);
-    count--;
-    bytes -= slot_bytes(s); /* a detached record counts against no cap */
+    lru_unlink(k, s);
+    k->count--;
+    k->bytes -= slot_bytes(s); /* a detached record counts against no cap */
     if (s->nopen) {
         s->detached = 1;
     } else {
@@ -234,33 +263,33 @@ static void detach_locked(kslot **pp)
     }
 }
 
-static kslot **find_locked(const char *path)
+static kslot **find_locked(mfs_kviews *k, const char *path)
 {
     uint64_t h = XXH3_64bits(path, strlen(path));
-    kslot **pp = &bucket[h % NBUCKET];
+    kslot **pp = &k->bucket[h % NBUCKET];
     while (*pp && strcmp((*pp)->path, path))
         pp = &(*pp)->next;
     return pp;
 }
 
-void mfs_kview_unknown(const char *path)
+void mfs_kview_unknown(mfs_kviews *k, const char *path)
 {
-    pthread_mutex_lock(&mu);
-    kslot **pp = find_locked(path);
+    pthread_mutex_lock(&k->mu);
+    kslot **pp = find_locked(k, path);
     if (*pp) {
         (*pp)->told = 1;
         (*pp)->told_size = -1; /* matches no entry: the next open invalidates */
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&k->mu);
 }
 
-void mfs_kview_detach(const char *path)
+void mfs_kview_detach(mfs_kviews *k, const char *path)
 {
-    pthread_mutex_lock(&mu);
-    kslot **pp = find_locked(path);
+    pthread_mutex_lock(&k->mu);
+    kslot **pp = find_locked(k, path);
     if (*pp)
-        detach_locked(pp);
-    pthread_mutex_unlock(&mu);
+        detach_locked(k, pp);
+    pthread_mutex_unlock(&k->mu);
 }
 
 static void told_locked(kslot *s, struct stat *st)
@@ -281,42 +310,42 @@ static int held_locked(kslot *s, const uint8_t id[16], const struct stat *st, st
     return held;
 }
 
-int mfs_kview_held(const char *path, const uint8_t id[16], const struct stat *st,
+int mfs_kview_held(mfs_kviews *k, const char *path, const uint8_t id[16], const struct stat *st,
                    struct stat *served)
 {
-    pthread_mutex_lock(&mu);
-    int held = held_locked(*find_locked(path), id, st, served);
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&k->mu);
+    int held = held_locked(*find_locked(k, path), id, st, served);
+    pthread_mutex_unlock(&k->mu);
     return held;
 }
 
-int mfs_kview_named(const char *path, const uint8_t id[16], struct stat *st, struct stat *served)
+int mfs_kview_named(mfs_kviews *k, const char *path, const uint8_t id[16], struct stat *st, struct stat *served)
 {
-    pthread_mutex_lock(&mu);
-    int held = held_locked(*find_locked(path), id, st, served);
-    kslot *s = held ? NULL : slot_of(path);
+    pthread_mutex_lock(&k->mu);
+    int held = held_locked(*find_locked(k, path), id, st, served);
+    kslot *s = held ? NULL : slot_of(k, path);
     if (s)
         told_locked(s, st);
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&k->mu);
     return held;
 }
 
-void mfs_kview_ref(void *token, int direct_io)
+void mfs_kview_ref(mfs_kviews *k, void *token, int direct_io)
 {
     kslot *s = token;
     if (!s || direct_io) /* as mfs_kview_release counts them */
         return;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&k->mu);
     s->nopen++;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&k->mu);
 }
 
-void mfs_kview_release(void *token, int direct_io)
+void mfs_kview_release(mfs_kviews *k, void *token, int direct_io)
 {
     kslot *s = token;
     if (!s || direct_io)
         return;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&k->mu);
     if (s->nopen)
         s->nopen--;
     if (s->detached) {
@@ -324,32 +353,32 @@ void mfs_kview_release(void *token, int direct_io)
             free(s->path);
             free(s);
         }
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&k->mu);
         return;
     }
-    if (over_cap())
-        evict_locked(NULL);
-    pthread_mutex_unlock(&mu);
+    if (over_cap(k))
+        evict_locked(k, NULL);
+    pthread_mutex_unlock(&k->mu);
 }
 
-void mfs_kview_attr(const char *path, struct stat *st)
+void mfs_kview_attr(mfs_kviews *k, const char *path, struct stat *st)
 {
-    pthread_mutex_lock(&mu);
-    kslot *s = slot_of(path);
+    pthread_mutex_lock(&k->mu);
+    kslot *s = slot_of(k, path);
     if (s)
         told_locked(s, st);
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&k->mu);
 }
 
-void mfs_kview_handle_attr(void *token, const char *path, struct stat *st)
+void mfs_kview_handle_attr(mfs_kviews *k, void *token, const char *path, struct stat *st)
 {
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&k->mu);
     kslot *s = token;
     if (!s || !s->detached) { /* else its inode is no longer the path's */
-        s = slot_of(path);
+        s = slot_of(k, path);
         if (s)
             told_locked(s, st);
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&k->mu);
 }
 

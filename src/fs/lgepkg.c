@@ -390,10 +390,9 @@ int mfs_lgepkg_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_lgepkg_
     return known;
 }
 
-/* Builds from one cache entry at a time; a mutex per stripe of folders lets
- * concurrent first opens of one package assemble it once. */
-#define NSTRIPE 64
-static pthread_mutex_t stripe[NSTRIPE] = {[0 ... NSTRIPE - 1] = PTHREAD_MUTEX_INITIALIZER};
+/* Builds from one cache entry at a time; a mutex per stripe of folders
+ * (fs->pkg_locks, MFS_PKG_STRIPES) lets concurrent first opens of one
+ * package assemble it once. */
 
 typedef struct cache_sink_ctx {
     mfs_cache_writer *w;
@@ -563,7 +562,7 @@ static int open_once(mfs_fs *fs, const char *dir, int last, mfs_cache_hit *hit, 
         pkg_free(&p);
         return -EIO;
     }
-    pthread_mutex_t *lock = &stripe[XXH3_64bits(dir, strlen(dir)) % NSTRIPE];
+    pthread_mutex_t *lock = &fs->pkg_locks[XXH3_64bits(dir, strlen(dir)) % MFS_PKG_STRIPES];
     pthread_mutex_lock(lock);
     mfs_err err;
     mfs_err_clear(&err);

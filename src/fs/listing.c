@@ -27,11 +27,6 @@
 #include "ops.h"
 #include "prefetch.h"
 
-static mfs_fs *FS(void)
-{
-    return mfs_ops_fs;
-}
-
 /* What a view's query and the package's stat use of a source entry's stat
  * (models.c, views.c): half a struct stat, kept for every entry of a
  * listing, which may be a 100,000-model folder's.  mode 0: none taken. */
@@ -51,6 +46,7 @@ struct listed_st {
  * the last one stopped (lowlevel.c). */
 typedef struct dirh {
     mfs_held held;          /* first: the kernel holds it (held.h) */
+    mfs_fs *fs;             /* the mount it belongs to */
     char *dir;              /* relative, "" for the root */
     mfs_dirtab *tab;        /* NULL until listed */
     size_t count;           /* its items (mfs_dirtab_count) */
@@ -68,14 +64,28 @@ typedef struct dirh {
     mfs_cache_folder_builder *learnt;
 } dirh;
 
-static mfs_held_list open_dirs = MFS_HELD_LIST_INIT; /* held.h */
+/* One slot per hash of the path: a collision only costs a fresh listing
+ * (dirsig_keep). */
+#define DIRSIG_SLOTS 256
 
-/* Listing handles open now, and the names they hold (stats xattr).  A
- * handle's snapshot lives from opendir to releasedir: the kernel holds it
- * for the length of one listing, so their number is bounded by the
- * listings running, and each is freed (and its memory given back, see
- * op_releasedir) when that listing ends (docs/scale.md). */
-static atomic_uint_least64_t listing_handles, listing_names;
+/* The listings' state, one per mount (fs->listings). */
+struct mfs_listings {
+    mfs_held_list open_dirs; /* held.h */
+    /* Listing handles open now, and the names they hold (stats xattr).  A
+     * handle's snapshot lives from opendir to releasedir: the kernel holds
+     * it for the length of one listing, so their number is bounded by the
+     * listings running, and each is freed (and its memory given back, see
+     * mfs_listing_releasedir) when that listing ends (docs/scale.md). */
+    atomic_uint_least64_t handles, names;
+    /* each folder's last listing (dirsig_keep), under dirsig_lock */
+    struct {
+        char *dir;
+        uint64_t sig;
+        double listed; /* when the daemon last listed it (opendir; mfs_mono_s) */
+    } dirsigs[DIRSIG_SLOTS];
+    pthread_mutex_t dirsig_lock;
+    double keep_s; /* mfs_listing_new */
+};
 
 static int record_key(mfs_fs *fs, const char *dir, mfs_cache_key *fk)
 {
@@ -132,7 +142,7 @@ static void record_flush(mfs_fs *fs, dirh *h)
 
 static void dirh_clear(dirh *h)
 {
-    atomic_fetch_sub(&listing_names, h->count);
+    atomic_fetch_sub(&h->fs->listings->names, h->count);
     mfs_dirtab_put(h->tab);
     free(h->src_st);
     h->tab = NULL;
@@ -183,20 +193,28 @@ static void keep_listed_stat(dirh *h, size_t i, const struct stat *st)
  * that, a kept listing makes every stat of a name its own LOOKUP (`ls -l`,
  * `find -ls`, rsync, a file manager a minute later: a round trip per name,
  * 100-270 us each on these VMs), where listing afresh sends them back with
- * their attributes, a few dozen names a request (docs/listing.md).
- * One slot per hash of the path: a collision only costs a fresh listing. */
-#define DIRSIG_SLOTS 256
-static struct {
-    char *dir;
-    uint64_t sig;
-    double listed; /* when the daemon last listed it (opendir; mfs_mono_s) */
-} dirsigs[DIRSIG_SLOTS];
-static pthread_mutex_t dirsig_lock = PTHREAD_MUTEX_INITIALIZER;
-static double keep_s = 1.0;
+ * their attributes, a few dozen names a request (docs/listing.md). */
 
-void mfs_listing_setup(double keep)
+mfs_listings *mfs_listing_new(double keep)
 {
-    keep_s = keep;
+    mfs_listings *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    pthread_mutex_init(&l->open_dirs.lock, NULL);
+    pthread_mutex_init(&l->dirsig_lock, NULL);
+    l->keep_s = keep;
+    return l;
+}
+
+void mfs_listing_free(mfs_listings *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < DIRSIG_SLOTS; i++)
+        free(l->dirsigs[i].dir);
+    pthread_mutex_destroy(&l->dirsig_lock);
+    pthread_mutex_destroy(&l->open_dirs.lock);
+    free(l);
 }
 
 /* *recent: the folder has not settled (mfs_input_times_settled): a further
@@ -220,12 +238,13 @@ static int folder_sig(mfs_fs *fs, const char *dir, uint64_t *sig, int *recent)
 /* 1 if the kernel may keep dir's listing: its last listing had this
  * signature and what it sent is still valid there.  0: a fresh listing
  * follows, recorded as dir's last. */
-static int dirsig_keep(const char *dir, uint64_t sig)
+static int dirsig_keep(mfs_listings *l, const char *dir, uint64_t sig)
 {
     unsigned slot = (unsigned)(XXH3_64bits(dir, strlen(dir)) % DIRSIG_SLOTS);
-    pthread_mutex_lock(&dirsig_lock);
+    __typeof__(l->dirsigs[0]) *dirsigs = l->dirsigs;
+    pthread_mutex_lock(&l->dirsig_lock);
     int keep = dirsigs[slot].dir && !strcmp(dirsigs[slot].dir, dir) && dirsigs[slot].sig == sig &&
-               mfs_mono_s() - dirsigs[slot].listed < keep_s;
+               mfs_mono_s() - dirsigs[slot].listed < l->keep_s;
     if (!keep) {
         if (!dirsigs[slot].dir || strcmp(dirsigs[slot].dir, dir)) {
             char *copy = strdup(dir);
@@ -235,13 +254,13 @@ static int dirsig_keep(const char *dir, uint64_t sig)
         dirsigs[slot].sig = sig;
         dirsigs[slot].listed = mfs_mono_s();
     }
-    pthread_mutex_unlock(&dirsig_lock);
+    pthread_mutex_unlock(&l->dirsig_lock);
     return keep;
 }
 
-int mfs_listing_opendir(const char *path, struct fuse_file_info *fi)
+int mfs_listing_opendir(mfs_fs *fs, const char *path, struct fuse_file_info *fi)
 {
-    const char *r = mfs_ops_rel(path);
+    const char *r = mfs_ops_rel(fs, path);
     if (!r)
         return -errno;
     dirh *h = calloc(1, sizeof *h);
@@ -249,32 +268,34 @@ int mfs_listing_opendir(const char *path, struct fuse_file_info *fi)
         free(h);
         return -ENOMEM;
     }
+    h->fs = fs;
     fi->fh = (uintptr_t)h;
-    mfs_held_add(&open_dirs, &h->held);
-    atomic_fetch_add(&listing_handles, 1);
+    mfs_held_add(&fs->listings->open_dirs, &h->held);
+    atomic_fetch_add(&fs->listings->handles, 1);
     /* stats of its cold views may follow (ls -l): here, not in readdir,
      * because a listing the kernel kept sends no READDIR */
-    mfs_prefetch_listed(FS(), h->dir);
+    mfs_prefetch_listed(fs, h->dir);
     /* the low-level reply passes both flags on, 3.14 included (its
      * high-level library dropped them before 3.16.1) */
     uint64_t sig;
     int recent;
-    if (folder_sig(FS(), h->dir, &sig, &recent) == 0) {
+    if (folder_sig(fs, h->dir, &sig, &recent) == 0) {
         fi->cache_readdir = 1;
         /* a listing of an unsettled folder is never kept, nor is one that
          * follows it: it may have missed a change in the same tick */
-        fi->keep_cache = dirsig_keep(h->dir, recent ? 0 : sig | 1) && !recent;
+        fi->keep_cache = dirsig_keep(fs->listings, h->dir, recent ? 0 : sig | 1) && !recent;
     }
     return 0;
 }
 
 static void dirh_free(dirh *h)
 {
-    record_flush(FS(), h);
+    mfs_fs *fs = h->fs;
+    record_flush(fs, h);
     dirh_clear(h);
     free(h->dir);
     free(h);
-    atomic_fetch_sub(&listing_handles, 1);
+    atomic_fetch_sub(&fs->listings->handles, 1);
 }
 
 static void held_free(mfs_held *n)
@@ -282,17 +303,17 @@ static void held_free(mfs_held *n)
     dirh_free((dirh *)n);
 }
 
-void mfs_listing_close_all(void)
+void mfs_listing_close_all(mfs_fs *fs)
 {
-    mfs_held_free_all(&open_dirs, held_free);
+    mfs_held_free_all(&fs->listings->open_dirs, held_free);
 }
 
-int mfs_listing_releasedir(const char *path, struct fuse_file_info *fi)
+int mfs_listing_releasedir(mfs_fs *fs, struct fuse_file_info *fi)
 {
     dirh *h = (dirh *)(uintptr_t)fi->fh;
     if (h) {
         size_t n = h->count;
-        mfs_held_remove(&open_dirs, &h->held);
+        mfs_held_remove(&fs->listings->open_dirs, &h->held);
         dirh_free(h);
         /* a big folder's stats and records are blocks that malloc keeps
          * for reuse: give the pages back, or RSS stays at its largest
@@ -407,10 +428,9 @@ static int plus_attr(mfs_fs *fs, dirh *h, const mfs_dir_item *d, struct stat *mo
 }
 
 /* Offsets: 1 and 2 are "." and "..", 3 + i the table's item i. */
-int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
-                        struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+int mfs_listing_readdir(mfs_fs *fs, const char *path, void *buf, fuse_fill_dir_t filler,
+                        off_t off, struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
-    mfs_fs *fs = FS();
     dirh *h = (dirh *)(uintptr_t)fi->fh;
     if (off == 0 || !h->tab) {
         dirh_clear(h);
@@ -418,7 +438,7 @@ int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off
         if (rc < 0)
             return rc;
         h->count = mfs_dirtab_count(h->tab);
-        atomic_fetch_add(&listing_names, h->count);
+        atomic_fetch_add(&fs->listings->names, h->count);
         h->nsrc = mfs_dirtab_entries(h->tab);
     }
     if (off < 1 && filler(buf, ".", NULL, 1, 0))
@@ -486,8 +506,8 @@ int mfs_listing_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off
     return 0;
 }
 
-void mfs_listing_counts(uint64_t *handles, uint64_t *names)
+void mfs_listing_counts(mfs_fs *fs, uint64_t *handles, uint64_t *names)
 {
-    *handles = atomic_load(&listing_handles);
-    *names = atomic_load(&listing_names);
+    *handles = atomic_load(&fs->listings->handles);
+    *names = atomic_load(&fs->listings->names);
 }

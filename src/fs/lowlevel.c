@@ -33,33 +33,41 @@
 #include "passthrough.h"
 #include "share.h"
 
-static mfs_nodes *nodes;
-static struct fuse_session *session;
-static double entry_timeout = 1.0, attr_timeout = 1.0, negative_timeout = 0.0;
+/* The session's state, one per mount (fs->ll); every request reaches it
+ * through the session's userdata, the mount's mfs_fs. */
+struct mfs_ll {
+    mfs_nodes *nodes;
+    struct fuse_session *session; /* from mfs_ll_start to mfs_ll_stop */
+    double entry_timeout, attr_timeout, negative_timeout;
+    pthread_t pruner;
+    int pruner_running, pruner_stop, pruner_wake; /* under pruner_lock */
+    pthread_mutex_t pruner_lock;
+    pthread_cond_t pruner_cond;
+    /* LOOKUPs, GETATTRs and OPENs begun: each may tell the kernel a view's
+     * attributes, or record what it holds (kview.c), which a listing reply
+     * filled before it must not then overwrite (dirreply.c). */
+    atomic_uint_least64_t tells;
+};
 
-static pthread_t pruner;
-static int pruner_running, pruner_stop, pruner_wake;
-static pthread_mutex_t pruner_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t pruner_cond = PTHREAD_COND_INITIALIZER;
-
-/* LOOKUPs, GETATTRs and OPENs begun: each may tell the kernel a view's
- * attributes, or record what it holds (kview.c), which a listing reply
- * filled before it must not then overwrite (dirreply.c). */
-static atomic_uint_least64_t tells;
-
-uint64_t mfs_ll_tells(void)
+static mfs_fs *FS(fuse_req_t req)
 {
-    return atomic_load(&tells);
+    return fuse_req_userdata(req);
 }
 
-static void wake_pruner(void)
+uint64_t mfs_ll_tells(mfs_fs *fs)
 {
-    if (!mfs_nodes_over(nodes))
+    return atomic_load(&fs->ll->tells);
+}
+
+static void wake_pruner(mfs_fs *fs)
+{
+    mfs_ll *ll = fs->ll;
+    if (!mfs_nodes_over(ll->nodes))
         return;
-    pthread_mutex_lock(&pruner_lock);
-    pruner_wake = 1;
-    pthread_cond_signal(&pruner_cond);
-    pthread_mutex_unlock(&pruner_lock);
+    pthread_mutex_lock(&ll->pruner_lock);
+    ll->pruner_wake = 1;
+    pthread_cond_signal(&ll->pruner_cond);
+    pthread_mutex_unlock(&ll->pruner_lock);
 }
 
 /* The kernel may not be told to drop an entry from inside a request that
@@ -67,74 +75,75 @@ static void wake_pruner(void)
  * does it, holding no lock of ours while it writes to the device. */
 static void *prune_main(void *arg)
 {
-    (void)arg;
+    mfs_ll *ll = arg;
     mfs_node_victim *v = malloc(256 * sizeof *v);
     if (!v)
         return NULL;
-    pthread_mutex_lock(&pruner_lock);
-    while (!pruner_stop) {
-        if (!pruner_wake) {
-            pthread_cond_wait(&pruner_cond, &pruner_lock);
+    pthread_mutex_lock(&ll->pruner_lock);
+    while (!ll->pruner_stop) {
+        if (!ll->pruner_wake) {
+            pthread_cond_wait(&ll->pruner_cond, &ll->pruner_lock);
             continue;
         }
-        pruner_wake = 0;
-        pthread_mutex_unlock(&pruner_lock);
+        ll->pruner_wake = 0;
+        pthread_mutex_unlock(&ll->pruner_lock);
         size_t k;
-        while ((k = mfs_nodes_victims(nodes, v, 256)) > 0) {
+        while ((k = mfs_nodes_victims(ll->nodes, v, 256)) > 0) {
             for (size_t i = 0; i < k; i++)
-                fuse_lowlevel_notify_inval_entry(session, v[i].parent, v[i].name,
+                fuse_lowlevel_notify_inval_entry(ll->session, v[i].parent, v[i].name,
                                                  strlen(v[i].name));
             if (k < 256)
                 break;
         }
-        pthread_mutex_lock(&pruner_lock);
+        pthread_mutex_lock(&ll->pruner_lock);
     }
-    pthread_mutex_unlock(&pruner_lock);
+    pthread_mutex_unlock(&ll->pruner_lock);
     free(v);
     return NULL;
 }
 
-int mfs_ll_start(struct fuse_session *se, unsigned threads)
+int mfs_ll_start(mfs_fs *fs, struct fuse_session *se, unsigned threads)
 {
-    session = se;
-    pruner_stop = 0;
+    mfs_ll *ll = fs->ll;
+    ll->session = se;
+    ll->pruner_stop = 0;
     unsigned cap = threads / MFS_LL_SHARE_DIVISOR;
-    mfs_ops_fs->share = mfs_share_new(cap ? cap : 1);
-    mfs_ops_fs->leasewait = mfs_leasewait_new();
-    if (!mfs_ops_fs->share || !mfs_ops_fs->leasewait ||
-        pthread_create(&pruner, NULL, prune_main, NULL) != 0) {
-        mfs_leasewait_free(mfs_ops_fs->leasewait);
-        mfs_share_free(mfs_ops_fs->share);
-        mfs_ops_fs->leasewait = NULL;
-        mfs_ops_fs->share = NULL;
+    fs->share = mfs_share_new(cap ? cap : 1);
+    fs->leasewait = mfs_leasewait_new();
+    if (!fs->share || !fs->leasewait ||
+        pthread_create(&ll->pruner, NULL, prune_main, ll) != 0) {
+        mfs_leasewait_free(fs->leasewait);
+        mfs_share_free(fs->share);
+        fs->leasewait = NULL;
+        fs->share = NULL;
         return -1;
     }
-    pruner_running = 1;
+    ll->pruner_running = 1;
     return 0;
 }
 
-void mfs_ll_stop(void)
+void mfs_ll_stop(mfs_fs *fs)
 {
-    if (pruner_running) {
-        pthread_mutex_lock(&pruner_lock);
-        pruner_stop = 1;
-        pthread_cond_signal(&pruner_cond);
-        pthread_mutex_unlock(&pruner_lock);
-        pthread_join(pruner, NULL);
-        pruner_running = 0;
+    mfs_ll *ll = fs->ll;
+    if (ll->pruner_running) {
+        pthread_mutex_lock(&ll->pruner_lock);
+        ll->pruner_stop = 1;
+        pthread_cond_signal(&ll->pruner_cond);
+        pthread_mutex_unlock(&ll->pruner_lock);
+        pthread_join(ll->pruner, NULL);
+        ll->pruner_running = 0;
     }
     /* the request threads are gone: opens still waiting for a lease are
      * answered (EIO) while the session can still take the answer */
-    mfs_leasewait_free(mfs_ops_fs->leasewait);
-    mfs_ops_fs->leasewait = NULL;
-    mfs_share_free(mfs_ops_fs->share);
-    mfs_ops_fs->share = NULL;
-    session = NULL;
+    mfs_leasewait_free(fs->leasewait);
+    fs->leasewait = NULL;
+    mfs_share_free(fs->share);
+    fs->share = NULL;
+    ll->session = NULL;
 }
 
-int mfs_ll_share_text(char *buf, size_t n)
+int mfs_ll_share_text(mfs_fs *fs, char *buf, size_t n)
 {
-    mfs_fs *fs = mfs_ops_fs;
     uint64_t waits;
     size_t waiting;
     mfs_leasewait_counts(fs->leasewait, &waits, &waiting);
@@ -144,13 +153,14 @@ int mfs_ll_share_text(char *buf, size_t n)
                     (unsigned long long)waits, waiting);
 }
 
-int mfs_ll_session_fd(void)
+int mfs_ll_session_fd(mfs_fs *fs)
 {
-    return session ? fuse_session_fd(session) : -1;
+    return fs->ll && fs->ll->session ? fuse_session_fd(fs->ll->session) : -1;
 }
 
-int mfs_ll_renew(const char *path, uint64_t node, const struct stat *kept)
+int mfs_ll_renew(mfs_fs *fs, const char *path, uint64_t node, const struct stat *kept)
 {
+    mfs_nodes *nodes = fs->ll ? fs->ll->nodes : NULL;
     if (!nodes)
         return 0;
     if (!node)
@@ -158,21 +168,21 @@ int mfs_ll_renew(const char *path, uint64_t node, const struct stat *kept)
     return node && mfs_nodes_detach(nodes, node, kept) == 1;
 }
 
-int mfs_ll_node_current(uint64_t node)
+int mfs_ll_node_current(mfs_fs *fs, uint64_t node)
 {
-    return nodes && !mfs_nodes_is_detached(nodes, node);
+    return fs->ll && fs->ll->nodes && !mfs_nodes_is_detached(fs->ll->nodes, node);
 }
 
-void mfs_ll_invalidate_node(uint64_t node)
+void mfs_ll_invalidate_node(mfs_fs *fs, uint64_t node)
 {
-    if (session)
-        fuse_lowlevel_notify_inval_inode(session, node, 0, 0);
+    if (fs->ll && fs->ll->session)
+        fuse_lowlevel_notify_inval_inode(fs->ll->session, node, 0, 0);
 }
 
-void mfs_ll_nodes_stats(mfs_nodes_stats *s)
+void mfs_ll_nodes_stats(mfs_fs *fs, mfs_nodes_stats *s)
 {
-    if (nodes)
-        mfs_nodes_get_stats(nodes, s);
+    if (fs->ll && fs->ll->nodes)
+        mfs_nodes_get_stats(fs->ll->nodes, s);
     else
         memset(s, 0, sizeof *s);
 }
@@ -181,7 +191,7 @@ void mfs_ll_nodes_stats(mfs_nodes_stats *s)
  * has none. */
 static int path_of(fuse_req_t req, fuse_ino_t ino, char *buf)
 {
-    int rc = mfs_nodes_path(nodes, ino, buf, PATH_MAX);
+    int rc = mfs_nodes_path(FS(req)->ll->nodes, ino, buf, PATH_MAX);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return -1;
@@ -191,22 +201,24 @@ static int path_of(fuse_req_t req, fuse_ino_t ino, char *buf)
 
 static void ll_init(void *userdata, struct fuse_conn_info *conn)
 {
-    (void)userdata;
-    mfs_ops_init(conn);
+    mfs_ops_init(userdata, conn);
 }
 
 static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
                       const mfs_ops_prestat *pre)
 {
-    atomic_fetch_add(&tells, 1);
+    mfs_fs *fs = FS(req);
+    mfs_ll *ll = fs->ll;
+    mfs_nodes *nodes = ll->nodes;
+    atomic_fetch_add(&ll->tells, 1);
     char path[PATH_MAX];
     int rc = mfs_nodes_child_path(nodes, parent, name, path, sizeof path);
     struct fuse_entry_param e;
     memset(&e, 0, sizeof e);
     if (rc == 0)
-        rc = mfs_ops_lookup(path, &e.attr, pre);
-    if (rc == -ENOENT && negative_timeout > 0) {
-        e.entry_timeout = negative_timeout; /* ino 0: "not there", kept that long */
+        rc = mfs_ops_lookup(fs, path, &e.attr, pre);
+    if (rc == -ENOENT && ll->negative_timeout > 0) {
+        e.entry_timeout = ll->negative_timeout; /* ino 0: "not there", kept that long */
         fuse_reply_entry(req, &e);
         return;
     }
@@ -219,21 +231,22 @@ static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
         fuse_reply_err(req, ENOMEM);
         return;
     }
-    e.entry_timeout = entry_timeout;
-    e.attr_timeout = attr_timeout;
+    e.entry_timeout = ll->entry_timeout;
+    e.attr_timeout = ll->attr_timeout;
     if (fuse_reply_entry(req, &e) != 0)
         mfs_nodes_forget(nodes, e.ino, 1); /* interrupted: the kernel never got it */
-    wake_pruner();
+    wake_pruner(fs);
 }
 
 static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-    mfs_nodes_forget(nodes, ino, nlookup);
+    mfs_nodes_forget(FS(req)->ll->nodes, ino, nlookup);
     fuse_reply_none(req);
 }
 
 static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
 {
+    mfs_nodes *nodes = FS(req)->ll->nodes;
     for (size_t i = 0; i < count; i++)
         mfs_nodes_forget(nodes, f[i].ino, f[i].nlookup);
     fuse_reply_none(req);
@@ -242,7 +255,9 @@ static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 static void do_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
                        const mfs_ops_prestat *pre)
 {
-    atomic_fetch_add(&tells, 1);
+    mfs_fs *fs = FS(req);
+    mfs_nodes *nodes = fs->ll->nodes;
+    atomic_fetch_add(&fs->ll->tells, 1);
     char path[PATH_MAX];
     if (path_of(req, ino, path) < 0)
         return;
@@ -251,14 +266,13 @@ static void do_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
      * asked again after the path's answer, which may be the new entry's if
      * the name moved meanwhile (renew.c moves the node first) */
     int rc = !fi && mfs_nodes_kept_attr(nodes, ino, &st) ? 0
-             : fi                                         ? mfs_fuse_ops.getattr(path, &st, fi)
-                                                          : mfs_ops_getattr(path, &st, pre);
+                                                         : mfs_ops_getattr(fs, path, &st, fi, pre);
     if (rc == 0 && !fi)
         mfs_nodes_kept_attr(nodes, ino, &st);
     if (rc < 0)
         fuse_reply_err(req, -rc);
     else
-        fuse_reply_attr(req, &st, attr_timeout);
+        fuse_reply_attr(req, &st, fs->ll->attr_timeout);
 }
 
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -266,7 +280,7 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
     char path[PATH_MAX], target[PATH_MAX + 1];
     if (path_of(req, ino, path) < 0)
         return;
-    int rc = mfs_fuse_ops.readlink(path, target, sizeof target);
+    int rc = mfs_ops_readlink(FS(req), path, target, sizeof target);
     if (rc < 0)
         fuse_reply_err(req, -rc);
     else
@@ -281,10 +295,11 @@ static void open_reply(fuse_req_t req, fuse_ino_t ino, const char *path,
         fuse_reply_err(req, -rc);
         return;
     }
-    mfs_nodes_opened(nodes, ino, 1);
+    mfs_fs *fs = FS(req);
+    mfs_nodes_opened(fs->ll->nodes, ino, 1);
     if (fuse_reply_open(req, fi) != 0) {
-        mfs_fuse_ops.release(path, fi); /* interrupted: no release will come */
-        mfs_nodes_opened(nodes, ino, -1);
+        mfs_ops_release(fs, fi); /* interrupted: no release will come */
+        mfs_nodes_opened(fs->ll->nodes, ino, -1);
     }
 }
 
@@ -302,26 +317,27 @@ typedef struct open_wait {
 } open_wait;
 
 static int hand_back(open_wait *w);
-static int may_wait(fuse_ino_t ino, const char *child, mfs_ops_prestat *pre);
+static int may_wait(mfs_fs *fs, fuse_ino_t ino, const char *child, mfs_ops_prestat *pre);
 
 static int open_again(mfs_leasewait_entry *e, int stopping)
 {
     open_wait *w = (open_wait *)e;
+    mfs_fs *fs = FS(w->req);
     char path[PATH_MAX] = "";
     int rc = stopping                       ? -EIO
              : fuse_req_interrupted(w->req) ? -EINTR /* the reader gave up (a signal) */
-                                            : mfs_nodes_path(nodes, w->ino, path, sizeof path);
+                                            : mfs_nodes_path(fs->ll->nodes, w->ino, path, sizeof path);
     /* a view's open may convert, which may wait (for its inputs' leases
      * too): never on this thread, which every waiting open shares.  It only
      * looks whether the model is still leased, and then hands the open
      * back to its user's share. */
     if (rc == 0 && w->view) {
-        if (mfs_ops_leased(path))
+        if (mfs_ops_leased(fs, path))
             return 1;
         if (hand_back(w) == 0)
             return 0;
     }
-    if (rc == 0 && (rc = mfs_ops_open(path, w->ino, w->retry, &w->fi)) == MFS_OPS_LEASED)
+    if (rc == 0 && (rc = mfs_ops_open(fs, path, w->ino, w->retry, &w->fi)) == MFS_OPS_LEASED)
         return 1;
     open_reply(w->req, w->ino, path, &w->fi, rc);
     free(w);
@@ -331,14 +347,15 @@ static int open_again(mfs_leasewait_entry *e, int stopping)
 /* 0: the waiter has the request; -1: it could not take it (no memory). */
 static int wait_lease(fuse_req_t req, fuse_ino_t ino, int retry, const struct fuse_file_info *fi)
 {
+    mfs_fs *fs = FS(req);
     open_wait *w = calloc(1, sizeof *w);
-    if (!w || !mfs_ops_fs->leasewait) {
+    if (!w || !fs->leasewait) {
         free(w);
         return -1;
     }
     *w = (open_wait){.entry.again = open_again, .req = req, .ino = ino, .retry = retry,
-                     .view = may_wait(ino, NULL, NULL), .fi = *fi};
-    mfs_leasewait_add(mfs_ops_fs->leasewait, &w->entry);
+                     .view = may_wait(fs, ino, NULL, NULL), .fi = *fi};
+    mfs_leasewait_add(fs->leasewait, &w->entry);
     return 0;
 }
 
@@ -348,12 +365,13 @@ static void open_run(fuse_req_t req, fuse_ino_t ino, int retry, struct fuse_file
     char path[PATH_MAX];
     if (path_of(req, ino, path) < 0)
         return;
+    mfs_fs *fs = FS(req);
     uint32_t tid = (uint32_t)fuse_req_ctx(req)->pid;
-    int rc = mfs_ops_open(path, ino, retry, fi);
+    int rc = mfs_ops_open(fs, path, ino, retry, fi);
     /* its retry comes next (nodes.h); a retry's own ESTALE is the
      * caller's answer, and no retry follows it */
     if (rc == -ESTALE && !retry)
-        mfs_nodes_refused(nodes, ino, tid);
+        mfs_nodes_refused(fs->ll->nodes, ino, tid);
     if (rc == MFS_OPS_LEASED && wait_lease(req, ino, retry, fi) == 0)
         return;
     open_reply(req, ino, path, fi, rc == MFS_OPS_LEASED ? -ENOMEM : rc);
@@ -361,11 +379,12 @@ static void open_run(fuse_req_t req, fuse_ino_t ino, int retry, struct fuse_file
 
 static void do_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    atomic_fetch_add(&tells, 1);
+    mfs_ll *ll = FS(req)->ll;
+    atomic_fetch_add(&ll->tells, 1);
     char path[PATH_MAX];
     if (path_of(req, ino, path) < 0)
         return;
-    open_run(req, ino, mfs_nodes_retry_of(nodes, ino, (uint32_t)fuse_req_ctx(req)->pid), fi);
+    open_run(req, ino, mfs_nodes_retry_of(ll->nodes, ino, (uint32_t)fuse_req_ctx(req)->pid), fi);
 }
 
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -373,7 +392,7 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
     (void)ino;
     struct fuse_bufvec *bv = NULL;
-    int rc = mfs_fuse_ops.read_buf(NULL, &bv, size, off, fi);
+    int rc = mfs_ops_read_buf(FS(req), &bv, size, off, fi);
     if (rc < 0)
         fuse_reply_err(req, -rc);
     else
@@ -392,8 +411,9 @@ static void test_release_delay(void)
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     test_release_delay();
-    mfs_fuse_ops.release(NULL, fi);
-    mfs_nodes_opened(nodes, ino, -1);
+    mfs_fs *fs = FS(req);
+    mfs_ops_release(fs, fi);
+    mfs_nodes_opened(fs->ll->nodes, ino, -1);
     fuse_reply_err(req, 0);
 }
 
@@ -402,13 +422,13 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     char path[PATH_MAX];
     if (path_of(req, ino, path) < 0)
         return;
-    int rc = mfs_dirreply_opendir(path, fi);
+    int rc = mfs_dirreply_opendir(FS(req), path, fi);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return;
     }
     if (fuse_reply_open(req, fi) != 0)
-        mfs_dirreply_releasedir(fi);
+        mfs_dirreply_releasedir(FS(req), fi);
 }
 
 static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -417,7 +437,7 @@ static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     char path[PATH_MAX];
     if (path_of(req, ino, path) < 0)
         return;
-    mfs_dirreply_readdir(req, ino, path, size, off, fi, plus);
+    mfs_dirreply_readdir(FS(req), req, ino, path, size, off, fi, plus);
 }
 
 static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -435,7 +455,7 @@ static void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)ino;
-    mfs_dirreply_releasedir(fi);
+    mfs_dirreply_releasedir(FS(req), fi);
     fuse_reply_err(req, 0);
 }
 
@@ -443,7 +463,7 @@ static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
 {
     (void)ino;
     struct statvfs sv;
-    int rc = mfs_fuse_ops.statfs("/", &sv);
+    int rc = mfs_ops_statfs(FS(req), &sv);
     if (rc < 0)
         fuse_reply_err(req, -rc);
     else
@@ -470,7 +490,7 @@ static void do_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
         fuse_reply_err(req, ENOMEM);
         return;
     }
-    reply_xattr(req, mfs_fuse_ops.getxattr(path, name, value, size), value, size);
+    reply_xattr(req, mfs_ops_getxattr(FS(req), path, name, value, size), value, size);
     free(value);
 }
 
@@ -484,7 +504,7 @@ static void ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
         fuse_reply_err(req, ENOMEM);
         return;
     }
-    reply_xattr(req, mfs_fuse_ops.listxattr(path, list, size), list, size);
+    reply_xattr(req, mfs_ops_listxattr(FS(req), path, list, size), list, size);
     free(list);
 }
 
@@ -605,17 +625,18 @@ static void run_job(mfs_share_job *sj)
  * or nothing), so it may wait.  A stat beneath SRC, which no lease holds
  * up; a hidden source (-o hide_sources) is answered ENOENT at once; an
  * error is the request's to report, at once too. */
-static int may_wait(fuse_ino_t ino, const char *child, mfs_ops_prestat *pre)
+static int may_wait(mfs_fs *fs, fuse_ino_t ino, const char *child, mfs_ops_prestat *pre)
 {
+    mfs_nodes *nodes = fs->ll->nodes;
     char path[PATH_MAX];
     int rc = child ? mfs_nodes_child_path(nodes, ino, child, path, sizeof path)
                    : mfs_nodes_path(nodes, ino, path, sizeof path);
-    const char *r = rc == 0 ? mfs_ops_rel(path) : NULL;
+    const char *r = rc == 0 ? mfs_ops_rel(fs, path) : NULL;
     if (!r)
         return 0;
     mfs_ops_prestat own;
     mfs_ops_prestat *p = pre ? pre : &own;
-    p->rc = mfs_beneath_stat(mfs_ops_fs, r, &p->st) == 0 ? 0 : -errno;
+    p->rc = mfs_beneath_stat(fs, r, &p->st) == 0 ? 0 : -errno;
     /* the request answers from this stat (mfs_ops_prestat) */
     p->known = pre && snprintf(p->rel, sizeof p->rel, "%s", r) < (int)sizeof p->rel;
     return p->rc == -ENOENT;
@@ -626,7 +647,8 @@ static int may_wait(fuse_ino_t ino, const char *child, mfs_ops_prestat *pre)
 static int share_job(fuse_req_t req, int op, fuse_ino_t ino, struct fuse_file_info *fi,
                      size_t size, const char *name, mfs_ops_prestat *pre)
 {
-    if (!may_wait(ino, op == J_LOOKUP ? name : NULL, pre))
+    mfs_fs *fs = FS(req);
+    if (!may_wait(fs, ino, op == J_LOOKUP ? name : NULL, pre))
         return 0;
     size_t nl = name ? strlen(name) + 1 : 0;
     ll_job *j = malloc(sizeof *j + nl);
@@ -640,7 +662,7 @@ static int share_job(fuse_req_t req, int op, fuse_ino_t ino, struct fuse_file_in
         j->pre = *pre;
     if (name)
         memcpy(j->name, name, nl);
-    mfs_share_run(mfs_ops_fs->share, &j->share);
+    mfs_share_run(fs->share, &j->share);
     return 1;
 }
 
@@ -652,13 +674,15 @@ static int share_job(fuse_req_t req, int op, fuse_ino_t ino, struct fuse_file_in
 static void *hand_main(void *arg)
 {
     ll_job *j = arg;
-    mfs_share_run(mfs_ops_fs->share, &j->share);
-    mfs_leasewait_hand_end(mfs_ops_fs->leasewait);
+    mfs_fs *fs = FS(j->req);
+    mfs_share_run(fs->share, &j->share);
+    mfs_leasewait_hand_end(fs->leasewait);
     return NULL;
 }
 
 static int hand_back(open_wait *w)
 {
+    mfs_fs *fs = FS(w->req);
     ll_job *j = malloc(sizeof *j);
     if (!j)
         return -1;
@@ -669,11 +693,11 @@ static int hand_back(open_wait *w)
     pthread_t t;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    mfs_leasewait_hand_begin(mfs_ops_fs->leasewait);
+    mfs_leasewait_hand_begin(fs->leasewait);
     int rc = pthread_create(&t, &a, hand_main, j);
     pthread_attr_destroy(&a);
     if (rc != 0) {
-        mfs_leasewait_hand_end(mfs_ops_fs->leasewait);
+        mfs_leasewait_hand_end(fs->leasewait);
         free(j);
         return -1;
     }
@@ -739,18 +763,35 @@ const struct fuse_lowlevel_ops mfs_ll_ops = {
 
 int mfs_ll_setup(mfs_fs *fs, size_t max_inodes, double entry_t, double attr_t, double negative_t)
 {
-    mfs_ops_fs = fs;
-    entry_timeout = entry_t;
-    attr_timeout = attr_t;
-    negative_timeout = negative_t;
-    nodes = mfs_nodes_new(max_inodes);
-    mfs_dirreply_setup(nodes, entry_t, attr_t, wake_pruner);
-    mfs_listing_setup(entry_t < attr_t ? entry_t : attr_t);
-    return nodes ? 0 : -1;
+    mfs_ll *ll = calloc(1, sizeof *ll);
+    if (!ll)
+        return -1;
+    fs->ll = ll;
+    ll->entry_timeout = entry_t;
+    ll->attr_timeout = attr_t;
+    ll->negative_timeout = negative_t;
+    pthread_mutex_init(&ll->pruner_lock, NULL);
+    pthread_cond_init(&ll->pruner_cond, NULL);
+    ll->nodes = mfs_nodes_new(max_inodes);
+    fs->replies = mfs_dirreply_new(ll->nodes, entry_t, attr_t, wake_pruner);
+    fs->listings = mfs_listing_new(entry_t < attr_t ? entry_t : attr_t);
+    fs->pt = mfs_pt_new();
+    fs->files = mfs_ops_files_new();
+    return ll->nodes && fs->replies && fs->listings && fs->pt && fs->files ? 0 : -1;
 }
 
-void mfs_ll_teardown(void)
+void mfs_ll_teardown(mfs_fs *fs)
 {
-    mfs_nodes_free(nodes);
-    nodes = NULL;
+    mfs_ll *ll = fs->ll;
+    mfs_ops_files_free(fs->files); /* the last use of each: the mount is ending */
+    mfs_pt_free(fs->pt);
+    mfs_listing_free(fs->listings);
+    mfs_dirreply_free(fs->replies);
+    if (!ll)
+        return;
+    mfs_nodes_free(ll->nodes);
+    pthread_mutex_destroy(&ll->pruner_lock);
+    pthread_cond_destroy(&ll->pruner_cond);
+    free(ll);
+    fs->ll = NULL;
 }

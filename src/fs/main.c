@@ -234,9 +234,6 @@ static void warn_nonempty(const char *mnt)
     closedir(d);
 }
 
-/* -d asks for debug output: meshfs's too, unless -o log_level says otherwise */
-static int log_level_given;
-
 /* How long the kernel may keep a name or attributes: seconds, 0 included
  * (libfuse's high-level library took these; meshfs keeps them). */
 static int cache_time(const char *name, const char *s, double dflt, double *out, mfs_err *err)
@@ -259,7 +256,6 @@ static int configure(mfs_fs *fs, cli *c)
     mfs_log_level level = MFS_LOG_DEFAULT;
     if (c->log_level && mfs_log_level_parse("-o log_level", c->log_level, &level, &err) < 0)
         return bad_option(&err);
-    log_level_given = c->log_level != NULL;
     mfs_log_setup("meshfs", level);
     if (c->log_file && (!c->log_file[0] || mfs_log_file_open(c->log_file, &err) < 0)) {
         if (!c->log_file[0])
@@ -337,7 +333,6 @@ static int configure(mfs_fs *fs, cli *c)
         mfs_optv_count("-o memo_size", c->memo_size, 1, 1u << 28, &memo, &err) < 0)
         return bad_option(&err);
     cfg->memo_size = memo;
-    mfs_kview_set_cap(8 * (size_t)memo);
     if (cache_time("-o entry_timeout", c->entry_timeout, 1.0, &c->entry_s, &err) < 0 ||
         cache_time("-o attr_timeout", c->attr_timeout, 1.0, &c->attr_s, &err) < 0 ||
         cache_time("-o negative_timeout", c->negative_timeout, 0.0, &c->negative_s, &err) < 0)
@@ -468,9 +463,17 @@ static int open_state(mfs_fs *fs)
         }
     }
     fs->dirs = mfs_dirmaps_new();
+    fs->pins = mfs_pins_new();
+    /* what the kernel holds of views: 8 records a model the memo keeps */
+    fs->kviews = mfs_kviews_new(8 * (size_t)fs->cfg.memo_size);
     pthread_mutex_init(&fs->job_lock, NULL);
+    pthread_mutex_init(&fs->moving, NULL);
+    for (int i = 0; i < MFS_PKG_STRIPES; i++)
+        pthread_mutex_init(&fs->pkg_locks[i], NULL);
     pthread_cond_init(&fs->job_cond, NULL);
-    return mfs_fs_views_open(fs) == 0 && fs->dirs && mfs_prefetch_open(fs) == 0 ? 0 : -1;
+    if (!fs->dirs || !fs->pins || !fs->kviews)
+        return -1;
+    return mfs_fs_views_open(fs) == 0 && mfs_prefetch_open(fs) == 0 ? 0 : -1;
 }
 
 /* FUSE threads that can be waiting for conversions at once, beyond which
@@ -482,7 +485,9 @@ static int open_state(mfs_fs *fs)
  * left out for meshfs's own (optsuggest.h) and the mount exits 2 like for
  * meshfs's own bad options instead of 1 like a failed mount.  1: inside
  * libfuse's message, 2: after it, 3: probing which options it refused
- * (libfuse's words are not wanted then either). */
+ * (libfuse's words are not wanted then either).  A static: libfuse's log
+ * function takes no context pointer.  Written only on the main thread,
+ * before the session's threads start (session_new, the probes). */
 static int unknown_option_seen;
 
 /* libfuse's own messages go where meshfs's go (stderr, or syslog once
@@ -556,7 +561,8 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
         return 2;
     }
     fs->cfg.foreground = opts.foreground;
-    if (opts.debug && !log_level_given)
+    /* -d asks for debug output: meshfs's too, unless -o log_level says otherwise */
+    if (opts.debug && !c->log_level)
         mfs_log_setup("meshfs", MFS_LOG_DEBUG);
     fuse_set_log_func(fuse_log_stderr);
     /* the kernel may hold 32 files' inodes a model the memo keeps: names
@@ -596,7 +602,7 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
     unsigned max = opts.singlethread ? 1
                    : opts.max_threads && opts.max_threads != UINT_MAX ? opts.max_threads
                                                                       : DEFAULT_MAX_THREADS;
-    if (mfs_ll_start(se, max) < 0)
+    if (mfs_ll_start(fs, se, max) < 0)
         goto handlers;
     if (opts.singlethread) {
         rc = fuse_session_loop(se) ? 1 : 0;
@@ -610,10 +616,10 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
         rc = fuse_session_loop_mt(se, lc) ? 1 : 0;
         fuse_loop_cfg_destroy(lc);
     }
-    mfs_ll_stop();
-    mfs_ops_close_all();
-    mfs_dirreply_close_all(); /* before the listings its handles hold */
-    mfs_listing_close_all();
+    mfs_ll_stop(fs);
+    mfs_ops_close_all(fs);
+    mfs_dirreply_close_all(fs); /* before the listings its handles hold */
+    mfs_listing_close_all(fs);
 handlers:
     fuse_remove_signal_handlers(se);
 unmount:
@@ -621,7 +627,7 @@ unmount:
 destroy:
     fuse_session_destroy(se);
 out:
-    mfs_ll_teardown();
+    mfs_ll_teardown(fs);
     free(opts.mountpoint);
     return rc;
 }
@@ -700,6 +706,8 @@ int main(int argc, char **argv)
         free(fs.cfg.remote_token);
     }
     mfs_dirmaps_free(fs.dirs);
+    mfs_pins_free(fs.pins);
+    mfs_kviews_free(fs.kviews); /* after the session: no handle holds a record */
     mfs_spawner_close(fs.spawner);
     fuse_opt_free_args(&args);
     if (fs.cfg.cache_dir != c.cache_dir)

@@ -38,6 +38,7 @@
 
 typedef struct handle {
     mfs_held held;           /* first: the kernel holds it (held.h) */
+    mfs_fs *fs;              /* the mount it belongs to */
     int is_view;
     int fd;
     uint64_t offset, length; /* view payload within fd */
@@ -49,41 +50,56 @@ typedef struct handle {
     uint8_t key[16];         /* view: its entry's key */
 } handle;
 
-static mfs_held_list open_handles = MFS_HELD_LIST_INIT; /* held.h */
+/* The open files' handles of one mount (fs->files). */
+struct mfs_files {
+    mfs_held_list open_handles; /* held.h */
+};
 
-static uintptr_t keep(handle *h)
+mfs_files *mfs_ops_files_new(void)
 {
-    mfs_held_add(&open_handles, &h->held);
+    mfs_files *f = calloc(1, sizeof *f);
+    if (f)
+        pthread_mutex_init(&f->open_handles.lock, NULL);
+    return f;
+}
+
+void mfs_ops_files_free(mfs_files *f)
+{
+    if (!f)
+        return;
+    pthread_mutex_destroy(&f->open_handles.lock);
+    free(f);
+}
+
+static uintptr_t keep(mfs_fs *fs, handle *h)
+{
+    h->fs = fs;
+    mfs_held_add(&fs->files->open_handles, &h->held);
     return (uintptr_t)h;
 }
 
 static void handle_free(handle *h)
 {
     if (h->is_view)
-        mfs_kview_release(h->kv, h->direct);
-    mfs_pt_release(h->backing);
+        mfs_kview_release(h->fs->kviews, h->kv, h->direct);
+    mfs_pt_release(h->fs, h->backing);
     close(h->fd);
     free(h);
 }
 
-mfs_fs *mfs_ops_fs;
-
-static mfs_fs *FS(void)
-{
-    return mfs_ops_fs;
-}
-
 /* The one place a mount path becomes SRC-relative: the real path, in a
  * per-thread buffer valid until this thread's next call.  NULL with errno
- * set when the path shows nothing (-o lowercase_names, casemap.c). */
-const char *mfs_ops_rel(const char *path)
+ * set when the path shows nothing (-o lowercase_names, casemap.c).  The
+ * buffer is the thread's, not the mount's: each request thread's answer
+ * lives until its own next call (ops.h). */
+const char *mfs_ops_rel(mfs_fs *fs, const char *path)
 {
     static _Thread_local char buf[4096];
     while (*path == '/')
         path++;
-    if (!FS()->cfg.lowercase_names)
+    if (!fs->cfg.lowercase_names)
         return path[0] ? path : ".";
-    int rc = mfs_casemap_path(FS(), path, buf, sizeof buf);
+    int rc = mfs_casemap_path(fs, path, buf, sizeof buf);
     if (rc < 0) {
         errno = -rc;
         return NULL;
@@ -210,10 +226,10 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
 /* The attributes the kernel is to hold for path.  lookup: for a LOOKUP of
  * the name, which moves a view to a new inode when the one it has holds
  * another entry for open handles (kview.c). */
-static int path_attr(const char *path, struct stat *st, int lookup, const mfs_ops_prestat *pre)
+static int path_attr(mfs_fs *fs, const char *path, struct stat *st, int lookup,
+                     const mfs_ops_prestat *pre)
 {
-    mfs_fs *fs = FS();
-    const char *r = mfs_ops_rel(path);
+    const char *r = mfs_ops_rel(fs, path);
     if (!r)
         return -errno;
     int rc;
@@ -246,34 +262,29 @@ static int path_attr(const char *path, struct stat *st, int lookup, const mfs_op
     if (lookup)
         mfs_renew_named_attr(fs, path, have_key ? key : NULL, st);
     else
-        mfs_kview_attr(path, st);
+        mfs_kview_attr(fs->kviews, path, st);
     return 0;
 }
 
-static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+int mfs_ops_getattr(mfs_fs *fs, const char *path, struct stat *st, struct fuse_file_info *fi,
+                    const mfs_ops_prestat *pre)
 {
-    atomic_fetch_add(&FS()->stats.attr_requests, 1);
+    atomic_fetch_add(&fs->stats.attr_requests, 1);
     handle *fh = fi ? (handle *)(uintptr_t)fi->fh : NULL;
     if (fh && fh->is_view) {
         /* asked through an open view (a read past the size it knows): the
          * entry that handle serves, as kview.c allows */
         *st = fh->st;
-        mfs_kview_handle_attr(fh->kv, path, st);
+        mfs_kview_handle_attr(fs->kviews, fh->kv, path, st);
         return 0;
     }
-    return path_attr(path, st, 0, NULL);
+    return path_attr(fs, path, st, 0, fi ? NULL : pre);
 }
 
-int mfs_ops_getattr(const char *path, struct stat *st, const mfs_ops_prestat *pre)
+int mfs_ops_lookup(mfs_fs *fs, const char *path, struct stat *st, const mfs_ops_prestat *pre)
 {
-    atomic_fetch_add(&FS()->stats.attr_requests, 1);
-    return path_attr(path, st, 0, pre);
-}
-
-int mfs_ops_lookup(const char *path, struct stat *st, const mfs_ops_prestat *pre)
-{
-    atomic_fetch_add(&FS()->stats.attr_requests, 1);
-    return path_attr(path, st, 1, pre);
+    atomic_fetch_add(&fs->stats.attr_requests, 1);
+    return path_attr(fs, path, st, 1, pre);
 }
 
 /* How the kernel is to treat this open of a view (kview.c), and whether it
@@ -285,25 +296,25 @@ int mfs_ops_lookup(const char *path, struct stat *st, const mfs_ops_prestat *pre
  * still on its way), and then the view moves to a new inode (renew.c);
  * the kernel looks again either way.  Called between
  * mfs_renew_open_begin/end. */
-static int decide_open(const char *path, uint64_t node, struct fuse_file_info *fi, handle *h,
-                       const uint8_t id[16])
+static int decide_open(mfs_fs *fs, const char *path, uint64_t node, struct fuse_file_info *fi,
+                       handle *h, const uint8_t id[16])
 {
-    int b = mfs_pt_open(node, id, h->fd, h->offset, h->length);
+    int b = mfs_pt_open(fs, node, id, h->fd, h->offset, h->length);
     if (b == -ESTALE) {
-        mfs_renew_view(FS(), path, node);
+        mfs_renew_view(fs, path, node);
         return -ESTALE;
     }
     if (b < 0)
         return b;
     mfs_kview_open res;
-    h->kv = mfs_kview_opened(path, id, &h->st, &res);
+    h->kv = mfs_kview_opened(fs->kviews, path, id, &h->st, &res);
     if (res.renew) {
-        mfs_pt_release(b);
-        mfs_renew_view(FS(), path, node);
+        mfs_pt_release(fs, b);
+        mfs_renew_view(fs, path, node);
         return -ESTALE;
     }
     if (b > 0 && res.direct_io) {
-        mfs_pt_release(b);
+        mfs_pt_release(fs, b);
         b = 0;
     }
     h->direct = res.direct_io;
@@ -314,13 +325,13 @@ static int decide_open(const char *path, uint64_t node, struct fuse_file_info *f
         h->backing = b;
         fi->backing_id = b;
         fi->keep_cache = 0;
-        atomic_fetch_add(&FS()->stats.passthrough_opens, 1);
+        atomic_fetch_add(&fs->stats.passthrough_opens, 1);
     }
 #endif
     return res.invalidate;
 }
 
-static int kview_open(const char *path, uint64_t node, struct fuse_file_info *fi, handle *h,
+static int kview_open(mfs_fs *fs, const char *path, uint64_t node, struct fuse_file_info *fi, handle *h,
                       const uint8_t id[16])
 {
     h->node = node;
@@ -328,18 +339,19 @@ static int kview_open(const char *path, uint64_t node, struct fuse_file_info *fi
     /* test builds (test_coherence.py): an open slow to decide, so a listing
      * can move the view's name while it resolves */
     mfs_test_delay("MESHFS_TEST_OPEN_DELAY_MS");
-    int rc = mfs_renew_open_begin(node);
+    int rc = mfs_renew_open_begin(fs, node);
     if (rc < 0)
         return rc;
-    rc = decide_open(path, node, fi, h, id);
-    mfs_renew_open_end();
+    rc = decide_open(fs, path, node, fi, h, id);
+    mfs_renew_open_end(fs);
     if (rc == 1) /* from the OPEN handler itself: kview.c says why */
-        mfs_ll_invalidate_node(node);
+        mfs_ll_invalidate_node(fs, node);
     return rc < 0 ? rc : 0;
 }
 
 /* What a reopen of a moved view copies from a handle of the same node. */
 typedef struct like {
+    mfs_fs *fs;
     uint64_t node;
     handle *out;
     struct fuse_file_info *fi;
@@ -360,14 +372,14 @@ static int copy_like(mfs_held *n, void *arg)
     if (o->backing > 0) {
         /* the same entry on the same inode: its backing id, one more ref;
          * an inode bound to a backing file takes no other kind of open */
-        h->backing = mfs_pt_open(o->node, o->key, h->fd, h->offset, h->length);
+        h->backing = mfs_pt_open(a->fs, o->node, o->key, h->fd, h->offset, h->length);
         if (h->backing <= 0) {
             close(h->fd);
             return -EIO;
         }
     }
     h->kv = o->kv;
-    mfs_kview_ref(h->kv, h->direct);
+    mfs_kview_ref(a->fs->kviews, h->kv, h->direct);
     a->fi->direct_io = h->direct;
     a->fi->keep_cache = !h->direct && !h->backing; /* the inode's pages are this entry's */
 #ifdef MESHFS_HAVE_FUSE_317
@@ -384,31 +396,30 @@ static int copy_like(mfs_held *n, void *arg)
  * (/proc/PID/fd/N, /dev/stdin redirected from a view) always comes back
  * here, and a path walk's retry lands here when the model was saved again
  * while it looked the name up, with another reader holding that view. */
-static int open_moved(uint64_t node, int retry, struct fuse_file_info *fi)
+static int open_moved(mfs_fs *fs, uint64_t node, int retry, struct fuse_file_info *fi)
 {
     if (!retry)
         return -ESTALE;
     handle *h = calloc(1, sizeof *h);
     if (!h)
         return -ENOMEM;
-    like a = {.node = node, .out = h, .fi = fi};
-    int rc = mfs_held_visit(&open_handles, copy_like, &a);
+    like a = {.fs = fs, .node = node, .out = h, .fi = fi};
+    int rc = mfs_held_visit(&fs->files->open_handles, copy_like, &a);
     if (rc <= 0) {
         free(h);
         return rc < 0 ? rc : -ESTALE; /* no handle left to copy */
     }
-    fi->fh = keep(h);
-    atomic_fetch_add(&FS()->stats.views_served, 1);
+    fi->fh = keep(fs, h);
+    atomic_fetch_add(&fs->stats.views_served, 1);
     if (h->backing > 0)
-        atomic_fetch_add(&FS()->stats.passthrough_opens, 1);
+        atomic_fetch_add(&fs->stats.passthrough_opens, 1);
     return 0;
 }
 
 /* An OPEN of a node that is its name's; -ESTALE when it moves off. */
-static int open_current(const char *path, uint64_t node, struct fuse_file_info *fi)
+static int open_current(mfs_fs *fs, const char *path, uint64_t node, struct fuse_file_info *fi)
 {
-    mfs_fs *fs = FS();
-    const char *r = mfs_ops_rel(path);
+    const char *r = mfs_ops_rel(fs, path);
     if (!r)
         return -errno;
     handle *h = calloc(1, sizeof *h);
@@ -429,7 +440,7 @@ static int open_current(const char *path, uint64_t node, struct fuse_file_info *
         int fl = fcntl(h->fd, F_GETFL);
         if (fl >= 0)
             fcntl(h->fd, F_SETFL, fl & ~O_NONBLOCK); /* reads as a plain open's */
-        fi->fh = keep(h);
+        fi->fh = keep(fs, h);
         return 0;
     }
     char dir[4096];
@@ -451,12 +462,12 @@ static int open_current(const char *path, uint64_t node, struct fuse_file_info *
         }
         *h = (handle){.is_view = 1, .fd = hit.fd, .offset = hit.offset, .length = hit.length,
                       .st = pst};
-        if ((rc = kview_open(path, node, fi, h, key.b)) < 0) {
+        if ((rc = kview_open(fs, path, node, fi, h, key.b)) < 0) {
             close(h->fd);
             free(h);
             return rc;
         }
-        fi->fh = keep(h);
+        fi->fh = keep(fs, h);
         atomic_fetch_add(&fs->stats.views_served, 1);
         return 0;
     }
@@ -492,20 +503,19 @@ static int open_current(const char *path, uint64_t node, struct fuse_file_info *
      * as long as this path still shows the same entry; kview.c decides,
      * from what the kernel was last told. */
     mfs_view_stat(&mst, &vi, where, format, &h->st);
-    if ((rc = kview_open(path, node, fi, h, vi.key.b)) < 0) {
+    if ((rc = kview_open(fs, path, node, fi, h, vi.key.b)) < 0) {
         close(h->fd);
         free(h);
         return rc;
     }
-    fi->fh = keep(h);
+    fi->fh = keep(fs, h);
     atomic_fetch_add(&fs->stats.views_served, 1);
     return 0;
 }
 
-int mfs_ops_leased(const char *path)
+int mfs_ops_leased(mfs_fs *fs, const char *path)
 {
-    mfs_fs *fs = FS();
-    const char *r = mfs_ops_rel(path);
+    const char *r = mfs_ops_rel(fs, path);
     struct stat st;
     char dir[4096], mpath[4200];
     mfs_view_ref ref;
@@ -524,25 +534,26 @@ int mfs_ops_leased(const char *path)
     return fd < 0 && errno == EWOULDBLOCK;
 }
 
-int mfs_ops_open(const char *path, uint64_t node, int retry, struct fuse_file_info *fi)
+int mfs_ops_open(mfs_fs *fs, const char *path, uint64_t node, int retry,
+                 struct fuse_file_info *fi)
 {
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT)))
         return -EROFS;
-    if (mfs_ll_node_current(node)) {
-        int rc = open_current(path, node, fi);
-        if (rc != -ESTALE || mfs_ll_node_current(node))
+    if (mfs_ll_node_current(fs, node)) {
+        int rc = open_current(fs, path, node, fi);
+        if (rc != -ESTALE || mfs_ll_node_current(fs, node))
             return rc;
     }
-    return open_moved(node, retry, fi);
+    return open_moved(fs, node, retry, fi);
 }
 
 /* Hands the kernel a descriptor range instead of copied bytes, so libfuse
  * can splice straight from the cache file. */
-static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off,
-                       struct fuse_file_info *fi)
+int mfs_ops_read_buf(mfs_fs *fs, struct fuse_bufvec **bufp, size_t size, off_t off,
+                     struct fuse_file_info *fi)
 {
     handle *h = (handle *)(uintptr_t)fi->fh;
-    atomic_fetch_add(&FS()->stats.read_requests, 1);
+    atomic_fetch_add(&fs->stats.read_requests, 1);
     struct fuse_bufvec *bv = malloc(sizeof *bv);
     if (!bv)
         return -ENOMEM;
@@ -561,14 +572,13 @@ static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
     return 0;
 }
 
-static int op_release(const char *path, struct fuse_file_info *fi)
+void mfs_ops_release(mfs_fs *fs, struct fuse_file_info *fi)
 {
     handle *h = (handle *)(uintptr_t)fi->fh;
     if (h) {
-        mfs_held_remove(&open_handles, &h->held);
+        mfs_held_remove(&fs->files->open_handles, &h->held);
         handle_free(h);
     }
-    return 0;
 }
 
 static void held_free(mfs_held *n)
@@ -576,28 +586,28 @@ static void held_free(mfs_held *n)
     handle_free((handle *)n);
 }
 
-void mfs_ops_close_all(void)
+void mfs_ops_close_all(mfs_fs *fs)
 {
-    mfs_held_free_all(&open_handles, held_free);
+    mfs_held_free_all(&fs->files->open_handles, held_free);
 }
 
-static int op_readlink(const char *path, char *buf, size_t size)
+int mfs_ops_readlink(mfs_fs *fs, const char *path, char *buf, size_t size)
 {
-    const char *r = mfs_ops_rel(path);
-    ssize_t n = r ? mfs_beneath_readlink(FS(), r, buf, size - 1) : -1;
+    const char *r = mfs_ops_rel(fs, path);
+    ssize_t n = r ? mfs_beneath_readlink(fs, r, buf, size - 1) : -1;
     if (n < 0)
         return -errno;
     buf[n] = '\0';
     /* a relative link is followed inside the mount, where only lowercase
      * names exist */
     if (buf[0] != '/')
-        mfs_casemap_fold(FS(), buf);
+        mfs_casemap_fold(fs, buf);
     return 0;
 }
 
-static int op_statfs(const char *path, struct statvfs *sv)
+int mfs_ops_statfs(mfs_fs *fs, struct statvfs *sv)
 {
-    return fstatvfs(FS()->rootfd, sv) < 0 ? -errno : 0;
+    return fstatvfs(fs->rootfd, sv) < 0 ? -errno : 0;
 }
 
 /* The bounded structures' sizes (docs/scale.md): entries held now and
@@ -607,16 +617,16 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
     mfs_views_stats vs;
     mfs_views_get_stats(fs->views, &vs);
     uint64_t kv, kv_ev, kv_bytes, dt, dn, d_ev;
-    mfs_kview_stats(&kv, &kv_ev, &kv_bytes);
+    mfs_kview_stats(fs->kviews, &kv, &kv_ev, &kv_bytes);
     mfs_dirmaps_stats(fs->dirs, &dt, &dn, &d_ev);
     mfs_cache_stats cs;
     mfs_cache_get_stats(fs->cache, &cs);
     uint64_t lh, ln;
-    mfs_listing_counts(&lh, &ln);
+    mfs_listing_counts(fs, &lh, &ln);
     uint64_t ahead_sent, ahead_dropped, ahead_waiting;
-    mfs_dirreply_counts(&ahead_sent, &ahead_dropped, &ahead_waiting);
+    mfs_dirreply_counts(fs, &ahead_sent, &ahead_dropped, &ahead_waiting);
     mfs_nodes_stats ns;
-    mfs_ll_nodes_stats(&ns);
+    mfs_ll_nodes_stats(fs, &ns);
     return snprintf(buf, n,
                     " memo_size=%llu memo_entries=%llu memo_evictions=%llu kview_entries=%llu "
                     "kview_evictions=%llu dirmap_tables=%llu dirmap_names=%llu "
@@ -693,7 +703,7 @@ static int stats_text(mfs_fs *fs, char *buf, size_t n)
     if (m > 0 && (size_t)m < sizeof more)
         m += lease_text(fs, more + m, sizeof more - (size_t)m);
     if (m > 0 && (size_t)m < sizeof more)
-        m += mfs_ll_share_text(more + m, sizeof more - (size_t)m);
+        m += mfs_ll_share_text(fs, more + m, sizeof more - (size_t)m);
     /* the base ends in a newline: the bounds go before it, if they fit */
     if (len <= 0 || m <= 0 || (size_t)m >= sizeof more || (size_t)len + (size_t)m >= n)
         return len;
@@ -864,10 +874,9 @@ static int explain(mfs_fs *fs, const char *r, int json, char *value, size_t size
     return len;
 }
 
-static int op_getxattr(const char *path, const char *name, char *value, size_t size)
+int mfs_ops_getxattr(mfs_fs *fs, const char *path, const char *name, char *value, size_t size)
 {
-    mfs_fs *fs = FS();
-    const char *r = mfs_ops_rel(path);
+    const char *r = mfs_ops_rel(fs, path);
     if (!r)
         return -errno;
     char text[MFS_ERR_MAX + 8192];
@@ -904,14 +913,14 @@ static int op_getxattr(const char *path, const char *name, char *value, size_t s
  * copy keeps.  A readable package's "left out" reasons or a root's counters
  * copied onto a game folder would be stale the moment they landed
  * (meshfs.1, EXTENDED ATTRIBUTES). */
-static int op_listxattr(const char *path, char *list, size_t size)
+int mfs_ops_listxattr(mfs_fs *fs, const char *path, char *list, size_t size)
 {
     (void)list;
     (void)size;
-    return mfs_ops_rel(path) ? 0 : -errno;
+    return mfs_ops_rel(fs, path) ? 0 : -errno;
 }
 
-void mfs_ops_init(struct fuse_conn_info *conn)
+void mfs_ops_init(mfs_fs *fs, struct fuse_conn_info *conn)
 {
     conn->max_readahead = 1u << 20;
     /* Without this the kernel runs one lookup at a time per directory, so a
@@ -926,18 +935,5 @@ void mfs_ops_init(struct fuse_conn_info *conn)
      * happened in between, and find reads the whole folder before it stats
      * anything, so most names would cost a LOOKUP each. */
     conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
-    mfs_pt_init(conn, FS()->cfg.passthrough);
+    mfs_pt_init(fs, conn, fs->cfg.passthrough);
 }
-
-const struct fuse_operations mfs_fuse_ops = {
-    .getattr = op_getattr,
-    .opendir = mfs_listing_opendir,
-    .readdir = mfs_listing_readdir,
-    .releasedir = mfs_listing_releasedir,
-    .read_buf = op_read_buf,
-    .release = op_release,
-    .readlink = op_readlink,
-    .statfs = op_statfs,
-    .getxattr = op_getxattr,
-    .listxattr = op_listxattr,
-};

@@ -56,19 +56,43 @@ typedef struct pt_node {
     unsigned refs;
 } pt_node;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pt_node *nodes;
-static atomic_int mode;      /* MFS_PT_*, as asked */
-static atomic_int enabled;   /* negotiated with the kernel and not yet refused */
-static atomic_int logged;    /* the read path in use was logged */
-static atomic_int trailer_logged;
+/* One mount's backing ids (fs->pt). */
+struct mfs_pt {
+    pthread_mutex_t lock;
+    pt_node *nodes;          /* under lock */
+    atomic_int mode;         /* MFS_PT_*, as asked */
+    atomic_int enabled;      /* negotiated with the kernel and not yet refused */
+    atomic_int logged;       /* the read path in use was logged */
+    atomic_int trailer_logged;
+};
+
+mfs_pt *mfs_pt_new(void)
+{
+    mfs_pt *pt = calloc(1, sizeof *pt);
+    if (pt)
+        pthread_mutex_init(&pt->lock, NULL);
+    return pt;
+}
+
+void mfs_pt_free(mfs_pt *pt)
+{
+    if (!pt)
+        return;
+    while (pt->nodes) { /* ids the kernel dropped with the session */
+        pt_node *p = pt->nodes;
+        pt->nodes = p->next;
+        free(p);
+    }
+    pthread_mutex_destroy(&pt->lock);
+    free(pt);
+}
 
 /* The read path, once per mount.  A fallback is worth a warning only when
  * passthrough was asked for by name (-o passthrough=on); under auto it is
  * the expected state of an unprivileged mount. */
-static void log_path(int warn, const char *how)
+static void log_path(mfs_pt *pt, int warn, const char *how)
 {
-    if (atomic_exchange(&logged, 1) == 0)
+    if (atomic_exchange(&pt->logged, 1) == 0)
         mfs_log(warn ? MFS_LOG_WARNING : MFS_LOG_INFO, "reads of views: %s", how);
 }
 
@@ -96,39 +120,35 @@ static int have_sys_admin(void)
     return (d[CAP_SYS_ADMIN / 32].effective >> (CAP_SYS_ADMIN % 32)) & 1;
 }
 
-void mfs_pt_init(struct fuse_conn_info *conn, int m)
+void mfs_pt_init(mfs_fs *fs, struct fuse_conn_info *conn, int m)
 {
-    atomic_store(&mode, m);
+    mfs_pt *pt = fs->pt;
+    atomic_store(&pt->mode, m);
     if (m == MFS_PT_OFF) {
-        log_path(0, "through the daemon (-o passthrough=off)");
+        log_path(pt, 0, "through the daemon (-o passthrough=off)");
         return;
     }
     int on = m == MFS_PT_ON;
 #ifdef MESHFS_HAVE_FUSE_317
     if (!(conn->capable & FUSE_CAP_PASSTHROUGH)) {
-        log_path(on, "through the daemon (the kernel offers no passthrough: Linux < 6.9?)");
+        log_path(pt, on, "through the daemon (the kernel offers no passthrough: Linux < 6.9?)");
         return;
     }
     /* auto does not ask for what the kernel would refuse; on asks anyway,
      * so the kernel's own answer is what the warning reports */
     if (!on && !have_sys_admin()) {
-        log_path(0, "through the daemon (passthrough needs CAP_SYS_ADMIN, which the "
+        log_path(pt, 0, "through the daemon (passthrough needs CAP_SYS_ADMIN, which the "
                     "daemon lacks)");
         return;
     }
     fuse_set_feature_flag(conn, FUSE_CAP_PASSTHROUGH);
     conn->max_backing_stack_depth = 1; /* the cache may sit on an overlay */
-    atomic_store(&enabled, 1);
+    atomic_store(&pt->enabled, 1);
 #else
     (void)conn;
     (void)have_sys_admin;
-    log_path(on, "through the daemon (built against libfuse < 3.17: no passthrough)");
+    log_path(pt, on, "through the daemon (built against libfuse < 3.17: no passthrough)");
 #endif
-}
-
-static int session_fd(void)
-{
-    return mfs_ll_session_fd();
 }
 
 /* Whether fd is the payload and nothing else, so the kernel may read it to
@@ -141,20 +161,22 @@ static int whole_payload(int fd, uint64_t off, uint64_t len)
     return 1;
 }
 
-static pt_node *find_node(uint64_t node)
+static pt_node *find_node(mfs_pt *pt, uint64_t node)
 {
-    pt_node *p = nodes;
+    pt_node *p = pt->nodes;
     while (p && p->node != node)
         p = p->next;
     return p;
 }
 
-int mfs_pt_open(uint64_t node, const uint8_t key[16], int fd, uint64_t off, uint64_t len)
+int mfs_pt_open(mfs_fs *fs, uint64_t node, const uint8_t key[16], int fd, uint64_t off,
+                uint64_t len)
 {
-    if (!atomic_load(&enabled))
+    mfs_pt *pt = fs->pt;
+    if (!atomic_load(&pt->enabled))
         return 0;
-    pthread_mutex_lock(&lock);
-    pt_node *p = find_node(node);
+    pthread_mutex_lock(&pt->lock);
+    pt_node *p = find_node(pt, node);
     if (p) {
         /* the kernel binds one backing file to an inode while a passthrough
          * handle lasts, and fails any other open of it: a newer entry needs
@@ -163,19 +185,19 @@ int mfs_pt_open(uint64_t node, const uint8_t key[16], int fd, uint64_t off, uint
         int rc = memcmp(p->key, key, 16) == 0 ? p->id : -ESTALE;
         if (rc > 0)
             p->refs++;
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&pt->lock);
         return rc;
     }
     if (!whole_payload(fd, off, len)) {
-        pthread_mutex_unlock(&lock);
-        if (off == 0 && atomic_exchange(&trailer_logged, 1) == 0)
-            mfs_log(atomic_load(&mode) == MFS_PT_ON ? MFS_LOG_WARNING : MFS_LOG_INFO,
+        pthread_mutex_unlock(&pt->lock);
+        if (off == 0 && atomic_exchange(&pt->trailer_logged, 1) == 0)
+            mfs_log(atomic_load(&pt->mode) == MFS_PT_ON ? MFS_LOG_WARNING : MFS_LOG_INFO,
                     "reads of views: through the daemon for cache entries in the trailer form "
                     "(the cache's file system has no user xattrs; docs/cache.md)");
         return 0;
     }
     int rc = 0;
-    int sfd = session_fd();
+    int sfd = mfs_ll_session_fd(fs);
     pt_node *nn = calloc(1, sizeof *nn);
     if (sfd >= 0 && nn) {
         struct pt_backing_map map = {.fd = fd};
@@ -185,36 +207,37 @@ int mfs_pt_open(uint64_t node, const uint8_t key[16], int fd, uint64_t off, uint
             nn->node = node;
             nn->id = id;
             nn->refs = 1;
-            nn->next = nodes;
-            nodes = nn;
+            nn->next = pt->nodes;
+            pt->nodes = nn;
             nn = NULL;
             rc = id;
-            log_path(0, "passthrough (the kernel reads the cache entry, not the daemon)");
+            log_path(pt, 0, "passthrough (the kernel reads the cache entry, not the daemon)");
         } else if (errno == EPERM || errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP) {
             int e = errno;
-            atomic_store(&enabled, 0);
-            atomic_store(&logged, 1);
-            mfs_log(atomic_load(&mode) == MFS_PT_ON ? MFS_LOG_WARNING : MFS_LOG_INFO,
+            atomic_store(&pt->enabled, 0);
+            atomic_store(&pt->logged, 1);
+            mfs_log(atomic_load(&pt->mode) == MFS_PT_ON ? MFS_LOG_WARNING : MFS_LOG_INFO,
                     "reads of views: through the daemon (passthrough refused by the kernel: "
                     "%s%s)", strerror(e), e == EPERM ? ": the daemon lacks CAP_SYS_ADMIN" : "");
         }
     }
     free(nn);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&pt->lock);
     return rc;
 }
 
-void mfs_pt_release(int backing_id)
+void mfs_pt_release(mfs_fs *fs, int backing_id)
 {
     if (backing_id <= 0)
         return;
-    pthread_mutex_lock(&lock);
-    for (pt_node **pp = &nodes; *pp; pp = &(*pp)->next) {
+    mfs_pt *pt = fs->pt;
+    pthread_mutex_lock(&pt->lock);
+    for (pt_node **pp = &pt->nodes; *pp; pp = &(*pp)->next) {
         pt_node *p = *pp;
         if (p->id != backing_id)
             continue;
         if (--p->refs == 0) {
-            int sfd = session_fd();
+            int sfd = mfs_ll_session_fd(fs);
             uint32_t id = (uint32_t)p->id;
             if (sfd >= 0)
                 ioctl(sfd, PT_IOC_BACKING_CLOSE, &id);
@@ -223,7 +246,7 @@ void mfs_pt_release(int backing_id)
         }
         break;
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&pt->lock);
 }
 
 void mfs_pt_test_drop_sys_admin(void)

@@ -7,9 +7,15 @@
 
 #include <stdint.h>
 
+#include "fs.h"
 #include "meshfs/err.h"
 
 struct fuse_conn_info;
+
+/* One mount's passthrough state (fs->pt): its backing ids by node, and
+ * whether the kernel took passthrough.  NULL: out of memory. */
+mfs_pt *mfs_pt_new(void);
+void mfs_pt_free(mfs_pt *pt);
 
 /* -o passthrough=MODE.  auto (the default): used where the kernel and the
  * daemon's privilege allow, else the daemon serves, said at info level;
@@ -22,7 +28,7 @@ int mfs_pt_parse(const char *name, const char *value, int *mode, mfs_err *err);
 
 /* From init: asks the kernel for passthrough if mode allows and it is
  * offered; logs which read path the mount uses when it is decided. */
-void mfs_pt_init(struct fuse_conn_info *conn, int mode);
+void mfs_pt_init(mfs_fs *fs, struct fuse_conn_info *conn, int mode);
 
 /* An open of the view on kernel inode `node` (a node id) showing entry
  * `key`, whose payload is `len` bytes at `off` in `fd`.  Only a file that
@@ -34,10 +40,11 @@ void mfs_pt_init(struct fuse_conn_info *conn, int mode);
  * backing file per inode at a time and fails every other open of it), so
  * this entry needs an inode of its own: the caller moves the view's name to
  * a new node and the kernel, told ESTALE, looks the name up again. */
-int mfs_pt_open(uint64_t node, const uint8_t key[16], int fd, uint64_t off, uint64_t len);
+int mfs_pt_open(mfs_fs *fs, uint64_t node, const uint8_t key[16], int fd, uint64_t off,
+                uint64_t len);
 
 /* Drops a reference mfs_pt_open gave (0 is no reference). */
-void mfs_pt_release(int backing_id);
+void mfs_pt_release(mfs_fs *fs, int backing_id);
 
 /* Tests only: with MESHFS_TEST_NO_SYS_ADMIN set, the daemon gives up
  * CAP_SYS_ADMIN once mounted (before its FUSE threads start), so the

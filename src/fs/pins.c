@@ -10,6 +10,7 @@
  * went is converted again on its next open, like any evicted view. */
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,33 +25,49 @@ typedef struct pin {
     uint64_t used;         /* LRU stamp */
 } pin;
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pin pins[PINS_MAX];
-static uint64_t clock_;
-static int ready;
+/* One mount's pins (fs->pins), under mu. */
+struct mfs_pins {
+    pthread_mutex_t mu;
+    pin pins[PINS_MAX];
+    uint64_t clock;
+};
 
-static void init_locked(void)
+mfs_pins *mfs_pins_new(void)
 {
-    if (ready)
-        return;
+    mfs_pins *ps = calloc(1, sizeof *ps);
+    if (!ps)
+        return NULL;
+    pthread_mutex_init(&ps->mu, NULL);
     for (int i = 0; i < PINS_MAX; i++)
-        pins[i].fd = -1;
-    ready = 1;
+        ps->pins[i].fd = -1;
+    return ps;
 }
 
-static pin *find(const mfs_cache_key *k)
+void mfs_pins_free(mfs_pins *ps)
 {
+    if (!ps)
+        return;
+    for (int i = 0; i < PINS_MAX; i++)
+        if (ps->pins[i].fd >= 0)
+            close(ps->pins[i].fd);
+    pthread_mutex_destroy(&ps->mu);
+    free(ps);
+}
+
+static pin *find(mfs_pins *ps, const mfs_cache_key *k)
+{
+    pin *pins = ps->pins;
     for (int i = 0; i < PINS_MAX; i++)
         if (pins[i].fd >= 0 && !memcmp(pins[i].key.b, k->b, sizeof k->b))
             return &pins[i];
     return NULL;
 }
 
-void mfs_pins_put(const mfs_cache_key *k, mfs_cache_hit *hit)
+void mfs_pins_put(mfs_pins *ps, const mfs_cache_key *k, mfs_cache_hit *hit)
 {
-    pthread_mutex_lock(&mu);
-    init_locked();
-    pin *p = find(k);
+    pin *pins = ps->pins;
+    pthread_mutex_lock(&ps->mu);
+    pin *p = find(ps, k);
     if (!p) {
         p = &pins[0];
         for (int i = 0; i < PINS_MAX; i++) {
@@ -64,33 +81,31 @@ void mfs_pins_put(const mfs_cache_key *k, mfs_cache_hit *hit)
     }
     if (p->fd >= 0)
         close(p->fd);
-    *p = (pin){*k, hit->fd, hit->offset, hit->length, ++clock_};
+    *p = (pin){*k, hit->fd, hit->offset, hit->length, ++ps->clock};
     hit->fd = -1;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&ps->mu);
 }
 
-int mfs_pins_peek(const mfs_cache_key *k, uint64_t *length)
+int mfs_pins_peek(mfs_pins *ps, const mfs_cache_key *k, uint64_t *length)
 {
-    pthread_mutex_lock(&mu);
-    init_locked();
-    pin *p = find(k);
+    pthread_mutex_lock(&ps->mu);
+    pin *p = find(ps, k);
     if (p)
         *length = p->length;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&ps->mu);
     return p != NULL;
 }
 
-int mfs_pins_open(const mfs_cache_key *k, mfs_cache_hit *hit)
+int mfs_pins_open(mfs_pins *ps, const mfs_cache_key *k, mfs_cache_hit *hit)
 {
-    pthread_mutex_lock(&mu);
-    init_locked();
-    pin *p = find(k);
+    pthread_mutex_lock(&ps->mu);
+    pin *p = find(ps, k);
     int fd = p ? fcntl(p->fd, F_DUPFD_CLOEXEC, 0) : -1;
     if (fd >= 0) {
-        p->used = ++clock_;
+        p->used = ++ps->clock;
         *hit = (mfs_cache_hit){.fd = fd, .offset = p->offset, .length = p->length};
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&ps->mu);
     return fd >= 0;
 }
 
@@ -119,7 +134,7 @@ void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_key *mk,
         }
         n++;
         bytes += hits[i].length;
-        mfs_pins_put(&man->views[i].key, &hits[i]);
+        mfs_pins_put(fs->pins, &man->views[i].key, &hits[i]);
     }
     if (!n)
         return;

@@ -17,40 +17,40 @@
 #include "coherence.h"
 #include "lowlevel.h"
 
-/* One move at a time, and no open deciding while one happens.  The node
- * moves before the record: a GETATTR of the old node that reads the record
- * after it went finds the node detached, with the old entry's attributes
- * kept (lowlevel.c looks again), so the new entry's attributes never reach
- * the old inode, whose handles need theirs. */
-static pthread_mutex_t moving = PTHREAD_MUTEX_INITIALIZER;
+/* fs->moving: one move at a time, and no open deciding while one happens.
+ * The node moves before the record: a GETATTR of the old node that reads
+ * the record after it went finds the node detached, with the old entry's
+ * attributes kept (lowlevel.c looks again), so the new entry's attributes
+ * never reach the old inode, whose handles need theirs.  Held across
+ * passthrough.c's lock and kview.c's (fs.h, lock order). */
 
 static int move(mfs_fs *fs, const char *path, uint64_t node, const struct stat *served)
 {
-    if (!mfs_ll_renew(path, node, served))
+    if (!mfs_ll_renew(fs, path, node, served))
         return 0;
-    mfs_kview_detach(path);
+    mfs_kview_detach(fs->kviews, path);
     atomic_fetch_add(&fs->stats.views_renewed, 1);
     return 1;
 }
 
-int mfs_renew_open_begin(uint64_t node)
+int mfs_renew_open_begin(mfs_fs *fs, uint64_t node)
 {
-    pthread_mutex_lock(&moving);
-    if (mfs_ll_node_current(node))
+    pthread_mutex_lock(&fs->moving);
+    if (mfs_ll_node_current(fs, node))
         return 0;
-    pthread_mutex_unlock(&moving);
+    pthread_mutex_unlock(&fs->moving);
     return -ESTALE;
 }
 
-void mfs_renew_open_end(void)
+void mfs_renew_open_end(mfs_fs *fs)
 {
-    pthread_mutex_unlock(&moving);
+    pthread_mutex_unlock(&fs->moving);
 }
 
 void mfs_renew_view(mfs_fs *fs, const char *path, uint64_t node)
 {
     struct stat served;
-    int held = mfs_kview_held(path, NULL, NULL, &served);
+    int held = mfs_kview_held(fs->kviews, path, NULL, NULL, &served);
     move(fs, path, node, held ? &served : NULL);
 }
 
@@ -60,12 +60,12 @@ void mfs_renew_named_attr(mfs_fs *fs, const char *path, const uint8_t id[16], st
     /* the common case, no handles on another entry: one lock, not the
      * moving one (a move in progress detaches the node before the record,
      * so a record found without handles means the name's node is new) */
-    if (!mfs_kview_named(path, id, st, &served))
+    if (!mfs_kview_named(fs->kviews, path, id, st, &served))
         return;
-    pthread_mutex_lock(&moving);
-    if (mfs_kview_named(path, id, st, &served)) {
+    pthread_mutex_lock(&fs->moving);
+    if (mfs_kview_named(fs->kviews, path, id, st, &served)) {
         move(fs, path, 0, &served);
-        mfs_kview_attr(path, st);
+        mfs_kview_attr(fs->kviews, path, st);
     }
-    pthread_mutex_unlock(&moving);
+    pthread_mutex_unlock(&fs->moving);
 }

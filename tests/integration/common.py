@@ -29,6 +29,13 @@ def sanitizer_build():
     return "sanitizer build: yes" in p.stdout.splitlines()
 
 
+def tsan_run():
+    """Whether this is scripts/test's ThreadSanitizer run (mount.py reads
+    its reports): a daemon several times slower, whose timing windows are
+    wider than the plain one's."""
+    return bool(os.environ.get("MESHFS_TSAN_LOG"))
+
+
 def run(args, timeout=900, check=False):
     p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
     if check and p.returncode != 0:

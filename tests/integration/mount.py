@@ -7,7 +7,20 @@ import time
 from common import tool
 
 
-SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                     "WARNING: ThreadSanitizer", "FATAL: ThreadSanitizer")
+
+
+def tsan_report(pid):
+    """The ThreadSanitizer report of process pid, or "".  scripts/test's
+    TSan run sets TSAN_OPTIONS log_path=PREFIX (reports go to PREFIX.PID,
+    not into the mount's output) and tells the tests PREFIX in
+    MESHFS_TSAN_LOG."""
+    prefix = os.environ.get("MESHFS_TSAN_LOG")
+    if not prefix or not os.path.exists(f"{prefix}.{pid}"):
+        return ""
+    with open(f"{prefix}.{pid}", errors="replace") as f:
+        return f.read()
 
 
 class Mount:
@@ -70,4 +83,7 @@ class Mount:
             for marker in SANITIZER_MARKERS:
                 if marker in log:
                     raise AssertionError("meshfs's sanitizer report:\n" + log[-8000:])
+            report = tsan_report(self.proc.pid)
+            if report:
+                raise AssertionError("meshfs's ThreadSanitizer report:\n" + report[:8000])
         return False

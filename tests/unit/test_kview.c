@@ -14,6 +14,7 @@
 #include "coherence.h"
 
 static uint64_t held; /* the bytes mfs_kview_stats says */
+static mfs_kviews *kv; /* one mount's records, shared by the tests in turn (main) */
 
 static struct stat sized(off_t size)
 {
@@ -27,7 +28,7 @@ static struct stat sized(off_t size)
 static void told(const char *path, off_t size)
 {
     struct stat st = sized(size);
-    mfs_kview_attr(path, &st);
+    mfs_kview_attr(kv, path, &st);
 }
 
 static void fill_others(int from, int n)
@@ -42,11 +43,11 @@ static void fill_others(int from, int n)
 static void test_cap_holds_and_evicts_lru(void **state)
 {
     (void)state;
-    mfs_kview_set_cap(4);
+    mfs_kview_set_cap(kv, 4);
     uint64_t n, ev0, ev;
-    mfs_kview_stats(&n, &ev0, &held);
+    mfs_kview_stats(kv, &n, &ev0, &held);
     fill_others(0, 20);
-    mfs_kview_stats(&n, &ev, &held);
+    mfs_kview_stats(kv, &n, &ev, &held);
     assert_int_equal(n, 4);
     assert_true(ev - ev0 >= 16);
 }
@@ -56,7 +57,7 @@ static void test_cap_holds_and_evicts_lru(void **state)
 static void test_long_paths_evict_by_bytes(void **state)
 {
     (void)state;
-    mfs_kview_set_cap(8);
+    mfs_kview_set_cap(kv, 8);
     char p[4096];
     memset(p, 'd', sizeof p);
     p[0] = '/';
@@ -64,14 +65,14 @@ static void test_long_paths_evict_by_bytes(void **state)
         snprintf(p + 2000, sizeof p - 2000, "/view%02d.gmf", i); /* 2,011 bytes each */
         told(p, 10);
         uint64_t n, ev;
-        mfs_kview_stats(&n, &ev, &held);
+        mfs_kview_stats(kv, &n, &ev, &held);
         assert_true(held <= 8 * 512);
     }
     uint64_t n, ev;
-    mfs_kview_stats(&n, &ev, &held);
+    mfs_kview_stats(kv, &n, &ev, &held);
     assert_int_equal(n, 1); /* two records of 2,012-byte paths pass 4,096 B; eight would fit the count */
     fill_others(300, 20); /* short paths: the count binds again */
-    mfs_kview_stats(&n, &ev, &held);
+    mfs_kview_stats(kv, &n, &ev, &held);
     assert_int_equal(n, 8);
     assert_true(held <= 8 * 512);
 }
@@ -79,56 +80,56 @@ static void test_long_paths_evict_by_bytes(void **state)
 static void test_open_record_is_never_evicted(void **state)
 {
     (void)state;
-    mfs_kview_set_cap(4);
+    mfs_kview_set_cap(kv, 4);
     uint8_t a[16] = {1}, b[16] = {2};
     struct stat sa = sized(100), sb = sized(200);
     mfs_kview_open res;
-    void *tok = mfs_kview_opened("/held.gmf", a, &sa, &res);
+    void *tok = mfs_kview_opened(kv, "/held.gmf", a, &sa, &res);
     assert_non_null(tok);
     assert_int_equal(res.direct_io, 0);
     fill_others(100, 20); /* far past the cap: /held.gmf is the oldest */
     /* still there: while A is open the kernel keeps hearing A's size... */
     struct stat st = sized(999);
-    mfs_kview_attr("/held.gmf", &st);
+    mfs_kview_attr(kv, "/held.gmf", &st);
     assert_int_equal(st.st_size, 100);
     /* ...and an open of another entry needs an inode of its own */
-    void *tok2 = mfs_kview_opened("/held.gmf", b, &sb, &res);
+    void *tok2 = mfs_kview_opened(kv, "/held.gmf", b, &sb, &res);
     assert_null(tok2);
     assert_int_equal(res.renew, 1);
     assert_int_equal(res.direct_io, 0);
-    mfs_kview_release(tok, 0);
+    mfs_kview_release(kv, tok, 0);
     uint64_t n, ev;
     fill_others(200, 8);
-    mfs_kview_stats(&n, &ev, &held);
+    mfs_kview_stats(kv, &n, &ev, &held);
     assert_int_equal(n, 4); /* released: evictable again */
 }
 
 static void test_evicted_path_reopens_with_invalidation(void **state)
 {
     (void)state;
-    mfs_kview_set_cap(4);
+    mfs_kview_set_cap(kv, 4);
     uint8_t a[16] = {7}, b[16] = {8};
     struct stat sa = sized(300), sb = sized(400);
     mfs_kview_open res;
-    void *tok = mfs_kview_opened("/v.gmf", a, &sa, &res);
-    mfs_kview_release(tok, res.direct_io);
+    void *tok = mfs_kview_opened(kv, "/v.gmf", a, &sa, &res);
+    mfs_kview_release(kv, tok, res.direct_io);
     told("/v.gmf", 300); /* the kernel holds size 300 and A's pages */
     /* kept: the same entry keeps the kernel's pages */
-    tok = mfs_kview_opened("/v.gmf", a, &sa, &res);
+    tok = mfs_kview_opened(kv, "/v.gmf", a, &sa, &res);
     assert_int_equal(res.keep_cache, 1);
     assert_int_equal(res.invalidate, 0);
-    mfs_kview_release(tok, res.direct_io);
+    mfs_kview_release(kv, tok, res.direct_io);
     fill_others(300, 20); /* /v.gmf's record goes */
     /* entry B now: what the kernel holds is unknown, so invalidate */
-    tok = mfs_kview_opened("/v.gmf", b, &sb, &res);
+    tok = mfs_kview_opened(kv, "/v.gmf", b, &sb, &res);
     assert_int_equal(res.keep_cache, 0);
     assert_int_equal(res.invalidate, 1);
     assert_int_equal(res.direct_io, 0);
-    mfs_kview_release(tok, res.direct_io);
+    mfs_kview_release(kv, tok, res.direct_io);
     /* a path never seen before: the kernel holds nothing of it */
-    tok = mfs_kview_opened("/never-seen.gmf", b, &sb, &res);
+    tok = mfs_kview_opened(kv, "/never-seen.gmf", b, &sb, &res);
     assert_int_equal(res.invalidate, 0);
-    mfs_kview_release(tok, res.direct_io);
+    mfs_kview_release(kv, tok, res.direct_io);
 }
 
 /* The path moves to a new inode while A's handles are open: their record
@@ -137,73 +138,73 @@ static void test_evicted_path_reopens_with_invalidation(void **state)
 static void test_detach_leaves_the_old_handles_their_record(void **state)
 {
     (void)state;
-    mfs_kview_set_cap(64);
+    mfs_kview_set_cap(kv, 64);
     uint8_t a[16] = {21}, b[16] = {22};
     struct stat sa = sized(500), sb = sized(600);
     mfs_kview_open res;
     uint64_t n0, n, ev;
-    mfs_kview_stats(&n0, &ev, &held);
-    void *tok = mfs_kview_opened("/moved.gmf", a, &sa, &res);
-    void *tok2 = mfs_kview_opened("/moved.gmf", a, &sa, &res);
-    mfs_kview_stats(&n, &ev, &held);
+    mfs_kview_stats(kv, &n0, &ev, &held);
+    void *tok = mfs_kview_opened(kv, "/moved.gmf", a, &sa, &res);
+    void *tok2 = mfs_kview_opened(kv, "/moved.gmf", a, &sa, &res);
+    mfs_kview_stats(kv, &n, &ev, &held);
     assert_int_equal(n, n0 + 1);
     /* a GETATTR of the path still hears A's size: its inode is A's */
     struct stat st = sb;
-    mfs_kview_attr("/moved.gmf", &st);
+    mfs_kview_attr(kv, "/moved.gmf", &st);
     assert_int_equal(st.st_size, 500);
     /* held by A's handles: for B's attributes, not for A's own */
     struct stat served = sized(0);
-    assert_int_equal(mfs_kview_held("/moved.gmf", a, &sb, &served), 0); /* A's id: A */
+    assert_int_equal(mfs_kview_held(kv, "/moved.gmf", a, &sb, &served), 0); /* A's id: A */
     assert_int_equal(served.st_size, 0);
-    assert_int_equal(mfs_kview_held("/moved.gmf", b, &sa, &served), 1); /* B's id */
+    assert_int_equal(mfs_kview_held(kv, "/moved.gmf", b, &sa, &served), 1); /* B's id */
     assert_int_equal(served.st_size, 500);
     /* attributes alone: only a later mtime says another entry */
     served = sized(0);
-    assert_int_equal(mfs_kview_held("/moved.gmf", NULL, &sa, &served), 0);
+    assert_int_equal(mfs_kview_held(kv, "/moved.gmf", NULL, &sa, &served), 0);
     struct stat older = sb;
     older.st_mtim.tv_sec = sa.st_mtim.tv_sec - 1;
-    assert_int_equal(mfs_kview_held("/moved.gmf", NULL, &older, &served), 0);
+    assert_int_equal(mfs_kview_held(kv, "/moved.gmf", NULL, &older, &served), 0);
     struct stat newer = sb;
     newer.st_mtim.tv_sec = sa.st_mtim.tv_sec + 1;
-    assert_int_equal(mfs_kview_held("/moved.gmf", NULL, &newer, &served), 1);
+    assert_int_equal(mfs_kview_held(kv, "/moved.gmf", NULL, &newer, &served), 1);
     assert_int_equal(served.st_size, 500);
     served = sized(0);
-    assert_int_equal(mfs_kview_held("/moved.gmf", NULL, NULL, &served), 1);
+    assert_int_equal(mfs_kview_held(kv, "/moved.gmf", NULL, NULL, &served), 1);
     assert_int_equal(served.st_size, 500);
     /* told by name: B's id is held (nothing recorded), A's is recorded */
     st = sb;
-    assert_int_equal(mfs_kview_named("/moved.gmf", b, &st, &served), 1);
+    assert_int_equal(mfs_kview_named(kv, "/moved.gmf", b, &st, &served), 1);
     assert_int_equal(st.st_size, 600);
     st = sb;
-    assert_int_equal(mfs_kview_named("/moved.gmf", a, &st, &served), 0);
+    assert_int_equal(mfs_kview_named(kv, "/moved.gmf", a, &st, &served), 0);
     assert_int_equal(st.st_size, 500); /* the handles' size, as mfs_kview_attr */
-    mfs_kview_detach("/moved.gmf");
-    mfs_kview_stats(&n, &ev, &held);
+    mfs_kview_detach(kv, "/moved.gmf");
+    mfs_kview_stats(kv, &n, &ev, &held);
     assert_int_equal(n, n0);
-    assert_int_equal(mfs_kview_held("/moved.gmf", NULL, NULL, &served), 0);
+    assert_int_equal(mfs_kview_held(kv, "/moved.gmf", NULL, NULL, &served), 0);
     st = sb;
-    mfs_kview_attr("/moved.gmf", &st); /* the new inode hears B's size */
+    mfs_kview_attr(kv, "/moved.gmf", &st); /* the new inode hears B's size */
     assert_int_equal(st.st_size, 600);
     /* asked through an A handle: A's own attributes, not the path's */
     st = sb;
-    mfs_kview_handle_attr(tok, "/moved.gmf", &st);
+    mfs_kview_handle_attr(kv, tok, "/moved.gmf", &st);
     assert_int_equal(st.st_size, 600);
     st = sa;
-    mfs_kview_handle_attr(tok, "/moved.gmf", &st);
+    mfs_kview_handle_attr(kv, tok, "/moved.gmf", &st);
     assert_int_equal(st.st_size, 500);
-    void *tok3 = mfs_kview_opened("/moved.gmf", b, &sb, &res);
+    void *tok3 = mfs_kview_opened(kv, "/moved.gmf", b, &sb, &res);
     assert_non_null(tok3);
     assert_int_equal(res.direct_io, 0);
     assert_int_equal(res.renew, 0);
-    mfs_kview_release(tok, 0); /* the old handles close: their record goes */
-    mfs_kview_release(tok2, 0);
+    mfs_kview_release(kv, tok, 0); /* the old handles close: their record goes */
+    mfs_kview_release(kv, tok2, 0);
     st = sa;
-    mfs_kview_attr("/moved.gmf", &st); /* B's handle is the path's now */
+    mfs_kview_attr(kv, "/moved.gmf", &st); /* B's handle is the path's now */
     assert_int_equal(st.st_size, 600);
-    mfs_kview_release(tok3, 0);
-    mfs_kview_detach("/moved.gmf"); /* no handles: freed at once */
-    mfs_kview_detach("/never.gmf");  /* no record: nothing to do */
-    mfs_kview_stats(&n, &ev, &held);
+    mfs_kview_release(kv, tok3, 0);
+    mfs_kview_detach(kv, "/moved.gmf"); /* no handles: freed at once */
+    mfs_kview_detach(kv, "/never.gmf");  /* no record: nothing to do */
+    mfs_kview_stats(kv, &n, &ev, &held);
     assert_int_equal(n, n0);
 }
 
@@ -216,5 +217,10 @@ int main(void)
         cmocka_unit_test(test_evicted_path_reopens_with_invalidation),
         cmocka_unit_test(test_detach_leaves_the_old_handles_their_record),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    kv = mfs_kviews_new(0);
+    if (!kv)
+        return 1;
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    mfs_kviews_free(kv);
+    return failed;
 }
