@@ -118,7 +118,7 @@ typedef struct mfs_fs_worker {
     void (*warm)(void);
 } mfs_fs_worker;
 
-/* The server's main loop (src/convert/fork_server.c, meshfs-worker only).
+/* The server's main loop (src/worker/fork_server.c, meshfs-worker only).
  * Returns when the parent closes the request socket or dies. */
 int mfs_fork_server_run(const mfs_fs_worker *w);
 

@@ -89,7 +89,7 @@ typedef struct mfs_import_opts {
      * native importers' mfs_calc_tangents), which only .gmf stores.  Not
      * only .gmf's choice: the welding compares them, so with them a model
      * may keep more vertices in every view.  A conversion therefore always
-     * asks for them (src/convert/job.c), so that no view's bytes depend on
+     * asks for them (src/worker/job.c), so that no view's bytes depend on
      * whether .gmf was among the formats (docs/import.md, "Tangents");
      * 0 is for the tools that measure the step (bench-import). */
     int tangents;

@@ -1,6 +1,6 @@
 /* One conversion job: what to convert, with which options and limits, and
  * where the outputs go.  The parent describes it (spawner.h); the worker
- * runs it (mfs_job_run, src/convert/job.c). */
+ * runs it (mfs_job_run, src/worker/job.c). */
 #ifndef MESHFS_JOB_H
 #define MESHFS_JOB_H
 

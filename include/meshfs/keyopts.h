@@ -8,7 +8,7 @@
  * importer, the version.  Never the set of formats a run or a mount is
  * configured with: every conversion imports the same way whatever it
  * writes (tangents always computed, the texture always searched for and
- * decoded only for .tex: src/convert/job.c), so a mount with formats=gmf,
+ * decoded only for .tex: src/worker/job.c), so a mount with formats=gmf,
  * a full mount, a `warm --formats fmd` and a `meshfs-convert` of every
  * format share each view they have in common. */
 #ifndef MESHFS_KEYOPTS_H

@@ -81,7 +81,7 @@ const char *mfs_worker_sandbox_warning(void);
  * default of 1024 would let one user's open files starve everyone's. */
 void mfs_nofile_raise(void);
 
-/* ---- worker side (src/convert/sandbox.c, meshfs-worker only) ----------- */
+/* ---- worker side (src/worker/sandbox.c, meshfs-worker only) ----------- */
 
 /* The output subdirectory a worker that switched user writes into: the
  * parent's private directory stays the parent's, and the worker's user owns
@@ -141,7 +141,7 @@ int mfs_sandbox_switch(uid_t uid, gid_t gid, const gid_t *groups, int ngroups, m
  * the others are already gone there. */
 int mfs_sandbox_caps_keep(uint64_t bounding, uint64_t keep, mfs_err *err);
 
-/* The fork server's own confinement (src/convert/server_confine.c), after
+/* The fork server's own confinement (src/worker/server_confine.c), after
  * mfs_sandbox_prepare and before it imports or forks anything:
  * no_new_privs; as root, every capability gone but CAP_SETUID and
  * CAP_SETGID (its children's user switch) and, outside the bounding set,
@@ -164,7 +164,7 @@ int mfs_sandbox_prepare(mfs_err *err);
 void mfs_sandbox_print_status(FILE *f);
 
 #ifdef MESHFS_TEST_HOOKS
-/* Test builds only (src/convert/sandbox_probe.c): attempts each escape in
+/* Test builds only (src/worker/sandbox_probe.c): attempts each escape in
  * spec ("socket,read=/etc/passwd,...") from inside the sandbox and prints
  * how each was refused. */
 void mfs_sandbox_probe(const char *spec);

@@ -233,7 +233,7 @@ static int apply_clips(mfs_scene *s, const mfs_settings *st, mfs_err *err)
 int mfs_import_apply_settings(mfs_scene *s, const mfs_settings *st, const char *root, const char *rel,
                               const mfs_import_opts *o, mfs_deps *deps, mfs_err *err)
 {
-    /* formats = is the job's to apply (src/convert/job.c): it decides
+    /* formats = is the job's to apply (src/worker/job.c): it decides
      * which views are written, not what the scene is */
     if ((st->set & MFS_SET_CLIPS) && apply_clips(s, st, err) < 0)
         return -1;

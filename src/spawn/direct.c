@@ -155,7 +155,7 @@ void mfs_sp_describe_death(int status, const mfs_job *job, double cpu_s, char *o
             snprintf(out, n, "worker was killed (SIGKILL) from outside after %.1f s of CPU", cpu_s);
             *transient = 1;
         } else if (sig == SIGSYS) {
-            /* the seccomp filter (src/convert/sandbox.c): no conversion
+            /* the seccomp filter (src/worker/sandbox.c): no conversion
              * makes those calls, a hijacked importer does */
             snprintf(out, n, "importer killed by the sandbox (SIGSYS): it attempted a forbidden "
                              "system call");

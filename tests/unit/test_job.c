@@ -1,4 +1,4 @@
-/* One conversion job (src/convert/job.c) run in this process: its .vrt,
+/* One conversion job (src/worker/job.c) run in this process: its .vrt,
  * .tri and .sph writers share one build of the runtime mesh, and what they
  * write is byte for byte what each writer writes alone on the same import. */
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* The fork server's allow-list (src/convert/server_confine.c): clone for
+/* The fork server's allow-list (src/worker/server_confine.c): clone for
  * fork and threads, never into a new namespace (review 1, finding 4). */
 #include <errno.h>
 #include <sched.h>
