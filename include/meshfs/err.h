@@ -3,7 +3,13 @@
  * Every fallible function takes an mfs_err* and returns -1 (or NULL) after
  * filling it; callers add context with mfs_err_prefix() on the way up, so the
  * message a user finally sees reads "car.fbx: fmd: mesh 'wheel': too many
- * vertices" rather than a bare errno. */
+ * vertices" rather than a bare errno.
+ *
+ * The rule for the whole tree (docs/architecture.md, "One error rule"):
+ * libraries return -1 (or NULL) with an mfs_err; only the mount hands a
+ * negative errno to the FUSE session.  Where the errno matters to the
+ * caller (ENOENT against EIO, ENOMEM, EAGAIN "try again"), the library
+ * says it with mfs_err_sys() and the caller reads mfs_err_errno(). */
 #ifndef MESHFS_ERR_H
 #define MESHFS_ERR_H
 
@@ -12,6 +18,7 @@
 #define MFS_ERR_MAX 512
 
 typedef struct mfs_err {
+    int code; /* an errno the caller may act on; 0: none said (EIO) */
     char msg[MFS_ERR_MAX];
 } mfs_err;
 
@@ -21,10 +28,17 @@ typedef struct mfs_err {
 #define MFS_PRINTF(a, b)
 #endif
 
-/* Sets the message (truncating safely) and returns -1. err may be NULL. */
+/* Sets the message (truncating safely) and returns -1. err may be NULL.
+ * The code becomes 0. */
 int mfs_errf(mfs_err *err, const char *fmt, ...) MFS_PRINTF(2, 3);
 
-/* Prepends "prefix: " to the existing message; returns -1. */
+/* As mfs_errf, and the code becomes errnum. */
+int mfs_err_sys(mfs_err *err, int errnum, const char *fmt, ...) MFS_PRINTF(3, 4);
+
+/* The errno a failure stands for: its code, or EIO when none was said. */
+int mfs_err_errno(const mfs_err *err);
+
+/* Prepends "prefix: " to the existing message, keeping its code; returns -1. */
 int mfs_err_prefix(mfs_err *err, const char *fmt, ...) MFS_PRINTF(2, 3);
 
 void mfs_err_clear(mfs_err *err);

@@ -128,7 +128,7 @@ static int top_key(parse_ctx *c, const char *key, char *v)
     c->given |= bit;
 
     mfs_settings *s = c->out;
-    mfs_err verr = {{0}};
+    mfs_err verr = {0};
     int r = 0;
     switch (bit) {
     case MFS_SET_SCALE: r = mfs_setval_number(v, 1e-6, 1e6, &s->scale, &verr); break;
@@ -180,7 +180,7 @@ static int clip_key(parse_ctx *c, const char *clipname, const char *key, char *v
                 return fail(c, key, "its [clip] section's name is given twice");
         if (s->nclips == MFS_SETTINGS_MAX_CLIPS)
             return fail(c, key, "more [clip] sections than the 64 a model may have");
-        mfs_err verr = {{0}};
+        mfs_err verr = {0};
         if (mfs_setval_name(clipname, s->clips[i].name, sizeof s->clips[i].name, &verr) < 0)
             return fail(c, key, "[clip NAME] needs a name of printable UTF-8, at most 63 bytes");
         c->clip_header[i] = h;
@@ -196,7 +196,7 @@ static int clip_key(parse_ctx *c, const char *clipname, const char *key, char *v
     if (c->clip_given[i] & bit)
         return fail(c, key, "given twice (or continued on an indented line)");
     c->clip_given[i] |= bit;
-    mfs_err verr = {{0}};
+    mfs_err verr = {0};
     int r = bit == 1   ? mfs_setval_clip_time(v, &cl->start, &verr)
             : bit == 2 ? mfs_setval_clip_time(v, &cl->end, &verr)
                        : mfs_setval_bool(v, &cl->loop, &verr);

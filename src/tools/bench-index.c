@@ -114,7 +114,7 @@ static mfs_cache *open_cache(const char *dir, uint64_t cap)
     (void)cap;
 #endif
     mfs_cache *c = NULL;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     if (mfs_cache_open(&cfg, &c, &err) < 0) {
         fprintf(stderr, "bench-index: %s\n", err.msg);
         exit(1);

@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,11 +9,29 @@ int mfs_errf(mfs_err *err, const char *fmt, ...)
 {
     if (!err)
         return -1;
+    err->code = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+int mfs_err_sys(mfs_err *err, int errnum, const char *fmt, ...)
+{
+    if (!err)
+        return -1;
+    err->code = errnum;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int mfs_err_errno(const mfs_err *err)
+{
+    return err && err->code > 0 ? err->code : EIO;
 }
 
 int mfs_err_prefix(mfs_err *err, const char *fmt, ...)
@@ -38,6 +57,8 @@ int mfs_err_prefix(mfs_err *err, const char *fmt, ...)
 
 void mfs_err_clear(mfs_err *err)
 {
-    if (err)
+    if (err) {
+        err->code = 0;
         err->msg[0] = '\0';
+    }
 }

@@ -46,7 +46,7 @@ static mfs_cache *open_cache(const fx *f, uint64_t max, unsigned flags)
 {
     mfs_cache_config cfg = {.dir = f->dir, .max_size = max, .flags = flags};
     mfs_cache *c = NULL;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     if (mfs_cache_open(&cfg, &c, &err) < 0)
         fail_msg("open: %s", err.msg);
     return c;
@@ -341,7 +341,7 @@ static void test_store_lookup(void **state)
     uint8_t *data = malloc(N);
     fill(data, N, 7);
     mfs_cache_key k = key_of("view-1");
-    mfs_err err = {{0}};
+    mfs_err err = {0};
 
     mfs_cache *c = open_cache(f, 0, 0);
     mfs_cache_hit h;
@@ -1385,7 +1385,7 @@ static void open_error(const fx *f, char *msg, size_t n)
 {
     mfs_cache_config cfg = {.dir = f->dir};
     mfs_cache *c = NULL;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     msg[0] = '\0';
     if (mfs_cache_open(&cfg, &c, &err) < 0)
         snprintf(msg, n, "%s", err.msg);
@@ -1432,7 +1432,7 @@ static void test_stop_reviving(void **state)
         assert_int_equal(nftw(f->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS), 0);
         struct stat st;
         assert_int_equal(lstat(f->dir, &st), -1);
-        mfs_err err = {{0}};
+        mfs_err err = {0};
         int rc = mfs_cache_store(c, &k, "hello", 5, NULL, &err);
         assert_int_equal(rc, stop ? -1 : 0);
         assert_int_equal(lstat(f->dir, &st), stop ? -1 : 0);

@@ -37,7 +37,7 @@ static mfs_cache *open_cache(const fx *f, uint64_t max, unsigned flags)
 {
     mfs_cache_config cfg = {.dir = f->dir, .max_size = max, .flags = flags};
     mfs_cache *c = NULL;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     if (mfs_cache_open(&cfg, &c, &err) < 0)
         fail_msg("open: %s", err.msg);
     return c;
@@ -47,7 +47,7 @@ static mfs_cache_totals totals(const fx *f)
 {
     mfs_cache *c = open_cache(f, 0, MFS_CACHE_NO_CAP);
     mfs_cache_totals t;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_cache_totals_read(c, &t, &err), 0);
     mfs_cache_close(c);
     return t;

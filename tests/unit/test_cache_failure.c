@@ -35,7 +35,7 @@ static mfs_cache *open_cache(const fx *f)
 {
     mfs_cache_config cfg = {.dir = f->dir};
     mfs_cache *c = NULL;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     if (mfs_cache_open(&cfg, &c, &err) < 0)
         fail_msg("open: %s", err.msg);
     return c;

@@ -33,7 +33,7 @@ static char *dem_text(const mfs_scene *s, const char *model_path)
     mfs_options o;
     mfs_options_default(&o);
     o.model_path = model_path;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_scene_validate(s, &err), 0);
     mfs_sink out;
     mfs_sink_init_mem(&out);
@@ -570,7 +570,7 @@ static void test_too_many_frames(void **state)
     s->animations[0].duration = 1e9;
     mfs_options o;
     mfs_options_default(&o);
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     mfs_sink out;
     mfs_sink_init_mem(&out);
     assert_int_equal(mfs_write_dem(s, NULL, &o, &out, &err), -1);
@@ -605,7 +605,7 @@ static int strict(const char *text, mfs_err *err)
 
 static void expect_strict_ok(const char *text)
 {
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     if (strict(text, &err) != 0)
         fail_msg("--check refused writer output: %s", err.msg);
 }
@@ -730,7 +730,7 @@ static void test_strict_reader(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *t = edited(cube, cases[i].from, cases[i].to);
-        mfs_err err = {{0}};
+        mfs_err err = {0};
         if (strict(t, &err) == 0)
             fail_msg("case %zu ('%s' -> '%s') passed --check", i, cases[i].from, cases[i].to);
         if (!strstr(err.msg, cases[i].msg))

@@ -48,7 +48,7 @@ static mfs_cache *open_cache(const fx *f, uint64_t cap)
 {
     mfs_cache_config cfg = {.dir = f->dir, .flags = MFS_CACHE_TRUST_FRESH_STAT, .index_cap = cap};
     mfs_cache *c = NULL;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     if (mfs_cache_open(&cfg, &c, &err) < 0)
         fail_msg("open: %s", err.msg);
     return c;
@@ -579,7 +579,7 @@ static void test_index_dir_refused(void **state)
     assert_int_equal(symlink(other, p), 0);
     mfs_cache_config cfg = {.dir = f->dir};
     mfs_cache *c = NULL;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_cache_open(&cfg, &c, &err), -1);
     assert_non_null(strstr(err.msg, "/index is a symbolic link"));
 }

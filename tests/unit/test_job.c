@@ -89,7 +89,7 @@ static uint64_t run_and_compare(unsigned formats, const mfs_options *o)
     mfs_import_opts io = {.importer = o->importer};
     mfs_scene *s = NULL;
     mfs_deps deps;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     memset(&deps, 0, sizeof deps);
     if (mfs_import(root, "cube.obj", &io, &s, &deps, &err) != 0)
         fail_msg("import: %s", err.msg);

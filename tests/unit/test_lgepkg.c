@@ -63,7 +63,7 @@ static blob write_with(mfs_writer_fn fn, const mfs_scene *s)
     mfs_options o;
     mfs_options_default(&o);
     mfs_sink k;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     mfs_sink_init_mem(&k);
     if (fn(s, NULL, &o, &k, &err) != 0)
         fail_msg("writer failed: %s", err.msg);
@@ -76,7 +76,7 @@ static blob write_with(mfs_writer_fn fn, const mfs_scene *s)
 static blob package(const char *name, const char *version, const mfs_lgepkg_model *m, size_t n)
 {
     mfs_sink k;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     mfs_sink_init_mem(&k);
     if (mfs_lgepkg_write(name, version, m, n, &k, &err) != 0)
         fail_msg("mfs_lgepkg_write: %s", err.msg);
@@ -164,7 +164,7 @@ static void test_chunk_header_bytes(void **state)
 
 static void names_of(const char *const *bases, size_t n, char (*out)[MFS_LGE_NAME_BYTES])
 {
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_lgepkg_chunk_names(bases, n, out, &err), 0);
     for (size_t i = 0; i < n; i++) {
         assert_true(strlen(out[i]) <= 31);
@@ -223,7 +223,7 @@ static void test_name_collisions(void **state)
 static void test_size_arithmetic(void **state)
 {
     (void)state;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     uint64_t size = 0;
     assert_int_equal(mfs_lgepkg_size_of(NULL, 0, &size, &err), 0);
     assert_int_equal(size, 48);
@@ -270,7 +270,7 @@ static void test_write_layout(void **state)
     }
     blob b = package("pkg", "v2", m, 2);
     uint64_t size;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_lgepkg_size(m, 2, &size, &err), 0);
     assert_int_equal(b.n, size);
     assert_string_equal((const char *)b.p, "pkg");
@@ -310,7 +310,7 @@ static void test_write_errors(void **state)
         m.chunk[k] = mem("x", 1);
     m.chunk[2] = (mfs_lge_src){NULL, fileno(f), 0, 10}; /* claims more than the file has */
     mfs_sink k;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     mfs_sink_init_mem(&k);
     assert_int_equal(mfs_lgepkg_write("n", "v", &m, 1, &k, &err), -1);
     assert_non_null(strstr(err.msg, "chunk 'car' (.tex)"));
@@ -353,7 +353,7 @@ static void test_reader_accepts_package(void **state)
     blob v[4];
     blob b = cube_package(v);
     mfs_summary s;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     if (inspect_pkg(&b, 1, &s, &err) != 0)
         fail_msg("%s", err.msg);
     assert_string_equal(s.format, "lgepkg");
@@ -370,7 +370,7 @@ static void test_reader_accepts_package(void **state)
 static void expect_violation(blob *b, const char *text)
 {
     mfs_summary s;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(inspect_pkg(b, 1, &s, &err), -1);
     if (!strstr(err.msg, text))
         fail_msg("expected '%s' in: %s", text, err.msg);
@@ -419,7 +419,7 @@ static void test_reader_findings(void **state)
     mfs_st_u32(b.p + first + 40, hash);
     /* repaired: clean again */
     mfs_summary s;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     if (inspect_pkg(&b, 1, &s, &err) != 0)
         fail_msg("%s", err.msg);
     /* truncated inside a payload: a structural error, check or not */
@@ -454,7 +454,7 @@ static void test_reader_real_lge(void **state)
     for (int i = 0; i < 3; i++) {
         blob b = real_sample(files[i]);
         mfs_summary s;
-        mfs_err err = {{0}};
+        mfs_err err = {0};
         assert_int_equal(mfs_inspect_buffer(files[i], b.p, b.n, 0, &s, &err), 0);
         assert_string_equal(s.format, "lge");
         assert_string_equal(s.name, names[i]);
@@ -493,7 +493,7 @@ static void test_reader_chunk_layouts(void **state)
     blob pkg = cube_package(v);
     blob one = {pkg.p + 48, 44 + mfs_ld_u32(pkg.p + 48 + 36)};
     mfs_summary s;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     if (mfs_inspect_buffer("cube.lge", one.p, one.n, 1, &s, &err) != 0)
         fail_msg("%s", err.msg);
     assert_string_equal(s.name, "cube");

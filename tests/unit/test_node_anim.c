@@ -47,7 +47,7 @@ static char *dem_text(const mfs_scene *s)
 {
     mfs_options o;
     mfs_options_default(&o);
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_scene_validate(s, &err), 0);
     mfs_sink out;
     mfs_sink_init_mem(&out);
@@ -183,7 +183,7 @@ static void test_follow_is_capped(void **state)
     (void)state;
     double times[3] = {0, 1, 2};
     mfs_channel c;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_channel_follow(&c, times, 3, wild, NULL, 1.0, &err), 0);
     /* 64 per source key plus 4096, on top of the 3 source keys */
     assert_true(c.n_pos > 3 && c.n_pos <= 3 + 3 * 64 + 4096);
@@ -198,7 +198,7 @@ static void test_follow_adds_keys_on_an_arc(void **state)
     (void)state;
     double times[2] = {0, 1};
     mfs_channel c;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_channel_follow(&c, times, 2, arc, NULL, 1.0, &err), 0);
     assert_true(c.n_pos > 2);
     assert_int_equal(c.n_pos, c.n_rot);

@@ -29,7 +29,7 @@ static void test_sizes(void **state)
     };
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
         uint64_t v = 7;
-        mfs_err err = {{0}};
+        mfs_err err = {0};
         if (mfs_optv_size("-o x", good[i].s, 0, UINT64_MAX, &v, &err) != 0)
             fail_msg("%s: %s", good[i].s, err.msg);
         assert_int_equal(v, good[i].v);
@@ -38,7 +38,7 @@ static void test_sizes(void **state)
                                       "12abc", "1KK", "1Ki", "1iB", "K", ".", "1..2", "1,5G"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         uint64_t v = 7;
-        mfs_err err = {{0}};
+        mfs_err err = {0};
         assert_int_equal(mfs_optv_size("-o cache_size", bad[i], 0, UINT64_MAX, &v, &err), -1);
         assert_int_equal(v, 7);
         assert_contains(err.msg, "-o cache_size=");
@@ -46,7 +46,7 @@ static void test_sizes(void **state)
         assert_contains(err.msg, "not a size");
     }
     uint64_t v;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_optv_size("--memory", "16777216T", 0, UINT64_MAX, &v, &err), -1); /* 2^64 */
     assert_string_equal(err.msg, "--memory=16777216T: too large (at most 16777216T)");
     assert_int_equal(mfs_optv_size("--memory", "99999999999T", 0, UINT64_MAX, &v, &err), -1);
@@ -60,7 +60,7 @@ static void test_sizes(void **state)
 static void test_seconds(void **state)
 {
     double v = 0;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_optv_seconds("-o t", "60", 100, &v, &err), 0);
     assert_true(v == 60);
     assert_int_equal(mfs_optv_seconds("-o t", "0.5", 100, &v, &err), 0);
@@ -81,7 +81,7 @@ static void test_seconds(void **state)
 static void test_counts(void **state)
 {
     unsigned v = 0;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_optv_count("-o j", "1", 1, 64, &v, &err), 0);
     assert_int_equal(v, 1);
     assert_int_equal(mfs_optv_count("-o j", "64", 1, 64, &v, &err), 0);

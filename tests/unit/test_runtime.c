@@ -31,7 +31,7 @@ static blob write_prep(mfs_writer_fn fn, const mfs_scene *s, mfs_prepared *prep,
                        const mfs_options *o)
 {
     mfs_sink k;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     mfs_sink_init_mem(&k);
     int rc = fn(s, prep, o, &k, &err);
     if (rc != 0)
@@ -207,7 +207,7 @@ static mfs_mesh *add_mesh(mfs_scene *s, uint32_t node, const char *name, mfs_pri
 
 static void assert_valid(const mfs_scene *s)
 {
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     if (mfs_scene_validate(s, &err) != 0)
         fail_msg("fixture invalid: %s", err.msg);
 }
@@ -482,7 +482,7 @@ static void no_triangles_gives_empty_files(void **state)
     static const uint8_t zero_sphere[48] = {[30] = 0x80, [31] = 0x3f};
     for (int i = 0; i < 3; i++) {
         mfs_sink k;
-        mfs_err err = {{0}};
+        mfs_err err = {0};
         mfs_options o;
         mfs_options_default(&o);
         mfs_sink_init_mem(&k);
@@ -533,7 +533,7 @@ static void huge_coordinates_refused_by_sph(void **state)
     mfs_scene *s = fixture_cube();
     s->meshes[0].positions[0][0] = 6e18f;
     mfs_sink k;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     mfs_options o;
     mfs_options_default(&o);
     mfs_sink_init_mem(&k);
@@ -689,7 +689,7 @@ static void non_finite_model_space_is_an_error(void **state)
     s->nodes[1].local.m[10] = 1e38f;
     s->meshes[0].positions[0][0] = 1e10f;
     mfs_sink k;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     mfs_sink_init_mem(&k);
     assert_int_equal(mfs_write_vrt(s, NULL, NULL, &k, &err), -1);
     assert_string_equal(err.msg, "vrt: mesh 'cube': vertex 0 is not finite in model space");
@@ -1185,7 +1185,7 @@ static void too_many_joints(void **state)
     m->bones[100].weights = xcalloc(1, sizeof(mfs_weight));
     m->bones[100].weights[0] = (mfs_weight){1, 1.0f};
     mfs_sink k;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     mfs_options o;
     mfs_options_default(&o);
     mfs_sink_init_mem(&k);
@@ -1290,7 +1290,7 @@ static void prepared_failure_shared(void **state)
     uint64_t b0 = mfs_runtime_builds();
     for (int i = 0; i < 3; i++) {
         mfs_sink k;
-        mfs_err err = {{0}};
+        mfs_err err = {0};
         char want[128];
         mfs_sink_init_mem(&k);
         assert_int_equal(fns[i](s, prep, NULL, &k, &err), -1);
@@ -1402,7 +1402,7 @@ static void *run_job(void *arg)
 {
     job *j = arg;
     mfs_sink k;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     mfs_options o;
     mfs_options_default(&o);
     mfs_sink_init_mem(&k);

@@ -23,7 +23,7 @@ static int parse(const char *text, mfs_err *err)
 
 static void expect_error(const char *text, const char *msg)
 {
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(parse(text, &err), -1);
     assert_string_equal(err.msg, msg);
 }
@@ -31,7 +31,7 @@ static void expect_error(const char *text, const char *msg)
 static void the_issue_example_parses(void **state)
 {
     (void)state;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     const char *text = "scale = 0.01          # a factor\n"
                        "up = z                # x, y, z, -x, -y, -z\n"
                        "forward = -y\n"
@@ -77,12 +77,12 @@ static void units_and_per_format_keys(void **state)
     for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
         char text[64];
         snprintf(text, sizeof text, "unit = %s\n", units[i].unit);
-        mfs_err err = {{0}};
+        mfs_err err = {0};
         assert_int_equal(parse(text, &err), 0);
         assert_true(S.unit == units[i].scale);
         assert_true(S.scale == 1.0);
     }
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(parse("fmi_textures = yes\nreverse_winding = on\nsource_frame = 1\n"
                            "vrt_layout = plain\nimporter = assimp\nnormals = keep\ntake = Take 001\n",
                            &err),
@@ -139,7 +139,7 @@ static void errors_name_file_line_and_key(void **state)
 static void hostile_files_are_refused_cheaply(void **state)
 {
     (void)state;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_settings_parse("x.meshfs", "up = y\0\1\2", 9, &S, &err), -1);
     assert_string_equal(err.msg, "x.meshfs: holds a NUL byte: not a settings file (binary?)");
 
@@ -176,7 +176,7 @@ static void paths_run_from_src_to_the_sidecar(void **state)
     (void)state;
     char buf[512];
     const char *p[8];
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_settings_paths("a/b/car.fbx", buf, sizeof buf, p, 8, &err), 4);
     assert_string_equal(p[0], ".meshfs");
     assert_string_equal(p[1], "a/.meshfs");
@@ -225,7 +225,7 @@ static void nearer_files_override_farther_ones(void **state)
     };
     mfs_settings s;
     mfs_settings_init(&s);
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_settings_load("chars/hero.fbx", 1000, fake_read, files, &s, &err), 0);
     assert_true(s.scale == 2.0); /* the folder's over the root's */
     assert_string_equal(s.origin[__builtin_ctz(MFS_SET_SCALE)].file, "chars/.meshfs");
@@ -268,7 +268,7 @@ static void another_users_file_is_not_applied(void **state)
     };
     mfs_settings s;
     mfs_settings_init(&s);
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_settings_load("shared/crate.obj", 1000, fake_read, files, &s, &err), -1);
     assert_int_equal(s.foreign_owner, 1);
     assert_string_equal(err.msg, "shared/.meshfs: owned by uid 2000, not by the model's owner (uid 1000) or root: "
@@ -292,7 +292,7 @@ static void up_and_forward_must_differ(void **state)
     fake_file files[] = {{".meshfs", "up = y\n", 0}, {"a.obj.meshfs", "forward = -y\n", 0}, {NULL, NULL, 0}};
     mfs_settings s;
     mfs_settings_init(&s);
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_settings_load("a.obj", 5, fake_read, files, &s, &err), -1);
     assert_string_equal(err.msg, "a.obj: settings: up (y, .meshfs:1) and forward (-y, a.obj.meshfs:1) are on one axis");
 }
@@ -306,7 +306,7 @@ static void key_text_depends_on_values_not_on_files(void **state)
     mfs_settings s1, s2;
     mfs_settings_init(&s1);
     mfs_settings_init(&s2);
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     assert_int_equal(mfs_settings_load("a/m.obj", 0, fake_read, one, &s1, &err), 0);
     assert_int_equal(mfs_settings_load("a/m.obj", 0, fake_read, two, &s2, &err), 0);
     char k1[256], k2[256];
@@ -316,7 +316,7 @@ static void key_text_depends_on_values_not_on_files(void **state)
     assert_string_equal(k1, k2); /* formats= decides which views exist, not their bytes */
 
     /* names carry their length: a clip name cannot forge the next field */
-    mfs_err e2 = {{0}};
+    mfs_err e2 = {0};
     assert_int_equal(parse("[clip a;clip=1:b]\nstart = 0\nend = 1\n", &e2), 0);
     char k3[256];
     mfs_settings_key_text(&S, k3, sizeof k3);
@@ -335,7 +335,7 @@ static void format_list_text_reads_back(void **state)
         char text[128];
         mfs_format_list_text(m, text, sizeof text);
         unsigned back = 0;
-        mfs_err err = {{0}};
+        mfs_err err = {0};
         assert_int_equal(mfs_format_parse_list(text, &back, &err), 0);
         assert_int_equal(back, m);
     }

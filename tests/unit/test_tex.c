@@ -24,7 +24,7 @@ typedef struct blob {
 static blob write_tex(const mfs_scene *s)
 {
     mfs_sink k;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     mfs_options o;
     mfs_options_default(&o);
     mfs_sink_init_mem(&k);
@@ -146,7 +146,7 @@ static void test_inconsistent_image_is_an_error(void **state)
     mfs_scene *s = image_scene(2, 2, 3, 0);
     s->image.channels = 2;
     mfs_sink k;
-    mfs_err err = {{0}};
+    mfs_err err = {0};
     mfs_options o;
     mfs_options_default(&o);
     mfs_sink_init_mem(&k);
