@@ -26,6 +26,7 @@ import time
 import unittest
 
 from common import CORPUS, FORMATS, convert, inspect, run, run_tests, tempdir, tool
+from gltf_build import Gltf
 from mount import Mount
 from placement_models import inverse
 
@@ -522,30 +523,12 @@ def anim_gltf(interp):
                 (0, 0, 0), (20, 0, 0), (0, 0, 0)]
     else:
         vals = [(0, 0, 0), (10, 0, 0), (20, 0, 0)]
-    pos = [(0, 0, 0), (1, 0, 0), (0, 1, 0)]
-    blob = b"".join(struct.pack("<3f", *p) for p in pos)
-    t_off = len(blob)
-    blob += b"".join(struct.pack("<f", t) for t in times)
-    v_off = len(blob)
-    blob += b"".join(struct.pack("<3f", *v) for v in vals)
-    uri = "data:application/octet-stream;base64," + base64.b64encode(blob).decode()
-    doc = {
-        "asset": {"version": "2.0"},
-        "buffers": [{"uri": uri, "byteLength": len(blob)}],
-        "bufferViews": [{"buffer": 0, "byteOffset": 0, "byteLength": 36},
-                        {"buffer": 0, "byteOffset": t_off, "byteLength": 12},
-                        {"buffer": 0, "byteOffset": v_off, "byteLength": 12 * len(vals)}],
-        "accessors": [
-            {"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3", "min": [0, 0, 0], "max": [1, 1, 0]},
-            {"bufferView": 1, "componentType": 5126, "count": 3, "type": "SCALAR", "min": [0], "max": [2]},
-            {"bufferView": 2, "componentType": 5126, "count": len(vals), "type": "VEC3"}],
-        "meshes": [{"name": "tri", "primitives": [{"attributes": {"POSITION": 0}}]}],
-        "nodes": [{"name": "root", "children": [1]}, {"name": "mover", "mesh": 0}],
-        "scenes": [{"nodes": [0]}], "scene": 0,
-        "animations": [{"name": "a", "samplers": [{"input": 1, "output": 2, "interpolation": interp}],
-                        "channels": [{"sampler": 0, "target": {"node": 1, "path": "translation"}}]}],
-    }
-    return json.dumps(doc).encode()
+    g = Gltf()
+    tri = g.mesh("tri", [(0, 0, 0), (1, 0, 0), (0, 1, 0)])
+    root = g.node(name="root", children=[1])
+    g.node(name="mover", mesh=tri)
+    g.track(1, "translation", times, vals, interp)
+    return g.encode([root], animation="a")
 
 
 class Samplers(unittest.TestCase):
@@ -586,36 +569,17 @@ def mirrored_joint_gltf(scale, rotation=None):
     inverse of j's rest transform, so the skin rests where it is written."""
     pos = [(0, 0, 0), (1, 0, 0), (0, 1, 0)]
     ibm = [1 / scale[0], 0, 0, 0, 0, 1 / scale[1], 0, 0, 0, 0, 1 / scale[2], 0, 0, -1 / scale[1], 0, 1]
-    blob = b"".join(struct.pack("<3f", *p) for p in pos)                     # 0: 36
-    blob += struct.pack("<12B", *([0, 0, 0, 0] * 3))                         # 36: 12
-    blob += b"".join(struct.pack("<4f", 1, 0, 0, 0) for _ in pos)            # 48: 48
-    blob += struct.pack("<16f", *ibm)                                        # 96: 64
-    blob += struct.pack("<2f", 0, 1)                                         # 160: 8
-    blob += struct.pack("<6f", 0, 1, 0, 2, 1, 0)                             # 168: 24
-    views = [(0, 36), (36, 12), (48, 48), (96, 64), (160, 8), (168, 24)]
+    g = Gltf()
+    tri = g.mesh("tri", pos, joints=[(0, 0, 0, 0)] * 3, weights=[(1, 0, 0, 0)] * 3)
+    root = g.node(name="root", children=[1, 2])
     joint = {"name": "j", "translation": [0, 1, 0], "scale": list(scale)}
     if rotation:
         joint["rotation"] = list(rotation)
-    doc = {
-        "asset": {"version": "2.0"},
-        "buffers": [{"uri": "data:application/octet-stream;base64," + base64.b64encode(blob).decode(),
-                     "byteLength": len(blob)}],
-        "bufferViews": [{"buffer": 0, "byteOffset": o, "byteLength": n} for o, n in views],
-        "accessors": [
-            {"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3", "min": [0, 0, 0], "max": [1, 1, 0]},
-            {"bufferView": 1, "componentType": 5121, "count": 3, "type": "VEC4"},
-            {"bufferView": 2, "componentType": 5126, "count": 3, "type": "VEC4"},
-            {"bufferView": 3, "componentType": 5126, "count": 1, "type": "MAT4"},
-            {"bufferView": 4, "componentType": 5126, "count": 2, "type": "SCALAR", "min": [0], "max": [1]},
-            {"bufferView": 5, "componentType": 5126, "count": 2, "type": "VEC3"}],
-        "meshes": [{"name": "tri", "primitives": [{"attributes": {"POSITION": 0, "JOINTS_0": 1, "WEIGHTS_0": 2}}]}],
-        "skins": [{"joints": [1], "inverseBindMatrices": 3}],
-        "nodes": [{"name": "root", "children": [1, 2]}, joint, {"name": "skinned", "mesh": 0, "skin": 0}],
-        "scenes": [{"nodes": [0]}], "scene": 0,
-        "animations": [{"name": "slide", "samplers": [{"input": 4, "output": 5}],
-                        "channels": [{"sampler": 0, "target": {"node": 1, "path": "translation"}}]}],
-    }
-    return json.dumps(doc).encode()
+    g.node(**joint)
+    g.skin([1], [ibm])
+    g.node(name="skinned", mesh=tri, skin=0)
+    g.track(1, "translation", [0, 1], [(0, 1, 0), (2, 1, 0)])
+    return g.encode([root], animation="slide")
 
 
 def gmf_skinned_frames(path):

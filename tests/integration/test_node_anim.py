@@ -19,14 +19,13 @@ meshfs's writer:
 Each case is checked at every frame, most of them between keys.
 """
 
-import base64
-import json
 import math
 import os
 import struct
 import unittest
 
 from common import convert, inspect, run_tests, tempdir, tool
+from gltf_build import Gltf, box
 
 FPS = 30  # glTF's 1000 ticks per second is not a whole frame rate: both views use 30
 
@@ -80,75 +79,11 @@ def trs(t=(0, 0, 0), q=(0, 0, 0, 1), s=(1, 1, 1)):
     return mul(translate(t), quat_matrix(q), scaling(s))
 
 
-def box(lo, hi):
-    return [(x, y, z) for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])]
-
-
 def box_of(pts):
     return ([min(p[i] for p in pts) for i in range(3)], [max(p[i] for p in pts) for i in range(3)])
 
 
-# ---- glTF files, built by the spec -----------------------------------------
-
-# the 12 triangles of a box of 8 corners in box() order (outward, CCW)
-BOX_TRIS = [0, 2, 3, 0, 3, 1, 4, 5, 7, 4, 7, 6, 0, 1, 5, 0, 5, 4,
-            2, 6, 7, 2, 7, 3, 0, 4, 6, 0, 6, 2, 1, 3, 7, 1, 7, 5]
-
-
-class Gltf:
-    def __init__(self):
-        self.blob = b""
-        self.views, self.accessors = [], []
-        self.meshes, self.nodes, self.skins = [], [], []
-        self.samplers, self.channels = [], []
-
-    def accessor(self, fmt, rows, typ, ctype=5126, minmax=False):
-        data = b"".join(struct.pack("<" + fmt, *r) for r in rows)
-        while len(self.blob) % 4:
-            self.blob += b"\0"
-        self.views.append({"buffer": 0, "byteOffset": len(self.blob), "byteLength": len(data)})
-        self.blob += data
-        acc = {"bufferView": len(self.views) - 1, "componentType": ctype, "count": len(rows), "type": typ}
-        if minmax:
-            acc["min"] = [min(r[i] for r in rows) for i in range(len(rows[0]))]
-            acc["max"] = [max(r[i] for r in rows) for i in range(len(rows[0]))]
-        self.accessors.append(acc)
-        return len(self.accessors) - 1
-
-    def box_mesh(self, name, corners, joints=None, weights=None):
-        attrs = {"POSITION": self.accessor("3f", corners, "VEC3", minmax=True)}
-        if joints:
-            attrs["JOINTS_0"] = self.accessor("4B", joints, "VEC4", ctype=5121)
-            attrs["WEIGHTS_0"] = self.accessor("4f", weights, "VEC4")
-        idx = self.accessor("H", [(i,) for i in BOX_TRIS], "SCALAR", ctype=5123)
-        self.meshes.append({"name": name, "primitives": [{"attributes": attrs, "indices": idx}]})
-        return len(self.meshes) - 1
-
-    def node(self, **kw):
-        self.nodes.append(kw)
-        return len(self.nodes) - 1
-
-    def track(self, node, path, times, values, interp="LINEAR"):
-        n = len(values[0])
-        inp = self.accessor("f", [(t,) for t in times], "SCALAR", minmax=True)
-        out = self.accessor("%df" % n, values, {3: "VEC3", 4: "VEC4"}[n])
-        self.samplers.append({"input": inp, "output": out, "interpolation": interp})
-        self.channels.append({"sampler": len(self.samplers) - 1, "target": {"node": node, "path": path}})
-
-    def write(self, path, roots):
-        doc = {
-            "asset": {"version": "2.0"},
-            "buffers": [{"uri": "data:application/octet-stream;base64," + base64.b64encode(self.blob).decode(),
-                         "byteLength": len(self.blob)}],
-            "bufferViews": self.views, "accessors": self.accessors,
-            "meshes": self.meshes, "nodes": self.nodes,
-            "scenes": [{"nodes": roots}], "scene": 0,
-            "animations": [{"name": "move", "samplers": self.samplers, "channels": self.channels}],
-        }
-        if self.skins:
-            doc["skins"] = self.skins
-        with open(path, "w") as f:
-            json.dump(doc, f)
+# ---- glTF files, built by the spec: gltf_build.py -------------------------
 
 
 def slerp(a, b, f):
@@ -470,7 +405,7 @@ class NodeAnimation(unittest.TestCase):
         skinned = g.node(name="body", mesh=mb, skin=0)
         ibm = [inv for inv in ([1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1],
                                [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, -1, 0, 1])]
-        g.skins.append({"joints": [lower, upper], "inverseBindMatrices": g.accessor("16f", ibm, "MAT4")})
+        g.skin([lower, upper], ibm)
         q0, q1 = [0, 0, 0, 1], axis_quat((0, 0, 1), 90)
         g.track(upper, "rotation", [0, 1], [q0, q1])
         root = g.node(name="character", children=[lower, skinned])
