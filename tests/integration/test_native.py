@@ -27,8 +27,8 @@ import unittest
 
 from common import CORPUS, FORMATS, convert, inspect, run, run_tests, tempdir, tool
 from gltf_build import Gltf
+from gmf_play import gmf_points
 from mount import Mount
-from placement_models import inverse
 
 # Models both importers read where the scenes differ on purpose.
 DIFFERENT = {
@@ -583,85 +583,11 @@ def mirrored_joint_gltf(scale, rotation=None):
 
 
 def gmf_skinned_frames(path):
-    """The .gmf as Leadwerks reads it (research/gmf.md): blocks of tag,
-    nkids, size, payload, kids; MESH/NODE/BONE matrices row-vector,
-    translation in floats 12..14, local to the parent block (global = local
-    x parentGlobal); BONE = bind pose, ANIMATIONKEYS = one local matrix per
-    frame; BONEINDICE/BONEWEIGHT u8 x 4, weights out of 255.  Returns the
-    skinned vertex positions at every frame of animation 0 (frames sampled
-    at 30 per second)."""
-    with open(path, "rb") as f:
-        data = f.read()
-
-    def block(o):
-        tag, nk, size = struct.unpack_from("<3i", data, o)
-        o += 12
-        payload = data[o:o + size]
-        o += size
-        kids = []
-        for _ in range(nk):
-            k, o = block(o)
-            kids.append(k)
-        return (tag, payload, kids), o
-
-    def mul(a, b):
-        return [sum(a[r * 4 + k] * b[k * 4 + c] for k in range(4)) for r in range(4) for c in range(4)]
-
-    def point(p, m):
-        return [p[0] * m[c] + p[1] * m[4 + c] + p[2] * m[8 + c] + m[12 + c] for c in range(3)]
-
-    def inverse_flat(m):
-        return [x for row in inverse([m[r * 4:r * 4 + 4] for r in range(4)]) for x in row]
-
-    ident = [float(i % 5 == 0) for i in range(16)]
-    surfaces, bones = [], {}
-
-    def walk(b, parent, bone_bind, bone_frames):
-        tag, p, kids = b
-        if tag in (2, 3):
-            g = mul(list(struct.unpack_from("<16f", p)), parent)
-            for k in kids:
-                if k[0] == 10:
-                    arrays = {}
-                    for a in k[2]:
-                        if a[0] == 5:
-                            n, kind, typ, el = struct.unpack_from("<4i", a[1])
-                            f = "f" if typ == 8 else "B"
-                            v = struct.unpack_from("<%d%s" % (n * el, f), a[1], 16)
-                            arrays[kind] = [v[i * el:(i + 1) * el] for i in range(n)]
-                    surfaces.append((g, arrays))
-            for k in kids:
-                walk(k, g, None, None)
-        elif tag == 4:
-            m = list(struct.unpack_from("<16f", p))
-            bid = struct.unpack_from("<i", p, 64)[0]
-            bind = mul(m, bone_bind if bone_bind is not None else parent)
-            keys = [k for k in kids if k[0] == 8][0][1]
-            n = struct.unpack_from("<i", keys)[0]
-            frames = [mul(list(struct.unpack_from("<16f", keys, 4 + 64 * i)),
-                          bone_frames[i] if bone_frames is not None else parent) for i in range(n)]
-            bones[bid] = (bind, frames)
-            for k in kids:
-                walk(k, parent, bind, frames)
-
-    root, _ = block(0)
-    for k in root[2]:
-        walk(k, ident, None, None)
-    n = len(next(iter(bones.values()))[1])
-    out = []
-    for f in range(n):
-        pts = []
-        for g, arr in surfaces:
-            for v, ids, ws in zip(arr[1], arr[7], arr[8]):
-                acc = [0.0, 0.0, 0.0]
-                for b, w in zip(ids, ws):
-                    if w:
-                        bind, frames = bones[b]
-                        q = point(point(v, g), mul(inverse_flat(bind), frames[f]))
-                        acc = [x + w / 255 * y for x, y in zip(acc, q)]
-                pts.append(acc)
-        out.append(pts)
-    return out
+    """The skinned vertex positions of the .gmf at every frame of its
+    animation (frames sampled at 30 per second), in the file's own
+    left-handed axes, as gmf_play's loader places them."""
+    frames = gmf_points(path)
+    return [[[x, y, -z] for x, y, z in frames[f]] for f in sorted(frames)]
 
 
 class MirroredJoint(unittest.TestCase):
