@@ -1,9 +1,9 @@
-/* The remote tier's uploads (include/meshfs/remote.h; remote_client.h):
+/* The remote tier's uploads (include/meshfs/remote.h; tier.h):
  * one background thread takes the queue, then the owed list, one object
  * at a time (HEAD, then PUT if the server lacks it), so a conversion never
- * waits for the network.  What it cannot send now is owed (remote_owed.h)
+ * waits for the network.  What it cannot send now is owed (owed.h)
  * and sent on a later pass: once the uploads' back-off is over, or a read
- * finds the server answering again (remote.c, server_back), without a
+ * finds the server answering again (tier.c, server_back), without a
  * remount; and by mfs_remote_push from a cache no client runs on. */
 #include <curl/curl.h>
 #include <errno.h>
@@ -14,41 +14,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "remote_client.h"
-#include "remote_xfer.h"
+#include "tier.h"
+#include "xfer.h"
 
+/* The entry's bytes in the TRAILER form, as libcurl asks for them. */
 typedef struct source {
-    int fd;
-    uint64_t off, len;      /* the file's bytes to send */
-    uint8_t rec[MFS_CACHE_REC_LEN];
-    int add_rec;            /* the xattr form: the record follows */
+    mfs_cache_object o;
+    uint64_t off;
 } source;
 
 static size_t source_read(char *p, size_t sz, size_t nm, void *u)
 {
     source *s = u;
-    size_t n = sz * nm, done = 0;
-    if (s->off < s->len) {
-        size_t want = s->len - s->off < n ? (size_t)(s->len - s->off) : n;
-        int64_t got = mfs_cache_pread_full(s->fd, p, want, s->off);
-        if (got <= 0)
-            return CURL_READFUNC_ABORT;
-        s->off += (uint64_t)got;
-        return (size_t)got;
-    }
-    if (s->add_rec) {
-        uint64_t ro = s->off - s->len;
-        if (ro < sizeof s->rec) {
-            done = sizeof s->rec - ro < n ? sizeof s->rec - (size_t)ro : n;
-            memcpy(p, s->rec + ro, done);
-            s->off += done;
-        }
-    }
-    return done;
+    int64_t got = mfs_cache_object_read(&s->o, p, sz * nm, s->off);
+    if (got < 0)
+        return CURL_READFUNC_ABORT;
+    s->off += (uint64_t)got;
+    return (size_t)got;
 }
 
 /* Ends an upload within a second once the client stops (unmount, or a
@@ -80,39 +65,27 @@ static int upload(mfs_remote *r, const job *j, char *why, size_t wn)
         snprintf(why, wn, "read-only (the server refused an upload)");
         return UP_NEVER;
     }
-    char path[MFS_CACHE_PATH_MAX];
-    mfs_cache_key_path(&j->key, j->manifest ? 'm' : 'e', path);
-    int fd = openat(r->c->dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
+    source s = {.off = 0};
+    const char *bad = NULL;
+    int op = mfs_cache_object_open(r->c, &j->key, j->manifest ? 'm' : 'e', &s.o, &bad);
+    if (op == MFS_CACHE_OBJECT_ABSENT) {
         snprintf(why, wn, "no longer in the local cache (evicted)");
         return UP_GONE;
     }
-    mfs_cache_entry_info info;
-    const char *bad = NULL;
-    source s = {.fd = fd};
-    if (mfs_cache_entry_check(fd, &j->key, j->manifest ? 'm' : 'e', &info, &bad) != 1 ||
-        !mfs_rc_carried(info.kind, j->manifest)) {
-        close(fd); /* never failures, never a damaged entry */
+    if (op == MFS_CACHE_OBJECT_BAD) { /* never failures, never a damaged entry */
         snprintf(why, wn, "the local entry is %s", bad ? bad : "not one the remote tier carries");
         return UP_GONE;
     }
-    if (info.form == MFS_CACHE_FORM_XATTR) {
-        if (fgetxattr(fd, MFS_CACHE_XATTR, s.rec, sizeof s.rec) != (ssize_t)sizeof s.rec) {
-            close(fd);
-            snprintf(why, wn, "cannot read the local entry's record");
-            return UP_LATER;
-        }
-        s.len = info.length;
-        s.add_rec = 1;
-    } else {
-        s.len = info.size;
+    if (op != MFS_CACHE_OBJECT_OPEN) {
+        snprintf(why, wn, "cannot read the local entry's record");
+        return UP_LATER;
     }
     char url[4200];
     mfs_rc_object_url(r, &j->key, j->manifest, url, sizeof url);
     struct curl_slist *hdr;
     CURL *h = mfs_rc_easy(r, url, &hdr);
     if (!h) {
-        close(fd);
+        mfs_cache_object_close(&s.o);
         snprintf(why, wn, "out of memory");
         return UP_LATER;
     }
@@ -148,14 +121,14 @@ static int upload(mfs_remote *r, const job *j, char *why, size_t wn)
         curl_easy_cleanup(h);
         h = mfs_rc_easy(r, url, &hdr);
         if (!h) {
-            close(fd);
+            mfs_cache_object_close(&s.o);
             snprintf(why, wn, "out of memory");
             return UP_LATER;
         }
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(h, CURLOPT_READFUNCTION, source_read);
         curl_easy_setopt(h, CURLOPT_READDATA, &s);
-        curl_off_t total = (curl_off_t)(s.len + (s.add_rec ? sizeof s.rec : 0));
+        curl_off_t total = (curl_off_t)s.o.size;
         curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, total);
         /* streamed: a stalled upload ends after the data timeout of silence */
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -197,11 +170,11 @@ static int upload(mfs_remote *r, const job *j, char *why, size_t wn)
     snprintf(why, wn, "%s", d);
     curl_easy_cleanup(h);
     curl_slist_free_all(hdr);
-    close(fd);
+    mfs_cache_object_close(&s.o);
     return res;
 }
 
-/* ---- the owed list (remote_owed.h) ---- */
+/* ---- the owed list (owed.h) ---- */
 
 /* Keeps an upload that was not sent on the owed list, within its bound;
  * what does not fit, or cannot be written, is dropped, said once and

@@ -1,4 +1,4 @@
-/* One exchange of the remote tier, bounded in time and size (remote_xfer.h).
+/* One exchange of the remote tier, bounded in time and size (xfer.h).
  *
  * The answer's deadline needs the multi interface: curl_easy_perform only
  * has a timeout for the whole transfer (the data timeout, seconds, meant
@@ -7,7 +7,8 @@
 #include <errno.h>
 #include <time.h>
 
-#include "remote_xfer.h"
+#include "fileio.h"
+#include "xfer.h"
 
 /* Reservations grow by at least this much for a body of unknown length:
  * one lock and check per MiB, not per 16 KiB piece. */
@@ -72,7 +73,7 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *u)
     size_t n = sz * nm;
     if (x->fd < 0 || hold(x, x->n + n) < 0)
         return 0;
-    int e = mfs_cache_pwrite_full(x->fd, p, n, x->n);
+    int e = mfs_rio_pwrite_full(x->fd, p, n, x->n);
     if (e) {
         x->refused = MFS_RX_DISK;
         x->err = e;

@@ -1,15 +1,14 @@
 /* The remote tier (include/meshfs/remote.h; docs/cache.md, "Remote tier"):
- * setup, reads, and the helpers its upload half (remote_upload.c) shares.
+ * setup and reads; the upload half is upload.c.
  *
  * Connections: one curl share handle holds the connection cache, DNS and
  * TLS sessions for every easy handle, so reads from any FUSE thread and the
  * upload thread reuse kept-alive connections.  An easy handle per request
  * keeps the threads independent (libcurl forbids sharing one easy handle).
  *
- * Verification is the store's: the object lands in tmp/ under a temporary
- * name, mfs_cache_entry_check judges it exactly as a local entry, and only
- * then is its record moved into the xattr (the local form the store writes;
- * kept as a trailer where xattrs are refused) and the file renamed in. */
+ * Verification is the store's: the object lands in the cache's tmp/
+ * (mfs_cache_download_begin), and mfs_cache_download_adopt judges it
+ * exactly as a local entry before it is renamed in. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,12 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "remote_client.h"
-#include "remote_xfer.h"
+#include "tier.h"
+#include "xfer.h"
 
 
 static void share_lock(CURL *h, curl_lock_data d, curl_lock_access a, void *u)
@@ -51,34 +49,6 @@ static int answered(CURLcode cc)
 }
 
 
-/* The object in fd judged as a local entry would be; moves its record into
- * the xattr where the cache keeps records there.  NULL fine, else why not. */
-static const char *verify(mfs_remote *r, int fd, const mfs_cache_key *k, int manifest)
-{
-    mfs_cache_entry_info info;
-    const char *why = NULL;
-    int ok = mfs_cache_entry_check(fd, k, manifest ? 'm' : 'e', &info, &why);
-    if (ok != 1)
-        return why ? why : "unreadable";
-    if (info.form != MFS_CACHE_FORM_TRAILER)
-        return "not in the trailer form";
-    /* failures are each machine's own: never taken from elsewhere */
-    if (!mfs_rc_carried(info.kind, manifest))
-        return "a kind the remote tier does not carry";
-    if ((r->c->flags & MFS_CACHE_TRAILER_FORM) || atomic_load(&r->c->no_xattr))
-        return NULL;
-    uint8_t rec[MFS_CACHE_REC_LEN];
-    if (mfs_cache_pread_full(fd, rec, sizeof rec, info.length) != (int64_t)sizeof rec)
-        return "cannot read its record";
-    if (fsetxattr(fd, MFS_CACHE_XATTR, rec, sizeof rec, 0) == 0) {
-        if (ftruncate(fd, (off_t)info.length) < 0) {
-            fremovexattr(fd, MFS_CACHE_XATTR);
-            return "cannot truncate it";
-        }
-    }
-    return NULL;
-}
-
 /* The largest object a fetch accepts, and what sets it (for the log): a
  * manifest is read whole (MFS_CACHE_SMALL_MAX), a view is at most what a
  * conversion may write (the output cap), and nothing larger than the
@@ -89,9 +59,7 @@ static uint64_t object_limit(const mfs_remote *r, int manifest, const char **wha
     *what = manifest ? "the limit of a manifest" : "the output cap of a view";
     if (lim)
         lim += MFS_CACHE_REC_LEN;
-    pthread_mutex_lock(&r->c->mu);
-    uint64_t cap = r->c->max_size;
-    pthread_mutex_unlock(&r->c->mu);
+    uint64_t cap = mfs_cache_max_size(r->c);
     if (!lim || cap < lim) {
         lim = cap;
         *what = "the cache's cap";
@@ -118,9 +86,7 @@ static void refused(mfs_remote *r, const mfs_rx *x, int manifest)
                      lim);
         mfs_rc_once(r, &r->logged_huge, "GET", d, "a miss: converted locally (logged once)");
     } else if (x->refused == MFS_RX_NO_ROOM) {
-        pthread_mutex_lock(&r->c->mu);
-        uint64_t cap = r->c->max_size;
-        pthread_mutex_unlock(&r->c->mu);
+        uint64_t cap = mfs_cache_max_size(r->c);
         snprintf(d, sizeof d, "no room for an answer %s%" PRIu64 " bytes under the cache's cap (%"
                  PRIu64 " bytes) beside its entries and other downloads; %s",
                  x->declared ? "of " : "past ", x->declared ? x->declared : x->n, cap,
@@ -153,7 +119,7 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
     mfs_err err;
     mfs_err_clear(&err);
     char tmp[MFS_CACHE_PATH_MAX];
-    int fd = mfs_cache_tmp_create(r->c, tmp, &err);
+    int fd = mfs_cache_download_begin(r->c, tmp, &err);
     if (fd < 0)
         return 0; /* the local cache's trouble: the caller converts */
     const char *what;
@@ -191,8 +157,9 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
         mfs_rc_succeeded(r, &r->rd);
         server_back(r);
         STAT_ADD(r, bytes_down, x.n);
-        const char *why = verify(r, fd, k, manifest);
-        if (why) {
+        const char *why = NULL;
+        int ad = mfs_cache_download_adopt(r->c, fd, tmp, k, manifest ? 'm' : 'e', &kept, &why, &err);
+        if (ad == 0) {
             STAT_ADD(r, misses, 1);
             pthread_mutex_lock(&r->mu);
             int first = !r->logged_bad;
@@ -202,16 +169,9 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
                 mfs_rc_log(r, "remote cache: %s%s: bad object (%s); not served", r->name,
                      url + strlen(r->url), why);
             got = 2;
-        } else {
-            char final[MFS_CACHE_PATH_MAX];
-            mfs_cache_key_path(k, manifest ? 'm' : 'e', final);
-            struct stat st;
-            if (fstat(fd, &st) == 0 && mfs_cache_rename_into(r->c, tmp, final, &err) == 0) {
-                tmp[0] = '\0';
-                kept = (uint64_t)st.st_size;
-                STAT_ADD(r, hits, 1);
-                got = 1;
-            }
+        } else if (ad == 1) {
+            STAT_ADD(r, hits, 1);
+            got = 1;
         }
     } else if (x.refused == MFS_RX_OVER_LIMIT || x.refused == MFS_RX_NO_ROOM) {
         refused(r, &x, manifest);
@@ -237,9 +197,7 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
     curl_easy_cleanup(h);
     curl_slist_free_all(hdr);
 out:
-    close(fd);
-    if (tmp[0])
-        unlinkat(r->c->dirfd, tmp, 0);
+    mfs_cache_download_end(r->c, fd, tmp);
     mfs_rx_release(&x, kept); /* after the unlink: the cap never undercounts */
     return got;
 }
@@ -388,7 +346,7 @@ void mfs_remote_free(mfs_remote *r)
     free(r);
 }
 
-/* ---- leases (remote_lease.h): asked for only while this session may
+/* ---- leases (remote.h, "leases"): asked for only while this session may
  * upload and neither direction backs off (a lease promises an upload) ---- */
 
 mfs_lease_outcome mfs_remote_lease(mfs_remote *r, const mfs_cache_key *mk)

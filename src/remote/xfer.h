@@ -1,4 +1,4 @@
-/* One HTTP exchange of the remote tier (remote.c), held to the two bounds a
+/* One HTTP exchange of the remote tier (tier.c, upload.c, lease.c), held to the two bounds a
  * hostile or broken server must not be able to break (docs/security.md):
  *
  *  - its answer begins within the remote timeout of the request being
@@ -8,12 +8,12 @@
  *    there) and is counted against the cache's cap while it grows in tmp/
  *    (mfs_cache_reserve), so no number of downloads leaves the cache over
  *    its cap. */
-#ifndef MESHFS_CACHE_REMOTE_XFER_H
-#define MESHFS_CACHE_REMOTE_XFER_H
+#ifndef MESHFS_REMOTE_XFER_H
+#define MESHFS_REMOTE_XFER_H
 
 #include <curl/curl.h>
 
-#include "cache_int.h"
+#include "meshfs/cache.h"
 
 /* Why a download was stopped by us rather than by the server. */
 enum { MFS_RX_OK, MFS_RX_OVER_LIMIT, MFS_RX_NO_ROOM, MFS_RX_DISK };

@@ -1,4 +1,4 @@
-/* Leases on the remote tier (include/meshfs/remote_lease.h): WebDAV LOCK
+/* Leases on the remote tier (include/meshfs/remote.h, "leases"): WebDAV LOCK
  * and UNLOCK on a lease URL beside the objects, so that machines starting
  * together convert each model once.
  *
@@ -18,9 +18,9 @@
 #include <strings.h>
 #include <time.h>
 
-#include "cache_int.h"
-#include "remote_lease.h"
-#include "remote_xfer.h"
+#include "lease.h"
+#include "meshfs/cache.h"
+#include "xfer.h"
 
 #define TOKEN_MAX 256        /* a Coded-URL's length, at most */
 #define BODY_MAX (64 * 1024) /* a LOCK answer's body, at most */
@@ -51,7 +51,7 @@ struct mfs_lease {
 
 /* One exchange's answer, bounded. */
 typedef struct answer {
-    mfs_rx rx;           /* its answered flag and deadline (remote_xfer.h) */
+    mfs_rx rx;           /* its answered flag and deadline (xfer.h) */
     char token[TOKEN_MAX + 1];
     int token_seen, token_bad;
     char body[BODY_KEPT + 1];
@@ -115,7 +115,7 @@ static void lease_url(const mfs_lease *l, const mfs_cache_key *k, char *out, siz
     snprintf(out, n, "%s/v%d/lease/%s", l->cfg.url, MFS_CACHE_VERSION, hex);
 }
 
-/* The manifest object's URL: remote.c's object_url for a manifest. */
+/* The manifest object's URL: common.c's mfs_rc_object_url for a manifest. */
 static void manifest_url(const mfs_lease *l, const mfs_cache_key *k, char *out, size_t n)
 {
     char hex[33];

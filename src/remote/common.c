@@ -1,6 +1,6 @@
-/* The remote tier's shared helpers (remote_client.h): its log lines, the
+/* The remote tier's shared helpers (tier.h): its log lines, the
  * two directions' back-off, what an answer means, and the one way a
- * request is made (remote.c reads, remote_upload.c uploads). */
+ * request is made (tier.c reads, upload.c uploads). */
 #include <curl/curl.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "remote_client.h"
+#include "tier.h"
 
 void mfs_rc_log(mfs_remote *r, const char *fmt, ...)
 {
@@ -29,7 +29,7 @@ void mfs_rc_log(mfs_remote *r, const char *fmt, ...)
 void mfs_rc_failed(mfs_remote *r, backoff *d, const char *what, const char *detail,
                    unsigned at_least_s, int no_answer)
 {
-    MFS_CACHE_STAT_ADD(r->c, remote_errors, 1);
+    mfs_cache_stat_add(r->c, offsetof(mfs_cache_stats, remote_errors), 1);
     pthread_mutex_lock(&r->mu);
     r->st.errors++;
     if (mono_s() < d->until) {
@@ -111,7 +111,7 @@ void mfs_rc_once(mfs_remote *r, int *flag, const char *what, const char *d, cons
  * session stops trying, logged once; reads go on. */
 void mfs_rc_uploads_refused(mfs_remote *r, const char *what, const char *d)
 {
-    MFS_CACHE_STAT_ADD(r->c, remote_errors, 1);
+    mfs_cache_stat_add(r->c, offsetof(mfs_cache_stats, remote_errors), 1);
     pthread_mutex_lock(&r->mu);
     r->read_only = 1;
     r->st.errors++;
@@ -148,11 +148,4 @@ CURL *mfs_rc_easy(mfs_remote *r, const char *url, struct curl_slist **hdr)
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, *hdr);
     }
     return h;
-}
-
-/* Views, manifests and model entries (small views inside): never
- * failures, which are each machine's own. */
-int mfs_rc_carried(int kind, int manifest)
-{
-    return manifest ? kind == MFS_KIND_MANIFEST || kind == MFS_KIND_MODEL : kind == MFS_KIND_VIEW;
 }
