@@ -23,6 +23,7 @@
 #ifndef MESHFS_REMOTE_H
 #define MESHFS_REMOTE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "meshfs/cache.h"
@@ -126,6 +127,101 @@ int mfs_remote_check_url(const char *what, const char *url, mfs_err *err);
 /* url without the user:password@ of its authority, malloc'd (NULL: out of
  * memory): what log lines and messages show. */
 char *mfs_remote_public_name(const char *url);
+
+/* ==== the backend: where objects are kept ================================
+ * The tier above (what to fetch and upload, the owed list, pacing, leases,
+ * back-off; src/remote/tier.c, upload.c, lease.c) talks to its server only
+ * through this table, as ccache's storage/remote/ does; the libcurl
+ * HTTP/WebDAV backend (src/remote/http.c, mfs_remote_http_new) is the one
+ * the tools use, and the unit tests drive the tier through an in-memory
+ * one.  Names are relative to the server's root, '/'-separated:
+ * "v2/view/3f/<30 hex>", "v2/manifest/...", "v2/lease/<32 hex>".
+ *
+ * Every call fills an mfs_remote_result: a status, and the facts the tier
+ * logs and paces by.  A backend must be safe to call from several threads
+ * at once (reads come from any FUSE thread, uploads from the upload
+ * thread), and never calls back into the tier except through the sink or
+ * source it is handed. */
+
+typedef enum mfs_remote_status {
+    MFS_RB_OK,          /* get: the body went to the sink whole; head: the object is
+                           there; put: stored; lock: taken (token); unlock: freed */
+    MFS_RB_ABSENT,      /* no such object (HTTP 404, 410) */
+    MFS_RB_BUSY,        /* lock: another client holds it (423) */
+    MFS_RB_UNSUPPORTED, /* lock: the server takes no lock, or none from us
+                           (405, 501, 401, 403) */
+    MFS_RB_NO_FOLDER,   /* lock: the name's folder does not exist (409); a put
+                           of a file in it makes it */
+    MFS_RB_BAD_ANSWER,  /* lock: taken, but with no usable token (detail says) */
+    MFS_RB_TOO_LARGE,   /* put: the server takes no object this large (413) */
+    MFS_RB_REFUSED,     /* get, head, put: an answer asking again will not change
+                           (a redirect, a refused token, 405, another 4xx) */
+    MFS_RB_FAILED,      /* no answer (down, unreachable, late), or "not now"
+                           (5xx, 408, 429); lock, unlock: any other answer */
+    MFS_RB_STOPPED,     /* get: the sink stopped it; put: the source's stop */
+} mfs_remote_status;
+
+#define MFS_REMOTE_TOKEN_MAX 256 /* a lock token (a Coded-URL), bytes */
+
+typedef struct mfs_remote_result {
+    mfs_remote_status status;
+    long code;              /* the server's status code; 0: no answer */
+    int no_answer;          /* FAILED without any answer: down, unreachable, late */
+    int late;               /* no answer begun within the answer timeout */
+    int too_long;           /* lock, unlock: an answer body past its bound */
+    unsigned retry_after_s; /* FAILED: the server's Retry-After (0: none), at
+                               most the longest back-off (300 s) */
+    uint64_t bytes;         /* get: body bytes given to the sink */
+    char detail[512];       /* what happened, for a log line ("HTTP 403, the
+                               token was refused", "no answer within 150 ms
+                               (remote_timeout_ms)", ...) */
+    char brief[200];        /* the same, shorter ("HTTP 403", "no answer in
+                               time"): what lock, unlock and the lease folder's
+                               put say */
+    char token[MFS_REMOTE_TOKEN_MAX + 1]; /* lock OK: the lock's token */
+    unsigned lock_timeout_s; /* lock OK: how long the server keeps it (0: unsaid) */
+} mfs_remote_result;
+
+/* Where a get's body goes.  declared: a successful answer's length, before
+ * any body (not called when unknown); write: the body in order.  Each
+ * returns 0, or -1 to stop the transfer (status STOPPED). */
+typedef struct mfs_remote_sink {
+    int (*declared)(void *ctx, uint64_t len);
+    int (*write)(void *ctx, const void *p, size_t n);
+    void *ctx;
+} mfs_remote_sink;
+
+/* What a put sends: size bytes, read in order by read (the count, 0 at the
+ * end, -1 an error that ends the put as FAILED); stop (may be NULL) is
+ * asked about once a second and ends the put (STOPPED) when nonzero. */
+typedef struct mfs_remote_source {
+    uint64_t size;
+    int64_t (*read)(void *ctx, void *p, size_t n, uint64_t off);
+    int (*stop)(void *ctx);
+    void *ctx;
+} mfs_remote_source;
+
+typedef struct mfs_remote_backend {
+    void *ctx;
+    void (*get)(void *ctx, const char *name, const mfs_remote_sink *sink, mfs_remote_result *res);
+    void (*head)(void *ctx, const char *name, mfs_remote_result *res);
+    void (*put)(void *ctx, const char *name, const mfs_remote_source *src, mfs_remote_result *res);
+    /* An exclusive write lock on name for timeout_s (the server may keep it
+     * shorter or longer: res->lock_timeout_s). */
+    void (*lock)(void *ctx, const char *name, unsigned timeout_s, mfs_remote_result *res);
+    void (*unlock)(void *ctx, const char *name, const char *token, mfs_remote_result *res);
+    void (*free)(void *ctx);
+} mfs_remote_backend;
+
+/* The libcurl backend for cfg->url (checked: mfs_remote_check_url), with
+ * cfg's token and timeouts.  0, or -1 with err. */
+int mfs_remote_http_new(const mfs_remote_cfg *cfg, mfs_remote_backend *out, mfs_err *err);
+
+/* mfs_remote_new with a backend of the caller's (the tier owns it from
+ * here, and frees it with itself, failure included); cfg->url only names
+ * the server in log lines. */
+mfs_remote *mfs_remote_new_with(const mfs_remote_cfg *cfg, const mfs_remote_backend *be,
+                                mfs_cache *cache, mfs_err *err);
 
 /* ==== leases ==============================================================
  * One conversion per model per studio, even when machines start at the

@@ -1,7 +1,6 @@
 /* The remote tier's shared helpers (tier.h): its log lines, the
- * two directions' back-off, what an answer means, and the one way a
- * request is made (tier.c reads, upload.c uploads). */
-#include <curl/curl.h>
+ * two directions' back-off and the objects' names (tier.c reads,
+ * upload.c uploads). */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -61,40 +60,6 @@ void mfs_rc_succeeded(mfs_remote *r, backoff *d)
     pthread_mutex_unlock(&r->mu);
 }
 
-/* The server's Retry-After in seconds (0: none), at most the longest
- * back-off. */
-unsigned mfs_rc_retry_after(CURL *h)
-{
-    curl_off_t s = 0;
-    if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &s) != CURLE_OK || s <= 0)
-        return 0;
-    return s > BACKOFF_MAX_S ? BACKOFF_MAX_S : (unsigned)s;
-}
-
-/* What an answer that is not a success means, for a log line. */
-void mfs_rc_answer_text(mfs_remote *r, CURL *h, CURLcode cc, long code, char *out, size_t n)
-{
-    char *to = NULL, *loc = NULL;
-    if (cc != CURLE_OK && cc != CURLE_HTTP_RETURNED_ERROR)
-        snprintf(out, n, "%s", curl_easy_strerror(cc));
-    else if (code >= 300 && code < 400) {
-        if (curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &to) == CURLE_OK && to)
-            loc = mfs_remote_public_name(to); /* a relative Location has our userinfo */
-        snprintf(out, n, "HTTP %ld, a redirect to %s (not followed: give the final URL)", code,
-                 loc ? loc : "nowhere");
-        free(loc);
-    } else if (code == 401 || code == 403)
-        snprintf(out, n, "HTTP %ld, %s", code, r->auth ? "the token was refused" : "refused (no token)");
-    else if (code == 405)
-        snprintf(out, n, "HTTP 405, the method is not allowed there");
-    else if (code == 413)
-        snprintf(out, n, "HTTP 413, too large for the server");
-    else if (code == 429)
-        snprintf(out, n, "HTTP 429, too many requests");
-    else
-        snprintf(out, n, "HTTP %ld%s", code, code >= 500 ? ", server error" : "");
-}
-
 /* Logs once per session (*flag) that the server answered what with d. */
 void mfs_rc_once(mfs_remote *r, int *flag, const char *what, const char *d, const char *then)
 {
@@ -119,33 +84,11 @@ void mfs_rc_uploads_refused(mfs_remote *r, const char *what, const char *d)
     mfs_rc_once(r, &r->logged_ro, what, d, "read-only for this session");
 }
 
-void mfs_rc_object_url(const mfs_remote *r, const mfs_cache_key *k, int manifest, char *out,
-                       size_t n)
+void mfs_rc_object_name(const mfs_cache_key *k, int manifest, char *out, size_t n)
 {
     char hex[33];
     for (int i = 0; i < 16; i++)
         snprintf(hex + 2 * i, 3, "%02x", k->b[i]);
-    snprintf(out, n, "%s/v%d/%s/%.2s/%s", r->url, MFS_CACHE_VERSION,
-             manifest ? "manifest" : "view", hex, hex + 2);
-}
-
-CURL *mfs_rc_easy(mfs_remote *r, const char *url, struct curl_slist **hdr)
-{
-    CURL *h = curl_easy_init();
-    if (!h)
-        return NULL;
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_SHARE, r->share);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)r->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    *hdr = NULL;
-    if (r->auth) {
-        *hdr = curl_slist_append(NULL, r->auth);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, *hdr);
-    }
-    return h;
+    snprintf(out, n, "v%d/%s/%.2s/%s", MFS_CACHE_VERSION, manifest ? "manifest" : "view", hex,
+             hex + 2);
 }

@@ -5,18 +5,15 @@
 #ifndef MESHFS_REMOTE_LEASE_INT_H
 #define MESHFS_REMOTE_LEASE_INT_H
 
-#include <curl/curl.h>
-
 #include "meshfs/remote.h"
 
 typedef struct mfs_lease mfs_lease;
 
 typedef struct mfs_lease_cfg {
-    const char *url, *name;  /* the client's: outlive the leases */
-    const char *auth;        /* "Authorization: ..." or NULL */
-    unsigned timeout_ms, data_timeout_s;
+    const mfs_remote_backend *be; /* the client's: outlives the leases */
+    const char *name;             /* the server as log lines show it: too */
+    unsigned data_timeout_s;
     unsigned convert_timeout_s; /* 0: the default (60) */
-    CURLSH *share;
     void (*log)(void *ctx, const char *msg);
     void *log_ctx;
 } mfs_lease_cfg;

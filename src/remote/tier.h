@@ -6,14 +6,14 @@
  *   upload.c   the upload thread (HEAD, PUT), its queue and the owed
  *              list's passes, mfs_remote_push
  *
- * The local store is reached only through meshfs/cache.h.
+ * The server is reached only through the backend (r->be: meshfs/remote.h,
+ * "the backend"), the local store only through meshfs/cache.h.
  *
  * Everything under mu is guarded by it; the rest is set at mfs_remote_new
  * and read-only after. */
 #ifndef MESHFS_REMOTE_TIER_H
 #define MESHFS_REMOTE_TIER_H
 
-#include <curl/curl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,16 +54,13 @@ enum { UP_SENT, UP_GONE, UP_LATER, UP_NEVER };
 
 struct mfs_remote {
     mfs_cache *c;
-    char *url;   /* without a trailing '/' */
-    char *name;  /* url without user:password@: what log lines show */
-    char *auth;  /* "Authorization: Bearer ..." or NULL */
-    unsigned timeout_ms, data_timeout_s;
+    mfs_remote_backend be;
+    char *name;  /* the url without user:password@: what log lines show */
+    unsigned data_timeout_s;
     uint64_t view_max; /* the largest view a conversion may write; 0: none */
     int read_only;
     void (*log)(void *ctx, const char *msg);
     void *log_ctx;
-    CURLSH *share;
-    pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
 
     pthread_mutex_t mu; /* everything below */
     pthread_cond_t cv;
@@ -117,26 +114,17 @@ static inline int available(mfs_remote *r, const backoff *d)
     pthread_mutex_unlock(&r->mu);
     return ok;
 }
-/* The server is there but says "not now" (or failed): back off. */
-static inline int overloaded(long code)
-{
-    return code == 408 || code == 429 || code >= 500;
-}
-
 /* common.c: shared by both halves */
 __attribute__((format(printf, 2, 3))) void mfs_rc_log(mfs_remote *r, const char *fmt, ...);
 /* A failure in direction d: back off. */
 void mfs_rc_failed(mfs_remote *r, backoff *d, const char *what, const char *detail,
                    unsigned at_least_s, int no_answer);
 void mfs_rc_succeeded(mfs_remote *r, backoff *d);
-unsigned mfs_rc_retry_after(CURL *h);
-void mfs_rc_answer_text(mfs_remote *r, CURL *h, CURLcode cc, long code, char *out, size_t n);
 /* Logs once per session (*flag) that the server answered what with d. */
 void mfs_rc_once(mfs_remote *r, int *flag, const char *what, const char *d, const char *then);
 void mfs_rc_uploads_refused(mfs_remote *r, const char *what, const char *d);
-void mfs_rc_object_url(const mfs_remote *r, const mfs_cache_key *k, int manifest, char *out,
-                       size_t n);
-CURL *mfs_rc_easy(mfs_remote *r, const char *url, struct curl_slist **hdr);
+/* The object's name on the server, "v2/view/3f/<30 hex>" (or manifest). */
+void mfs_rc_object_name(const mfs_cache_key *k, int manifest, char *out, size_t n);
 
 /* upload.c: the upload thread, made on first use (none may exist
  * before the daemon detaches: fuse_daemonize forks); called with r->mu
