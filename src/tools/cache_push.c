@@ -11,7 +11,7 @@
 
 #include "cache_push.h"
 #include "meshfs/cache.h"
-#include "meshfs/cache_admin.h"
+#include "meshfs/cache.h"
 #include "meshfs/json.h"
 #include "meshfs/optvalue.h"
 #include "meshfs/remote.h"
