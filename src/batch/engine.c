@@ -533,7 +533,7 @@ int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
         mfs_remote_cfg rc = *cfg->remote;
         rc.view_max = cfg->limits.output; /* no view fetched is larger than one made here */
         rc.no_owed = b->private_dir;      /* removed at the end: nothing to owe from */
-        rc.convert_timeout_s = (unsigned)(cfg->limits.timeout_s + 0.999); /* a lease's wait (remote_lease.h) */
+        rc.convert_timeout_s = (unsigned)(cfg->limits.timeout_s + 0.999); /* a lease's wait (remote.h, "leases") */
         if (!(b->remote = mfs_remote_new(&rc, b->cache, err))) {
             mfs_batch_close(b);
             return -1;

@@ -20,7 +20,7 @@
 #include "memo.h"
 #include "meshfs/formats.h"
 #include "meshfs/inputs.h"
-#include "meshfs/remote_lease.h"
+#include "meshfs/remote.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
 #include "meshfs/timespec.h"
@@ -230,7 +230,7 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         int got = have == 0 && v->h.remote ? mfs_remote_fetch(v->h.remote, &mk, 1) : 0;
         bad |= got == 2;
         /* the server lacks the model: before converting it, a lease
-         * (remote_lease.h), so that machines starting together convert once */
+         * (remote.h, "leases"), so that machines starting together convert once */
         int absent = have == 0 && v->h.remote && got == 0;
         if (got == 1)
             have = mfs_cache_manifest_load(v->h.cache, &mk, &man, err);
