@@ -88,9 +88,31 @@ typedef struct mfs_ll mfs_ll;                 /* lowlevel.c: session, node table
 typedef struct mfs_dirreplies mfs_dirreplies; /* dirreply.c: replies built ahead */
 typedef struct mfs_listings mfs_listings;     /* listing.c: open listings, folder signatures */
 typedef struct mfs_pt mfs_pt;                 /* passthrough.c: backing ids by node */
-typedef struct mfs_files mfs_files;           /* ops.c: the open files' handles */
+typedef struct mfs_files mfs_files;           /* files.c: the open files' handles */
 typedef struct mfs_kviews mfs_kviews;         /* kview.c: what the kernel holds of views */
 typedef struct mfs_pins mfs_pins;             /* pins.c: entries evicted as soon as stored */
+
+/* What the mount asks of the session above it, given by the session at
+ * mfs_ll_setup (fs->session; NULL before and after), as the resolver's
+ * host interface is given to the resolver (meshfs/views.h): the mount's
+ * code calls down through it and never includes the session's headers. */
+typedef struct mfs_fs mfs_fs;
+typedef struct mfs_session_counts {
+    uint64_t listing_handles, listing_names;          /* listing.c */
+    uint64_t ahead_sent, ahead_dropped, ahead_waiting; /* dirreply.c */
+    uint64_t nodes, node_files, node_cap, nodes_offered, nodes_freed; /* nodes.c */
+} mfs_session_counts;
+typedef struct mfs_session_iface {
+    /* The view at path moves to a new kernel inode (its node `node`, or
+     * its name's now when 0), answering GETATTR with `kept` until the
+     * kernel forgets it: 1 if it moved now, 0 if it had already. */
+    int (*renew)(mfs_fs *fs, const char *path, uint64_t node, const struct stat *kept);
+    /* Whether node is still its name's (not moved off by renew). */
+    int (*node_current)(mfs_fs *fs, uint64_t node);
+    /* The session's counters and share text for the stats xattr. */
+    void (*counts)(mfs_fs *fs, mfs_session_counts *c);
+    int (*share_text)(mfs_fs *fs, char *buf, size_t n);
+} mfs_session_iface;
 
 /* One mount's state, owned here and passed to every function that needs
  * it; the session layer reaches it from the FUSE session's userdata
@@ -122,7 +144,7 @@ typedef struct mfs_pins mfs_pins;             /* pins.c: entries evicted as soon
  *      (an open decides after its resolution returned):
  *      - fs->moving (renew.c), held while an open decides (passthrough,
  *        kview) and while a view moves to a new node;
- *      - the open files' list lock (ops.c, fs->files), held while a
+ *      - the open files' list lock (files.c, fs->files), held while a
  *        reopen of a moved view copies a handle (open_moved): it takes
  *        passthrough's lock for the backing id and kview's;
  *      - a listing handle's lock (dirreply.c), held while a reply built
@@ -141,8 +163,9 @@ typedef struct mfs_pins mfs_pins;             /* pins.c: entries evicted as soon
  *
  * So a listing (readdir, and the attributes it sends) never waits for a
  * conversion: it takes only leaves, 4 and 5, and trylocks model locks. */
-typedef struct mfs_fs {
+struct mfs_fs {
     mfs_fs_config cfg;
+    const mfs_session_iface *session; /* the session above (mfs_ll_setup) */
     int rootfd;             /* SRC, O_PATH|O_DIRECTORY */
     dev_t src_dev;          /* SRC's device (mfs_src_ino) */
     mfs_spawner *spawner;   /* the workers: path, lifeline, model extensions */
@@ -175,7 +198,7 @@ typedef struct mfs_fs {
     mfs_kviews *kviews;       /* coherence.h */
     pthread_mutex_t moving;   /* renew.c: one view moved to a new inode at a time */
     pthread_mutex_t pkg_locks[MFS_PKG_STRIPES]; /* lgepkg.c: a package built once */
-} mfs_fs;
+};
 
 /* ---- dirmap.c: which names in a folder are views of which model ---- */
 

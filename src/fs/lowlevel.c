@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "dirreply.h"
+#include "files.h"
 #include "fs.h"
 #include "leasewait.h"
 #include "listing.h"
@@ -187,6 +188,29 @@ void mfs_ll_nodes_stats(mfs_fs *fs, mfs_nodes_stats *s)
         memset(s, 0, sizeof *s);
 }
 
+/* The session's counters in the stats xattr (mfs_session_iface.counts). */
+static void session_counts(mfs_fs *fs, mfs_session_counts *c)
+{
+    mfs_listing_counts(fs, &c->listing_handles, &c->listing_names);
+    mfs_dirreply_counts(fs, &c->ahead_sent, &c->ahead_dropped, &c->ahead_waiting);
+    mfs_nodes_stats ns;
+    mfs_ll_nodes_stats(fs, &ns);
+    c->nodes = ns.nodes;
+    c->node_files = ns.files;
+    c->node_cap = ns.cap;
+    c->nodes_offered = ns.offered;
+    c->nodes_freed = ns.freed;
+}
+
+/* What the mount asks of the session (fs.h): given at mfs_ll_setup, so the
+ * mount's code calls down through it and never up into this file. */
+static const mfs_session_iface session_iface = {
+    .renew = mfs_ll_renew,
+    .node_current = mfs_ll_node_current,
+    .counts = session_counts,
+    .share_text = mfs_ll_share_text,
+};
+
 /* The request's path in buf; replies with the error and returns -1 if it
  * has none. */
 static int path_of(fuse_req_t req, fuse_ino_t ino, char *buf)
@@ -201,7 +225,7 @@ static int path_of(fuse_req_t req, fuse_ino_t ino, char *buf)
 
 static void ll_init(void *userdata, struct fuse_conn_info *conn)
 {
-    mfs_ops_init(userdata, conn);
+    mfs_files_init(userdata, conn);
 }
 
 static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -266,7 +290,7 @@ static void do_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
      * asked again after the path's answer, which may be the new entry's if
      * the name moved meanwhile (renew.c moves the node first) */
     int rc = !fi && mfs_nodes_kept_attr(nodes, ino, &st) ? 0
-                                                         : mfs_ops_getattr(fs, path, &st, fi, pre);
+                                                         : mfs_files_getattr(fs, path, &st, fi, pre);
     if (rc == 0 && !fi)
         mfs_nodes_kept_attr(nodes, ino, &st);
     if (rc < 0)
@@ -298,7 +322,7 @@ static void open_reply(fuse_req_t req, fuse_ino_t ino, const char *path,
     mfs_fs *fs = FS(req);
     mfs_nodes_opened(fs->ll->nodes, ino, 1);
     if (fuse_reply_open(req, fi) != 0) {
-        mfs_ops_release(fs, fi); /* interrupted: no release will come */
+        mfs_files_release(fs, fi); /* interrupted: no release will come */
         mfs_nodes_opened(fs->ll->nodes, ino, -1);
     }
 }
@@ -337,7 +361,7 @@ static int open_again(mfs_leasewait_entry *e, int stopping)
         if (hand_back(w) == 0)
             return 0;
     }
-    if (rc == 0 && (rc = mfs_ops_open(fs, path, w->ino, w->retry, &w->fi)) == MFS_OPS_LEASED)
+    if (rc == 0 && (rc = mfs_files_open(fs, path, w->ino, w->retry, &w->fi)) == MFS_OPS_LEASED)
         return 1;
     open_reply(w->req, w->ino, path, &w->fi, rc);
     free(w);
@@ -367,7 +391,7 @@ static void open_run(fuse_req_t req, fuse_ino_t ino, int retry, struct fuse_file
         return;
     mfs_fs *fs = FS(req);
     uint32_t tid = (uint32_t)fuse_req_ctx(req)->pid;
-    int rc = mfs_ops_open(fs, path, ino, retry, fi);
+    int rc = mfs_files_open(fs, path, ino, retry, fi);
     /* its retry comes next (nodes.h); a retry's own ESTALE is the
      * caller's answer, and no retry follows it */
     if (rc == -ESTALE && !retry)
@@ -392,7 +416,7 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
     (void)ino;
     struct fuse_bufvec *bv = NULL;
-    int rc = mfs_ops_read_buf(FS(req), &bv, size, off, fi);
+    int rc = mfs_files_read_buf(FS(req), &bv, size, off, fi);
     if (rc < 0)
         fuse_reply_err(req, -rc);
     else
@@ -412,7 +436,7 @@ static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
     test_release_delay();
     mfs_fs *fs = FS(req);
-    mfs_ops_release(fs, fi);
+    mfs_files_release(fs, fi);
     mfs_nodes_opened(fs->ll->nodes, ino, -1);
     fuse_reply_err(req, 0);
 }
@@ -767,6 +791,7 @@ int mfs_ll_setup(mfs_fs *fs, size_t max_inodes, double entry_t, double attr_t, d
     if (!ll)
         return -1;
     fs->ll = ll;
+    fs->session = &session_iface;
     ll->entry_timeout = entry_t;
     ll->attr_timeout = attr_t;
     ll->negative_timeout = negative_t;
@@ -776,14 +801,14 @@ int mfs_ll_setup(mfs_fs *fs, size_t max_inodes, double entry_t, double attr_t, d
     fs->replies = mfs_dirreply_new(ll->nodes, entry_t, attr_t, wake_pruner);
     fs->listings = mfs_listing_new(entry_t < attr_t ? entry_t : attr_t);
     fs->pt = mfs_pt_new();
-    fs->files = mfs_ops_files_new();
+    fs->files = mfs_files_new();
     return ll->nodes && fs->replies && fs->listings && fs->pt && fs->files ? 0 : -1;
 }
 
 void mfs_ll_teardown(mfs_fs *fs)
 {
     mfs_ll *ll = fs->ll;
-    mfs_ops_files_free(fs->files); /* the last use of each: the mount is ending */
+    mfs_files_free(fs->files); /* the last use of each: the mount is ending */
     mfs_pt_free(fs->pt);
     mfs_listing_free(fs->listings);
     mfs_dirreply_free(fs->replies);
@@ -794,4 +819,5 @@ void mfs_ll_teardown(mfs_fs *fs)
     pthread_cond_destroy(&ll->pruner_cond);
     free(ll);
     fs->ll = NULL;
+    fs->session = NULL;
 }

@@ -28,6 +28,7 @@
 #include "meshfs/sandbox.h"
 #include "meshfs/version.h"
 #include "dirreply.h"
+#include "files.h"
 #include "listing.h"
 #include "lowlevel.h"
 #include "optsuggest.h"
@@ -617,7 +618,7 @@ static int run(struct fuse_args *args, mfs_fs *fs, const cli *c)
         fuse_loop_cfg_destroy(lc);
     }
     mfs_ll_stop(fs);
-    mfs_ops_close_all(fs);
+    mfs_files_close_all(fs);
     mfs_dirreply_close_all(fs); /* before the listings its handles hold */
     mfs_listing_close_all(fs);
 handlers:

@@ -15,7 +15,6 @@
 #include <stdatomic.h>
 
 #include "coherence.h"
-#include "lowlevel.h"
 
 /* fs->moving: one move at a time, and no open deciding while one happens.
  * The node moves before the record: a GETATTR of the old node that reads
@@ -26,7 +25,7 @@
 
 static int move(mfs_fs *fs, const char *path, uint64_t node, const struct stat *served)
 {
-    if (!mfs_ll_renew(fs, path, node, served))
+    if (!fs->session || !fs->session->renew(fs, path, node, served))
         return 0;
     mfs_kview_detach(fs->kviews, path);
     atomic_fetch_add(&fs->stats.views_renewed, 1);
@@ -36,7 +35,7 @@ static int move(mfs_fs *fs, const char *path, uint64_t node, const struct stat *
 int mfs_renew_open_begin(mfs_fs *fs, uint64_t node)
 {
     pthread_mutex_lock(&fs->moving);
-    if (mfs_ll_node_current(fs, node))
+    if (fs->session && fs->session->node_current(fs, node))
         return 0;
     pthread_mutex_unlock(&fs->moving);
     return -ESTALE;
