@@ -11,7 +11,7 @@
 
 #include "nodes.h"
 
-#include "fs.h"
+#include "../mount/mount.h"
 
 /* Before the session (fs->replies): the node table entries' lookups are
  * counted in, the kernel's cache times, and what to call when a reply gave

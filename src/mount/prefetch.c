@@ -12,8 +12,7 @@
 #include <xxhash.h>
 
 #include "meshfs/timespec.h"
-#include "lgepkg.h"
-#include "prefetch.h"
+#include "mount.h"
 
 #define MARKS 64
 /* How long after a listing a cold stat in the folder still counts as the
@@ -56,21 +55,9 @@ struct mfs_prefetch {
     atomic_int stop;
 };
 
-static _Thread_local int on_prefetch_thread;
-
 static unsigned mark_slot(const char *dir)
 {
     return (unsigned)(XXH3_64bits(dir, strlen(dir)) % MARKS);
-}
-
-int mfs_prefetch_on_this_thread(void)
-{
-    return on_prefetch_thread;
-}
-
-int mfs_prefetch_stopping(const mfs_fs *fs)
-{
-    return fs->prefetch && atomic_load(&fs->prefetch->stop);
 }
 
 unsigned mfs_prefetch_waiting(mfs_fs *fs)
@@ -185,7 +172,7 @@ static int prefetch_one(mfs_fs *fs, const item *it)
 static void *worker(void *arg)
 {
     mfs_prefetch *pf = arg;
-    on_prefetch_thread = 1;
+    mfs_fs_slots_background(&pf->stop);
     pthread_mutex_lock(&pf->mu);
     for (;;) {
         while (!atomic_load(&pf->stop) && pf->n == 0)
@@ -216,7 +203,7 @@ static void *worker(void *arg)
 static void *reporter(void *arg)
 {
     mfs_prefetch *pf = arg;
-    on_prefetch_thread = 1;
+    mfs_fs_slots_background(&pf->stop);
     pthread_mutex_lock(&pf->mu);
     while (!atomic_load(&pf->stop)) {
         if (!pf->fills) {

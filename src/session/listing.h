@@ -7,7 +7,7 @@
 #include <fuse.h>
 #include <stdint.h>
 
-#include "fs.h"
+#include "../mount/mount.h"
 
 /* The listings' state of one mount (fs->listings), made before the
  * session.  keep_s: how long the kernel may keep a folder's listing after

@@ -9,7 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fs.h"
+#include "../mount/mount.h"
+#include "names.h"
 
 /* Characters that end a path in a message ("a/b.obj: ...", "'x'"). */
 static int ends_path(char c)

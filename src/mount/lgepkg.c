@@ -1,4 +1,4 @@
-/* game_resources.lgepkg in the mount (src/fs/lgepkg.h).
+/* game_resources.lgepkg in the mount (src/mount/mount.h).
  *
  * Resolving a package resolves its models' views, which may mean converting
  * them; one worker per model, up to convert_jobs at once, so a cold folder
@@ -20,7 +20,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "lgepkg.h"
+#include "mount.h"
 #include "meshfs/storerr.h"
 #include "meshfs/timespec.h"
 

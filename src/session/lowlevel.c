@@ -25,39 +25,17 @@
 
 #include "dirreply.h"
 #include "files.h"
-#include "fs.h"
+#include "../mount/mount.h"
 #include "leasewait.h"
 #include "listing.h"
 #include "lowlevel.h"
 #include "nodes.h"
-#include "ops.h"
 #include "passthrough.h"
 #include "share.h"
-
-/* The session's state, one per mount (fs->ll); every request reaches it
- * through the session's userdata, the mount's mfs_fs. */
-struct mfs_ll {
-    mfs_nodes *nodes;
-    struct fuse_session *session; /* from mfs_ll_start to mfs_ll_stop */
-    double entry_timeout, attr_timeout, negative_timeout;
-    pthread_t pruner;
-    int pruner_running, pruner_stop, pruner_wake; /* under pruner_lock */
-    pthread_mutex_t pruner_lock;
-    pthread_cond_t pruner_cond;
-    /* LOOKUPs, GETATTRs and OPENs begun: each may tell the kernel a view's
-     * attributes, or record what it holds (kview.c), which a listing reply
-     * filled before it must not then overwrite (dirreply.c). */
-    atomic_uint_least64_t tells;
-};
 
 static mfs_fs *FS(fuse_req_t req)
 {
     return fuse_req_userdata(req);
-}
-
-uint64_t mfs_ll_tells(mfs_fs *fs)
-{
-    return atomic_load(&fs->ll->tells);
 }
 
 static void wake_pruner(mfs_fs *fs)
@@ -152,40 +130,6 @@ int mfs_ll_share_text(mfs_fs *fs, char *buf, size_t n)
                     fs->share ? mfs_share_cap(fs->share) : 0,
                     (unsigned long long)(fs->share ? mfs_share_queued(fs->share) : 0),
                     (unsigned long long)waits, waiting);
-}
-
-int mfs_ll_session_fd(mfs_fs *fs)
-{
-    return fs->ll && fs->ll->session ? fuse_session_fd(fs->ll->session) : -1;
-}
-
-int mfs_ll_renew(mfs_fs *fs, const char *path, uint64_t node, const struct stat *kept)
-{
-    mfs_nodes *nodes = fs->ll ? fs->ll->nodes : NULL;
-    if (!nodes)
-        return 0;
-    if (!node)
-        node = mfs_nodes_find(nodes, path);
-    return node && mfs_nodes_detach(nodes, node, kept) == 1;
-}
-
-int mfs_ll_node_current(mfs_fs *fs, uint64_t node)
-{
-    return fs->ll && fs->ll->nodes && !mfs_nodes_is_detached(fs->ll->nodes, node);
-}
-
-void mfs_ll_invalidate_node(mfs_fs *fs, uint64_t node)
-{
-    if (fs->ll && fs->ll->session)
-        fuse_lowlevel_notify_inval_inode(fs->ll->session, node, 0, 0);
-}
-
-void mfs_ll_nodes_stats(mfs_fs *fs, mfs_nodes_stats *s)
-{
-    if (fs->ll && fs->ll->nodes)
-        mfs_nodes_get_stats(fs->ll->nodes, s);
-    else
-        memset(s, 0, sizeof *s);
 }
 
 /* The session's counters in the stats xattr (mfs_session_iface.counts). */

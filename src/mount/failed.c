@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coherence.h"
+#include "../coherence/coherence.h"
 
 typedef struct found_model {
     char *model, *base;

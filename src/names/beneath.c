@@ -22,7 +22,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fs.h"
+#include "../mount/mount.h"
+#include "names.h"
 
 /* openat2's refusal of every link, without openat2. */
 static int walk_open(int rootfd, const char *rel, int flags)

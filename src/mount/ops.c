@@ -13,14 +13,11 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "coherence.h"
-#include "fs.h"
-#include "lgepkg.h"
+#include "../coherence/coherence.h"
+#include "mount.h"
 #include "meshfs/naming.h"
 #include "meshfs/remote_lease.h"
 #include "meshfs/settings.h"
-#include "ops.h"
-#include "prefetch.h"
 
 #define XATTR_ERROR "user.meshfs.error"
 #define XATTR_WARNING "user.meshfs.warning"

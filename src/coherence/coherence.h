@@ -2,13 +2,13 @@
  * sources change, limits change, or the cache cannot hold what it should
  * (docs/coherence.md).  Their state is the mount's: kview.c's records
  * (fs->kviews), pins.c's pins (fs->pins). */
-#ifndef MESHFS_FS_COHERENCE_H
-#define MESHFS_FS_COHERENCE_H
+#ifndef MESHFS_COHERENCE_H
+#define MESHFS_COHERENCE_H
 
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "fs.h"
+#include "../mount/mount.h"
 
 /* ---- kview.c: what the kernel holds about each view ----
  *
@@ -175,20 +175,5 @@ int mfs_mount_point_check(const char *src_real, const char *mnt, mfs_err *err);
  * SRC of the meshfs mount this one goes over, or "" if none. */
 int mfs_mount_point_live(const char *src_real, const char *mnt, int stack, char *under,
                          size_t n, mfs_err *err);
-
-/* ---- failed.c: failed views under -o hide_failed, and on the model ---- */
-
-/* models.c: 1 if the view is known to have failed, from what is known
- * without converting, hashing or waiting (mfs_views_known: FAILED_MODEL). */
-int mfs_view_known_failed(mfs_fs *fs, const char *dir, const mfs_view_ref *ref);
-/* models.c: the formats whose views of the view's model are known not to
- * be there (no mesh, or left out by formats =), so they are not listed
- * (mfs_views_known_hidden: from the memo alone). */
-unsigned mfs_view_known_hidden(mfs_fs *fs, const char *dir, const mfs_view_ref *ref);
-
-/* The model file at SRC-relative path r: its views' failures, one line
- * "<view name>: <reason>" each (user.meshfs.error on the model).  Resolves
- * (converts) what is not known.  Length, 0 if none failed, -errno. */
-int mfs_model_errors(mfs_fs *fs, const char *r, char *out, size_t n);
 
 #endif

@@ -35,9 +35,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fs.h"
+#include "../mount/mount.h"
 #include "passthrough.h"
-#include "lowlevel.h"
+#include "llstate.h"
 
 /* linux/fuse.h of Debian 12's kernel headers predates passthrough */
 struct pt_backing_map {

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coherence.h"
-#include "fs.h"
+#include "../coherence/coherence.h"
+#include "mount.h"
 #include "meshfs/explain.h"
 #include "meshfs/storerr.h"
 

@@ -15,12 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coherence.h"
+#include "../coherence/coherence.h"
 #include "files.h"
-#include "fs.h"
+#include "../mount/mount.h"
 #include "held.h"
-#include "lowlevel.h"
-#include "ops.h"
+#include "llstate.h"
 #include "passthrough.h"
 
 typedef struct handle {

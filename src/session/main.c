@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "coherence.h"
-#include "fs.h"
+#include "../coherence/coherence.h"
+#include "../mount/mount.h"
 #include "meshfs/optvalue.h"
 #include "meshfs/remote.h"
 #include "meshfs/lgepkg.h"
@@ -32,9 +32,7 @@
 #include "listing.h"
 #include "lowlevel.h"
 #include "optsuggest.h"
-#include "ops.h"
 #include "passthrough.h"
-#include "prefetch.h"
 #include "unmount_guard.h"
 
 typedef struct cli {

@@ -14,9 +14,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "coherence.h"
-#include "fs.h"
-#include "prefetch.h"
+#include "../coherence/coherence.h"
+#include "mount.h"
 #include "meshfs/convstore.h"
 #include "meshfs/storerr.h"
 #include "meshfs/keyopts.h"
@@ -34,7 +33,7 @@ void mfs_fs_import_options(const mfs_fs *fs, char *buf, size_t n)
     mfs_keyopts_import(&fs->cfg.opts, buf, n);
 }
 
-/* A slot of convert_jobs.  A prefetch (prefetch.h) lets requests someone
+/* A slot of convert_jobs.  A prefetch (prefetch.c) lets requests someone
  * waits for go first, but for 10 s of yielding at most, counted from the
  * first time it finds one waiting (not from when it began to wait: a
  * prefetch queued behind long conversions would otherwise yield for no
@@ -117,9 +116,20 @@ static void coming_served(mfs_fs *fs, uint64_t key)
             fs->jobs_fg_coming[i].model = 0, fs->jobs_fg_coming[i].n = 0;
 }
 
+/* Set on the prefetcher's threads (mfs_fs_slots_background): its stop
+ * flag, so the slot gate lets foreground requests go first and gives up
+ * when the prefetcher stops.  Per thread; prefetch.c tells it here, so
+ * this file never calls up into prefetch.c. */
+static _Thread_local const atomic_int *bg_stop;
+
+void mfs_fs_slots_background(const atomic_int *stop)
+{
+    bg_stop = stop;
+}
+
 static int job_slot_take(mfs_fs *fs, const char *relpath)
 {
-    int bg = mfs_prefetch_on_this_thread();
+    int bg = bg_stop != NULL;
     uint64_t key = model_key(relpath);
     struct timespec yield_until = {0, 0};
     int yielding = bg, timed = 0;
@@ -127,7 +137,7 @@ static int job_slot_take(mfs_fs *fs, const char *relpath)
     if (!bg)
         fg_arrived(fs); /* from coming to waiting, in one step */
     fs->jobs_fg_waiting += !bg;
-    while (!(bg && mfs_prefetch_stopping(fs)) &&
+    while (!(bg && atomic_load(bg_stop)) &&
            (fs->jobs_running >= fs->cfg.convert_jobs ||
             (yielding && (fs->jobs_fg_waiting || others_coming(fs, key))))) {
         if (yielding && (fs->jobs_fg_waiting || others_coming(fs, key)) && !timed) {
@@ -141,7 +151,7 @@ static int job_slot_take(mfs_fs *fs, const char *relpath)
             yielding = 0;
     }
     fs->jobs_fg_waiting -= !bg;
-    int rc = bg && mfs_prefetch_stopping(fs) ? -1 : 0;
+    int rc = bg && atomic_load(bg_stop) ? -1 : 0;
     fs->jobs_running += rc == 0;
     if (rc == 0 && bg)
         coming_served(fs, key);

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "fs.h"
+#include "../mount/mount.h"
 #include "meshfs/err.h"
 
 struct fuse_conn_info;

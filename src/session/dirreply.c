@@ -33,12 +33,11 @@
 
 #include "meshfs/timespec.h"
 #include "dirreply.h"
-#include "fs.h"
+#include "../mount/mount.h"
 #include "held.h"
-#include "coherence.h"
+#include "../coherence/coherence.h"
 #include "listing.h"
-#include "lowlevel.h"
-#include "ops.h"
+#include "llstate.h"
 
 /* A streaming lister asks for the next reply within a millisecond; one
  * that pauses longer gets it built afresh. */

@@ -4,8 +4,8 @@
  * `meshfs-inspect --check` fails it; a folder whose every model failed
  * shows none instead.  Only what is known without converting counts, so a
  * cold folder still lists its package (its first stat resolves it). */
-#include "coherence.h"
-#include "lgepkg.h"
+#include "../coherence/coherence.h"
+#include "mount.h"
 
 int mfs_lgepkg_known_empty(mfs_fs *fs, const char *dir, const mfs_dirtab *t)
 {

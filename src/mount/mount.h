@@ -1,13 +1,27 @@
-/* Internal to the mount daemon (src/fs/): the state one mount shares
- * between FUSE threads.  See docs/architecture.md for the path of a read(). */
-#ifndef MESHFS_FS_H
-#define MESHFS_FS_H
+/* The mount (src/mount/): one mount's state, and what maps an
+ * SRC-relative path to attributes, a handle, a listing's views or an
+ * errno.  This is the folder's whole face.  The session above it
+ * (src/session/) is the only code that speaks libfuse; nothing here names
+ * a libfuse type.  The mount's state (mfs_fs) is defined here, with the
+ * lock order of every mutex the daemon takes; names/ and coherence/ below
+ * take it as an argument.  See docs/architecture.md for the path of a
+ * read().
+ *
+ * Errors: the functions the session calls (ops.c's mfs_ops_*, and the
+ * package's and listings' calls below) answer 0 (or a length) or -errno:
+ * the one place -errno crosses a boundary (include/meshfs/err.h).  The
+ * rest answer as each says: -1 with an mfs_err, or an outcome. */
+#ifndef MESHFS_MOUNT_H
+#define MESHFS_MOUNT_H
 
+#include <limits.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 
 #include "meshfs/cache.h"
@@ -18,6 +32,8 @@
 #include "meshfs/log.h"
 #include "meshfs/spawner.h"
 #include "meshfs/views.h"
+#include "meshfs/lgepkg.h"
+#include "../names/names.h"
 
 typedef struct mfs_fs_config {
     char *src;              /* absolute path of SRC */
@@ -77,7 +93,6 @@ typedef struct mfs_fs_stats {
                                                      the cache could make (pins.c) */
 } mfs_fs_stats;
 
-typedef struct mfs_dirmaps mfs_dirmaps;
 typedef struct mfs_prefetch mfs_prefetch;
 typedef struct mfs_share mfs_share;
 typedef struct mfs_leasewait mfs_leasewait;
@@ -200,136 +215,6 @@ struct mfs_fs {
     pthread_mutex_t pkg_locks[MFS_PKG_STRIPES]; /* lgepkg.c: a package built once */
 };
 
-/* ---- dirmap.c: which names in a folder are views of which model ---- */
-
-typedef struct mfs_view_ref {
-    char *model;            /* model file name in the folder */
-    char *base;             /* view base name: "car" or "car.fbx" */
-    int format;             /* mfs_format */
-    struct stat dir_st;     /* the folder's, as the lookup found it (the
-                               memo takes it as given: mfs_view_given) */
-} mfs_view_ref;
-
-mfs_dirmaps *mfs_dirmaps_new(void);
-void mfs_dirmaps_free(mfs_dirmaps *d);
-/* Tables and their weight (entries plus models) held now, and tables
- * evicted for the cap (a weight of 8 x memo_size, least recently used
- * folder out first). */
-void mfs_dirmaps_stats(mfs_dirmaps *d, uint64_t *tables, uint64_t *names, uint64_t *evictions);
-
-/* If `name` in folder `dir` (relative, "" for the root) is a view, fills ref
- * (model is a malloc'd copy) and returns 1; 0 if not; -errno on error. */
-int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref);
-
-/* Stable inode numbers: a source entry keeps its own, a view gets a hash of
- * (device, model inode, where, format) with the top bit set.  where is
- * mfs_view_where(folder, view base), or 0 for a folder's package: hard links
- * to one model under two names or in two folders are one inode, but their
- * views are different files (their .fmi and .fmd name the model). */
-uint64_t mfs_view_ino(dev_t dev, ino_t ino, uint64_t where, int format);
-uint64_t mfs_view_where(const char *dir, const char *base);
-/* The inode number the kernel is told for a source entry: its own on SRC's
- * device; on another file system mounted inside SRC (all share the mount's
- * one st_dev) a hash of (device, inode) with bit 62 set and the top bit
- * clear, so two such file systems' small inode numbers do not make two
- * files one to tar, cp -a, du or find. */
-uint64_t mfs_src_ino(const mfs_fs *fs, dev_t dev, ino_t ino);
-
-/* With lowercase_names: the real name of the entry folder `dir` shows as
- * `shown`, into out; 1 if found, 0 if `shown` is no shown entry (a view,
- * or nothing), -ENOENT if entries of different owners have that lowercase
- * name (it reaches none of them), -errno.  Without lowercase_names
- * always 0. */
-int mfs_dirmap_real_name(mfs_fs *fs, const char *dir, const char *shown, char *out, size_t n);
-/* With lowercase_names: why entries of folder `dir` are not shown, a line
- * each (its user.meshfs.error), into out as getxattr answers: the length
- * (without the NUL; out may be NULL when n is 0), -ENODATA if every entry
- * is shown, -ERANGE if n is too small, -errno. */
-int mfs_dirmap_hidden(mfs_fs *fs, const char *dir, char *out, size_t n);
-
-/* A model with views, as the folder's table names it. */
-typedef struct mfs_dir_model {
-    const char *model;      /* real file name in the folder */
-    const char *base;       /* view base (views are base.<fmt>) */
-    size_t entry;           /* the model file's index among the entries */
-    ino_t ino;              /* the model file's, as the folder said */
-} mfs_dir_model;
-
-/* A folder's table: its entries and its models with views, as one read of
- * it found them.  Immutable and shared: holders take a reference and drop
- * it with mfs_dirtab_put; it lives until the last one does, even after a
- * newer table replaced it.  A listing holds one for its whole length. */
-typedef struct mfs_dirtab mfs_dirtab;
-
-/* The current table of folder `dir` (relative, "" for the root), read again
- * if the folder's mtime or ctime moved; with fresh, also if it was built
- * before the folder's times settled (mfs_input_times_settled, inputs.h), unless the
- * caller waited for that very build.  0 or -errno. */
-int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out);
-/* The same, with the folder's stat it was checked against into *st. */
-int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out, struct stat *st);
-void mfs_dirtab_put(mfs_dirtab *t);
-
-/* Every model of the table that has views, in byte order of base (the same
- * list and order meshfs-convert uses); borrowed from t. */
-const mfs_dir_model *mfs_dirtab_models(const mfs_dirtab *t, size_t *n);
-/* The model whose file is named `model`, or NULL. */
-const mfs_dir_model *mfs_dirtab_model(const mfs_dirtab *t, const char *model);
-/* Copies of dm's model and base into *model and *base (both set or both
- * NULL).  1, or -ENOMEM. */
-int mfs_dir_model_copy(const mfs_dir_model *dm, char **model, char **base);
-/* The index of the entry of that real name, or -1. */
-ssize_t mfs_dirtab_entry(const mfs_dirtab *t, const char *name);
-
-/* One name of a folder as the mount lists it. */
-typedef struct mfs_dir_item {
-    const char *name;       /* borrowed from the table or the caller's buf */
-    const char *real;       /* an entry's real name (lowercase_names) */
-    ino_t ino;
-    mode_t mode;            /* the type bits */
-    int is_view;
-    size_t model;           /* a view's model: index into the models */
-    mfs_view_ref view;      /* is_view: borrowed from the table */
-} mfs_dir_item;
-
-/* Items 0 .. count-1 are the folder's entries (sorted by name), then each
- * model's views (models by base, formats by name), then the package.
- * mfs_dirtab_item fills item i and returns 1, or 0 if it is not shown (a
- * model file under hide_sources, an entry lowercase_names hides). */
-size_t mfs_dirtab_count(const mfs_dirtab *t);
-/* The folder's entries: items 0 .. entries-1. */
-size_t mfs_dirtab_entries(const mfs_dirtab *t);
-int mfs_dirtab_item(const mfs_fs *fs, const mfs_dirtab *t, size_t i, char *buf, size_t bufsz,
-                    mfs_dir_item *out);
-
-/* ---- casemap.c: shown paths to real ones (-o lowercase_names) ---- */
-
-/* The SRC-relative real path of a shown path (no leading '/'; "" is SRC
- * itself), translated component by component through each folder's table.
- * Returns 0, or -ENOENT when a component is not a shown name (a name with
- * a capital letter, a folder hidden by a lowercase collision), -errno.  A
- * last component that is no shown entry is kept as given: it may be a
- * view.  Without lowercase_names the path is copied unchanged. */
-int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n);
-
-/* The shown form of a real SRC-relative path: lowercased in place with
- * lowercase_names (the .fmi model= path must be what FGE will open). */
-void mfs_casemap_fold(const mfs_fs *fs, char *path);
-
-/* The owners the naming rule asks for (mfs_name_owner_fn): ctx is one of
- * these, e the entries of folder dir as handed to mfs_names_plan. */
-struct mfs_name_entry;
-struct mfs_names;
-typedef struct mfs_casemap_owners {
-    const mfs_fs *fs;
-    const char *dir;
-    const struct mfs_name_entry *e;
-} mfs_casemap_owners;
-int mfs_casemap_owner(void *ctx, size_t entry, unsigned long *uid);
-/* The plan's CASE and OWNERS notes, a line each, once each (malloc'd), or
- * NULL: none (errno 0) or out of memory (errno ENOMEM). */
-char *mfs_casemap_hidden_text(const struct mfs_names *p);
-
 /* ---- models.c: the resolver's host, and the fs layer's calls into it ----
  *
  * A view's bytes are resolved by the cache layer's resolver
@@ -381,63 +266,6 @@ int mfs_view_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_view_ref 
 void mfs_view_stat(const struct stat *mst, const mfs_view_info *vi, uint64_t where, int format,
                    struct stat *st);
 
-/* dir "/" name into out, or name alone when dir is "" (SRC itself): its
- * length, or -1 with out empty when it does not fit in n.  Not snprintf:
- * a cold folder's first listing joins a path or two for each model, and
- * formatting them was 7% of the daemon's time there. */
-static inline int mfs_join(char *out, size_t n, const char *dir, const char *name)
-{
-    size_t dl = strlen(dir), nl = strlen(name), len = dl ? dl + 1 + nl : nl;
-    if (len >= n) {
-        if (n)
-            out[0] = '\0';
-        return -1;
-    }
-    if (dl) {
-        memcpy(out, dir, dl);
-        out[dl] = '/';
-        dl++;
-    }
-    memcpy(out + dl, name, nl + 1);
-    return (int)len;
-}
-
-/* ---- beneath.c: every path under SRC (docs/security.md, S2) ---- */
-
-/* A path as the kernel gives it (relative to SRC, "" or "." for SRC):
- * resolved beneath SRC with no symbolic link followed anywhere, the last
- * component included (O_NOFOLLOW is implied).  -1 with errno (ELOOP: a
- * link on the way, EXDEV: ".." out of SRC). */
-int mfs_beneath_open(const mfs_fs *fs, const char *rel, int flags);
-/* lstat of such a path; 0 or -1 with errno. */
-int mfs_beneath_stat(const mfs_fs *fs, const char *rel, struct stat *st);
-/* Between these, on this thread, mfs_beneath_stat of a name directly in
- * dir costs one fstatat on dir's descriptor (opened beneath SRC at begin)
- * instead of a resolution from SRC: a listing stats every name of its
- * folder.  Same answers; paths elsewhere as usual. */
-void mfs_beneath_walk_begin(const mfs_fs *fs, const char *dir);
-void mfs_beneath_walk_end(void);
-/* readlink of such a path (no NUL added); length or -1 with errno. */
-ssize_t mfs_beneath_readlink(const mfs_fs *fs, const char *rel, char *buf, size_t n);
-
-/* A dependency's path (mfs_dep.path): resolved as the worker resolved it,
- * beneath SRC, following links that stay beneath. */
-int mfs_beneath_open_dep(const mfs_fs *fs, const char *rel, int flags);
-int mfs_beneath_stat_dep(const mfs_fs *fs, const char *rel, struct stat *st);
-/* The SRC-relative path with no links in it that a dependency path leads
- * to, into out.  0 or -errno. */
-int mfs_beneath_dep_real(const mfs_fs *fs, const char *rel, char *out, size_t n);
-/* The content hash of the regular file at such a kernel path (through the
- * cache's stat index, so an unchanged file is not read); st receives its
- * stat.  0, or -1 with err and errno set. */
-int mfs_beneath_hash(mfs_fs *fs, const char *rel, struct stat *st, uint8_t hash[16], mfs_err *err);
-
-/* ---- errtext.c: reasons and log lines as users see them ---- */
-
-/* in with SRC's absolute path made relative, and the cache directory (with
- * the names inside it) and the worker's location left out. */
-void mfs_fs_errtext(const mfs_fs *fs, const char *in, char *out, size_t n);
-
 /* ---- convert.c: run a worker for a model and file its outputs ---- */
 
 /* The resolver's converter (mfs_view_converter): converts relpath for
@@ -457,22 +285,213 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
 void mfs_fs_fg_coming(mfs_fs *fs, const char *dir, const char *model);
 void mfs_fs_fg_done(mfs_fs *fs);
 
+/* The calling thread is one of the prefetcher's, which stops when *stop
+ * is set: its conversions let foreground requests take the slots first,
+ * and one not started when the prefetcher stops is not started. */
+void mfs_fs_slots_background(const atomic_int *stop);
+
 /* Option text for a format's cache key (fmi_model: the .fmi model= path),
  * and for the manifest. */
 void mfs_fs_format_options(const mfs_fs *fs, int format, const char *fmi_model, char *buf,
                            size_t n);
 void mfs_fs_import_options(const mfs_fs *fs, char *buf, size_t n);
 
-/* errtext.c: a line for the log (meshfs/log.h: stderr in the foreground,
- * else syslog), its text as mfs_fs_errtext shows it.  mfs_fs_log writes at
- * warning level: a model or view failed, or something to fix. */
-void mfs_fs_log(mfs_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void mfs_fs_log_at(mfs_fs *fs, mfs_log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* Test builds only: sleeps the milliseconds the environment variable `var`
  * gives (MESHFS_TEST_RELEASE_DELAY_MS, _FG_DELAY_MS, _OPEN_DELAY_MS; each
  * named where it is used); does nothing in other builds. */
 void mfs_test_delay(const char *var);
+
+
+/* ==== failed.c and models.c: failed and hidden views, known without work ==== */
+
+/* ---- failed.c: failed views under -o hide_failed, and on the model ---- */
+
+/* models.c: 1 if the view is known to have failed, from what is known
+ * without converting, hashing or waiting (mfs_views_known: FAILED_MODEL). */
+int mfs_view_known_failed(mfs_fs *fs, const char *dir, const mfs_view_ref *ref);
+/* models.c: the formats whose views of the view's model are known not to
+ * be there (no mesh, or left out by formats =), so they are not listed
+ * (mfs_views_known_hidden: from the memo alone). */
+unsigned mfs_view_known_hidden(mfs_fs *fs, const char *dir, const mfs_view_ref *ref);
+
+/* The model file at SRC-relative path r: its views' failures, one line
+ * "<view name>: <reason>" each (user.meshfs.error on the model).  Resolves
+ * (converts) what is not known.  Length, 0 if none failed, -errno. */
+int mfs_model_errors(mfs_fs *fs, const char *r, char *out, size_t n);
+
+/* ==== lgepkg.c: game_resources.lgepkg ==== */
+
+/* Internal to the mount daemon: game_resources.lgepkg, the one file per
+ * folder that packs every model's .vrt .tri .tex .sph views for the LGE
+ * engine (docs/formats/lgepkg.md).
+ *
+ * The package is a view of views: its bytes are assembled from the four
+ * views of each model (resolved, and converted if need be, by the
+ * resolver, mfs_view_get) and stored as a cache entry of its own, keyed by what
+ * it is made of, then served like any view (fd + offset + length). */
+
+
+
+
+/* Does folder dir show a package?  Packages on (formats), at least one
+ * model with views (mfs_dirmap_models), and no real entry shown under that
+ * name (a real file wins).  1, 0 or -errno.  mfs_dir_list applies the same
+ * rule to a listing. */
+int mfs_lgepkg_present(mfs_fs *fs, const char *dir);
+
+/* pkgempty.c: 1 if every model of folder dir (table t) is known, without
+ * converting, to have a failed package view, so its package would hold no
+ * model and is not shown; else 0. */
+int mfs_lgepkg_known_empty(mfs_fs *fs, const char *dir, const mfs_dirtab *t);
+
+/* The package's attributes, its exact size included: every model's four
+ * views are resolved (converted as needed, up to convert_jobs at once).  A
+ * package that cannot be made (it would pass 2 GiB) has size 0 and a reason,
+ * like a failed view.  Returns 0 or -errno. */
+int mfs_lgepkg_attr(mfs_fs *fs, const char *dir, struct stat *st);
+
+/* Attributes if known without any work (every view of every model answers
+ * mfs_view_cached_stat): 1 with *st filled, else 0.  For listings. */
+int mfs_lgepkg_cached_stat(mfs_fs *fs, const char *dir, struct stat *st);
+
+/* What a listing knows of a model that the memo may have forgotten: the
+ * copy of its manifest in the folder's record, and the stat it took of the
+ * model file.  begin fills the hint (and *model_st, returning 1, if it has
+ * the stat); end is called once after each begin, with what the hint did. */
+typedef struct mfs_lgepkg_hints {
+    int (*begin)(void *ctx, const char *model, mfs_view_hint *hint, struct stat *model_st);
+    void (*end)(void *ctx, const char *model, mfs_view_hint *hint);
+    void *ctx;
+} mfs_lgepkg_hints;
+
+/* mfs_lgepkg_cached_stat with hints: a folder of more models than the memo
+ * holds is answered from the folder's record, not one model entry opened
+ * a model (the package's stat walks every model). */
+int mfs_lgepkg_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_lgepkg_hints *hints,
+                                  struct stat *st);
+
+/* Opens the package's bytes: found in the cache, or assembled and stored
+ * there first.  hit: fd, offset, length (caller releases); key: the entry's
+ * key, naming its bytes; st: the attributes of exactly those bytes.  0 or
+ * -errno. */
+int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_key *key,
+                    struct stat *st);
+
+/* user.meshfs.error: the models left out, each with its reason (and why
+ * the package could not be made, if so).  Returns the text length, 0 when
+ * nothing is wrong, or -errno. */
+int mfs_lgepkg_error(mfs_fs *fs, const char *dir, char *out, size_t n);
+
+
+/* ==== prefetch.c: a listed folder's cold models, converted in the background ==== */
+
+/* Converting a listed folder's cold models in the background (-o prefetch).
+ *
+ * `ls -l` and `find -ls` read a folder, then stat its names one after
+ * another; a stat of a view nobody has converted yet must convert (its size
+ * is exact), so N cold models would cost N conversions in series.  When such
+ * a stat comes within a short while after a listing of its folder, the
+ * folder's other cold models are queued here and converted by background
+ * threads while the user's stats go on: the next stat finds its model
+ * converted or converting (the resolver's single flight: it waits for that
+ * one conversion only).  A stat or open with no listing before it (an engine
+ * reading one model) queues nothing.
+ *
+ * Bounds: at most cfg.prefetch models wait per mount (the oldest is dropped
+ * when more come); conversions share the convert_jobs slots with foreground
+ * ones (convert.c), and a foreground request waiting for a slot goes first
+ * (for up to 10 s: it may be waiting for the model a prefetch holds).
+ * A queued model that became warm or failed meanwhile is skipped.  Unmount
+ * drops what waits and lets the running conversions finish.
+ *
+ * A fill that runs for more than 2 s logs its progress (info level) every
+ * 5 s and once when it ends. */
+
+
+#define MFS_PREFETCH_DEFAULT 256u
+#define MFS_PREFETCH_MAX 65536u
+
+/* Makes fs->prefetch (NULL with cfg.prefetch 0).  No thread starts until
+ * something is queued (the daemon may still fork to detach).  0 or -ENOMEM. */
+int mfs_prefetch_open(mfs_fs *fs);
+
+/* Drops what waits, lets running conversions finish, joins the threads and
+ * frees fs->prefetch.  Called once the FUSE loop is over. */
+void mfs_prefetch_close(mfs_fs *fs);
+
+/* readdir listed folder `dir` (SRC-relative, "" for the root). */
+void mfs_prefetch_listed(mfs_fs *fs, const char *dir);
+
+/* A stat of view ref in `dir` is about to resolve it: if the view is cold
+ * and its folder was just listed, queue the folder's cold models (this one
+ * first, then the others in name order) before the caller converts; the
+ * caller's own conversion gets a slot first (mfs_fs_fg_coming: the caller
+ * ends it with mfs_fs_fg_done). */
+void mfs_prefetch_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref);
+
+/* Models waiting now (user.meshfs.stats prefetch_queued). */
+unsigned mfs_prefetch_waiting(mfs_fs *fs);
+
+
+/* ==== ops.c: a mount path to attributes, a handle's bytes or an errno ==== */
+
+/* The operations on mount paths ("/a/b") of mount fs; lowlevel.c calls
+ * them with the path of each request's node and the mount from the
+ * session's userdata.  Each answers 0 (or a length) or -errno: this is
+ * the one place -errno crosses into the session.  The write operations
+ * are lowlevel.c's (EROFS); the directory ones listing.c's; the open
+ * handles files.c's.  No libfuse type here. */
+int mfs_ops_readlink(mfs_fs *fs, const char *path, char *buf, size_t size);
+int mfs_ops_statfs(mfs_fs *fs, struct statvfs *sv);
+int mfs_ops_getxattr(mfs_fs *fs, const char *path, const char *name, char *value, size_t size);
+int mfs_ops_listxattr(mfs_fs *fs, const char *path, char *list, size_t size);
+/* OPEN of the file at path (lowlevel.c's mfs_files_open makes the
+ * kernel's handle of it): 0 with *out filled (a descriptor of the caller's
+ * own: a plain file of SRC, or a view's entry with its payload's range,
+ * the attributes of exactly those bytes and the entry's key), or -errno.
+ * MFS_OPS_LEASED: a plain file, or a view's model, under another
+ * process's lease (leasewait.h): nothing was opened; the caller asks
+ * again later, from outside the request threads, until it answers
+ * otherwise.  Write access is refused before (EROFS). */
+#define MFS_OPS_LEASED 1
+typedef struct mfs_ops_opened {
+    int is_view;
+    int fd;
+    uint64_t offset, length; /* a view's payload within fd */
+    struct stat st;          /* a view: the attributes of the entry it serves */
+    uint8_t key[16];         /* a view: its entry's key */
+} mfs_ops_opened;
+int mfs_ops_open_path(mfs_fs *fs, const char *path, mfs_ops_opened *out);
+
+/* For an open answered MFS_OPS_LEASED: whether the file at path, or the
+ * model of the view at path, is still under a lease (an O_NONBLOCK open
+ * of it answers EWOULDBLOCK).  Converts nothing, waits for nothing. */
+int mfs_ops_leased(mfs_fs *fs, const char *path);
+
+/* A stat of a request's SRC path taken before the request ran (lowlevel.c
+ * takes one to tell a view from a file of SRC): LOOKUP and GETATTR answer
+ * from it rather than stat the path a second time.  An answer as of a
+ * moment after the request came, so as true as one taken later. */
+typedef struct mfs_ops_prestat {
+    int known;
+    int rc;                 /* 0, or -errno */
+    struct stat st;
+    char rel[PATH_MAX];     /* the SRC-relative path it is of */
+} mfs_ops_prestat;
+
+/* LOOKUP of path: its attributes, 0 or -errno, as GETATTR; a view whose
+ * inode holds an older entry for open handles moves to a new one first
+ * (fs->session->renew, renew.c), so the path shows the new entry and the handles keep
+ * the old. */
+int mfs_ops_lookup(mfs_fs *fs, const char *path, struct stat *st, const mfs_ops_prestat *pre);
+
+/* GETATTR of path by name, as LOOKUP without the move (a GETATTR through
+ * an open handle is files.c's); pre may be NULL. */
+int mfs_ops_getattr(mfs_fs *fs, const char *path, struct stat *st, const mfs_ops_prestat *pre);
+
+/* The one place a mount path becomes SRC-relative (ops.c): the real path,
+ * in a per-thread buffer valid until this thread's next call; NULL with
+ * errno set when the path shows nothing (-o lowercase_names). */
+const char *mfs_ops_rel(mfs_fs *fs, const char *path);
 
 #endif

@@ -18,14 +18,11 @@
 #include <xxhash.h>
 
 #include "meshfs/timespec.h"
-#include "coherence.h"
-#include "fs.h"
+#include "../coherence/coherence.h"
+#include "../mount/mount.h"
 #include "meshfs/inputs.h"
 #include "held.h"
-#include "lgepkg.h"
 #include "listing.h"
-#include "ops.h"
-#include "prefetch.h"
 
 /* What a view's query and the package's stat use of a source entry's stat
  * (models.c, views.c): half a struct stat, kept for every entry of a

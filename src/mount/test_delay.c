@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "fs.h"
+#include "mount.h"
 
 void mfs_test_delay(const char *var)
 {

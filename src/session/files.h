@@ -5,8 +5,7 @@
 #define FUSE_USE_VERSION 314
 #include <fuse.h>
 
-#include "fs.h"
-#include "ops.h"
+#include "../mount/mount.h"
 
 /* The open files' handles of one mount (fs->files).  NULL: no memory. */
 mfs_files *mfs_files_new(void);

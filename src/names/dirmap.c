@@ -32,10 +32,10 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "fs.h"
+#include "../mount/mount.h"
+#include "names.h"
 #include "meshfs/inputs.h"
 #include "meshfs/timespec.h"
-#include "lgepkg.h"
 #include "meshfs/naming.h"
 #include "meshfs/settings.h"
 
@@ -374,8 +374,8 @@ static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log)
     for (size_t i = 0; i < t->n; i++)
         ne[i] = (mfs_name_entry){t->e[i].name, t->e[i].model};
     mfs_names p;
-    mfs_casemap_owners oc = {fs, dir, ne};
-    int rc = mfs_names_plan(ne, t->n, naming_flags(fs), mfs_casemap_owner, &oc, &p) < 0 ? -ENOMEM : 0;
+    mfs_casenotes_owners oc = {fs, dir, ne};
+    int rc = mfs_names_plan(ne, t->n, naming_flags(fs), mfs_casenotes_owner, &oc, &p) < 0 ? -ENOMEM : 0;
     free(ne);
     if (rc < 0)
         return rc;
@@ -423,7 +423,7 @@ static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log)
         if (h && !strcmp(h, MFS_LGEPKG_FILE_NAME))
             t->pkg = -1;
     }
-    char *why = rc == 0 ? mfs_casemap_hidden_text(&p) : NULL;
+    char *why = rc == 0 ? mfs_casenotes_text(&p) : NULL;
     if (why && !(t->hidden = arena_dup(&t->strings, why, strlen(why))))
         rc = -ENOMEM;
     else if (rc == 0 && !why && errno == ENOMEM)
