@@ -21,7 +21,7 @@
  * the record after it went finds the node detached, with the old entry's
  * attributes kept (lowlevel.c looks again), so the new entry's attributes
  * never reach the old inode, whose handles need theirs.  Held across
- * passthrough.c's lock and kview.c's (fs.h, lock order). */
+ * passthrough.c's lock and kview.c's (mount.h, lock order). */
 
 static int move(mfs_fs *fs, const char *path, uint64_t node, const struct stat *served)
 {

@@ -52,7 +52,7 @@ typedef struct mfs_fs_config {
     const char *lgepkg_version; /* and version string (<= 19 bytes) */
     mfs_limits limits;
     unsigned convert_jobs;  /* concurrent workers */
-    unsigned prefetch;      /* -o prefetch: models queued at most (prefetch.h); 0 off */
+    unsigned prefetch;      /* -o prefetch: models queued at most (prefetch.c); 0 off */
     size_t memo_size;       /* -o memo_size: models whose records are kept
                                (0: MFS_VIEWS_MEMO_DEFAULT; docs/scale.md) */
     int foreground;
@@ -99,7 +99,7 @@ typedef struct mfs_leasewait mfs_leasewait;
 #define MFS_PKG_STRIPES 64 /* package locks, by a hash of the folder (lgepkg.c) */
 /* The session layer's state, one of each per mount (made by mfs_ll_setup,
  * freed by mfs_ll_teardown; each defined in its own file). */
-typedef struct mfs_ll mfs_ll;                 /* lowlevel.c: session, node table, pruner */
+typedef struct mfs_ll mfs_ll;                 /* llstate.h: session, node table, pruner */
 typedef struct mfs_dirreplies mfs_dirreplies; /* dirreply.c: replies built ahead */
 typedef struct mfs_listings mfs_listings;     /* listing.c: open listings, folder signatures */
 typedef struct mfs_pt mfs_pt;                 /* passthrough.c: backing ids by node */
@@ -131,7 +131,7 @@ typedef struct mfs_session_iface {
 
 /* One mount's state, owned here and passed to every function that needs
  * it; the session layer reaches it from the FUSE session's userdata
- * (lowlevel.c).  Nothing in src/fs/ keeps a process-wide copy.
+ * (lowlevel.c).  Nothing in the daemon keeps a process-wide copy.
  *
  * Lock order.  Every mutex the daemon takes, outermost first.  A thread
  * that holds several takes them in this order and releases in reverse;
@@ -160,7 +160,7 @@ typedef struct mfs_session_iface {
  *      - fs->moving (renew.c), held while an open decides (passthrough,
  *        kview) and while a view moves to a new node;
  *      - the open files' list lock (files.c, fs->files), held while a
- *        reopen of a moved view copies a handle (open_moved): it takes
+ *        reopen of a moved view copies a handle (files.c, open_moved): it takes
  *        passthrough's lock for the backing id and kview's;
  *      - a listing handle's lock (dirreply.c), held while a reply built
  *        ahead is dropped: it takes kview's and the node table's.
@@ -201,7 +201,7 @@ struct mfs_fs {
         uint64_t model;       /* by model path hash; 0: a free entry */
         unsigned n;
     } jobs_fg_coming[16];
-    mfs_prefetch *prefetch;   /* prefetch.h; NULL with -o prefetch=0 */
+    mfs_prefetch *prefetch;   /* prefetch.c; NULL with -o prefetch=0 */
     mfs_share *share;         /* each user's share of the request threads (share.h) */
     mfs_leasewait *leasewait; /* opens waiting for a lease (leasewait.h) */
     mfs_pins *pins;           /* coherence.h */
@@ -445,7 +445,7 @@ int mfs_ops_readlink(mfs_fs *fs, const char *path, char *buf, size_t size);
 int mfs_ops_statfs(mfs_fs *fs, struct statvfs *sv);
 int mfs_ops_getxattr(mfs_fs *fs, const char *path, const char *name, char *value, size_t size);
 int mfs_ops_listxattr(mfs_fs *fs, const char *path, char *list, size_t size);
-/* OPEN of the file at path (lowlevel.c's mfs_files_open makes the
+/* OPEN of the file at path (files.c's mfs_files_open makes the
  * kernel's handle of it): 0 with *out filled (a descriptor of the caller's
  * own: a plain file of SRC, or a view's entry with its payload's range,
  * the attributes of exactly those bytes and the entry's key), or -errno.

@@ -31,7 +31,7 @@
  * per-thread buffer valid until this thread's next call.  NULL with errno
  * set when the path shows nothing (-o lowercase_names, casemap.c).  The
  * buffer is the thread's, not the mount's: each request thread's answer
- * lives until its own next call (ops.h). */
+ * lives until its own next call (mount.h). */
 const char *mfs_ops_rel(mfs_fs *fs, const char *path)
 {
     static _Thread_local char buf[4096];

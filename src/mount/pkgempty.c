@@ -1,4 +1,4 @@
-/* Whether a folder's package is known to hold no model (lgepkg.h).
+/* Whether a folder's package is known to hold no model (mount.h).
  *
  * A package of zero models is 48 bytes the engine loads nothing from, and
  * `meshfs-inspect --check` fails it; a folder whose every model failed

@@ -1,7 +1,7 @@
-/* Background conversions of a listed folder's cold models (prefetch.h).
+/* Background conversions of a listed folder's cold models (mount.h).
  *
  * One lock (pf->mu) guards the marks, the queue and the fills; it is a leaf
- * (fs.h's lock order): nothing else is taken while it is held, and it is
+ * (mount.h's lock order): nothing else is taken while it is held, and it is
  * never held across a resolution, a listing query or a log line. */
 #include <errno.h>
 #include <stdatomic.h>

@@ -20,7 +20,7 @@ void mfs_files_free(mfs_files *f);
  * opens that (docs/coherence.md, B1).  retry: this OPEN is the kernel's
  * retry of one answered ESTALE (mfs_nodes_retry_of); it is then served the
  * entry the moved inode's handles read rather than refused again.
- * MFS_OPS_LEASED (ops.h): nothing was opened and fi is untouched; the
+ * MFS_OPS_LEASED (mount.h): nothing was opened and fi is untouched; the
  * caller asks again later, from outside the request threads. */
 int mfs_files_open(mfs_fs *fs, const char *path, uint64_t node, int retry,
                    struct fuse_file_info *fi);

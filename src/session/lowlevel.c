@@ -146,7 +146,7 @@ static void session_counts(mfs_fs *fs, mfs_session_counts *c)
     c->nodes_freed = ns.freed;
 }
 
-/* What the mount asks of the session (fs.h): given at mfs_ll_setup, so the
+/* What the mount asks of the session (mount.h, mfs_session_iface): given at mfs_ll_setup, so the
  * mount's code calls down through it and never up into this file. */
 static const mfs_session_iface session_iface = {
     .renew = mfs_ll_renew,
@@ -255,7 +255,7 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
         fuse_reply_readlink(req, target);
 }
 
-/* The answer to an OPEN that mfs_ops_open gave rc. */
+/* The answer to an OPEN that mfs_files_open gave rc. */
 static void open_reply(fuse_req_t req, fuse_ino_t ino, const char *path,
                        struct fuse_file_info *fi, int rc)
 {
@@ -554,7 +554,7 @@ static void ll_fallocate(fuse_req_t r, fuse_ino_t i, int m, off_t o, off_t l,
  * another thread: a LOOKUP, GETATTR, OPEN or GETXATTR of a name that is
  * not a file of SRC (a view, which may wait for its conversion, and for a
  * lease on its inputs).  Everything else runs at once, as it never waits
- * for anyone: listings take no model lock they would wait for (fs.h),
+ * for anyone: listings take no model lock they would wait for (mount.h),
  * reads read an open descriptor, and an open of a plain file under a lease
  * waits in the lease waiter, not here.  So a user's own listings and plain
  * files never queue behind that user's conversions, and RELEASE and
