@@ -1,7 +1,14 @@
-/* Internal to the mount daemon: keeping what readers see consistent when
- * sources change, limits change, or the cache cannot hold what it should
- * (docs/coherence.md).  Their state is the mount's: kview.c's records
- * (fs->kviews), pins.c's pins (fs->pins). */
+/* Coherence (src/coherence/), the folder's whole face: keeping what
+ * readers see consistent when sources change, limits change, or the cache
+ * cannot hold what it should (docs/coherence.md): what the kernel may keep
+ * of a view, when a view moves to a new inode, pins, remembered failures,
+ * and the mount points the daemon could not serve.  Their state is the
+ * mount's: kview.c's records (fs->kviews), pins.c's pins (fs->pins).
+ *
+ * Errors, one rule (include/meshfs/err.h): a call that can fail returns -1
+ * with an mfs_err, its code (mfs_err_errno) the errno that matters
+ * (ESTALE: the kernel must look again); the entry lookups answer as the
+ * cache's (meshfs/cache.h).  Nothing here returns -errno. */
 #ifndef MESHFS_COHERENCE_H
 #define MESHFS_COHERENCE_H
 
@@ -96,10 +103,10 @@ void mfs_kview_stats(mfs_kviews *k, uint64_t *entries, uint64_t *evicted, uint64
 /* ---- renew.c: a view moves to a new kernel inode ---- */
 
 /* An open's decisions (passthrough.c, kview.c) are taken between these, so
- * that no view moves meanwhile.  0; or -ESTALE, holding nothing, when
- * `node` is no longer its name's (the name moved on after the kernel
+ * that no view moves meanwhile.  0; or -1 with err, code ESTALE, holding
+ * nothing, when `node` is no longer its name's (the name moved on after the kernel
  * walked to it): the open answers ESTALE and the kernel looks again. */
-int mfs_renew_open_begin(mfs_fs *fs, uint64_t node);
+int mfs_renew_open_begin(mfs_fs *fs, uint64_t node, mfs_err *err);
 void mfs_renew_open_end(mfs_fs *fs);
 
 /* Between those, from an open of node `node` that the kernel cannot serve

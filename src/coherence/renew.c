@@ -32,13 +32,13 @@ static int move(mfs_fs *fs, const char *path, uint64_t node, const struct stat *
     return 1;
 }
 
-int mfs_renew_open_begin(mfs_fs *fs, uint64_t node)
+int mfs_renew_open_begin(mfs_fs *fs, uint64_t node, mfs_err *err)
 {
     pthread_mutex_lock(&fs->moving);
     if (fs->session && fs->session->node_current(fs, node))
         return 0;
     pthread_mutex_unlock(&fs->moving);
-    return -ESTALE;
+    return mfs_err_sys(err, ESTALE, "node %llu moved on", (unsigned long long)node);
 }
 
 void mfs_renew_open_end(mfs_fs *fs)

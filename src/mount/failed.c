@@ -16,18 +16,19 @@ typedef struct found_model {
 } found_model;
 
 /* The model at r, as its folder's table names it: dir, and copies of its
- * model and base in *out.  1 found, 0 not a model with views, -errno. */
-static int find_model(mfs_fs *fs, const char *r, char *dir, size_t n, found_model *out)
+ * model and base in *out.  1 found, 0 not a model with views, -1 with
+ * err. */
+static int find_model(mfs_fs *fs, const char *r, char *dir, size_t n, found_model *out,
+                      mfs_err *err)
 {
     const char *slash = strrchr(r, '/');
     const char *name = slash ? slash + 1 : r;
     snprintf(dir, n, "%.*s", slash ? (int)(slash - r) : 0, r);
     mfs_dirtab *t;
-    int rc = mfs_dirtab_get(fs, dir, 0, &t);
-    if (rc < 0)
-        return rc;
+    if (mfs_dirtab_get(fs, dir, 0, &t, err) < 0)
+        return -1;
     const mfs_dir_model *dm = mfs_dirtab_model(t, name);
-    rc = dm ? mfs_dir_model_copy(dm, &out->model, &out->base) : 0;
+    int rc = dm ? mfs_dir_model_copy(dm, &out->model, &out->base, err) : 0;
     mfs_dirtab_put(t);
     return rc;
 }
@@ -36,9 +37,10 @@ int mfs_model_errors(mfs_fs *fs, const char *r, char *out, size_t n)
 {
     char dir[4096];
     found_model dm;
-    int rc = find_model(fs, r, dir, sizeof dir, &dm);
+    mfs_err ferr;
+    int rc = find_model(fs, r, dir, sizeof dir, &dm, &ferr);
     if (rc <= 0)
-        return rc;
+        return rc == 0 ? 0 : -mfs_err_errno(&ferr); /* the getxattr answer (ops.c) */
     size_t len = 0;
     out[0] = '\0';
     for (int f = 0; f < MFS_FMT_COUNT && len + 1 < n; f++) {

@@ -77,15 +77,15 @@ static int pkg_list(mfs_fs *fs, const char *dir, pkg *p)
     p->dir = dir;
     if (mfs_beneath_stat(fs, dir, &p->dir_st) < 0)
         return -errno;
-    int rc = mfs_dirtab_get(fs, dir, 0, &p->tab);
-    if (rc < 0)
-        return rc;
+    mfs_err terr;
+    if (mfs_dirtab_get(fs, dir, 0, &p->tab, &terr) < 0)
+        return -mfs_err_errno(&terr);
     p->list = mfs_dirtab_models(p->tab, &p->n);
     p->m = calloc(p->n ? p->n : 1, sizeof *p->m);
     const char **bases = calloc(p->n ? p->n : 1, sizeof *bases);
     char(*names)[MFS_LGE_NAME_BYTES] = calloc(p->n ? p->n : 1, sizeof *names);
     mfs_err err;
-    rc = p->m && bases && names ? 0 : -ENOMEM;
+    int rc = p->m && bases && names ? 0 : -ENOMEM;
     for (size_t i = 0; p->m && i < p->n; i++)
         for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++)
             p->m[i].vs[k].hit.fd = -1; /* pkg_free releases them */
@@ -307,13 +307,13 @@ int mfs_lgepkg_present(mfs_fs *fs, const char *dir)
     if (mfs_beneath_stat(fs, path, &st) == 0)
         return 0;
     char real[4096];
-    int r = mfs_dirmap_real_name(fs, dir, MFS_LGEPKG_FILE_NAME, real, sizeof real);
+    mfs_err err;
+    int r = mfs_dirmap_real_name(fs, dir, MFS_LGEPKG_FILE_NAME, real, sizeof real, &err);
     if (r != 0)
-        return r > 0 ? 0 : r;
+        return r > 0 ? 0 : -mfs_err_errno(&err);
     mfs_dirtab *t;
-    r = mfs_dirtab_get(fs, dir, 0, &t);
-    if (r < 0)
-        return r;
+    if (mfs_dirtab_get(fs, dir, 0, &t, &err) < 0)
+        return -mfs_err_errno(&err);
     size_t n;
     mfs_dirtab_models(t, &n);
     int empty = n > 0 && mfs_lgepkg_known_empty(fs, dir, t);
@@ -363,7 +363,8 @@ int mfs_lgepkg_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_lgepkg_
      * this of a folder that may hold 20,000 models */
     pkg p;
     memset(&p, 0, sizeof p);
-    if (mfs_beneath_stat(fs, dir, &p.dir_st) < 0 || mfs_dirtab_get(fs, dir, 0, &p.tab) < 0)
+    mfs_err terr;
+    if (mfs_beneath_stat(fs, dir, &p.dir_st) < 0 || mfs_dirtab_get(fs, dir, 0, &p.tab, &terr) < 0)
         return 0;
     p.list = mfs_dirtab_models(p.tab, &p.n);
     uint64_t *sizes = calloc(p.n ? p.n * MFS_LGEPKG_CHUNKS : 1, sizeof *sizes);

@@ -7,10 +7,14 @@
  * take it as an argument.  See docs/architecture.md for the path of a
  * read().
  *
- * Errors: the functions the session calls (ops.c's mfs_ops_*, and the
- * package's and listings' calls below) answer 0 (or a length) or -errno:
- * the one place -errno crosses a boundary (include/meshfs/err.h).  The
- * rest answer as each says: -1 with an mfs_err, or an outcome. */
+ * Errors (include/meshfs/err.h): what the session calls answers 0 (or a
+ * length) or -errno, the one place -errno crosses a boundary: ops.c's
+ * mfs_ops_*, the package's mfs_lgepkg_*, mfs_model_errors and
+ * mfs_view_missing (getxattr answers), mfs_fs_views_open.  The resolver's
+ * calls (mfs_view_get*) answer an outcome with an mfs_err (meshfs/views.h);
+ * the rest -1 (or NULL) with an mfs_err, or 1/0 as each says.  What
+ * names/ and coherence/ answer (-1 with an mfs_err) becomes -errno only
+ * here, where it is handed to the session. */
 #ifndef MESHFS_MOUNT_H
 #define MESHFS_MOUNT_H
 

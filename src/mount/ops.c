@@ -39,9 +39,9 @@ const char *mfs_ops_rel(mfs_fs *fs, const char *path)
         path++;
     if (!fs->cfg.lowercase_names)
         return path[0] ? path : ".";
-    int rc = mfs_casemap_path(fs, path, buf, sizeof buf);
-    if (rc < 0) {
-        errno = -rc;
+    mfs_err err;
+    if (mfs_casemap_path(fs, path, buf, sizeof buf, &err) < 0) {
+        errno = mfs_err_errno(&err);
         return NULL;
     }
     return buf[0] ? buf : ".";
@@ -69,8 +69,16 @@ static int is_hidden_source(mfs_fs *fs, const char *r, const struct stat *st)
     return mfs_spawner_is_model(fs->spawner, name) || mfs_settings_is_file(name);
 }
 
-/* Is r a view?  Fills ref and returns 1; 0 if not; -errno. */
-static int find_view(mfs_fs *fs, const char *r, char *dir, size_t n, mfs_view_ref *ref)
+static void ref_free(mfs_view_ref *ref)
+{
+    free(ref->model);
+    free(ref->base);
+}
+
+/* Is r a view?  Fills ref and returns 1; 0 if not; -1 with err (its code
+ * the errno to answer). */
+static int find_view(mfs_fs *fs, const char *r, char *dir, size_t n, mfs_view_ref *ref,
+                     mfs_err *err)
 {
     const char *name;
     split(r, dir, n, &name);
@@ -78,19 +86,16 @@ static int find_view(mfs_fs *fs, const char *r, char *dir, size_t n, mfs_view_re
         /* the folder's package: a view whose format is MFS_FS_LGEPKG */
         int p = mfs_lgepkg_present(fs, dir);
         if (p <= 0)
-            return p;
+            return p == 0 ? 0 : mfs_err_sys(err, -p, "%s: %s", r, strerror(-p));
         ref->model = strdup("");
         ref->base = strdup(MFS_LGEPKG_DEFAULT_NAME);
         ref->format = MFS_FS_LGEPKG;
-        return ref->model && ref->base ? 1 : -ENOMEM;
+        if (ref->model && ref->base)
+            return 1;
+        ref_free(ref);
+        return mfs_err_sys(err, ENOMEM, "%s: out of memory", r);
     }
-    return mfs_dirmap_lookup(fs, dir, name, ref);
-}
-
-static void ref_free(mfs_view_ref *ref)
-{
-    free(ref->model);
-    free(ref->base);
+    return mfs_dirmap_lookup(fs, dir, name, ref, err);
 }
 
 /* Whether a view is not shown: a known failure under -o hide_failed, or
@@ -189,9 +194,10 @@ static int path_attr(mfs_fs *fs, const char *path, struct stat *st, int lookup,
         return rc;
     char dir[4096];
     mfs_view_ref ref;
-    int v = find_view(fs, r, dir, sizeof dir, &ref);
+    mfs_err verr;
+    int v = find_view(fs, r, dir, sizeof dir, &ref, &verr);
     if (v <= 0)
-        return v == 0 ? -ENOENT : v;
+        return v == 0 ? -ENOENT : -mfs_err_errno(&verr);
     uint8_t key[16];
     int have_key;
     rc = view_attr(fs, dir, &ref, st, key, &have_key);
@@ -244,9 +250,10 @@ int mfs_ops_open_path(mfs_fs *fs, const char *path, mfs_ops_opened *out)
     }
     char dir[4096];
     mfs_view_ref ref;
-    int v = find_view(fs, r, dir, sizeof dir, &ref);
+    mfs_err verr;
+    int v = find_view(fs, r, dir, sizeof dir, &ref, &verr);
     if (v <= 0)
-        return v == 0 ? -ENOENT : v;
+        return v == 0 ? -ENOENT : -mfs_err_errno(&verr);
     if (ref.format == MFS_FS_LGEPKG) {
         mfs_cache_hit hit;
         mfs_cache_key key;
@@ -305,7 +312,8 @@ int mfs_ops_leased(mfs_fs *fs, const char *path)
     if (!r)
         return 0;
     if (mfs_beneath_stat(fs, r, &st) < 0) {
-        if (find_view(fs, r, dir, sizeof dir, &ref) <= 0)
+        mfs_err verr;
+        if (find_view(fs, r, dir, sizeof dir, &ref, &verr) <= 0)
             return 0;
         snprintf(mpath, sizeof mpath, "%s%s%s", dir, dir[0] ? "/" : "", ref.model);
         ref_free(&ref);
@@ -481,9 +489,10 @@ static int view_error(mfs_fs *fs, const char *r, char *out, size_t n)
 {
     char dir[4096];
     mfs_view_ref ref;
-    int v = find_view(fs, r, dir, sizeof dir, &ref);
+    mfs_err verr;
+    int v = find_view(fs, r, dir, sizeof dir, &ref, &verr);
     if (v <= 0)
-        return v == 0 ? -ENODATA : v;
+        return v == 0 ? -ENODATA : -mfs_err_errno(&verr);
     if (ref.format == MFS_FS_LGEPKG) {
         ref_free(&ref);
         return mfs_lgepkg_error(fs, dir, out, n);
@@ -507,9 +516,10 @@ static int view_warning(mfs_fs *fs, const char *r, char *out, size_t n)
 {
     char dir[4096];
     mfs_view_ref ref;
-    int v = find_view(fs, r, dir, sizeof dir, &ref);
+    mfs_err verr;
+    int v = find_view(fs, r, dir, sizeof dir, &ref, &verr);
     if (v <= 0)
-        return v;
+        return v == 0 ? 0 : -mfs_err_errno(&verr);
     /* the folder's package has no model of its own to warn about */
     int len = ref.format == MFS_FS_LGEPKG ? 0 : mfs_name_warning(ref.base, out, n);
     ref_free(&ref);
@@ -533,9 +543,10 @@ static int view_missing(mfs_fs *fs, const char *r, char *value, size_t size)
 {
     char dir[4096];
     mfs_view_ref ref;
-    int v = find_view(fs, r, dir, sizeof dir, &ref);
+    mfs_err verr;
+    int v = find_view(fs, r, dir, sizeof dir, &ref, &verr);
     if (v <= 0)
-        return v == 0 ? -ENODATA : v;
+        return v == 0 ? -ENODATA : -mfs_err_errno(&verr);
     if (ref.format == MFS_FS_LGEPKG) { /* its models' views say theirs */
         ref_free(&ref);
         return -ENODATA;
@@ -582,9 +593,10 @@ static int explain(mfs_fs *fs, const char *r, int json, char *value, size_t size
 {
     char dir[4096];
     mfs_view_ref ref;
-    int v = find_view(fs, r, dir, sizeof dir, &ref);
+    mfs_err verr;
+    int v = find_view(fs, r, dir, sizeof dir, &ref, &verr);
     if (v <= 0)
-        return v == 0 ? -ENODATA : v;
+        return v == 0 ? -ENODATA : -mfs_err_errno(&verr);
     if (ref.format == MFS_FS_LGEPKG) { /* its models' views explain theirs */
         ref_free(&ref);
         return -ENODATA;
@@ -616,8 +628,11 @@ int mfs_ops_getxattr(mfs_fs *fs, const char *path, const char *name, char *value
     if (warnings) /* paths relative to SRC already: nothing to rewrite */
         return mfs_beneath_stat(fs, r, &st) == 0 ? -ENODATA : view_missing(fs, r, value, size);
     if (mfs_beneath_stat(fs, r, &st) == 0) {
-        if (!warning && S_ISDIR(st.st_mode)) /* entries lowercase_names hides */
-            return mfs_dirmap_hidden(fs, strcmp(r, ".") ? r : "", value, size);
+        if (!warning && S_ISDIR(st.st_mode)) { /* entries lowercase_names hides */
+            mfs_err err;
+            int len = mfs_dirmap_hidden(fs, strcmp(r, ".") ? r : "", value, size, &err);
+            return len < 0 ? -mfs_err_errno(&err) : len;
+        }
         return !warning && S_ISREG(st.st_mode) ? model_error(fs, r, value, size) : -ENODATA;
     }
     int len = warning ? view_warning(fs, r, text, sizeof text) : view_error(fs, r, text, sizeof text);

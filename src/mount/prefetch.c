@@ -296,7 +296,8 @@ void mfs_prefetch_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
     if (!mark_fresh(pf, dir, 1))
         return; /* another stat of this listing took it */
     mfs_dirtab *tab;
-    if (mfs_dirtab_get(fs, dir, 0, &tab) < 0)
+    mfs_err err;
+    if (mfs_dirtab_get(fs, dir, 0, &tab, &err) < 0)
         return;
     size_t nm;
     const mfs_dir_model *models = mfs_dirtab_models(tab, &nm);

@@ -171,18 +171,18 @@ int mfs_beneath_stat_dep(const mfs_fs *fs, const char *rel, struct stat *st)
     return stat_and_close(mfs_beneath_open_dep(fs, rel, O_PATH), st);
 }
 
-int mfs_beneath_dep_real(const mfs_fs *fs, const char *rel, char *out, size_t n)
+int mfs_beneath_dep_real(const mfs_fs *fs, const char *rel, char *out, size_t n, mfs_err *err)
 {
     int fd = mfs_beneath_open_dep(fs, rel, O_PATH);
     if (fd < 0)
-        return -errno;
+        return mfs_err_sys(err, errno, "%s: %s", rel, strerror(errno));
     char proc[64], abs[4096];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
     ssize_t len = readlink(proc, abs, sizeof abs - 1);
     int e = errno;
     close(fd);
     if (len < 0)
-        return -e;
+        return mfs_err_sys(err, e, "%s: %s", rel, strerror(e));
     abs[len] = '\0';
     /* the descriptor's path as this process sees it: under SRC's real path
      * (cfg.src went through realpath), unless SRC moved since */
@@ -190,9 +190,11 @@ int mfs_beneath_dep_real(const mfs_fs *fs, const char *rel, char *out, size_t n)
     if (sl == 1) /* SRC is / */
         sl = 0;
     if (strncmp(abs, fs->cfg.src, sl) != 0 || (abs[sl] != '/' && abs[sl] != '\0'))
-        return -EXDEV;
+        return mfs_err_sys(err, EXDEV, "%s: not beneath SRC", rel);
     const char *r = abs[sl] ? abs + sl + 1 : "";
-    return snprintf(out, n, "%s", r) < (int)n ? 0 : -ENAMETOOLONG;
+    if (snprintf(out, n, "%s", r) >= (int)n)
+        return mfs_err_sys(err, ENAMETOOLONG, "%s: %s", rel, strerror(ENAMETOOLONG));
+    return 0;
 }
 
 int mfs_beneath_hash(mfs_fs *fs, const char *rel, struct stat *st, uint8_t hash[16], mfs_err *err)

@@ -15,12 +15,18 @@
 #include "names.h"
 #include "meshfs/naming.h"
 
-int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n)
+/* -1 with err: the path is too long for real's n bytes. */
+static int too_long(const char *shown, mfs_err *err)
+{
+    return mfs_err_sys(err, ENAMETOOLONG, "%s: %s", shown, strerror(ENAMETOOLONG));
+}
+
+int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n, mfs_err *err)
 {
     if (!fs->cfg.lowercase_names)
-        return snprintf(real, n, "%s", shown) < (int)n ? 0 : -ENAMETOOLONG;
+        return snprintf(real, n, "%s", shown) < (int)n ? 0 : too_long(shown, err);
     if (n == 0)
-        return -ENAMETOOLONG;
+        return too_long(shown, err);
     real[0] = '\0';
     size_t len = 0; /* of real */
     const char *p = shown;
@@ -33,23 +39,23 @@ int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n)
         }
         char comp[1024], hit[1024];
         if (cl >= sizeof comp)
-            return -ENAMETOOLONG;
+            return too_long(shown, err);
         memcpy(comp, p, cl);
         comp[cl] = '\0';
         /* no shown name has a capital: the real entry it would reach is
          * shown (if at all) under its lowercase name only */
         if (mfs_name_has_upper(comp))
-            return -ENOENT;
+            return mfs_err_sys(err, ENOENT, "%s: no shown name has a capital letter", shown);
         int last = !end || !end[1];
-        int rc = mfs_dirmap_real_name(fs, real, comp, hit, sizeof hit);
+        int rc = mfs_dirmap_real_name(fs, real, comp, hit, sizeof hit, err);
         if (rc < 0)
             return rc;
-        if (rc == 0 && !last)
-            return -ENOENT; /* views are files, never folders */
+        if (rc == 0 && !last) /* views are files, never folders */
+            return mfs_err_sys(err, ENOENT, "%s: %s is no folder", shown, comp);
         const char *use = rc ? hit : comp;
         int w = snprintf(real + len, n - len, "%s%s", len ? "/" : "", use);
         if (w < 0 || (size_t)w >= n - len)
-            return -ENAMETOOLONG;
+            return too_long(shown, err);
         len += (size_t)w;
         p += cl;
     }

@@ -200,28 +200,10 @@ void mfs_dirmaps_free(mfs_dirmaps *d)
     free(d);
 }
 
-uint64_t mfs_view_ino(dev_t dev, ino_t ino, uint64_t where, int format)
-{
-    uint64_t k[4] = {(uint64_t)dev, (uint64_t)ino, (uint64_t)format, where};
-    return XXH3_64bits(k, sizeof k) | (1ull << 63);
-}
-
-uint64_t mfs_src_ino(const mfs_fs *fs, dev_t dev, ino_t ino)
-{
-    if (dev == fs->src_dev)
-        return (uint64_t)ino;
-    uint64_t k[2] = {(uint64_t)dev, (uint64_t)ino};
-    return (XXH3_64bits(k, sizeof k) & ~(1ull << 63)) | (1ull << 62);
-}
-
+/* mfs_view_where (inode.c) with the folder's hash taken once a table. */
 static uint64_t where_in(uint64_t dir_seed, const char *base, size_t bl)
 {
     return XXH3_64bits_withSeed(base, bl, dir_seed);
-}
-
-uint64_t mfs_view_where(const char *dir, const char *base)
-{
-    return where_in(XXH3_64bits(dir, strlen(dir)), base, strlen(base));
 }
 
 /* ---- reading a folder ---- */
@@ -259,15 +241,15 @@ static int cmp_sortkey(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-/* t's entries in byte order of their names. */
-static int sort_entries(mfs_dirtab *t)
+/* t's entries in byte order of their names.  0, or -1 with err. */
+static int sort_entries(mfs_dirtab *t, mfs_err *err)
 {
     sortkey *k = malloc((t->n ? t->n : 1) * sizeof *k);
     tentry *sorted = malloc((t->n ? t->n : 1) * sizeof *sorted);
     if (!k || !sorted) {
         free(k);
         free(sorted);
-        return -ENOMEM;
+        return mfs_err_sys(err, ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < t->n; i++)
         k[i] = (sortkey){name_key(t->e[i].name), t->e[i].name, i};
@@ -280,17 +262,17 @@ static int sort_entries(mfs_dirtab *t)
     return 0;
 }
 
-/* t's entries, sorted, with types resolved. */
-static int read_entries(mfs_fs *fs, const char *dir, mfs_dirtab *t)
+/* t's entries, sorted, with types resolved.  0, or -1 with err. */
+static int read_entries(mfs_fs *fs, const char *dir, mfs_dirtab *t, mfs_err *err)
 {
     int fd = mfs_beneath_open(fs, dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0)
-        return -errno;
+        return mfs_err_sys(err, errno, "%s", strerror(errno));
     DIR *d = fdopendir(fd);
     if (!d) {
         int e = errno;
         close(fd);
-        return -e;
+        return mfs_err_sys(err, e, "%s", strerror(e));
     }
     size_t cap = 32;
     t->e = malloc(cap * sizeof *t->e);
@@ -333,7 +315,9 @@ static int read_entries(mfs_fs *fs, const char *dir, mfs_dirtab *t)
         t->n++;
     }
     closedir(d);
-    return rc < 0 ? rc : sort_entries(t);
+    if (rc < 0)
+        return mfs_err_sys(err, -rc, "%s", strerror(-rc));
+    return sort_entries(t, err);
 }
 
 static unsigned naming_flags(const mfs_fs *fs)
@@ -366,11 +350,11 @@ static void format_order(const mfs_fs *fs, mfs_dirtab *t)
 /* The naming rule over t's entries (include/meshfs/naming.h): its models
  * and, with lowercase_names, the shown names.  Logs what the rule had to
  * decide when log is set (once per change of the folder). */
-static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log)
+static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log, mfs_err *err)
 {
     mfs_name_entry *ne = malloc((t->n ? t->n : 1) * sizeof *ne);
     if (!ne)
-        return -ENOMEM;
+        return mfs_err_sys(err, ENOMEM, "out of memory");
     for (size_t i = 0; i < t->n; i++)
         ne[i] = (mfs_name_entry){t->e[i].name, t->e[i].model};
     mfs_names p;
@@ -378,7 +362,7 @@ static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log)
     int rc = mfs_names_plan(ne, t->n, naming_flags(fs), mfs_casenotes_owner, &oc, &p) < 0 ? -ENOMEM : 0;
     free(ne);
     if (rc < 0)
-        return rc;
+        return mfs_err_sys(err, ENOMEM, "out of memory");
     for (size_t i = 0; log && i < p.nnotes; i++)
         if (i == 0 || strcmp(p.notes[i].text, p.notes[i - 1].text)) /* OWNERS: once */
             mfs_fs_log(fs, "%s: %s", dir[0] ? dir : ".", p.notes[i].text);
@@ -433,16 +417,16 @@ static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log)
     if (rc == 0 && t->c)
         qsort(t->c, t->nc, sizeof *t->c, cmp_cname);
     t->pkg = t->pkg == 0 && t->nmodels && (fs->cfg.formats & MFS_FMT_LGEPKG_BIT);
-    return rc;
+    return rc < 0 ? mfs_err_sys(err, -rc, "%s", strerror(-rc)) : 0;
 }
 
 /* A fresh table of folder dir, whose stat (taken before reading it) is st. */
 static int build_tab(mfs_fs *fs, const char *dir, const struct stat *st, int log,
-                     mfs_dirtab **out)
+                     mfs_dirtab **out, mfs_err *err)
 {
     mfs_dirtab *t = calloc(1, sizeof *t);
     if (!t)
-        return -ENOMEM;
+        return mfs_err_sys(err, ENOMEM, "out of memory");
     atomic_init(&t->refs, 1);
     t->mtime = st->st_mtim;
     t->ctime = st->st_ctim;
@@ -451,12 +435,12 @@ static int build_tab(mfs_fs *fs, const char *dir, const struct stat *st, int log
     t->dir_seed = XXH3_64bits(dir, strlen(dir));
     t->racy = !mfs_input_times_settled(st);
     format_order(fs, t);
-    int rc = read_entries(fs, dir, t);
+    int rc = read_entries(fs, dir, t, err);
     if (rc == 0)
-        rc = plan_models(fs, dir, t, log);
+        rc = plan_models(fs, dir, t, log, err);
     if (rc < 0) {
         tab_free(t);
-        return rc;
+        return -1;
     }
     *out = t;
     return 0;
@@ -516,7 +500,7 @@ static unsigned bucket_of(const char *dir)
  * it was made (or, for fresh, if it was made too close to its last change
  * to tell), with a reference for the caller.  The folder is read outside
  * the lock: a first listing of a huge folder does not hold up lookups in
- * others.  0 or -errno. */
+ * others.  0, or -1 with err. */
 static dirmap *find_slot(mfs_dirmaps *d, unsigned b, const char *dir)
 {
     dirmap *m = d->bucket[b];
@@ -537,14 +521,20 @@ static void drop_slot(mfs_dirmaps *d, unsigned b, dirmap *m)
     map_free(m);
 }
 
-int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out)
+int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out, mfs_err *err)
 {
     struct stat st;
-    return mfs_dirtab_get_st(fs, dir, fresh, out, &st);
+    return mfs_dirtab_get_st(fs, dir, fresh, out, &st, err);
+}
+
+/* The folder's name in a reason: "." for SRC itself. */
+static const char *shown_dir(const char *dir)
+{
+    return dir[0] ? dir : ".";
 }
 
 int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out,
-                      struct stat *dir_st)
+                      struct stat *dir_st, mfs_err *err)
 {
     mfs_dirmaps *d = fs->dirs;
     unsigned b = bucket_of(dir);
@@ -552,9 +542,9 @@ int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out,
     for (;;) {
         struct stat st;
         if (mfs_beneath_stat(fs, dir, &st) < 0)
-            return -errno;
+            return mfs_err_sys(err, errno, "%s: %s", shown_dir(dir), strerror(errno));
         if (!S_ISDIR(st.st_mode))
-            return -ENOTDIR;
+            return mfs_err_sys(err, ENOTDIR, "%s: %s", shown_dir(dir), strerror(ENOTDIR));
         *dir_st = st;
         pthread_mutex_lock(&d->lock);
         dirmap *m = find_slot(d, b, dir);
@@ -589,7 +579,7 @@ int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out,
             if (!m || !(m->path = strdup(dir))) {
                 free(m);
                 pthread_mutex_unlock(&d->lock);
-                return -ENOMEM;
+                return mfs_err_sys(err, ENOMEM, "%s: out of memory", shown_dir(dir));
             }
             m->next = d->bucket[b];
             d->bucket[b] = m;
@@ -598,7 +588,7 @@ int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out,
         m->building = 1;
         pthread_mutex_unlock(&d->lock);
         mfs_dirtab *t = NULL;
-        int rc = build_tab(fs, dir, &st, changed, &t);
+        int rc = build_tab(fs, dir, &st, changed, &t, err);
         pthread_mutex_lock(&d->lock);
         m->building = 0;
         if (rc == 0) {
@@ -615,6 +605,8 @@ int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out,
         pthread_mutex_unlock(&d->lock);
         if (rc == 0)
             *out = t;
+        else
+            mfs_err_prefix(err, "%s", shown_dir(dir));
         return rc;
     }
 }
@@ -639,10 +631,11 @@ static const mfs_dir_model *find_base(const mfs_dirtab *t, const char *base, siz
     return NULL;
 }
 
-int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref)
+int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref,
+                      mfs_err *err)
 {
     mfs_dirtab *t;
-    int rc = mfs_dirtab_get_st(fs, dir, 0, &t, &ref->dir_st);
+    int rc = mfs_dirtab_get_st(fs, dir, 0, &t, &ref->dir_st, err);
     if (rc < 0)
         return rc;
     size_t nl = strlen(name);
@@ -656,7 +649,7 @@ int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_re
         if (!dm)
             continue;
         ref->format = f;
-        rc = mfs_dir_model_copy(dm, &ref->model, &ref->base);
+        rc = mfs_dir_model_copy(dm, &ref->model, &ref->base, err);
     }
     mfs_dirtab_put(t);
     return rc;
@@ -724,7 +717,7 @@ const mfs_dir_model *mfs_dirtab_models(const mfs_dirtab *t, size_t *n)
     return t->models;
 }
 
-int mfs_dir_model_copy(const mfs_dir_model *dm, char **model, char **base)
+int mfs_dir_model_copy(const mfs_dir_model *dm, char **model, char **base, mfs_err *err)
 {
     *model = strdup(dm->model);
     *base = strdup(dm->base);
@@ -733,7 +726,7 @@ int mfs_dir_model_copy(const mfs_dir_model *dm, char **model, char **base)
     free(*model);
     free(*base);
     *model = *base = NULL;
-    return -ENOMEM;
+    return mfs_err_sys(err, ENOMEM, "out of memory");
 }
 
 ssize_t mfs_dirtab_entry(const mfs_dirtab *t, const char *name)
@@ -749,37 +742,41 @@ const mfs_dir_model *mfs_dirtab_model(const mfs_dirtab *t, const char *model)
     return i >= 0 && t->e[i].mi ? &t->models[t->e[i].mi - 1] : NULL;
 }
 
-int mfs_dirmap_real_name(mfs_fs *fs, const char *dir, const char *shown, char *out, size_t n)
+int mfs_dirmap_real_name(mfs_fs *fs, const char *dir, const char *shown, char *out, size_t n,
+                         mfs_err *err)
 {
     mfs_dirtab *t;
-    int rc = mfs_dirtab_get(fs, dir, 0, &t);
+    int rc = mfs_dirtab_get(fs, dir, 0, &t, err);
     if (rc < 0)
         return rc;
     if (t->c) {
         cname key = {shown, NULL};
         cname *hit = bsearch(&key, t->c, t->nc, sizeof *t->c, cmp_cname);
-        if (hit && !hit->real)
-            rc = -ENOENT; /* owners collide: it is none of theirs */
+        if (hit && !hit->real) /* owners collide: it is none of theirs */
+            rc = mfs_err_sys(err, ENOENT, "%s: entries of different owners are named so",
+                             shown);
         else if (hit)
-            rc = snprintf(out, n, "%s", hit->real) < (int)n ? 1 : -ENAMETOOLONG;
+            rc = snprintf(out, n, "%s", hit->real) < (int)n
+                     ? 1
+                     : mfs_err_sys(err, ENAMETOOLONG, "%s: %s", shown, strerror(ENAMETOOLONG));
     }
     mfs_dirtab_put(t);
     return rc;
 }
 
-int mfs_dirmap_hidden(mfs_fs *fs, const char *dir, char *out, size_t n)
+int mfs_dirmap_hidden(mfs_fs *fs, const char *dir, char *out, size_t n, mfs_err *err)
 {
     if (!fs->cfg.lowercase_names)
-        return -ENODATA;
+        return mfs_err_sys(err, ENODATA, "every entry is shown");
     mfs_dirtab *t;
-    int rc = mfs_dirtab_get(fs, dir, 0, &t);
+    int rc = mfs_dirtab_get(fs, dir, 0, &t, err);
     if (rc < 0)
         return rc;
     size_t len = t->hidden ? strlen(t->hidden) : 0;
     if (!t->hidden)
-        rc = -ENODATA;
+        rc = mfs_err_sys(err, ENODATA, "every entry is shown");
     else if (n && len > n)
-        rc = -ERANGE;
+        rc = mfs_err_sys(err, ERANGE, "%zu bytes do not fit in %zu", len, n);
     else if (n)
         memcpy(out, t->hidden, len);
     if (t->hidden && rc == 0)

@@ -6,10 +6,14 @@
  * Its functions take the mount's state (mfs_fs, src/mount/mount.h) for its
  * options, SRC's descriptor and the folder tables it holds (fs->dirs).
  *
- * Errors: each function says what it answers.  The folder tables' and the
- * shown paths' calls answer -1 with errno set (ENOENT when a name is not
- * there, ENOMEM); beneath.c's answer as the system calls they wrap (-1
- * with errno); mfs_beneath_hash -1 with an mfs_err. */
+ * Errors, one rule (include/meshfs/err.h): a call that can fail returns -1
+ * (or NULL) with an mfs_err, whose code (mfs_err_errno) is the errno the
+ * mount answers the kernel with: ENOENT for a name that is not there,
+ * ENOMEM, a folder's own errno.  beneath.c's wrappers of single system
+ * calls (mfs_beneath_open, _stat, _readlink and their _dep forms) answer
+ * as those calls do, -1 with errno, so they stand in for them (the
+ * resolver's host takes mfs_beneath_stat as its stat).  Nothing here
+ * returns -errno. */
 #ifndef MESHFS_NAMES_H
 #define MESHFS_NAMES_H
 
@@ -19,6 +23,7 @@
 #include <sys/types.h>
 
 #include "meshfs/cache.h"
+#include "meshfs/err.h"
 #include "meshfs/formats.h"
 #include "meshfs/log.h"
 
@@ -47,10 +52,12 @@ void mfs_dirmaps_free(mfs_dirmaps *d);
 void mfs_dirmaps_stats(mfs_dirmaps *d, uint64_t *tables, uint64_t *names, uint64_t *evictions);
 
 /* If `name` in folder `dir` (relative, "" for the root) is a view, fills ref
- * (model is a malloc'd copy) and returns 1; 0 if not; -errno on error. */
-int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref);
+ * (model is a malloc'd copy) and returns 1; 0 if not; -1 with err (its
+ * code: the folder's errno, ENOMEM). */
+int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref,
+                      mfs_err *err);
 
-/* Stable inode numbers: a source entry keeps its own, a view gets a hash of
+/* inode.c: stable inode numbers.  A source entry keeps its own, a view gets a hash of
  * (device, model inode, where, format) with the top bit set.  where is
  * mfs_view_where(folder, view base), or 0 for a folder's package: hard links
  * to one model under two names or in two folders are one inode, but their
@@ -66,15 +73,18 @@ uint64_t mfs_src_ino(const mfs_fs *fs, dev_t dev, ino_t ino);
 
 /* With lowercase_names: the real name of the entry folder `dir` shows as
  * `shown`, into out; 1 if found, 0 if `shown` is no shown entry (a view,
- * or nothing), -ENOENT if entries of different owners have that lowercase
- * name (it reaches none of them), -errno.  Without lowercase_names
+ * or nothing), -1 with err: code ENOENT if entries of different owners have
+ * that lowercase name (it reaches none of them), or the folder's errno.
+ * Without lowercase_names
  * always 0. */
-int mfs_dirmap_real_name(mfs_fs *fs, const char *dir, const char *shown, char *out, size_t n);
+int mfs_dirmap_real_name(mfs_fs *fs, const char *dir, const char *shown, char *out, size_t n,
+                         mfs_err *err);
 /* With lowercase_names: why entries of folder `dir` are not shown, a line
  * each (its user.meshfs.error), into out as getxattr answers: the length
- * (without the NUL; out may be NULL when n is 0), -ENODATA if every entry
- * is shown, -ERANGE if n is too small, -errno. */
-int mfs_dirmap_hidden(mfs_fs *fs, const char *dir, char *out, size_t n);
+ * (without the NUL; out may be NULL when n is 0), or -1 with err: code
+ * ENODATA if every entry is shown, ERANGE if n is too small, or the
+ * folder's errno. */
+int mfs_dirmap_hidden(mfs_fs *fs, const char *dir, char *out, size_t n, mfs_err *err);
 
 /* A model with views, as the folder's table names it. */
 typedef struct mfs_dir_model {
@@ -93,10 +103,12 @@ typedef struct mfs_dirtab mfs_dirtab;
 /* The current table of folder `dir` (relative, "" for the root), read again
  * if the folder's mtime or ctime moved; with fresh, also if it was built
  * before the folder's times settled (mfs_input_times_settled, inputs.h), unless the
- * caller waited for that very build.  0 or -errno. */
-int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out);
+ * caller waited for that very build.  0, or -1 with err (code: the
+ * folder's errno, ENOTDIR, ENOMEM). */
+int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out, mfs_err *err);
 /* The same, with the folder's stat it was checked against into *st. */
-int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out, struct stat *st);
+int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out, struct stat *st,
+                      mfs_err *err);
 void mfs_dirtab_put(mfs_dirtab *t);
 
 /* Every model of the table that has views, in byte order of base (the same
@@ -105,8 +117,8 @@ const mfs_dir_model *mfs_dirtab_models(const mfs_dirtab *t, size_t *n);
 /* The model whose file is named `model`, or NULL. */
 const mfs_dir_model *mfs_dirtab_model(const mfs_dirtab *t, const char *model);
 /* Copies of dm's model and base into *model and *base (both set or both
- * NULL).  1, or -ENOMEM. */
-int mfs_dir_model_copy(const mfs_dir_model *dm, char **model, char **base);
+ * NULL).  1, or -1 with err (ENOMEM). */
+int mfs_dir_model_copy(const mfs_dir_model *dm, char **model, char **base, mfs_err *err);
 /* The index of the entry of that real name, or -1. */
 ssize_t mfs_dirtab_entry(const mfs_dirtab *t, const char *name);
 
@@ -151,11 +163,12 @@ char *mfs_casenotes_text(const struct mfs_names *p);
 
 /* The SRC-relative real path of a shown path (no leading '/'; "" is SRC
  * itself), translated component by component through each folder's table.
- * Returns 0, or -ENOENT when a component is not a shown name (a name with
- * a capital letter, a folder hidden by a lowercase collision), -errno.  A
+ * Returns 0, or -1 with err: code ENOENT when a component is not a shown
+ * name (a name with a capital letter, a folder hidden by a lowercase
+ * collision), ENAMETOOLONG, or a folder's errno.  A
  * last component that is no shown entry is kept as given: it may be a
  * view.  Without lowercase_names the path is copied unchanged. */
-int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n);
+int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n, mfs_err *err);
 
 /* The shown form of a real SRC-relative path: lowercased in place with
  * lowercase_names (the .fmi model= path must be what FGE will open). */
@@ -206,8 +219,8 @@ ssize_t mfs_beneath_readlink(const mfs_fs *fs, const char *rel, char *buf, size_
 int mfs_beneath_open_dep(const mfs_fs *fs, const char *rel, int flags);
 int mfs_beneath_stat_dep(const mfs_fs *fs, const char *rel, struct stat *st);
 /* The SRC-relative path with no links in it that a dependency path leads
- * to, into out.  0 or -errno. */
-int mfs_beneath_dep_real(const mfs_fs *fs, const char *rel, char *out, size_t n);
+ * to, into out.  0, or -1 with err (its errno: ENOENT, EXDEV, ...). */
+int mfs_beneath_dep_real(const mfs_fs *fs, const char *rel, char *out, size_t n, mfs_err *err);
 /* The content hash of the regular file at such a kernel path (through the
  * cache's stat index, so an unchanged file is not read); st receives its
  * stat.  0, or -1 with err and errno set. */

@@ -125,9 +125,10 @@ static int kview_open(mfs_fs *fs, const char *path, uint64_t node, struct fuse_f
     /* test builds (test_coherence.py): an open slow to decide, so a listing
      * can move the view's name while it resolves */
     mfs_test_delay("MESHFS_TEST_OPEN_DELAY_MS");
-    int rc = mfs_renew_open_begin(fs, node);
+    mfs_err err;
+    int rc = mfs_renew_open_begin(fs, node, &err);
     if (rc < 0)
-        return rc;
+        return -mfs_err_errno(&err);
     rc = decide_open(fs, path, node, fi, h, id);
     mfs_renew_open_end(fs);
     if (rc == 1) /* from the OPEN handler itself: kview.c says why */

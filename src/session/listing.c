@@ -431,9 +431,9 @@ int mfs_listing_readdir(mfs_fs *fs, const char *path, void *buf, fuse_fill_dir_t
     dirh *h = (dirh *)(uintptr_t)fi->fh;
     if (off == 0 || !h->tab) {
         dirh_clear(h);
-        int rc = mfs_dirtab_get(fs, h->dir, 1, &h->tab);
-        if (rc < 0)
-            return rc;
+        mfs_err err;
+        if (mfs_dirtab_get(fs, h->dir, 1, &h->tab, &err) < 0)
+            return -mfs_err_errno(&err);
         h->count = mfs_dirtab_count(h->tab);
         atomic_fetch_add(&fs->listings->names, h->count);
         h->nsrc = mfs_dirtab_entries(h->tab);

@@ -106,7 +106,8 @@ static void assert_view(mfs_fs *fs, const char *dir, const char *name, const cha
                         const char *base, const char *format)
 {
     mfs_view_ref ref = {0};
-    assert_int_equal(mfs_dirmap_lookup(fs, dir, name, &ref), 1);
+    mfs_err err;
+    assert_int_equal(mfs_dirmap_lookup(fs, dir, name, &ref, &err), 1);
     assert_string_equal(ref.model, model);
     assert_string_equal(ref.base, base);
     assert_string_equal(mfs_format_get((mfs_format)ref.format)->name, format);
@@ -117,7 +118,8 @@ static void assert_view(mfs_fs *fs, const char *dir, const char *name, const cha
 static void assert_no_view(mfs_fs *fs, const char *dir, const char *name)
 {
     mfs_view_ref ref = {0};
-    assert_int_equal(mfs_dirmap_lookup(fs, dir, name, &ref), 0);
+    mfs_err err;
+    assert_int_equal(mfs_dirmap_lookup(fs, dir, name, &ref, &err), 0);
 }
 
 static void test_views_of_models(void **state)
@@ -145,7 +147,8 @@ static void test_listing_items(void **state)
     mfs_fs fs;
     mount_state(&fs, 0);
     mfs_dirtab *t;
-    assert_int_equal(mfs_dirtab_get(&fs, "cars", 0, &t), 0);
+    mfs_err err;
+    assert_int_equal(mfs_dirtab_get(&fs, "cars", 0, &t, &err), 0);
     assert_int_equal(mfs_dirtab_entries(t), 2);
     size_t nm;
     const mfs_dir_model *m = mfs_dirtab_models(t, &nm);
@@ -166,6 +169,13 @@ static void test_listing_items(void **state)
             assert_true(it.ino >> 63); /* a view's inode: the top bit set */
     }
     mfs_dirtab_put(t);
+    /* a folder that is not there: -1, its errno said, the folder named */
+    assert_int_equal(mfs_dirtab_get(&fs, "cars/none", 0, &t, &err), -1);
+    assert_int_equal(mfs_err_errno(&err), ENOENT);
+    assert_non_null(strstr(err.msg, "cars/none"));
+    mfs_view_ref ref = {0};
+    assert_int_equal(mfs_dirmap_lookup(&fs, "cars/car.fbx", "x.gmf", &ref, &err), -1);
+    assert_int_equal(mfs_err_errno(&err), ENOTDIR);
     assert_int_equal(shown, 4);
     assert_int_equal(views, 2);
     assert_string_equal(names[0], "car.fbx");
@@ -181,22 +191,27 @@ static void test_lowercase_names(void **state)
     mfs_fs fs;
     mount_state(&fs, 1);
     char real[PATH_MAX];
-    assert_int_equal(mfs_casemap_path(&fs, "up/crate.obj", real, sizeof real), 0);
+    mfs_err err;
+    assert_int_equal(mfs_casemap_path(&fs, "up/crate.obj", real, sizeof real, &err), 0);
     assert_string_equal(real, "Up/Crate.OBJ");
     /* a view's name is kept as given in its folder's real path */
-    assert_int_equal(mfs_casemap_path(&fs, "up/crate.gmf", real, sizeof real), 0);
+    assert_int_equal(mfs_casemap_path(&fs, "up/crate.gmf", real, sizeof real, &err), 0);
     assert_string_equal(real, "Up/crate.gmf");
     assert_view(&fs, "Up", "crate.gmf", "Crate.OBJ", "crate", "gmf");
     /* no shown name has a capital letter, and views are never folders */
-    assert_int_equal(mfs_casemap_path(&fs, "Up/crate.obj", real, sizeof real), -ENOENT);
-    assert_int_equal(mfs_casemap_path(&fs, "up/crate.gmf/x", real, sizeof real), -ENOENT);
+    assert_int_equal(mfs_casemap_path(&fs, "Up/crate.obj", real, sizeof real, &err), -1);
+    assert_int_equal(mfs_err_errno(&err), ENOENT);
+    assert_int_equal(mfs_casemap_path(&fs, "up/crate.gmf/x", real, sizeof real, &err), -1);
+    assert_int_equal(mfs_err_errno(&err), ENOENT);
+    assert_int_equal(mfs_casemap_path(&fs, "up/crate.obj", real, 4, &err), -1);
+    assert_int_equal(mfs_err_errno(&err), ENAMETOOLONG);
     char shown[] = "Up/Crate.OBJ";
     mfs_casemap_fold(&fs, shown);
     assert_string_equal(shown, "up/crate.obj");
     mount_end(&fs);
     /* without the option a path is copied as it is */
     mount_state(&fs, 0);
-    assert_int_equal(mfs_casemap_path(&fs, "Up/Crate.OBJ", real, sizeof real), 0);
+    assert_int_equal(mfs_casemap_path(&fs, "Up/Crate.OBJ", real, sizeof real, &err), 0);
     assert_string_equal(real, "Up/Crate.OBJ");
     mount_end(&fs);
 }
