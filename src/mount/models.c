@@ -1,7 +1,7 @@
 /* The mount's side of resolving a view (include/meshfs/views.h): the
  * resolver lives in the cache layer and holds the tier policy; this file
  * gives it what only the mount knows (the host), and is the one place the
- * fs layer calls it.
+ * mount calls it.
  *
  *   paths     every model, folder and dependency stat'ed beneath SRC, as
  *             the kernel's paths or as the worker opened it (beneath.c)
@@ -167,7 +167,7 @@ int mfs_fs_views_open(mfs_fs *fs)
     return fs->views ? 0 : -ENOMEM;
 }
 
-/* ---- the fs layer's calls into the resolver ---- */
+/* ---- the mount's calls into the resolver ---- */
 
 /* The model's path and its .fmi model= path (lowercase where FGE opens it);
  * -1 when either is longer than a path can be. */

@@ -219,11 +219,11 @@ struct mfs_fs {
     pthread_mutex_t pkg_locks[MFS_PKG_STRIPES]; /* lgepkg.c: a package built once */
 };
 
-/* ---- models.c: the resolver's host, and the fs layer's calls into it ----
+/* ---- models.c: the resolver's host, and the mount's calls into it ----
  *
  * A view's bytes are resolved by the cache layer's resolver
  * (meshfs/views.h: memo, cache, conversion, single flight per model); the
- * fs layer crosses into it here only, and only ops.c turns its outcomes
+ * mount crosses into it here only, and only ops.c turns its outcomes
  * into -errno. */
 
 /* Makes fs->views, with this mount as its host.  0 or -ENOMEM. */
