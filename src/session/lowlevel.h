@@ -1,5 +1,13 @@
 /* The low-level FUSE session's operations (lowlevel.c): node ids to mount
- * paths, lookup counts, and the bound on the inodes the kernel holds. */
+ * paths, lookup counts, and the bound on the inodes the kernel holds.
+ *
+ * src/session/ is the top of the daemon: nothing calls into it, so it has
+ * no face, and its headers (this one, llstate.h, nodes.h, dirreply.h,
+ * listing.h, files.h, passthrough.h, held.h, share.h, leasewait.h,
+ * unmount_guard.h, optsuggest.h) are for its own files, one a file's
+ * contract.  Errors: what answers a request is -errno, as libfuse's
+ * replies take it (fuse_reply_err), made from what the mount hands up
+ * (src/mount/mount.h); setup and start answer 0 or -1. */
 #ifndef MESHFS_FS_LOWLEVEL_H
 #define MESHFS_FS_LOWLEVEL_H
 
