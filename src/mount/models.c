@@ -85,8 +85,8 @@ static int host_perm(void *ctx, const char *model, char *const *paths, const str
         char real[4096];
         struct stat st;
         if (mfs_beneath_stat(fs, path, &st) < 0 || S_ISLNK(st.st_mode)) {
-            mfs_err err;
-            if (mfs_beneath_dep_real(fs, path, real, sizeof real, &err) < 0) {
+            mfs_err derr; /* not the caller's: its reason is not this one */
+            if (mfs_beneath_dep_real(fs, path, real, sizeof real, &derr) < 0) {
                 perm = 0; /* cannot tell where it is: only root reads */
                 continue;
             }
