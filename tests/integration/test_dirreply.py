@@ -1,4 +1,4 @@
-"""Replies built ahead (src/fs/dirreply.c; docs/listing.md, "Replies built
+"""Replies built ahead (src/session/dirreply.c; docs/listing.md, "Replies built
 ahead", issue 17's first listing): once a READDIRPLUS reply that filled the
 kernel's buffer is sent, the daemon fills the next one while the kernel
 takes in the first.  Counted from the stats xattr, never timed:

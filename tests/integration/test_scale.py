@@ -387,7 +387,7 @@ INODE_FOLDERS, INODE_PER = 10, 100
 
 
 class InodeCapTest(TreeCase):
-    """The inodes the kernel holds (src/fs/nodes.c; docs/scale.md, "The
+    """The inodes the kernel holds (src/session/nodes.c; docs/scale.md, "The
     kernel's inodes"): beyond 32 x memo_size files the daemon tells the
     kernel to drop the least recently used files' entries, and the FORGETs
     that follow free their nodes.  Counted from the stats xattr.  A shell's

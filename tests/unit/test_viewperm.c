@@ -1,6 +1,6 @@
 /* Who may read a view (src/fs/viewperm.c, docs/security.md S1) as a table,
  * checked against every user the kernel could see; what error text users
- * see (src/fs/errtext.c); and fs.h's path join. */
+ * see (src/names/errtext.c); and names.h's path join. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "fs.h"
+#include "mount.h"
 
 typedef struct row {
     uid_t fuid;
