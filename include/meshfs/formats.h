@@ -12,7 +12,7 @@
 #include "meshfs/err.h"
 #include "meshfs/options.h"
 #include "meshfs/scene.h"
-#include "meshfs/sink.h"
+#include "meshfs/util.h"
 
 typedef enum mfs_format {
     MFS_FMT_FMD,

@@ -23,7 +23,7 @@
 
 #include "meshfs/err.h"
 #include "meshfs/formats.h"
-#include "meshfs/sink.h"
+#include "meshfs/util.h"
 
 #define MFS_LGEPKG_FILE_NAME "game_resources.lgepkg" /* the engine hard-codes it */
 #define MFS_LGEPKG_HEADER_BYTES 48

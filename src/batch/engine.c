@@ -36,7 +36,7 @@
 #include "meshfs/lgepkg.h"
 #include "meshfs/sandbox.h"
 #include "meshfs/spawner.h"
-#include "meshfs/test_hold.h"
+#include "meshfs/util.h"
 #include "meshfs/views.h"
 
 typedef struct root {

@@ -39,7 +39,7 @@
 
 #include "cache_int.h"
 #include "meshfs/inputs.h"
-#include "meshfs/sink.h"
+#include "meshfs/util.h"
 
 /* ---- encoding --------------------------------------------------------- */
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 #include "meshfs/lgepkg.h"
 
 const mfs_format mfs_lgepkg_formats[MFS_LGEPKG_CHUNKS] = {MFS_FMT_VRT, MFS_FMT_TRI, MFS_FMT_TEX,

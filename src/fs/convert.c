@@ -18,9 +18,8 @@
 #include "fs.h"
 #include "prefetch.h"
 #include "meshfs/convstore.h"
-#include "meshfs/storerr.h"
+#include "meshfs/util.h"
 #include "meshfs/keyopts.h"
-#include "meshfs/test_hold.h"
 
 /* The option text in keys: the recipe shared with meshfs-convert
  * (include/meshfs/keyopts.h); the mount's formats are not in it. */

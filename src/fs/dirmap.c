@@ -34,7 +34,7 @@
 
 #include "fs.h"
 #include "meshfs/inputs.h"
-#include "meshfs/timespec.h"
+#include "meshfs/util.h"
 #include "lgepkg.h"
 #include "meshfs/naming.h"
 #include "meshfs/settings.h"

@@ -14,8 +14,7 @@
 #include "meshfs/jobdirs.h"
 #include "meshfs/formats.h"
 #include "meshfs/limits.h"
-#include "meshfs/latch.h"
-#include "meshfs/log.h"
+#include "meshfs/util.h"
 #include "meshfs/spawner.h"
 #include "meshfs/views.h"
 

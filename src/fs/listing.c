@@ -17,7 +17,7 @@
 #include <time.h>
 #include <xxhash.h>
 
-#include "meshfs/timespec.h"
+#include "meshfs/util.h"
 #include "coherence.h"
 #include "fs.h"
 #include "meshfs/inputs.h"

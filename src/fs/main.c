@@ -21,12 +21,10 @@
 
 #include "coherence.h"
 #include "fs.h"
-#include "meshfs/optvalue.h"
+#include "meshfs/util.h"
 #include "meshfs/remote.h"
 #include "meshfs/lgepkg.h"
-#include "meshfs/log.h"
 #include "meshfs/sandbox.h"
-#include "meshfs/version.h"
 #include "dirreply.h"
 #include "listing.h"
 #include "lowlevel.h"

@@ -18,7 +18,7 @@
 #include "coherence.h"
 #include "fs.h"
 #include "meshfs/explain.h"
-#include "meshfs/storerr.h"
+#include "meshfs/util.h"
 
 static int host_stat(void *ctx, const char *path, mfs_view_path kind, struct stat *st)
 {

@@ -16,7 +16,7 @@
 #include "meshfs/inputs.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
-#include "meshfs/timespec.h"
+#include "meshfs/util.h"
 #include "meshfs/views.h"
 
 /* ---- tier 1: the memo ---- */

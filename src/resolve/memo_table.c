@@ -14,7 +14,7 @@
 #include "meshfs/inputs.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
-#include "meshfs/timespec.h"
+#include "meshfs/util.h"
 #include "meshfs/views.h"
 
 /* A record's heap bytes: what the allocator hands out for it and its

@@ -23,7 +23,7 @@
 #include "meshfs/remote_lease.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
-#include "meshfs/timespec.h"
+#include "meshfs/util.h"
 #include "meshfs/views.h"
 
 /* mk: the model entry the view is embedded in, or NULL (its own file) */

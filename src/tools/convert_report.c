@@ -11,13 +11,11 @@
 
 #include "meshfs/batch.h"
 #include "meshfs/inputs.h"
-#include "meshfs/json.h"
+#include "meshfs/util.h"
 #include "meshfs/naming.h"
-#include "meshfs/optvalue.h"
 #include "meshfs/sandbox.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
-#include "meshfs/version.h"
 #include "meshfs/worker.h"
 
 #include "convert_batch.h"

@@ -28,7 +28,7 @@
 #include "meshfs/inspect.h"
 #include "meshfs/options.h"
 #include "meshfs/scene.h"
-#include "meshfs/sink.h"
+#include "meshfs/util.h"
 
 static const char *const hostile[] = {
     "01 - Par d\xe9" "faut",          /* Latin-1, as an MD5 file from 3ds Max carries it */

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "fixtures.h"
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 #include "meshfs/inspect.h"
 #include "meshfs/lgepkg.h"
 
