@@ -33,7 +33,7 @@
 #include "meshfs/jobdirs.h"
 #include "meshfs/job.h"
 #include "meshfs/keyopts.h"
-#include "meshfs/lgepkg.h"
+#include "meshfs/formats.h"
 #include "meshfs/sandbox.h"
 #include "meshfs/spawner.h"
 #include "meshfs/util.h"

@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "cache_int.h"
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 #include "meshfs/util.h"
 
 /* ---- encoding --------------------------------------------------------- */

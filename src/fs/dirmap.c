@@ -33,7 +33,7 @@
 #include <xxhash.h>
 
 #include "fs.h"
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 #include "meshfs/util.h"
 #include "lgepkg.h"
 #include "meshfs/naming.h"

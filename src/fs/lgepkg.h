@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #include "fs.h"
-#include "meshfs/lgepkg.h"
+#include "meshfs/formats.h"
 
 /* mfs_view_ref.format of the package: after every per-model format. */
 #define MFS_FS_LGEPKG MFS_FMT_COUNT

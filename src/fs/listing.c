@@ -20,7 +20,7 @@
 #include "meshfs/util.h"
 #include "coherence.h"
 #include "fs.h"
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 #include "held.h"
 #include "lgepkg.h"
 #include "listing.h"

@@ -23,7 +23,7 @@
 #include "fs.h"
 #include "meshfs/util.h"
 #include "meshfs/remote.h"
-#include "meshfs/lgepkg.h"
+#include "meshfs/formats.h"
 #include "meshfs/sandbox.h"
 #include "dirreply.h"
 #include "listing.h"

@@ -8,7 +8,7 @@
 
 #include "meshfs/cache.h"
 #include "meshfs/explain.h"
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 #include "meshfs/util.h"
 #include "meshfs/settings.h"
 #include "meshfs/views.h"

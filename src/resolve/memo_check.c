@@ -13,7 +13,7 @@
 
 #include "memo.h"
 #include "meshfs/formats.h"
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
 #include "meshfs/util.h"

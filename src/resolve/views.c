@@ -19,7 +19,7 @@
 
 #include "memo.h"
 #include "meshfs/formats.h"
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 #include "meshfs/remote_lease.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "meshfs/batch.h"
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 #include "meshfs/util.h"
 #include "meshfs/naming.h"
 #include "meshfs/sandbox.h"

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "meshfs/batch.h"
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 #include "meshfs/util.h"
 #include "meshfs/naming.h"
 #include "meshfs/sandbox.h"

@@ -26,7 +26,6 @@
 #include "fixtures.h"
 #include "meshfs/formats.h"
 #include "meshfs/inspect.h"
-#include "meshfs/options.h"
 #include "meshfs/scene.h"
 #include "meshfs/util.h"
 

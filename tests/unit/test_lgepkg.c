@@ -17,7 +17,7 @@
 #include "fixtures.h"
 #include "meshfs/util.h"
 #include "meshfs/inspect.h"
-#include "meshfs/lgepkg.h"
+#include "meshfs/formats.h"
 
 /* ---- helpers ---- */
 
