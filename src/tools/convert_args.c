@@ -1,22 +1,17 @@
 /* meshfs-convert's command line: the options into a batch, and --help
  * (convert_batch.h; docs/man/meshfs-convert.1). */
-#include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "meshfs/batch.h"
+#include "meshfs/formats.h"
 #include "meshfs/import.h"
-#include "meshfs/util.h"
-#include "meshfs/naming.h"
 #include "meshfs/sandbox.h"
-#include "meshfs/scene.h"
 #include "meshfs/settings.h"
-#include "meshfs/worker.h"
+#include "meshfs/util.h"
 
 #include "convert_batch.h"
 

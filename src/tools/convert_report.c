@@ -1,7 +1,6 @@
 /* meshfs-convert's --report: what each model became, as JSON
  * (convert_batch.h; docs/man/meshfs-convert.1). */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,12 +9,10 @@
 #include <unistd.h>
 
 #include "meshfs/batch.h"
+#include "meshfs/formats.h"
 #include "meshfs/import.h"
-#include "meshfs/util.h"
-#include "meshfs/naming.h"
-#include "meshfs/sandbox.h"
-#include "meshfs/scene.h"
 #include "meshfs/settings.h"
+#include "meshfs/util.h"
 #include "meshfs/worker.h"
 
 #include "convert_batch.h"
