@@ -283,7 +283,7 @@ mode_t mfs_batch_file_mode(void);
 /* The views host's perm rule (meshfs/views.h) for a batch root: the
  * mount's, with the folders stat'ed from rootfd. */
 int mfs_batch_view_perm(int rootfd, const char *model, char *const *paths, const struct stat *in,
-                        uint32_t n, mfs_view_perm *out);
+                        uint32_t n, mfs_view_perm *out, mfs_err *err);
 /* The open file fd (the run's) given base (the umask's mode) less every
  * group or other bit a class of its users could not have through the
  * mount's view (readers); as root also the view's group.  0, or -1 with

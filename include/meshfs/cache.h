@@ -107,7 +107,7 @@ enum {
 typedef struct mfs_cache_config {
     const char *dir;        /* NULL: ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs */
     uint64_t max_size;      /* 0: the cap meshfs-cache max-size stored in dir
-                               (cache_admin.h), else MFS_CACHE_DEFAULT_MAX_SIZE */
+                               (below), else MFS_CACHE_DEFAULT_MAX_SIZE */
     unsigned tmp_max_age_s; /* 0: MFS_CACHE_DEFAULT_TMP_AGE */
     unsigned flags;
     /* Stat index records kept in memory, in whole shards, least recently
@@ -143,7 +143,7 @@ typedef struct mfs_cache_stats {
     uint64_t size;              /* estimated bytes of entries + manifests (evict.c) */
     /* What a user asks about (docs/cache.md, "Statistics"), told by the
      * resolver through mfs_cache_note: lookups above count files, these
-     * count views.  Persisted in the stats file (cache_admin.h). */
+     * count views.  Persisted in the stats file (mfs_cache_totals below). */
     uint64_t view_hits;           /* views opened, served without converting */
     uint64_t view_misses;         /* view requests that needed a conversion */
     /* ccache's unit: one model resolved for one meshfs-convert or warm run,
@@ -155,7 +155,7 @@ typedef struct mfs_cache_stats {
     /* the remote tier (remote.h), persisted the same way */
     uint64_t remote_hits, remote_misses, remote_errors, remote_bytes_down, remote_bytes_up;
     uint64_t remote_owed_sent, remote_owed_dropped; /* the owed list (remote.h) */
-    uint64_t remote_slow; /* models converted, the server slower (remote_pace.h) */
+    uint64_t remote_slow; /* models converted, the server slower (src/remote/pace.h) */
     /* the stat index's memory (docs/scale.md): records held now (at most
      * the cap plus one shard), shards read whole from disk, shards dropped
      * to keep to the cap.  This handle's only; not in the stats file. */
@@ -292,7 +292,7 @@ typedef struct mfs_cache_manifest {
     mfs_cache_view *views;
     uint32_t nviews;
     /* the wall time of the conversion that stored it, ms (0: unknown):
-     * the remote tier's slow-server rule (meshfs/remote_pace.h) */
+     * the remote tier's slow-server rule (src/remote/pace.h) */
     uint64_t convert_ms;
 } mfs_cache_manifest;
 
@@ -431,5 +431,171 @@ uint64_t mfs_cache_max_size(const mfs_cache *c);
 /* Scans the entries, and if they exceed max_size removes the least recently
  * used until they fit in 90% of it.  Returns files removed, or -1. */
 int mfs_cache_evict(mfs_cache *c, mfs_err *err);
+
+/* ==== objects shared with another tier (src/remote) ======================
+ * The remote tier (meshfs/remote.h) moves entries between this store and a
+ * server, and reaches the store only through what follows.  An object on
+ * the wire is one entry container in the TRAILER form: the payload, then
+ * the MFS_CACHE_REC_LEN-byte record.  Only kinds that are no machine's own
+ * travel: views under an 'e' name, manifests and model entries under an
+ * 'm' name; never a remembered failure (each machine's own). */
+
+/* The container version (docs/cache.md, "Entry format"): a server keeps
+ * each version's objects apart (<url>/v<N>/...), and -V prints it. */
+#define MFS_CACHE_VERSION 2
+/* The record after a payload in the TRAILER form: descriptor + checksum. */
+#define MFS_CACHE_REC_LEN 56
+/* The largest payload under an 'm' name (manifests, model entries): they
+ * are read whole, so an absurd size is refused. */
+#define MFS_CACHE_SMALL_MAX (64u << 20)
+/* A cache-relative path of a temporary or entry file, with its NUL. */
+#define MFS_CACHE_PATH_MAX 64
+
+/* Bumps one counter of mfs_cache_stats (field: offsetof of a uint64_t
+ * member, e.g. offsetof(mfs_cache_stats, remote_hits)) under the handle's
+ * lock; it reaches the stats file with the others. */
+void mfs_cache_stat_add(mfs_cache *c, size_t field, uint64_t v);
+
+/* The cache folder, open (valid until mfs_cache_close; the caller never
+ * closes it), for a tier that keeps files of its own beside the entries
+ * under a name the store reserves: "owed" (the remote tier's owed list). */
+int mfs_cache_dirfd(const mfs_cache *c);
+
+/* A file growing in tmp/ that the store did not make (a download) counts
+ * against the cap while it grows: reserve before writing bytes, making
+ * room by eviction if the entries and other reservations leave too little.
+ * 0, or -1 if even then bytes do not fit (nothing reserved; and nothing
+ * evicted if the other reservations alone leave too little).  unreserve
+ * gives bytes back, kept of them now being an entry (0: the file was
+ * discarded), so the cap is never checked with both counted. */
+int mfs_cache_reserve(mfs_cache *c, uint64_t bytes);
+void mfs_cache_unreserve(mfs_cache *c, uint64_t bytes, uint64_t kept);
+
+/* A download: a new temporary file in tmp/ (O_RDWR), its cache-relative
+ * name in tmp; the fd, or -1 with err.  The caller writes the object into
+ * it (reserving as it grows), then adopts it or not, and always ends it. */
+int mfs_cache_download_begin(mfs_cache *c, char tmp[MFS_CACHE_PATH_MAX], mfs_err *err);
+/* Judges the download in fd exactly as a local entry under (k, suffix 'e'
+ * or 'm') would be judged (mfs_cache_entry_check: magic, version, key,
+ * kind, length, checksum), requires the TRAILER form and a kind that
+ * travels, moves the record into the xattr where this cache keeps records
+ * there, and renames the file to k's entry name.
+ *   1  adopted: tmp[0] is set to '\0', *kept gets the entry's bytes;
+ *   0  refused, never served: *why says why (static text);
+ *  -1  judged good but not kept (the rename failed): err says why. */
+int mfs_cache_download_adopt(mfs_cache *c, int fd, char tmp[MFS_CACHE_PATH_MAX],
+                             const mfs_cache_key *k, char suffix, uint64_t *kept,
+                             const char **why, mfs_err *err);
+/* Closes fd and removes tmp unless it was adopted. */
+void mfs_cache_download_end(mfs_cache *c, int fd, const char tmp[MFS_CACHE_PATH_MAX]);
+
+/* An entry opened to be sent: its bytes in the TRAILER form, whichever
+ * form this cache keeps it in. */
+typedef struct mfs_cache_object {
+    int fd;
+    uint64_t len;  /* payload bytes */
+    uint64_t size; /* the object's bytes on the wire: payload and record */
+    uint8_t rec[MFS_CACHE_REC_LEN];
+    int add_rec;   /* kept in the xattr form: rec follows the payload */
+} mfs_cache_object;
+enum {
+    MFS_CACHE_OBJECT_OPEN = 1,   /* o is open: mfs_cache_object_close it */
+    MFS_CACHE_OBJECT_ABSENT = 0, /* no entry under that name (evicted) */
+    MFS_CACHE_OBJECT_BAD = -2,   /* an entry that does not check (*why), or a
+                                    kind that does not travel (*why NULL) */
+    MFS_CACHE_OBJECT_ERR = -1,   /* its record could not be read: try later */
+};
+/* Opens k's entry under suffix ('e' or 'm') after checking it whole. */
+int mfs_cache_object_open(mfs_cache *c, const mfs_cache_key *k, char suffix, mfs_cache_object *o,
+                          const char **why);
+/* Up to n of the object's wire bytes at off (the payload's, then the
+ * record's, never both in one call): the count, 0 at the end, -1 on a
+ * read error. */
+int64_t mfs_cache_object_read(const mfs_cache_object *o, void *p, size_t n, uint64_t off);
+void mfs_cache_object_close(mfs_cache_object *o);
+
+/* ==== managing a cache directory as a whole ==============================
+ * What meshfs-cache does (docs/cache.md, "Managing the cache").  Every
+ * operation here is safe while mounts and meshfs-convert runs use the same
+ * directory: removals only unlink names (an open entry keeps its bytes for
+ * its reader), trim and clear take the `lock` file like any evictor, and
+ * the stats file is read and written under its own flock. */
+
+/* 1 if dir holds the CACHEDIR.TAG meshfs writes: meshfs-cache changes no
+ * other folder, so that a mistyped --cache-dir loses nothing to clear. */
+int mfs_cache_is_ours(const char *dir);
+
+/* ---- counters every process sharing the directory added up ------------ */
+
+/* The stats file's counters (docs/cache.md, "The stats file"). */
+typedef struct mfs_cache_totals {
+    uint64_t hits, misses, conversions, failures, evictions, corrupt; /* hits, misses: views */
+    uint64_t model_hits, model_misses; /* models resolved (mfs_cache_stats) */
+    uint64_t cap;     /* the last mount's or convert run's cap; 0: none recorded */
+    int64_t updated;  /* last flush, seconds since the epoch; 0: never */
+    uint64_t remote_hits, remote_misses, remote_errors, remote_bytes_down, remote_bytes_up;
+    uint64_t remote_owed_sent, remote_owed_dropped, remote_slow;
+} mfs_cache_totals;
+
+/* Reads the stats file (shared lock); all zero when there is none yet. */
+int mfs_cache_totals_read(mfs_cache *c, mfs_cache_totals *out, mfs_err *err);
+
+/* Adds what this handle counted since its last flush to the stats file,
+ * now (mfs_cache_close does this too). */
+int mfs_cache_flush_stats(mfs_cache *c, mfs_err *err);
+
+/* ---- what the entry directory holds ------------------------------------ */
+
+typedef struct mfs_cache_usage {
+    uint64_t entries;   /* .e files: views and remembered failures */
+    uint64_t manifests; /* .m files: model entries and folder records */
+    uint64_t bytes;     /* st_size of both, as the size cap counts them */
+    /* the .m files by kind (docs/cache.md): model entries (and manifests
+     * of older versions), the views inside them, folder records */
+    uint64_t model_entries, views_inside, folder_records;
+} mfs_cache_usage;
+
+int mfs_cache_usage_scan(mfs_cache *c, mfs_cache_usage *out, mfs_err *err);
+
+/* ---- the stored cap (maxsize.c) ------------------------------------------ */
+
+/* `meshfs-cache max-size SIZE`: the cap kept in the cache folder, which
+ * every mount, meshfs-convert run and warm opening the cache without a cap
+ * of its own (-o cache_size=) uses; 0 stores "no cap".  It takes effect at
+ * their next open. */
+int mfs_cache_max_size_store(mfs_cache *c, uint64_t size, mfs_err *err);
+
+/* 1 with *size if a cap is stored (0: no cap), 0 if none, -1 on error. */
+int mfs_cache_max_size_stored(mfs_cache *c, uint64_t *size, mfs_err *err);
+
+/* The same for the cache at dir, without opening it (which may trim): 0
+ * too when dir is no cache yet. */
+int mfs_cache_max_size_read(const char *dir, uint64_t *size);
+
+/* ---- removing ------------------------------------------------------------ */
+
+/* Removes least recently used entries and manifests until at most 90% of
+ * size is left if more than size is held, as the cap does (evict.c); size 0
+ * removes everything.  *removed: files removed. */
+int mfs_cache_trim(mfs_cache *c, uint64_t size, uint64_t *removed, mfs_err *err);
+
+/* Removes every entry and manifest; the directory, CACHEDIR.TAG, the stat
+ * index, the stats file and tmp/ stay.  *removed files, *freed bytes. */
+int mfs_cache_clear(mfs_cache *c, uint64_t *removed, uint64_t *freed, mfs_err *err);
+
+/* ---- checking ------------------------------------------------------------ */
+
+/* Called for each bad file: its path (under the cache directory), why,
+ * and whether it was removed. */
+typedef void (*mfs_cache_bad_fn)(void *ctx, const char *path, const char *why, int removed);
+
+typedef struct mfs_cache_verify_result {
+    uint64_t checked, bad, removed;
+} mfs_cache_verify_result;
+
+/* Checks every entry and manifest whole (header, size, checksum); with
+ * repair, removes the bad ones (counted as corrupt_discarded). */
+int mfs_cache_verify(mfs_cache *c, int repair, mfs_cache_bad_fn bad, void *ctx,
+                     mfs_cache_verify_result *res, mfs_err *err);
 
 #endif

@@ -35,6 +35,11 @@ int mfs_errf(mfs_err *err, const char *fmt, ...) MFS_PRINTF(2, 3);
 /* As mfs_errf, and the code becomes errnum. */
 int mfs_err_sys(mfs_err *err, int errnum, const char *fmt, ...) MFS_PRINTF(3, 4);
 
+/* Sets the code alone, with no text, and returns -1: for an outcome the
+ * caller expects and acts on (a name absent, "try again"), where making
+ * text would only cost a hot path.  err may be NULL. */
+int mfs_err_code(mfs_err *err, int errnum);
+
 /* The errno a failure stands for: its code, or EIO when none was said. */
 int mfs_err_errno(const mfs_err *err);
 

@@ -132,14 +132,20 @@ typedef struct mfs_views_host {
     int rootfd;             /* dependencies' paths are relative to it */
     unsigned formats;       /* the formats a conversion makes (bits of mfs_format) */
     const char *version;    /* in every key: MESHFS_VERSION */
-    /* 0 or -errno */
-    int (*stat_path)(void *ctx, const char *path, mfs_view_path kind, struct stat *st);
-    /* the model's content hash (through the stat index): 0 or -errno */
+    /* Every callback answers 0 (or its count), or -1 with err, whose code
+     * (mfs_err_errno) the resolver acts on and hands back in
+     * info->errnum. */
+    /* a path that does not stat says so by its code alone (ENOENT,
+     * ENOTDIR...): mfs_err_code, no text */
+    int (*stat_path)(void *ctx, const char *path, mfs_view_path kind, struct stat *st,
+                     mfs_err *err);
+    /* the model's content hash (through the stat index); EWOULDBLOCK: an
+     * input under a file lease (the host waits and asks again) */
     int (*hash_model)(void *ctx, const char *path, struct stat *st, uint8_t hash[16],
                       mfs_err *err);
-    /* 0, -ENOMEM, -EAGAIN (an input changed meanwhile) */
+    /* codes ENOMEM, EAGAIN (an input changed meanwhile) */
     int (*perm)(void *ctx, const char *model, char *const *paths, const struct stat *st,
-                uint32_t n, mfs_view_perm *out);
+                uint32_t n, mfs_view_perm *out, mfs_err *err);
     /* An entry as the host sees it (the cache's, less failures it retries,
      * plus entries it still holds); NULL: the cache's own peek/lookup. */
     int (*entry_peek)(void *ctx, const mfs_cache_key *k, struct timespec newest,
@@ -230,8 +236,9 @@ mfs_view_outcome mfs_views_resolve_given(mfs_views *v, const char *model, const 
 /* The referenced files the model's import found missing (mfs_input_said),
  * one MFS_INPUT_MISSING_FMT line each, for view `format` of it: resolved
  * first as mfs_views_resolve does (so converting if need be).  The length
- * written (0: none; out is cut at a line if n is short), or -errno when the
- * view could not be resolved for the machine's sake. */
+ * written (0: none; out is cut at a line if n is short), or -1 with err
+ * (its code the errno) when the view could not be resolved for the
+ * machine's sake. */
 int mfs_views_missing(mfs_views *v, const char *model, const char *fmi_model, int format,
                       char *out, size_t n, mfs_err *err);
 

@@ -193,24 +193,28 @@ static const mfs_cache_hit *pinned(const mfs_cache_key *k)
 
 /* ---- the resolver's host ---- */
 
-static int host_stat(void *ctx, const char *path, mfs_view_path kind, struct stat *st)
+static int host_stat(void *ctx, const char *path, mfs_view_path kind, struct stat *st,
+                     mfs_err *err)
 {
+    (void)kind;
     root *r = ctx;
-    return fstatat(r->fd, path, st, 0) < 0 ? -errno : 0;
+    return fstatat(r->fd, path, st, 0) < 0 ? mfs_err_code(err, errno) : 0;
 }
 
 static int host_perm(void *ctx, const char *model, char *const *paths, const struct stat *st,
-                     uint32_t n, mfs_view_perm *out)
+                     uint32_t n, mfs_view_perm *out, mfs_err *err)
 {
     root *r = ctx;
-    return mfs_batch_view_perm(r->fd, model, paths, st, n, out);
+    return mfs_batch_view_perm(r->fd, model, paths, st, n, out, err);
 }
 
 static int host_hash(void *ctx, const char *path, struct stat *st, uint8_t hash[16], mfs_err *err)
 {
     root *r = ctx;
-    if (mfs_cache_file_hash_at(r->b->cache, r->fd, path, st, hash, err) < 0)
-        return -(errno ? errno : EIO);
+    if (mfs_cache_file_hash_at(r->b->cache, r->fd, path, st, hash, err) < 0) {
+        err->code = errno ? errno : EIO;
+        return -1;
+    }
     return 0;
 }
 
@@ -529,7 +533,7 @@ int mfs_batch_open(const mfs_batch_cfg *cfg, mfs_batch **out, mfs_err *err)
         mfs_remote_cfg rc = *cfg->remote;
         rc.view_max = cfg->limits.output; /* no view fetched is larger than one made here */
         rc.no_owed = b->private_dir;      /* removed at the end: nothing to owe from */
-        rc.convert_timeout_s = (unsigned)(cfg->limits.timeout_s + 0.999); /* a lease's wait (remote_lease.h) */
+        rc.convert_timeout_s = (unsigned)(cfg->limits.timeout_s + 0.999); /* a lease's wait (remote.h, "leases") */
         if (!(b->remote = mfs_remote_new(&rc, b->cache, err))) {
             mfs_batch_close(b);
             return -1;

@@ -20,7 +20,7 @@ static int on_model_path(const char *path, size_t len, const char *model, size_t
 }
 
 int mfs_batch_view_perm(int rootfd, const char *model, char *const *paths, const struct stat *in,
-                        uint32_t n, mfs_view_perm *out)
+                        uint32_t n, mfs_view_perm *out, mfs_err *err)
 {
     out->perm = 0;
     out->uid = out->gid = 0;
@@ -45,7 +45,7 @@ int mfs_batch_view_perm(int rootfd, const char *model, char *const *paths, const
             char dir[4096];
             struct stat st;
             if (len >= sizeof dir)
-                return -ENOMEM;
+                return mfs_err_sys(err, ENAMETOOLONG, "%s: path too long", paths[i]);
             memcpy(dir, paths[i], len);
             dir[len] = '\0';
             if (fstatat(rootfd, dir, &st, 0) < 0) {

@@ -239,12 +239,10 @@ const char *mfs_cache_dir(const mfs_cache *c)
 
 uint64_t mfs_cache_max_size(const mfs_cache *c)
 {
-    return c->max_size;
-}
-
-void mfs_cache_get_stats(mfs_cache *c, mfs_cache_stats *out)
-{
-    pthread_mutex_lock(&c->mu);
-    *out = c->st;
-    pthread_mutex_unlock(&c->mu);
+    /* under the lock: mfs_cache_set_max_size may change it meanwhile */
+    pthread_mutex_t *mu = (pthread_mutex_t *)&c->mu;
+    pthread_mutex_lock(mu);
+    uint64_t v = c->max_size;
+    pthread_mutex_unlock(mu);
+    return v;
 }

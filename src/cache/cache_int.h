@@ -51,7 +51,6 @@
 #define MFS_CACHE_STATS_FILE "stats"
 #define MFS_CACHE_MAX_SIZE_FILE "max_size" /* maxsize.c */
 #define MFS_CACHE_TAG_FILE "CACHEDIR.TAG"
-#define MFS_CACHE_PATH_MAX 64
 /* root's default: root's HOME may be a user's (sudo), /var/cache is not */
 #define MFS_CACHE_ROOT_DIR "/var/cache/meshfs"
 
@@ -75,14 +74,9 @@ enum {
  * in the xattr MFS_CACHE_XATTR (file size = n) or, where the file system
  * has no user xattrs, as a trailer at offset n (file size = n + 56). */
 #define MFS_CACHE_DESC_LEN 40
-#define MFS_CACHE_REC_LEN 56
 #define MFS_CACHE_XATTR "user.meshfs.entry"
 #define MFS_CACHE_MAGIC "mfscache"
-#define MFS_CACHE_VERSION 2
 enum { MFS_CACHE_FORM_XATTR = 1, MFS_CACHE_FORM_TRAILER = 2 };
-/* The largest payload under an 'm' name (manifests, model entries): they
- * are read whole, so an absurd size is refused (store.c, remote.c). */
-#define MFS_CACHE_SMALL_MAX (64u << 20)
 
 typedef struct mfs_vset_slot {
     mfs_cache_key key;
@@ -238,15 +232,7 @@ void mfs_cache_discard(mfs_cache *c, const char *path, int fd);
 
 /* evict.c: called after each commit with the bytes added. */
 void mfs_cache_account(mfs_cache *c, uint64_t bytes);
-/* A file growing in tmp/ that the cache did not make (a remote download)
- * counts against max_size while it grows: reserve before writing bytes,
- * making room by eviction if the entries and other reservations leave too
- * little.  0, or -1 if even then bytes do not fit (nothing reserved; and
- * nothing evicted if the other reservations alone leave too little).
- * unreserve gives bytes back, kept of them now being an entry (0: the file
- * was discarded), so the cap is never checked with both counted. */
-int mfs_cache_reserve(mfs_cache *c, uint64_t bytes);
-void mfs_cache_unreserve(mfs_cache *c, uint64_t bytes, uint64_t kept);
+/* mfs_cache_reserve, mfs_cache_unreserve: cache.h (downloads). */
 
 /* index.c.  Opening reads no shard (each is read when first needed) but
  * moves an old index.log into the shards.  cap: records kept in memory

@@ -18,12 +18,12 @@
 #include <unistd.h>
 
 #include "cache_int.h"
-#include "meshfs/cache_admin.h"
+#include "meshfs/cache.h"
 
 static const char *const layout[] = {
     MFS_CACHE_ENTRY_DIR, MFS_CACHE_OLD_ENTRY_DIR, MFS_CACHE_TMP_DIR, MFS_CACHE_INDEX_DIR,
     MFS_CACHE_INDEX_FILE, MFS_CACHE_LOCK_FILE, MFS_CACHE_STATS_FILE, MFS_CACHE_MAX_SIZE_FILE,
-    "owed", /* the remote tier's owed uploads (remote_owed.h) */
+    "owed", /* the remote tier's owed uploads (src/remote/owed.h) */
 };
 
 static int in_layout(const char *name)

@@ -9,7 +9,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "meshfs/cache_admin.h"
+#include "meshfs/cache.h"
 #include "walk.h"
 
 typedef struct cctx {

@@ -1,4 +1,4 @@
-/* The cap stored in the cache folder, as ccache's max_size (cache_admin.h).
+/* The cap stored in the cache folder, as ccache's max_size (cache.h, "managing a cache directory").
  *
  * A file "max_size" holding "max_size BYTES\n" (0: no cap), written by
  * `meshfs-cache max-size` through a temporary name and rename, so a reader
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "cache_int.h"
-#include "meshfs/cache_admin.h"
+#include "meshfs/cache.h"
 
 int mfs_cache_max_size_read_at(int dirfd, uint64_t *size)
 {

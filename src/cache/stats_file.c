@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "cache_int.h"
-#include "meshfs/cache_admin.h"
+#include "meshfs/cache.h"
 
 #define STATS_FILE MFS_CACHE_STATS_FILE
 #define STATS_MAX 16384      /* more is not ours: read no further */
@@ -229,6 +229,23 @@ static int flush(mfs_cache *c, mfs_err *err)
 out:
     pthread_mutex_unlock(&sf->flush_mu);
     return rc;
+}
+
+/* The counters live in the handle (c->st) and reach the stats file
+ * through the flusher below; the readers are here, beside it, so that
+ * opening (cache.c) uses this file and never the other way round. */
+void mfs_cache_get_stats(mfs_cache *c, mfs_cache_stats *out)
+{
+    pthread_mutex_lock(&c->mu);
+    *out = c->st;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void mfs_cache_stat_add(mfs_cache *c, size_t field, uint64_t v)
+{
+    pthread_mutex_lock(&c->mu);
+    *(uint64_t *)((char *)&c->st + field) += v;
+    pthread_mutex_unlock(&c->mu);
 }
 
 int mfs_cache_flush_stats(mfs_cache *c, mfs_err *err)

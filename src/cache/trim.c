@@ -1,7 +1,7 @@
 /* meshfs-cache trim SIZE: the size cap's own eviction (evict.c) run once
  * with SIZE as the cap, so least recently used files go first and a file
  * used since the scan is spared, exactly as when a mount trims. */
-#include "meshfs/cache_admin.h"
+#include "meshfs/cache.h"
 #include "cache_int.h"
 
 int mfs_cache_trim(mfs_cache *c, uint64_t size, uint64_t *removed, mfs_err *err)

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "meshfs/cache_admin.h"
+#include "meshfs/cache.h"
 #include "walk.h"
 
 typedef struct vctx {

@@ -1,5 +1,5 @@
 /* Iterating the entry directory (walk.h), and the usage totals it gives
- * (cache_admin.h).  Shards are listed in order, 00 to ff; a shard not yet
+ * (cache.h, "managing a cache directory").  Shards are listed in order, 00 to ff; a shard not yet
  * created is simply empty. */
 #include <dirent.h>
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "meshfs/cache_admin.h"
+#include "meshfs/cache.h"
 #include "walk.h"
 
 static int hexval(char ch)

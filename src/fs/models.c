@@ -20,17 +20,22 @@
 #include "meshfs/explain.h"
 #include "meshfs/util.h"
 
-static int host_stat(void *ctx, const char *path, mfs_view_path kind, struct stat *st)
+static int host_stat(void *ctx, const char *path, mfs_view_path kind, struct stat *st,
+                     mfs_err *err)
 {
     mfs_fs *fs = ctx;
     int r = kind == MFS_VIEW_PATH_DEP ? mfs_beneath_stat_dep(fs, path, st)
                                       : mfs_beneath_stat(fs, path, st);
-    return r < 0 ? -errno : 0;
+    return r < 0 ? mfs_err_code(err, errno) : 0;
 }
 
 static int host_hash(void *ctx, const char *path, struct stat *st, uint8_t hash[16], mfs_err *err)
 {
-    return mfs_beneath_hash(ctx, path, st, hash, err) < 0 ? -(errno ? errno : EIO) : 0;
+    if (mfs_beneath_hash(ctx, path, st, hash, err) < 0) {
+        err->code = errno ? errno : EIO; /* EWOULDBLOCK: under a lease */
+        return -1;
+    }
+    return 0;
 }
 
 /* Is folder prefix the model's own folder or one above it? */
@@ -46,14 +51,14 @@ static int add_dir(mfs_view_perm *p, const char *path, size_t len)
             return 0;
     char **np = realloc(p->dirs, (p->ndirs + 1) * sizeof *np);
     if (!np)
-        return -ENOMEM;
+        return -1;
     p->dirs = np;
     struct stat *ns = realloc(p->dir_st, (p->ndirs + 1) * sizeof *ns);
     if (!ns)
-        return -ENOMEM;
+        return -1;
     p->dir_st = ns;
     if (!(p->dirs[p->ndirs] = strndup(path, len)))
-        return -ENOMEM;
+        return -1;
     p->ndirs++;
     return 0;
 }
@@ -62,7 +67,7 @@ static int add_dir(mfs_view_perm *p, const char *path, size_t len)
  * narrowed by each dependency's and by the search bits of every folder a
  * dependency lies in outside the model's own path. */
 static int host_perm(void *ctx, const char *model, char *const *paths, const struct stat *in,
-                     uint32_t n, mfs_view_perm *out)
+                     uint32_t n, mfs_view_perm *out, mfs_err *err)
 {
     mfs_fs *fs = ctx;
     out->perm = 0;
@@ -94,11 +99,11 @@ static int host_perm(void *ctx, const char *model, char *const *paths, const str
         for (const char *p = strchr(path, '/'); p; p = strchr(p + 1, '/'))
             if (!on_model_path(path, (size_t)(p - path), mdir) &&
                 add_dir(out, path, (size_t)(p - path)) < 0)
-                return -ENOMEM;
+                return mfs_err_code(err, ENOMEM);
     }
     for (uint32_t i = 0; i < out->ndirs; i++) {
         if (mfs_beneath_stat(fs, out->dirs[i], &out->dir_st[i]) < 0)
-            return -EAGAIN; /* changed meanwhile: resolve again */
+            return mfs_err_code(err, EAGAIN); /* changed meanwhile: resolve again */
         perm = mfs_perm_narrow(perm, out->uid, out->gid, out->dir_st[i].st_uid,
                                out->dir_st[i].st_gid, out->dir_st[i].st_mode, 1);
     }
@@ -211,7 +216,8 @@ int mfs_view_missing(mfs_fs *fs, const char *dir, const char *name, const char *
         return -ENAMETOOLONG;
     mfs_err err;
     mfs_err_clear(&err);
-    return mfs_views_missing(fs->views, path, fmi_model, format, out, n, &err);
+    int len = mfs_views_missing(fs->views, path, fmi_model, format, out, n, &err);
+    return len < 0 ? -mfs_err_errno(&err) : len;
 }
 
 char *mfs_view_explain(mfs_fs *fs, const char *dir, const char *name, const char *base, int json,

@@ -128,8 +128,9 @@ void mfs_memo_clear(model *m);
 
 /* ---- what a record holds (memo_check.c) ---- */
 
-/* The stat of path as the host takes it: 0 or -errno. */
-int mfs_memo_take_sig(const mfs_views *v, const char *path, mfs_view_path kind, sig *s);
+/* The stat of path as the host takes it: 0, or -1 with err's code. */
+int mfs_memo_take_sig(const mfs_views *v, const char *path, mfs_view_path kind, sig *s,
+                      mfs_err *err);
 int mfs_memo_same_sig(const sig *a, const sig *b);
 /* Whether every input (or the folder standing for it) and every folder of
  * who-may-read still has the stat the record holds; given (NULL: none):
@@ -138,10 +139,10 @@ int mfs_memo_current(const mfs_views *v, model *m, const char *fmi_model,
                      const mfs_view_given *given);
 /* Fills the record from manifest man (read from model entry mk): inputs'
  * stats, who may read, each enabled format's entry.  trust: a view whose
- * length man records is taken as there.  0, -ENOMEM, -EAGAIN (an input
- * changed meanwhile: resolve again). */
+ * length man records is taken as there.  0, or -1 with err's code ENOMEM,
+ * or EAGAIN (an input changed meanwhile: resolve again). */
 int mfs_memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man,
-                  const mfs_cache_key *mk, const char *fmi_model, int trust);
+                  const mfs_cache_key *mk, const char *fmi_model, int trust, mfs_err *err);
 /* The enabled formats the record has no entry for. */
 unsigned mfs_memo_missing_formats(const mfs_views *v, const model *m);
 /* Whether a format in need ended as a model's failure. */

@@ -27,12 +27,12 @@ static sig sig_of(const struct stat *st)
                  st->st_uid, st->st_gid, st->st_mode, 0};
 }
 
-int mfs_memo_take_sig(const mfs_views *v, const char *path, mfs_view_path kind, sig *s)
+int mfs_memo_take_sig(const mfs_views *v, const char *path, mfs_view_path kind, sig *s,
+                      mfs_err *err)
 {
     struct stat st;
-    int rc = v->h.stat_path(v->h.ctx, path, kind, &st);
-    if (rc < 0)
-        return rc;
+    if (v->h.stat_path(v->h.ctx, path, kind, &st, err) < 0)
+        return -1;
     *s = sig_of(&st);
     return 0;
 }
@@ -58,18 +58,19 @@ static mfs_view_path input_kind(uint32_t i)
 }
 
 /* An input's sig as the memo keeps it.  A file's stat must succeed (else
- * -errno).  An absent path is stat'ed as it is, and its failing to stat is
+ * -1, err).  An absent path is stat'ed as it is, and its failing to stat is
  * its sig (gone): a file appearing there moves it.  A search is the stat
  * of the folder searched, whose mtime moves with any name added, removed
  * or renamed in it (the cache tier then tells whether the match did).
  * One fstatat either way; the witnesses (memo_witnesses) then let one
  * folder's stat stand for the absent paths and searches in it. */
-static int input_sig(const mfs_views *v, const char *path, int kind, uint32_t i, sig *s)
+static int input_sig(const mfs_views *v, const char *path, int kind, uint32_t i, sig *s,
+                     mfs_err *err)
 {
     if (kind == MFS_DEP_FILE)
-        return mfs_memo_take_sig(v, path, input_kind(i), s);
+        return mfs_memo_take_sig(v, path, input_kind(i), s, err);
     if (kind == MFS_DEP_UNREADABLE) /* its stat is its value: a chmod moves ctime */
-        return mfs_memo_take_sig(v, path, MFS_VIEW_PATH_DEP, s);
+        return mfs_memo_take_sig(v, path, MFS_VIEW_PATH_DEP, s, err);
     char dir[4096];
     if (kind == MFS_DEP_LISTING) {
         const char *slash = strrchr(path, '/');
@@ -77,7 +78,7 @@ static int input_sig(const mfs_views *v, const char *path, int kind, uint32_t i,
                  slash ? path : ".");
         path = dir;
     }
-    if (mfs_memo_take_sig(v, path, MFS_VIEW_PATH_DEP, s) < 0)
+    if (mfs_memo_take_sig(v, path, MFS_VIEW_PATH_DEP, s, err) < 0)
         *s = (sig){.gone = 1};
     return 0;
 }
@@ -110,14 +111,14 @@ const mfs_cache_view *mfs_memo_recorded_view(const mfs_cache_manifest *man, cons
 
 /* Who may read the views: the host's rule over the files read (a path
  * not found or a folder searched gives nothing to read). */
-static int memo_perm(const mfs_views *v, model *m)
+static int memo_perm(const mfs_views *v, model *m, mfs_err *err)
 {
     struct stat *st = calloc(m->ninputs ? m->ninputs : 1, sizeof *st);
     char **paths = calloc(m->ninputs ? m->ninputs : 1, sizeof *paths);
     if (!st || !paths) {
         free(st);
         free(paths);
-        return -ENOMEM;
+        return mfs_err_code(err, ENOMEM);
     }
     uint32_t n = 0;
     for (uint32_t i = 0; i < m->ninputs; i++) {
@@ -133,7 +134,7 @@ static int memo_perm(const mfs_views *v, model *m)
     }
     int rc = 0;
     if (v->h.perm) {
-        rc = v->h.perm(v->h.ctx, m->path, paths, st, n, &m->perm);
+        rc = v->h.perm(v->h.ctx, m->path, paths, st, n, &m->perm, err);
     } else if (n) {
         m->perm.perm = 0444; /* no rule: the model's owner */
         m->perm.uid = st[0].st_uid;
@@ -144,7 +145,7 @@ static int memo_perm(const mfs_views *v, model *m)
     if (rc < 0)
         return rc;
     if (m->perm.ndirs && !(m->dir_sigs = calloc(m->perm.ndirs, sizeof *m->dir_sigs)))
-        return -ENOMEM;
+        return mfs_err_code(err, ENOMEM);
     for (uint32_t i = 0; i < m->perm.ndirs; i++) {
         const struct stat *d = &m->perm.dir_st[i];
         m->dir_sigs[i] = (sig){d->st_dev, d->st_ino, d->st_size, d->st_mtim, d->st_ctim,
@@ -170,10 +171,10 @@ static int find_wit(const model *m, const char *dir)
     return -1;
 }
 
-static int add_wit(model *m, const char *dir, const sig *s)
+static int add_wit(model *m, const char *dir, const sig *s, mfs_err *err)
 {
     if (!(m->wit_paths[m->nwits] = strdup(dir)))
-        return -ENOMEM;
+        return mfs_err_code(err, ENOMEM);
     m->wit_sigs[m->nwits] = *s;
     return (int)m->nwits++;
 }
@@ -191,7 +192,7 @@ static int wit_worth(const model *m, const char *dir);
  * name added after that moves the stat the memo keeps; a folder whose
  * times have not settled stands for nothing, and the name is checked by
  * itself (as it also is when anything but a missing name is on its way). */
-static int wit_absent(const mfs_views *v, model *m, uint32_t i)
+static int wit_absent(const mfs_views *v, model *m, uint32_t i, mfs_err *err)
 {
     char dir[4096], again[4096];
     if (mfs_input_witness(v->h.rootfd, m->input_paths[i], dir, sizeof dir) != 1 ||
@@ -199,7 +200,7 @@ static int wit_absent(const mfs_views *v, model *m, uint32_t i)
         return 0;
     int w = find_wit(m, dir);
     sig s;
-    if (w < 0 && mfs_memo_take_sig(v, dir, MFS_VIEW_PATH_DEP, &s) < 0)
+    if (w < 0 && mfs_memo_take_sig(v, dir, MFS_VIEW_PATH_DEP, &s, err) < 0)
         return 0;
     if (!sig_settled(w < 0 ? &s : &m->wit_sigs[w])) {
         m->wit_pending = 1;
@@ -208,8 +209,8 @@ static int wit_absent(const mfs_views *v, model *m, uint32_t i)
     if (mfs_input_witness(v->h.rootfd, m->input_paths[i], again, sizeof again) != 1 ||
         strcmp(dir, again))
         return 0;
-    if (w < 0 && add_wit(m, dir, &s) < 0)
-        return -ENOMEM;
+    if (w < 0 && add_wit(m, dir, &s, err) < 0)
+        return -1;
     m->by_wit[i] = 1;
     return 0;
 }
@@ -242,15 +243,14 @@ static int wit_worth(const model *m, const char *dir)
 /* Each absent input not yet checked through a folder, whose folder is
  * worth it (wit_worth): at the memo's making, and once its folders settle
  * (memo_settle). */
-static int wit_all(const mfs_views *v, model *m)
+static int wit_all(const mfs_views *v, model *m, mfs_err *err)
 {
     m->wit_pending = 0;
     for (uint32_t i = 0; i < m->ninputs; i++) {
         if (m->by_wit[i] || !is_absent_kind(m->input_kinds[i]))
             continue;
-        int rc = wit_absent(v, m, i);
-        if (rc < 0)
-            return rc;
+        if (wit_absent(v, m, i, err) < 0)
+            return -1;
     }
     return 0;
 }
@@ -260,7 +260,8 @@ static int wit_all(const mfs_views *v, model *m)
  * its stat stands for them (as when the memo is made). */
 static void memo_settle(const mfs_views *v, model *m)
 {
-    wit_all(v, m);
+    mfs_err err;
+    wit_all(v, m, &err); /* out of memory: the names stay checked one by one */
     mfs_memo_charge(v, m);
 }
 
@@ -278,11 +279,12 @@ int mfs_memo_current(const mfs_views *v, model *m, const char *fmi_model,
                                   : NULL;
     if (gdir)
         parent_of(m->path, mdir, sizeof mdir);
+    mfs_err err; /* a path that fails to stat is an answer here, not an error */
     for (uint32_t i = 0; i < m->nwits; i++) {
         sig now;
         if (gdir && !strcmp(m->wit_paths[i], mdir))
             now = sig_of(gdir);
-        else if (mfs_memo_take_sig(v, m->wit_paths[i], MFS_VIEW_PATH_DEP, &now) < 0)
+        else if (mfs_memo_take_sig(v, m->wit_paths[i], MFS_VIEW_PATH_DEP, &now, &err) < 0)
             now = (sig){.gone = 1};
         if (!mfs_memo_same_sig(&now, &m->wit_sigs[i]))
             return 0;
@@ -293,14 +295,14 @@ int mfs_memo_current(const mfs_views *v, model *m, const char *fmi_model,
             continue;
         if (i == 0 && given && given->model)
             now = sig_of(given->model);
-        else if (input_sig(v, m->input_paths[i], m->input_kinds[i], i, &now) < 0)
+        else if (input_sig(v, m->input_paths[i], m->input_kinds[i], i, &now, &err) < 0)
             return 0;
         if (!mfs_memo_same_sig(&now, &m->input_sigs[i]))
             return 0;
     }
     for (uint32_t i = 0; i < m->perm.ndirs; i++) {
         sig now;
-        if (mfs_memo_take_sig(v, m->perm.dirs[i], MFS_VIEW_PATH_MODEL, &now) < 0 ||
+        if (mfs_memo_take_sig(v, m->perm.dirs[i], MFS_VIEW_PATH_MODEL, &now, &err) < 0 ||
             !same_dir_sig(&now, &m->dir_sigs[i]))
             return 0;
     }
@@ -314,14 +316,14 @@ int mfs_memo_current(const mfs_views *v, model *m, const char *fmi_model,
  * check stats each such folder once, however many inputs lie in it: a
  * model's settings-file candidates, its missing .mtl and its texture
  * searches cost the stats of the one or two folders they are in. */
-static int memo_witnesses(const mfs_views *v, model *m)
+static int memo_witnesses(const mfs_views *v, model *m, mfs_err *err)
 {
     uint32_t n = m->ninputs;
     m->by_wit = calloc(n + 1, 1);
     m->wit_paths = calloc(n + 1, sizeof *m->wit_paths);
     m->wit_sigs = calloc(n + 1, sizeof *m->wit_sigs);
     if (!m->by_wit || !m->wit_paths || !m->wit_sigs)
-        return -ENOMEM;
+        return mfs_err_code(err, ENOMEM);
     for (uint32_t i = 0; i < n; i++) {
         if (m->input_kinds[i] != MFS_DEP_LISTING)
             continue;
@@ -329,19 +331,19 @@ static int memo_witnesses(const mfs_views *v, model *m)
         parent_of(m->input_paths[i], dir, sizeof dir);
         int w = find_wit(m, dir);
         if (w >= 0 && !mfs_memo_same_sig(&m->wit_sigs[w], &m->input_sigs[i]))
-            return -EAGAIN; /* the folder changed between its two stats */
-        if (w < 0 && add_wit(m, dir, &m->input_sigs[i]) < 0)
-            return -ENOMEM;
+            return mfs_err_code(err, EAGAIN); /* the folder changed between its two stats */
+        if (w < 0 && add_wit(m, dir, &m->input_sigs[i], err) < 0)
+            return -1;
         m->by_wit[i] = 1;
     }
-    return wit_all(v, m);
+    return wit_all(v, m, err);
 }
 
 /* Records the inputs' current sigs and each enabled format's entry state:
  * embedded in the model entry mk that man was read from, or its own entry
  * (peeked, unless trust and man records its length: recorded_view). */
 static int memo_fill_in(const mfs_views *v, model *m, const mfs_cache_manifest *man,
-                        const mfs_cache_key *mk, const char *fmi_model, int trust)
+                        const mfs_cache_key *mk, const char *fmi_model, int trust, mfs_err *err)
 {
     mfs_memo_clear(m);
     m->input_paths = calloc(man->ndeps + 1, sizeof *m->input_paths);
@@ -349,37 +351,31 @@ static int memo_fill_in(const mfs_views *v, model *m, const mfs_cache_manifest *
     m->input_kinds = calloc(man->ndeps + 1, sizeof *m->input_kinds);
     m->fmi_model = strdup(fmi_model);
     if (!m->input_paths || !m->input_sigs || !m->input_kinds || !m->fmi_model)
-        return -ENOMEM;
+        return mfs_err_code(err, ENOMEM);
     m->newest = (struct timespec){0, 0};
     for (uint32_t i = 0; i < man->ndeps; i++) {
         m->input_paths[i] = strdup(man->deps[i].path);
         if (!m->input_paths[i])
-            return -ENOMEM;
+            return mfs_err_code(err, ENOMEM);
         m->input_kinds[i] = man->deps[i].kind;
         m->ninputs++;
-        if (input_sig(v, man->deps[i].path, man->deps[i].kind, i, &m->input_sigs[i]) < 0)
-            return -EAGAIN; /* vanished meanwhile: resolve again */
+        if (input_sig(v, man->deps[i].path, man->deps[i].kind, i, &m->input_sigs[i], err) < 0)
+            return mfs_err_code(err, EAGAIN); /* vanished meanwhile: resolve again */
         if (man->deps[i].kind != MFS_DEP_FILE)
             continue; /* the views' mtime is their files' newest */
         struct timespec t = m->input_sigs[i].mtime;
         if (mfs_ts_later(t, m->newest))
             m->newest = t;
     }
-    int prc = memo_witnesses(v, m);
-    if (prc < 0)
-        return prc;
-    prc = memo_perm(v, m);
-    if (prc < 0)
-        return prc;
+    if (memo_witnesses(v, m, err) < 0 || memo_perm(v, m, err) < 0)
+        return -1;
     m->mk = *mk;
     for (int f = 0; f < MFS_FMT_COUNT; f++) {
         if (!(v->h.formats & (1u << f)))
             continue;
         mfs_cache_key key;
-        mfs_err err;
-        mfs_err_clear(&err);
-        if (mfs_views_key(v, man->deps, man->ndeps, f, fmi_model, &key, &err) < 0)
-            return -ENOMEM;
+        if (mfs_views_key(v, man->deps, man->ndeps, f, fmi_model, &key, err) < 0)
+            return mfs_err_code(err, ENOMEM);
         fmt_memo *fm = &m->fmt[f];
         const mfs_cache_view *in = mfs_memo_recorded_view(man, &key, trust);
         if (in) { /* nothing to open: the model entry was just read */
@@ -389,7 +385,8 @@ static int memo_fill_in(const mfs_views *v, model *m, const mfs_cache_manifest *
         }
         mfs_cache_hit hit = {.fd = -1};
         /* less failures the host tries again, plus entries only it holds */
-        if (entry_peek(v, &key, m->newest, &hit, &err) != 1) {
+        mfs_err perr; /* an entry not there to peek is an answer */
+        if (entry_peek(v, &key, m->newest, &hit, &perr) != 1) {
             mfs_cache_hit_release(&hit);
             continue;
         }
@@ -408,9 +405,9 @@ static int memo_fill_in(const mfs_views *v, model *m, const mfs_cache_manifest *
 /* memo_fill_in, and the record charged for what it holds now, however it
  * ended (the table's budget is checked when the caller lets it go). */
 int mfs_memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man,
-                     const mfs_cache_key *mk, const char *fmi_model, int trust)
+                  const mfs_cache_key *mk, const char *fmi_model, int trust, mfs_err *err)
 {
-    int rc = memo_fill_in(v, m, man, mk, fmi_model, trust);
+    int rc = memo_fill_in(v, m, man, mk, fmi_model, trust, err);
     mfs_memo_charge(v, m);
     return rc;
 }

@@ -20,7 +20,7 @@
 #include "memo.h"
 #include "meshfs/formats.h"
 #include "meshfs/import.h"
-#include "meshfs/remote_lease.h"
+#include "meshfs/remote.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
 #include "meshfs/util.h"
@@ -47,37 +47,34 @@ static int hint_fits(const mfs_cache_manifest *h, const char *path, const struct
 }
 
 /* 0: the memo now answers for `format`; 1: not without work; 2: nothing
- * of the model is known without work; -errno.  model_st: the model's
+ * of the model is known without work; -1 (err).  model_st: the model's
  * stat, just taken.  hint (may be NULL): the listing's copy of the
  * manifest, and where a manifest read from the cache goes. */
 static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, int format,
-                         const struct stat *model_st, mfs_view_hint *hint)
+                         const struct stat *model_st, mfs_view_hint *hint, mfs_err *err)
 {
-    mfs_err err;
-    mfs_err_clear(&err);
     for (int attempt = 0; attempt < 3; attempt++) {
         struct stat st = *model_st;
         uint8_t hash[16];
-        int rc = attempt ? v->h.stat_path(v->h.ctx, m->path, MFS_VIEW_PATH_MODEL, &st) : 0;
-        if (rc < 0)
-            return rc;
+        if (attempt && v->h.stat_path(v->h.ctx, m->path, MFS_VIEW_PATH_MODEL, &st, err) < 0)
+            return -1;
         if (!S_ISREG(st.st_mode) || !mfs_cache_file_hash_known(v->h.cache, &st, hash))
             return 2;
         mfs_cache_key mk;
-        if (mfs_views_manifest_key(v, m->path, (uint64_t)st.st_size, hash, &mk, &err) < 0)
-            return -EIO;
+        if (mfs_views_manifest_key(v, m->path, (uint64_t)st.st_size, hash, &mk, err) < 0)
+            return -1;
         mfs_cache_manifest own;
         memset(&own, 0, sizeof own);
         const mfs_cache_manifest *man = &own;
         if (hint && hint_fits(hint->man, m->path, &st, hash))
             man = hint->man; /* no model entry opened */
-        else if (mfs_cache_manifest_peek(v->h.cache, &mk, &own, &err) != 1)
+        else if (mfs_cache_manifest_peek(v->h.cache, &mk, &own, err) != 1)
             return 2; /* (a listing looks, it does not use: no LRU stamp) */
-        if (mfs_cache_manifest_known(v->h.cache, v->h.rootfd, man, &err) != 1) {
+        if (mfs_cache_manifest_known(v->h.cache, v->h.rootfd, man, err) != 1) {
             mfs_cache_manifest_free(&own);
             return 2;
         }
-        rc = mfs_memo_fill(v, m, man, &mk, fmi_model, 1);
+        int rc = mfs_memo_fill(v, m, man, &mk, fmi_model, 1, err);
         if (hint && man == hint->man)
             hint->used = 1;
         if (hint && man == &own && rc == 0) {
@@ -86,10 +83,10 @@ static int refresh_known(const mfs_views *v, model *m, const char *fmi_model, in
         } else {
             mfs_cache_manifest_free(&own);
         }
-        if (rc == -EAGAIN)
+        if (rc < 0 && err->code == EAGAIN)
             continue;
         if (rc < 0)
-            return rc;
+            return -1;
         return mfs_memo_missing_formats(v, m) & (1u << format) ? 1 : 0;
     }
     return 1;
@@ -193,7 +190,8 @@ static void log_missing(const mfs_views *v, const char *path, const mfs_cache_ma
 static int model_moved(const mfs_views *v, const char *path, const struct stat *st)
 {
     struct stat now;
-    if (v->h.stat_path(v->h.ctx, path, MFS_VIEW_PATH_MODEL, &now) < 0)
+    mfs_err err;
+    if (v->h.stat_path(v->h.ctx, path, MFS_VIEW_PATH_MODEL, &now, &err) < 0)
         return 0; /* gone: the next hash says so */
     sig a = {st->st_dev, st->st_ino, st->st_size, st->st_mtim, st->st_ctim,
              st->st_uid, st->st_gid, st->st_mode, 0};
@@ -211,19 +209,19 @@ static int model_moved(const mfs_views *v, const char *path, const struct stat *
  * current inputs (then every enabled view still missing is made by the same
  * import).  Views already cached are never remade for another's sake, so an
  * option that moves only .fmi leaves .gmf reads conversion-free.  Called
- * with m->lock held.  0 or -errno (err says why, if it can). */
+ * with m->lock held.  0, or -1 with err (its code the errno; its text says
+ * why, if it can). */
 static int refresh(const mfs_views *v, model *m, const char *fmi_model, int format, mfs_err *err)
 {
     int converted = 0, moves = 0, bad = 0, leased = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
         struct stat st;
         uint8_t hash[16];
-        int hr = v->h.hash_model(v->h.ctx, m->path, &st, hash, err);
-        if (hr < 0)
-            return hr;
+        if (v->h.hash_model(v->h.ctx, m->path, &st, hash, err) < 0)
+            return -1;
         mfs_cache_key mk;
         if (mfs_views_manifest_key(v, m->path, (uint64_t)st.st_size, hash, &mk, err) < 0)
-            return -EIO;
+            return -1;
         mfs_cache_manifest man;
         memset(&man, 0, sizeof man);
         int have = mfs_cache_manifest_load(v->h.cache, &mk, &man, err);
@@ -232,7 +230,7 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         int got = have == 0 && v->h.remote ? mfs_remote_fetch(v->h.remote, &mk, 1) : 0;
         bad |= got == 2;
         /* the server lacks the model: before converting it, a lease
-         * (remote_lease.h), so that machines starting together convert once */
+         * (remote.h, "leases"), so that machines starting together convert once */
         int absent = have == 0 && v->h.remote && got == 0;
         if (got == 1)
             have = mfs_cache_manifest_load(v->h.cache, &mk, &man, err);
@@ -250,15 +248,17 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         if (have == 1) {
             /* the manifest's keys were made with the options of its time:
              * recompute them for ours, then see which entries exist */
-            int rc = mfs_memo_fill(v, m, &man, &mk, fmi_model, 0);
+            int rc = mfs_memo_fill(v, m, &man, &mk, fmi_model, 0, err);
             if (rc == 0 && v->h.remote && (mfs_memo_missing_formats(v, m) & (1u << format)) &&
                 remote_views(v, m, &man, fmi_model, format, &bad))
-                rc = mfs_memo_fill(v, m, &man, &mk, fmi_model, 0);
+                rc = mfs_memo_fill(v, m, &man, &mk, fmi_model, 0, err);
             mfs_cache_manifest_free(&man);
-            if (rc == -EAGAIN)
+            if (rc < 0 && err->code == EAGAIN) {
+                mfs_err_clear(err);
                 continue;
+            }
             if (rc < 0)
-                return rc;
+                return -1;
             need = mfs_memo_missing_formats(v, m);
             if (!(need & (1u << format)))
                 return 0;
@@ -290,7 +290,7 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
                 continue;
             }
             mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION_FAILURE);
-            return -EIO;
+            return -1;
         }
         if (!mfs_views_shows_image(v))
             mfs_cache_manifest_drop_texture_inputs(&man);
@@ -302,7 +302,10 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
         if (cur == 1 && (man.ndeps == 0 || man.deps[0].size != (uint64_t)st.st_size ||
                          memcmp(man.deps[0].hash, hash, 16) != 0))
             cur = 0;
-        int rc = cur == 1 ? mfs_memo_fill(v, m, &man, &mk, fmi_model, 0) : -EAGAIN;
+        mfs_err ferr; /* beside err, which may hold a view's storing failure */
+        mfs_err_clear(&ferr);
+        int rc = cur == 1 ? mfs_memo_fill(v, m, &man, &mk, fmi_model, 0, &ferr)
+                          : mfs_err_code(&ferr, EAGAIN);
         if (rc == 0)
             log_missing(v, m->path, &man);
         mfs_cache_manifest_free(&man);
@@ -314,15 +317,19 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
             mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION_FAILURE);
         if (rc == 0 && !(mfs_memo_missing_formats(v, m) & (1u << format)))
             return 0;
-        if (rc == 0 && conv == 1)
-            return -EIO; /* this view could not be stored (disk full...): err says why */
-        if (rc < 0 && rc != -EAGAIN)
-            return rc;
+        if (rc == 0 && conv == 1) {
+            err->code = 0; /* this view could not be stored (disk full...): err says why */
+            return -1;
+        }
+        if (rc < 0 && ferr.code != EAGAIN) {
+            *err = ferr;
+            return -1;
+        }
         /* an input changed while it was converting: go round again */
         if (model_moved(v, m->path, &st) && ++moves < MOVED_TRIES)
             attempt--;
     }
-    return mfs_errf(err, "%s: inputs kept changing during conversion", m->path), -EIO;
+    return mfs_errf(err, "%s: inputs kept changing during conversion", m->path);
 }
 
 /* ---- the two fronts ---- */
@@ -377,6 +384,7 @@ mfs_view_outcome mfs_views_resolve_given(mfs_views *v, const char *path, const c
     pthread_mutex_lock(&m->lock);
     int rc = 0;
     mfs_view_outcome out = MFS_VIEW_FAILED_MACHINE;
+    /* -1 below: err says why, and its code is the errno the host gives */
     /* an entry evicted or removed (clear, trim, rm -rf) between the memo
      * and the open is made again: up to three times, then EIO */
     for (int tries = 0; tries < 3; tries++) {
@@ -388,7 +396,7 @@ mfs_view_outcome mfs_views_resolve_given(mfs_views *v, const char *path, const c
         }
         fmt_memo *fm = &m->fmt[format];
         if (!fm->known) {
-            rc = -EIO;
+            rc = mfs_err_code(err, EIO);
             break;
         }
         info_fill(m, fm, info);
@@ -418,15 +426,16 @@ mfs_view_outcome mfs_views_resolve_given(mfs_views *v, const char *path, const c
         mfs_cache_hit_release(&info->hit);
         info->hit.fd = -1;
         m->valid = 0;
-        rc = -EIO;
+        rc = -1;
+        err->code = EIO;
         out = MFS_VIEW_FAILED_MACHINE;
     }
     if (rc < 0) {
         out = MFS_VIEW_FAILED_MACHINE;
-        info->errnum = -rc;
+        info->errnum = mfs_err_errno(err);
         /* EWOULDBLOCK: an input under a lease, which the host waits for
          * and asks again about, many times a second (src/fs/leasewait.h) */
-        if (err->msg[0] && v->h.log && rc != -EWOULDBLOCK)
+        if (err->msg[0] && v->h.log && info->errnum != EWOULDBLOCK)
             v->h.log(v->h.ctx, path, err->msg);
     }
     pthread_mutex_unlock(&m->lock);
@@ -473,11 +482,13 @@ int mfs_views_missing(mfs_views *v, const char *path, const char *fmi_model, int
 {
     mfs_view_info info;
     mfs_view_outcome o = mfs_views_resolve(v, path, fmi_model, format, MFS_VIEW_ATTR, &info, err);
-    if (o == MFS_VIEW_FAILED_MACHINE)
-        return -(info.errnum ? info.errnum : EIO);
+    if (o == MFS_VIEW_FAILED_MACHINE) {
+        err->code = info.errnum ? info.errnum : EIO;
+        return -1;
+    }
     model *m = mfs_memo_get(v, path);
     if (!m)
-        return -ENOMEM;
+        return mfs_err_sys(err, ENOMEM, "%s: out of memory", path);
     pthread_mutex_lock(&m->lock);
     size_t len = 0;
     mfs_dep *deps = m->valid ? calloc(m->ninputs ? m->ninputs : 1, sizeof *deps) : NULL;
@@ -496,7 +507,7 @@ int mfs_views_missing(mfs_views *v, const char *path, const char *fmi_model, int
             out[len] = '\n';
         len = at + (size_t)k;
     }
-    int rc = m->valid && !deps ? -ENOMEM : (int)len;
+    int rc = m->valid && !deps ? mfs_err_sys(err, ENOMEM, "%s: out of memory", path) : (int)len;
     free(deps);
     pthread_mutex_unlock(&m->lock);
     mfs_memo_put(v, m);
@@ -520,7 +531,7 @@ mfs_view_outcome mfs_views_known_hinted(mfs_views *v, const char *path, const ch
     /* the model first: a model that is not there costs no record */
     info->model_cold = 1;
     if (inputs == MFS_VIEW_INPUTS_STAT &&
-        v->h.stat_path(v->h.ctx, path, MFS_VIEW_PATH_MODEL, model_st) < 0)
+        v->h.stat_path(v->h.ctx, path, MFS_VIEW_PATH_MODEL, model_st, err) < 0)
         return MFS_VIEW_MISS;
     model *m = mfs_memo_find(v, path, 0);
     if (!m) {
@@ -546,7 +557,8 @@ mfs_view_outcome mfs_views_known_hinted(mfs_views *v, const char *path, const ch
      * inputs (memo_fill peeks each format), so a view it lacks is not
      * looked for again: the resolve that follows finds or makes it. */
     if (!current) {
-        int r = refresh_known(v, m, fmi_model, format, model_st, hint);
+        mfs_err kerr; /* not known without work is an answer, not an error */
+        int r = refresh_known(v, m, fmi_model, format, model_st, hint, &kerr);
         current = r == 0;
         info->model_cold = r == 2;
     }

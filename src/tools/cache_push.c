@@ -11,7 +11,6 @@
 
 #include "cache_push.h"
 #include "meshfs/cache.h"
-#include "meshfs/cache_admin.h"
 #include "meshfs/util.h"
 #include "meshfs/remote.h"
 

@@ -4,7 +4,7 @@
  * Each subcommand is one row of `commands` below: its name, its synopsis
  * for --help, and a function given the arguments that follow it (global
  * options already taken out).  Adding one is a row and a function.  The
- * cache-layer work is in src/cache/ (cache_admin.h); this file parses,
+ * cache-layer work is in src/cache/ (cache.h, "managing a cache directory"); this file parses,
  * opens and prints. */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 
 #include "meshfs/batch.h"
 #include "meshfs/cache.h"
-#include "meshfs/cache_admin.h"
+#include "meshfs/cache.h"
 #include "cache_explain.h"
 #include "cache_push.h"
 #include "meshfs/util.h"

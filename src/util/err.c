@@ -29,6 +29,15 @@ int mfs_err_sys(mfs_err *err, int errnum, const char *fmt, ...)
     return -1;
 }
 
+int mfs_err_code(mfs_err *err, int errnum)
+{
+    if (err) {
+        err->code = errnum;
+        err->msg[0] = '\0';
+    }
+    return -1;
+}
+
 int mfs_err_errno(const mfs_err *err)
 {
     return err && err->code > 0 ? err->code : EIO;

@@ -6,7 +6,7 @@
 #include <xxhash.h>
 #include <zlib.h>
 
-#include "../cache/cache_int.h" /* MFS_CACHE_VERSION */
+#include "meshfs/cache.h" /* MFS_CACHE_VERSION */
 #include "meshfs/util.h"
 
 void mfs_version_print(FILE *f, const char *tool, unsigned flags)

@@ -22,7 +22,38 @@ def free_port():
 
 class Server:
     """An nginx of a config of its own (base/nginx.conf), in the foreground
-    as a child, on self.port: started, stopped, started again."""
+    as a child, on self.port: started, stopped, started again.  A subclass
+    gives the config's head (modules) and its http block's own lines."""
+
+    HEAD = ""
+    CONNECTIONS = 64
+
+    def __init__(self, base):
+        self.base = base
+        self.root = os.path.join(base, "root")
+        os.makedirs(self.root, exist_ok=True)
+        self.port = free_port()
+        self.access = os.path.join(base, "access.log")
+        user = "user root root;\n" if os.geteuid() == 0 else ""
+        with open(os.path.join(base, "nginx.conf"), "w") as f:
+            f.write(f"""{user}{self.HEAD}daemon off;
+worker_processes 1;
+pid {base}/nginx.pid;
+error_log {base}/error.log;
+events {{ worker_connections {self.CONNECTIONS}; }}
+http {{
+    client_body_temp_path {base}/body;
+    proxy_temp_path {base}/proxy;
+    fastcgi_temp_path {base}/fastcgi;
+    uwsgi_temp_path {base}/uwsgi;
+    scgi_temp_path {base}/scgi;
+    client_max_body_size 0;
+{self.http()}}}
+""")
+        self.start()
+
+    def http(self):
+        raise NotImplementedError
 
     def start(self):
         self.proc = subprocess.Popen([NGINX, "-p", self.base, "-e", self.base + "/error.log",
@@ -60,29 +91,10 @@ class Server:
 class Nginx(Server):
     """The plain WebDAV server (no LOCK)."""
 
-    def __init__(self, base):
-        self.base = base
-        self.root = os.path.join(base, "root")
-        os.makedirs(self.root, exist_ok=True)
-        self.port = free_port()
-        self.access = os.path.join(base, "access.log")
-        conf = os.path.join(base, "nginx.conf")
-        user = "user root root;\n" if os.geteuid() == 0 else ""
-        with open(conf, "w") as f:
-            f.write(f"""{user}daemon off;
-worker_processes 1;
-pid {base}/nginx.pid;
-error_log {base}/error.log;
-events {{ worker_connections 64; }}
-http {{
-    access_log {self.access};
+    def http(self):
+        base = self.base
+        return f"""    access_log {self.access};
     log_format auth '$request_method $uri $http_authorization';
-    client_body_temp_path {base}/body;
-    proxy_temp_path {base}/proxy;
-    fastcgi_temp_path {base}/fastcgi;
-    uwsgi_temp_path {base}/uwsgi;
-    scgi_temp_path {base}/scgi;
-    client_max_body_size 0;
     server {{
         listen 127.0.0.1:{self.port};
         root {self.root};
@@ -109,6 +121,4 @@ http {{
             dav_access user:rw;
         }}
     }}
-}}
-""")
-        self.start()
+"""

@@ -10,7 +10,7 @@ LOCK is 405).  The configuration is the one docs/remote-cache.md gives,
 without the tokens."""
 import os
 
-from nginx import NGINX, Server, free_port
+from nginx import NGINX, Server
 
 MODULE = "/usr/lib/nginx/modules/ngx_http_dav_ext_module.so"
 SHORT_S = 15
@@ -26,33 +26,15 @@ def available():
 
 
 class LockNginx(Server):
-    def __init__(self, base):
-        self.base = base
-        self.root = os.path.join(base, "root")
-        os.makedirs(self.root, exist_ok=True)
-        self.port = free_port()
-        self.access = os.path.join(base, "access.log")
-        conf = os.path.join(base, "nginx.conf")
-        user = "user root root;\n" if os.geteuid() == 0 else ""
+    HEAD = f"load_module {MODULE};\n"
+    CONNECTIONS = 256
+
+    def http(self):
         dav = """dav_methods PUT DELETE;
             create_full_put_path on;
             dav_access user:rw;"""
-        with open(conf, "w") as f:
-            f.write(f"""{user}load_module {MODULE};
-daemon off;
-worker_processes 1;
-pid {base}/nginx.pid;
-error_log {base}/error.log;
-events {{ worker_connections 256; }}
-http {{
-    log_format lease '$request_method $uri $status';
+        return f"""    log_format lease '$request_method $uri $status';
     access_log {self.access} lease;
-    client_body_temp_path {base}/body;
-    proxy_temp_path {base}/proxy;
-    fastcgi_temp_path {base}/fastcgi;
-    uwsgi_temp_path {base}/uwsgi;
-    scgi_temp_path {base}/scgi;
-    client_max_body_size 0;
     dav_ext_lock_zone zone=short:1m timeout={SHORT_S}s;
     dav_ext_lock_zone zone=long:1m timeout=1h;
     server {{
@@ -72,9 +54,7 @@ http {{
             {dav}
         }}
     }}
-}}
-""")
-        self.start()
+"""
 
     def requests(self, prefix):
         """(method, uri, status) of every request under /prefix/ so far."""

@@ -26,8 +26,9 @@ import time
 import unittest
 
 from common import CORPUS, FORMATS, convert, inspect, run, run_tests, tempdir, tool
+from gltf_build import Gltf
+from gmf_play import gmf_points
 from mount import Mount
-from placement_models import inverse
 
 # Models both importers read where the scenes differ on purpose.
 DIFFERENT = {
@@ -522,30 +523,12 @@ def anim_gltf(interp):
                 (0, 0, 0), (20, 0, 0), (0, 0, 0)]
     else:
         vals = [(0, 0, 0), (10, 0, 0), (20, 0, 0)]
-    pos = [(0, 0, 0), (1, 0, 0), (0, 1, 0)]
-    blob = b"".join(struct.pack("<3f", *p) for p in pos)
-    t_off = len(blob)
-    blob += b"".join(struct.pack("<f", t) for t in times)
-    v_off = len(blob)
-    blob += b"".join(struct.pack("<3f", *v) for v in vals)
-    uri = "data:application/octet-stream;base64," + base64.b64encode(blob).decode()
-    doc = {
-        "asset": {"version": "2.0"},
-        "buffers": [{"uri": uri, "byteLength": len(blob)}],
-        "bufferViews": [{"buffer": 0, "byteOffset": 0, "byteLength": 36},
-                        {"buffer": 0, "byteOffset": t_off, "byteLength": 12},
-                        {"buffer": 0, "byteOffset": v_off, "byteLength": 12 * len(vals)}],
-        "accessors": [
-            {"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3", "min": [0, 0, 0], "max": [1, 1, 0]},
-            {"bufferView": 1, "componentType": 5126, "count": 3, "type": "SCALAR", "min": [0], "max": [2]},
-            {"bufferView": 2, "componentType": 5126, "count": len(vals), "type": "VEC3"}],
-        "meshes": [{"name": "tri", "primitives": [{"attributes": {"POSITION": 0}}]}],
-        "nodes": [{"name": "root", "children": [1]}, {"name": "mover", "mesh": 0}],
-        "scenes": [{"nodes": [0]}], "scene": 0,
-        "animations": [{"name": "a", "samplers": [{"input": 1, "output": 2, "interpolation": interp}],
-                        "channels": [{"sampler": 0, "target": {"node": 1, "path": "translation"}}]}],
-    }
-    return json.dumps(doc).encode()
+    g = Gltf()
+    tri = g.mesh("tri", [(0, 0, 0), (1, 0, 0), (0, 1, 0)])
+    root = g.node(name="root", children=[1])
+    g.node(name="mover", mesh=tri)
+    g.track(1, "translation", times, vals, interp)
+    return g.encode([root], animation="a")
 
 
 class Samplers(unittest.TestCase):
@@ -586,118 +569,25 @@ def mirrored_joint_gltf(scale, rotation=None):
     inverse of j's rest transform, so the skin rests where it is written."""
     pos = [(0, 0, 0), (1, 0, 0), (0, 1, 0)]
     ibm = [1 / scale[0], 0, 0, 0, 0, 1 / scale[1], 0, 0, 0, 0, 1 / scale[2], 0, 0, -1 / scale[1], 0, 1]
-    blob = b"".join(struct.pack("<3f", *p) for p in pos)                     # 0: 36
-    blob += struct.pack("<12B", *([0, 0, 0, 0] * 3))                         # 36: 12
-    blob += b"".join(struct.pack("<4f", 1, 0, 0, 0) for _ in pos)            # 48: 48
-    blob += struct.pack("<16f", *ibm)                                        # 96: 64
-    blob += struct.pack("<2f", 0, 1)                                         # 160: 8
-    blob += struct.pack("<6f", 0, 1, 0, 2, 1, 0)                             # 168: 24
-    views = [(0, 36), (36, 12), (48, 48), (96, 64), (160, 8), (168, 24)]
+    g = Gltf()
+    tri = g.mesh("tri", pos, joints=[(0, 0, 0, 0)] * 3, weights=[(1, 0, 0, 0)] * 3)
+    root = g.node(name="root", children=[1, 2])
     joint = {"name": "j", "translation": [0, 1, 0], "scale": list(scale)}
     if rotation:
         joint["rotation"] = list(rotation)
-    doc = {
-        "asset": {"version": "2.0"},
-        "buffers": [{"uri": "data:application/octet-stream;base64," + base64.b64encode(blob).decode(),
-                     "byteLength": len(blob)}],
-        "bufferViews": [{"buffer": 0, "byteOffset": o, "byteLength": n} for o, n in views],
-        "accessors": [
-            {"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3", "min": [0, 0, 0], "max": [1, 1, 0]},
-            {"bufferView": 1, "componentType": 5121, "count": 3, "type": "VEC4"},
-            {"bufferView": 2, "componentType": 5126, "count": 3, "type": "VEC4"},
-            {"bufferView": 3, "componentType": 5126, "count": 1, "type": "MAT4"},
-            {"bufferView": 4, "componentType": 5126, "count": 2, "type": "SCALAR", "min": [0], "max": [1]},
-            {"bufferView": 5, "componentType": 5126, "count": 2, "type": "VEC3"}],
-        "meshes": [{"name": "tri", "primitives": [{"attributes": {"POSITION": 0, "JOINTS_0": 1, "WEIGHTS_0": 2}}]}],
-        "skins": [{"joints": [1], "inverseBindMatrices": 3}],
-        "nodes": [{"name": "root", "children": [1, 2]}, joint, {"name": "skinned", "mesh": 0, "skin": 0}],
-        "scenes": [{"nodes": [0]}], "scene": 0,
-        "animations": [{"name": "slide", "samplers": [{"input": 4, "output": 5}],
-                        "channels": [{"sampler": 0, "target": {"node": 1, "path": "translation"}}]}],
-    }
-    return json.dumps(doc).encode()
+    g.node(**joint)
+    g.skin([1], [ibm])
+    g.node(name="skinned", mesh=tri, skin=0)
+    g.track(1, "translation", [0, 1], [(0, 1, 0), (2, 1, 0)])
+    return g.encode([root], animation="slide")
 
 
 def gmf_skinned_frames(path):
-    """The .gmf as Leadwerks reads it (research/gmf.md): blocks of tag,
-    nkids, size, payload, kids; MESH/NODE/BONE matrices row-vector,
-    translation in floats 12..14, local to the parent block (global = local
-    x parentGlobal); BONE = bind pose, ANIMATIONKEYS = one local matrix per
-    frame; BONEINDICE/BONEWEIGHT u8 x 4, weights out of 255.  Returns the
-    skinned vertex positions at every frame of animation 0 (frames sampled
-    at 30 per second)."""
-    with open(path, "rb") as f:
-        data = f.read()
-
-    def block(o):
-        tag, nk, size = struct.unpack_from("<3i", data, o)
-        o += 12
-        payload = data[o:o + size]
-        o += size
-        kids = []
-        for _ in range(nk):
-            k, o = block(o)
-            kids.append(k)
-        return (tag, payload, kids), o
-
-    def mul(a, b):
-        return [sum(a[r * 4 + k] * b[k * 4 + c] for k in range(4)) for r in range(4) for c in range(4)]
-
-    def point(p, m):
-        return [p[0] * m[c] + p[1] * m[4 + c] + p[2] * m[8 + c] + m[12 + c] for c in range(3)]
-
-    def inverse_flat(m):
-        return [x for row in inverse([m[r * 4:r * 4 + 4] for r in range(4)]) for x in row]
-
-    ident = [float(i % 5 == 0) for i in range(16)]
-    surfaces, bones = [], {}
-
-    def walk(b, parent, bone_bind, bone_frames):
-        tag, p, kids = b
-        if tag in (2, 3):
-            g = mul(list(struct.unpack_from("<16f", p)), parent)
-            for k in kids:
-                if k[0] == 10:
-                    arrays = {}
-                    for a in k[2]:
-                        if a[0] == 5:
-                            n, kind, typ, el = struct.unpack_from("<4i", a[1])
-                            f = "f" if typ == 8 else "B"
-                            v = struct.unpack_from("<%d%s" % (n * el, f), a[1], 16)
-                            arrays[kind] = [v[i * el:(i + 1) * el] for i in range(n)]
-                    surfaces.append((g, arrays))
-            for k in kids:
-                walk(k, g, None, None)
-        elif tag == 4:
-            m = list(struct.unpack_from("<16f", p))
-            bid = struct.unpack_from("<i", p, 64)[0]
-            bind = mul(m, bone_bind if bone_bind is not None else parent)
-            keys = [k for k in kids if k[0] == 8][0][1]
-            n = struct.unpack_from("<i", keys)[0]
-            frames = [mul(list(struct.unpack_from("<16f", keys, 4 + 64 * i)),
-                          bone_frames[i] if bone_frames is not None else parent) for i in range(n)]
-            bones[bid] = (bind, frames)
-            for k in kids:
-                walk(k, parent, bind, frames)
-
-    root, _ = block(0)
-    for k in root[2]:
-        walk(k, ident, None, None)
-    n = len(next(iter(bones.values()))[1])
-    out = []
-    for f in range(n):
-        pts = []
-        for g, arr in surfaces:
-            for v, ids, ws in zip(arr[1], arr[7], arr[8]):
-                acc = [0.0, 0.0, 0.0]
-                for b, w in zip(ids, ws):
-                    if w:
-                        bind, frames = bones[b]
-                        q = point(point(v, g), mul(inverse_flat(bind), frames[f]))
-                        acc = [x + w / 255 * y for x, y in zip(acc, q)]
-                pts.append(acc)
-        out.append(pts)
-    return out
+    """The skinned vertex positions of the .gmf at every frame of its
+    animation (frames sampled at 30 per second), in the file's own
+    left-handed axes, as gmf_play's loader places them."""
+    frames = gmf_points(path)
+    return [[[x, y, -z] for x, y, z in frames[f]] for f in sorted(frames)]
 
 
 class MirroredJoint(unittest.TestCase):

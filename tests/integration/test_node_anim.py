@@ -19,14 +19,14 @@ meshfs's writer:
 Each case is checked at every frame, most of them between keys.
 """
 
-import base64
-import json
 import math
 import os
 import struct
 import unittest
 
 from common import convert, inspect, run_tests, tempdir, tool
+from gltf_build import Gltf, box
+from gmf_play import gmf_points
 
 FPS = 30  # glTF's 1000 ticks per second is not a whole frame rate: both views use 30
 
@@ -80,75 +80,11 @@ def trs(t=(0, 0, 0), q=(0, 0, 0, 1), s=(1, 1, 1)):
     return mul(translate(t), quat_matrix(q), scaling(s))
 
 
-def box(lo, hi):
-    return [(x, y, z) for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])]
-
-
 def box_of(pts):
     return ([min(p[i] for p in pts) for i in range(3)], [max(p[i] for p in pts) for i in range(3)])
 
 
-# ---- glTF files, built by the spec -----------------------------------------
-
-# the 12 triangles of a box of 8 corners in box() order (outward, CCW)
-BOX_TRIS = [0, 2, 3, 0, 3, 1, 4, 5, 7, 4, 7, 6, 0, 1, 5, 0, 5, 4,
-            2, 6, 7, 2, 7, 3, 0, 4, 6, 0, 6, 2, 1, 3, 7, 1, 7, 5]
-
-
-class Gltf:
-    def __init__(self):
-        self.blob = b""
-        self.views, self.accessors = [], []
-        self.meshes, self.nodes, self.skins = [], [], []
-        self.samplers, self.channels = [], []
-
-    def accessor(self, fmt, rows, typ, ctype=5126, minmax=False):
-        data = b"".join(struct.pack("<" + fmt, *r) for r in rows)
-        while len(self.blob) % 4:
-            self.blob += b"\0"
-        self.views.append({"buffer": 0, "byteOffset": len(self.blob), "byteLength": len(data)})
-        self.blob += data
-        acc = {"bufferView": len(self.views) - 1, "componentType": ctype, "count": len(rows), "type": typ}
-        if minmax:
-            acc["min"] = [min(r[i] for r in rows) for i in range(len(rows[0]))]
-            acc["max"] = [max(r[i] for r in rows) for i in range(len(rows[0]))]
-        self.accessors.append(acc)
-        return len(self.accessors) - 1
-
-    def box_mesh(self, name, corners, joints=None, weights=None):
-        attrs = {"POSITION": self.accessor("3f", corners, "VEC3", minmax=True)}
-        if joints:
-            attrs["JOINTS_0"] = self.accessor("4B", joints, "VEC4", ctype=5121)
-            attrs["WEIGHTS_0"] = self.accessor("4f", weights, "VEC4")
-        idx = self.accessor("H", [(i,) for i in BOX_TRIS], "SCALAR", ctype=5123)
-        self.meshes.append({"name": name, "primitives": [{"attributes": attrs, "indices": idx}]})
-        return len(self.meshes) - 1
-
-    def node(self, **kw):
-        self.nodes.append(kw)
-        return len(self.nodes) - 1
-
-    def track(self, node, path, times, values, interp="LINEAR"):
-        n = len(values[0])
-        inp = self.accessor("f", [(t,) for t in times], "SCALAR", minmax=True)
-        out = self.accessor("%df" % n, values, {3: "VEC3", 4: "VEC4"}[n])
-        self.samplers.append({"input": inp, "output": out, "interpolation": interp})
-        self.channels.append({"sampler": len(self.samplers) - 1, "target": {"node": node, "path": path}})
-
-    def write(self, path, roots):
-        doc = {
-            "asset": {"version": "2.0"},
-            "buffers": [{"uri": "data:application/octet-stream;base64," + base64.b64encode(self.blob).decode(),
-                         "byteLength": len(self.blob)}],
-            "bufferViews": self.views, "accessors": self.accessors,
-            "meshes": self.meshes, "nodes": self.nodes,
-            "scenes": [{"nodes": roots}], "scene": 0,
-            "animations": [{"name": "move", "samplers": self.samplers, "channels": self.channels}],
-        }
-        if self.skins:
-            doc["skins"] = self.skins
-        with open(path, "w") as f:
-            json.dump(doc, f)
+# ---- glTF files, built by the spec: gltf_build.py -------------------------
 
 
 def slerp(a, b, f):
@@ -264,121 +200,7 @@ def dem_points(d, frame):
     return pts
 
 
-# ---- .gmf, played as a loader that plays keys and skins does --------------
-
-def inverse16(m):
-    """Inverse of a flat row-major 4x4 (Gauss-Jordan)."""
-    a = [list(m[r * 4:r * 4 + 4]) + [float(r == c) for c in range(4)] for r in range(4)]
-    for c in range(4):
-        p = max(range(c, 4), key=lambda r: abs(a[r][c]))
-        a[c], a[p] = a[p], a[c]
-        d = a[c][c]
-        a[c] = [x / d for x in a[c]]
-        for r in range(4):
-            if r != c:
-                f = a[r][c]
-                a[r] = [x - f * y for x, y in zip(a[r], a[c])]
-    return [a[r][4 + c] for r in range(4) for c in range(4)]
-
-
-def gmf_points(path):
-    """{frame: [points]} of every surface, canonical coordinates, as
-    research/gmf.md describes the file: blocks (tag, kids, size, payload,
-    kids); MESH/NODE/BONE matrices row-vector, local to the parent block
-    (global = local x parent global); ANIMATIONKEYS one local 4x4 per frame
-    in the same convention (a block without keys keeps its matrix); BONE =
-    bind pose; BONEINDICE/BONEWEIGHT u8 x 4, weights out of 255.  A vertex
-    with weights is skinned: vertex x host x inverse(bind) x pose, summed
-    by weight; else vertex x its block's global.  gmf is left-handed:
-    (x, y, -z) is canonical."""
-    with open(path, "rb") as f:
-        data = f.read()
-
-    def block(o):
-        tag, nk, size = struct.unpack_from("<3i", data, o)
-        o += 12
-        payload = data[o:o + size]
-        o += size
-        kids = []
-        for _ in range(nk):
-            k, o = block(o)
-            kids.append(k)
-        return (tag, payload, kids), o
-
-    def mmul(a, b):
-        return [sum(a[r * 4 + k] * b[k * 4 + c] for k in range(4)) for r in range(4) for c in range(4)]
-
-    def pt(p, m):
-        return [p[0] * m[c] + p[1] * m[4 + c] + p[2] * m[8 + c] + m[12 + c] for c in range(3)]
-
-    root, _ = block(0)
-    nframes = 0
-    stack = [root]
-    while stack:
-        b = stack.pop()
-        for k in b[2]:
-            if k[0] == 8:
-                nframes = max(nframes, struct.unpack_from("<i", k[1])[0])
-            stack.append(k)
-    ident16 = [float(i % 5 == 0) for i in range(16)]
-    bones, surfaces = {}, []
-
-    def posed(b, m, parents):
-        keys = [k for k in b[2] if k[0] == 8]
-        out = []
-        for f in range(nframes):
-            local = m
-            if keys:
-                n = struct.unpack_from("<i", keys[0][1])[0]
-                if n:
-                    local = list(struct.unpack_from("<16f", keys[0][1], 4 + 64 * min(f, n - 1)))
-            out.append(mmul(local, parents[f]))
-        return out
-
-    def walk(b, still, parents, bind_parent):
-        tag, p, kids = b
-        m = list(struct.unpack_from("<16f", p)) if tag in (2, 3, 4) else None
-        if tag in (2, 3):
-            g, glob = mmul(m, still), posed(b, m, parents)
-            for k in kids:
-                if k[0] == 10:
-                    arrays = {}
-                    for a in k[2]:
-                        if a[0] == 5:
-                            n, kind, typ, el = struct.unpack_from("<4i", a[1])
-                            fmt = "f" if typ == 8 else "B"
-                            v = struct.unpack_from("<%d%s" % (n * el, fmt), a[1], 16)
-                            arrays[kind] = [v[i * el:(i + 1) * el] for i in range(n)]
-                    surfaces.append((g, glob, arrays))
-            for k in kids:
-                walk(k, g, glob, g)
-        elif tag == 4:
-            bid = struct.unpack_from("<i", p, 64)[0]
-            bind, pose = mmul(m, bind_parent), posed(b, m, parents)
-            bones[bid] = (inverse16(bind), pose)
-            for k in kids:
-                walk(k, still, pose, bind)
-
-    for k in root[2]:  # root is the FILE block
-        walk(k, ident16, [ident16] * max(nframes, 1), ident16)
-    out = {f: [] for f in range(nframes)}
-    for g, glob, arrays in surfaces:
-        ids, ws = arrays.get(7), arrays.get(8)
-        for i, v in enumerate(arrays[1]):
-            for f in range(nframes):
-                if ws and any(ws[i]):
-                    acc = [0.0, 0.0, 0.0]
-                    for b, w in zip(ids[i], ws[i]):
-                        if w:
-                            inv, pose = bones[b]
-                            q = pt(pt(v, g), mmul(inv, pose[f]))
-                            acc = [x + w / 255 * y for x, y in zip(acc, q)]
-                    q = acc
-                else:
-                    q = pt(v, glob[f])
-                out[f].append([q[0], q[1], -q[2]])
-    return out
-
+# ---- .gmf, played as a loader that plays keys and skins does: gmf_play.py -
 
 def far(got, want):
     """How far the two point sets are apart (each point to the nearest of
@@ -470,7 +292,7 @@ class NodeAnimation(unittest.TestCase):
         skinned = g.node(name="body", mesh=mb, skin=0)
         ibm = [inv for inv in ([1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1],
                                [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, -1, 0, 1])]
-        g.skins.append({"joints": [lower, upper], "inverseBindMatrices": g.accessor("16f", ibm, "MAT4")})
+        g.skin([lower, upper], ibm)
         q0, q1 = [0, 0, 0, 1], axis_quat((0, 0, 1), 90)
         g.track(upper, "rotation", [0, 1], [q0, q1])
         root = g.node(name="character", children=[lower, skinned])

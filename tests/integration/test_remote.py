@@ -19,6 +19,7 @@ import time
 import unittest
 
 from common import FORMATS, SOURCE, run, run_tests, tempdir, tool
+from fake_http import Served
 from mount import Mount
 from nginx import NGINX, Nginx
 
@@ -117,7 +118,7 @@ def without_time(obj):
     p = obj[:-REC]
     return p[:-16] if p[-16:-8] == b"mfsconv1" else p
 
-class Misbehaving:
+class Misbehaving(Served):
     """A small HTTP server on 127.0.0.1 for what nginx will not do on cue.
     GET and HEAD serve the files under root (404 if absent); a PUT is read
     and answered 201, stored nowhere.  The first path component picks a
@@ -186,20 +187,13 @@ class Misbehaving:
                     self.answer(200, f.read())
             do_HEAD = do_PUT = do_GET
 
-        self.other = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Other)
-        self.other_port = self.other.server_address[1]
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        for srv in (self.server, self.other):
-            threading.Thread(target=srv.serve_forever, daemon=True).start()
-
-    def url(self, prefix):
-        return f"http://127.0.0.1:{self.port}/{prefix}"
+        self.other = Served(Other, "127.0.0.2")
+        self.other_port = self.other.port
+        super().__init__(Handler)
 
     def stop(self):
-        for srv in (self.server, self.other):
-            srv.shutdown()
-            srv.server_close()
+        super().stop()
+        self.other.stop()
 
 
 class RemoteTest(unittest.TestCase):
@@ -962,7 +956,7 @@ class RemoteTest(unittest.TestCase):
 
 
 
-class Hostile:
+class Hostile(Served):
     """A fake server that is slow or sends too much, on 127.0.0.1; the first
     path component picks how (the rest of the path is never looked at):
     /slow404/ answers 404 after SLOW_S seconds, /huge/ answers 200 with a
@@ -1017,20 +1011,10 @@ class Hostile:
                 self.close_connection = True
             do_HEAD = do_GET
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def url(self, prefix):
-        return f"http://127.0.0.1:{self.port}/{prefix}"
+        super().__init__(Handler)
 
     def seen(self, prefix):
         return [r for r in self.requests if r[1].startswith(f"/{prefix}/")]
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class TmpSampler:

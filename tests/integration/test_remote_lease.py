@@ -20,6 +20,7 @@ import time
 import unittest
 
 from common import FORMATS, run, run_tests, tempdir, tool, tree_bytes
+from fake_http import Served
 from mount import Mount
 from nginx_lock import SHORT_S, LockNginx, available
 from test_remote import PATIENT, PATIENT_ARGS, objects, write_grid
@@ -291,7 +292,7 @@ class RemoteLeaseTest(unittest.TestCase):
         self.assertEqual([r for r in self.nginx.requests("lk/ro") if r[0] != "GET"], [])
 
 
-class Liar:
+class Liar(Served):
     """An HTTP server whose LOCK answers are hostile: the first path
     component picks one.  /garbage/ a Lock-Token that is no Coded-URL,
     /none/ no Lock-Token, /long/ a Lock-Token of 10,000 bytes, /endless/ a
@@ -346,16 +347,7 @@ class Liar:
                 self.end_headers()
             do_HEAD = do_PUT = do_LOCK = do_UNLOCK = do_GET
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def url(self, prefix):
-        return f"http://127.0.0.1:{self.port}/{prefix}"
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
 
 class HostileLeaseTest(unittest.TestCase):

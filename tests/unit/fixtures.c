@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "fixtures.h"
+#include "meshfs/util.h"
+#include "meshfs/formats.h"
 
 static void *xcalloc(size_t n, size_t sz)
 {
@@ -224,4 +226,30 @@ int fixture_cache_dirs_teardown(void **state)
     fixture_rmtree(f->base);
     free(f);
     return 0;
+}
+
+char *fixture_dem_text(const mfs_scene *s, const char *model_path, mfs_err *err)
+{
+    mfs_options o;
+    mfs_options_default(&o);
+    o.model_path = model_path;
+    if (mfs_scene_validate(s, err) != 0)
+        return mfs_err_prefix(err, "scene"), NULL;
+    mfs_sink out;
+    mfs_sink_init_mem(&out);
+    if (mfs_write_dem(s, NULL, &o, &out, err) != 0) {
+        mfs_sink_finish(&out);
+        free(mfs_sink_take(&out, &(size_t){0}));
+        return mfs_err_prefix(err, "dem writer"), NULL;
+    }
+    mfs_put_u8(&out, 0);
+    if (mfs_sink_finish(&out) != 0)
+        return mfs_errf(err, "dem writer: the sink failed"), NULL;
+    size_t n;
+    char *text = (char *)mfs_sink_take(&out, &n);
+    if (!text || strlen(text) + 1 != n) {
+        free(text);
+        return mfs_errf(err, "dem writer: a NUL inside the text"), NULL;
+    }
+    return text;
 }

@@ -17,6 +17,11 @@
  * triangles (4f, 4f+1, 4f+2), (4f, 4f+2, 4f+3). */
 mfs_scene *fixture_cube(void);
 
+/* Scene s written as .dem (s validated first; model_path: the option's
+ * value, may be NULL): the text, NUL-terminated, with no NUL inside
+ * (caller frees), or NULL with err. */
+char *fixture_dem_text(const mfs_scene *s, const char *model_path, mfs_err *err);
+
 /* A two-bone skinned strip: 6 vertices in the XY plane
  *   v0 (0,0,0) v1 (1,0,0) v2 (0,1,0) v3 (1,1,0) v4 (0,2,0) v5 (1,2,0)
  * normals (0,0,1), UV (x/1, y/2); 4 CCW triangles

@@ -1212,7 +1212,7 @@ static void test_evict_lru(void **state)
     mfs_cache_close(c);
 }
 
-/* A download's reservation (remote.c) counts against the cap: it makes room
+/* A download's reservation (src/remote/xfer.c) counts against the cap: it makes room
  * by evicting the oldest entries, and is refused when even that leaves too
  * little beside other downloads; giving it back with kept bytes turns them
  * into the size estimate. */

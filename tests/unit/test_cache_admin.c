@@ -1,4 +1,4 @@
-/* The stats file and the whole-directory operations (cache_admin.h,
+/* The stats file and the whole-directory operations (cache.h, "managing a cache directory";
  * docs/cache.md "The stats file", "Managing the cache"): counts of
  * concurrent processes add up exactly, lines of other versions survive a
  * flush, damage loses only its own line, a management handle records no
@@ -19,7 +19,7 @@
 
 #include "fixtures.h"
 #include "meshfs/cache.h"
-#include "meshfs/cache_admin.h"
+#include "meshfs/cache.h"
 
 typedef fixture_cache_dirs fx;
 

@@ -30,20 +30,10 @@
  * frees); fails the test on a writer error. */
 static char *dem_text(const mfs_scene *s, const char *model_path)
 {
-    mfs_options o;
-    mfs_options_default(&o);
-    o.model_path = model_path;
     mfs_err err = {0};
-    assert_int_equal(mfs_scene_validate(s, &err), 0);
-    mfs_sink out;
-    mfs_sink_init_mem(&out);
-    if (mfs_write_dem(s, NULL, &o, &out, &err) != 0)
-        fail_msg("writer failed: %s", err.msg);
-    mfs_put_u8(&out, 0);
-    assert_int_equal(mfs_sink_finish(&out), 0);
-    size_t n;
-    char *text = (char *)mfs_sink_take(&out, &n);
-    assert_int_equal(strlen(text) + 1, n); /* no NUL inside */
+    char *text = fixture_dem_text(s, model_path, &err);
+    if (!text)
+        fail_msg("%s", err.msg);
     return text;
 }
 

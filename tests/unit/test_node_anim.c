@@ -45,18 +45,11 @@ static mfs_scene *turning_cube(int32_t node, double deg)
 
 static char *dem_text(const mfs_scene *s)
 {
-    mfs_options o;
-    mfs_options_default(&o);
     mfs_err err = {0};
-    assert_int_equal(mfs_scene_validate(s, &err), 0);
-    mfs_sink out;
-    mfs_sink_init_mem(&out);
-    if (mfs_write_dem(s, NULL, &o, &out, &err) != 0)
-        fail_msg("writer failed: %s", err.msg);
-    mfs_put_u8(&out, 0);
-    assert_int_equal(mfs_sink_finish(&out), 0);
-    size_t n;
-    return (char *)mfs_sink_take(&out, &n);
+    char *text = fixture_dem_text(s, NULL, &err);
+    if (!text)
+        fail_msg("%s", err.msg);
+    return text;
 }
 
 static int count_prefix(const char *text, const char *prefix)

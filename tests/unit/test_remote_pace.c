@@ -1,4 +1,4 @@
-/* The slow-remote rule (meshfs/remote_pace.h): a rate from real transfers,
+/* The slow-remote rule (src/remote/pace.h): a rate from real transfers,
  * "convert" only when clearly faster, and a verdict that is measured again
  * rather than kept for good. */
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "meshfs/remote_pace.h"
+#include "../../src/remote/pace.h" /* private to src/remote */
 
 #define S 1000000000LL
 

@@ -55,19 +55,24 @@ typedef struct fx {
 
 /* ---- host ---- */
 
-static int fake_stat(void *ctx, const char *path, mfs_view_path kind, struct stat *st)
+static int fake_stat(void *ctx, const char *path, mfs_view_path kind, struct stat *st,
+                     mfs_err *err)
 {
     (void)kind;
     fx *f = ctx;
     if (f->log_stats && f->nstats < 64)
         snprintf(f->stat_log[f->nstats++], sizeof f->stat_log[0], "%s", path);
-    return fstatat(f->rootfd, path, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+    return fstatat(f->rootfd, path, st, AT_SYMLINK_NOFOLLOW) < 0 ? mfs_err_code(err, errno) : 0;
 }
 
 static int fake_hash(void *ctx, const char *path, struct stat *st, uint8_t hash[16], mfs_err *err)
 {
     fx *f = ctx;
-    return mfs_cache_file_hash_at(f->cache, f->rootfd, path, st, hash, err) < 0 ? -errno : 0;
+    if (mfs_cache_file_hash_at(f->cache, f->rootfd, path, st, hash, err) < 0) {
+        err->code = errno;
+        return -1;
+    }
+    return 0;
 }
 
 static void fake_format_options(void *ctx, int format, const char *fmi_model, char *buf, size_t n)

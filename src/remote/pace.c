@@ -1,5 +1,5 @@
-/* The remote's measured pace against a conversion's (meshfs/remote_pace.h). */
-#include "meshfs/remote_pace.h"
+/* The remote's measured pace against a conversion's (pace.h). */
+#include "pace.h"
 
 void mfs_pace_note(mfs_pace *p, uint64_t bytes, int64_t ns, int64_t now_ns)
 {

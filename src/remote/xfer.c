@@ -1,4 +1,4 @@
-/* One exchange of the remote tier, bounded in time and size (remote_xfer.h).
+/* One exchange of the libcurl backend, bounded in time (xfer.h).
  *
  * The answer's deadline needs the multi interface: curl_easy_perform only
  * has a timeout for the whole transfer (the data timeout, seconds, meant
@@ -7,39 +7,13 @@
 #include <errno.h>
 #include <time.h>
 
-#include "remote_xfer.h"
-
-/* Reservations grow by at least this much for a body of unknown length:
- * one lock and check per MiB, not per 16 KiB piece. */
-#define RESERVE_STEP (1u << 20)
+#include "xfer.h"
 
 static int64_t mono_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* x holds at least total bytes of the cap, or refused says why not. */
-static int hold(mfs_rx *x, uint64_t total)
-{
-    if (total > x->limit) {
-        x->refused = MFS_RX_OVER_LIMIT;
-        return -1;
-    }
-    if (total <= x->reserved)
-        return 0;
-    uint64_t want = total - x->reserved;
-    if (!x->declared && want < RESERVE_STEP)
-        want = RESERVE_STEP;
-    if (want > x->limit - x->reserved)
-        want = x->limit - x->reserved;
-    if (mfs_cache_reserve(x->c, want) < 0) {
-        x->refused = MFS_RX_NO_ROOM;
-        return -1;
-    }
-    x->reserved += want;
-    return 0;
 }
 
 static int blank(const char *p, size_t n)
@@ -52,7 +26,7 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
     mfs_rx *x = u;
     size_t n = sz * nm;
     x->answered = 1;
-    if (x->fd < 0 || !blank(p, n))
+    if (!x->sink || !blank(p, n))
         return n;
     /* the end of one answer's headers: a 2xx's declared length is judged
      * before any of its body is read (a 1xx or an error has none we keep) */
@@ -62,20 +36,20 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
     if (code < 200 || code >= 300 ||
         curl_easy_getinfo(x->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len) != CURLE_OK || len <= 0)
         return n;
-    x->declared = (uint64_t)len;
-    return hold(x, x->declared) == 0 ? n : 0; /* 0 ends the transfer */
+    if (x->sink->declared(x->sink->ctx, (uint64_t)len) == 0)
+        return n;
+    x->stopped = 1;
+    return 0; /* 0 ends the transfer */
 }
 
 static size_t on_body(char *p, size_t sz, size_t nm, void *u)
 {
     mfs_rx *x = u;
     size_t n = sz * nm;
-    if (x->fd < 0 || hold(x, x->n + n) < 0)
+    if (!x->sink)
         return 0;
-    int e = mfs_cache_pwrite_full(x->fd, p, n, x->n);
-    if (e) {
-        x->refused = MFS_RX_DISK;
-        x->err = e;
+    if (x->sink->write(x->sink->ctx, p, n) < 0) {
+        x->stopped = 1;
         return 0;
     }
     x->n += n;
@@ -138,11 +112,4 @@ CURLcode mfs_rx_perform(CURL *h, mfs_rx *x, unsigned answer_ms, int *late)
     curl_multi_remove_handle(m, h);
     curl_multi_cleanup(m);
     return cc;
-}
-
-void mfs_rx_release(mfs_rx *x, uint64_t kept)
-{
-    if (x->reserved || kept)
-        mfs_cache_unreserve(x->c, x->reserved, kept);
-    x->reserved = 0;
 }

@@ -1,4 +1,4 @@
-/* Leases on the remote tier (include/meshfs/remote_lease.h): WebDAV LOCK
+/* Leases on the remote tier (include/meshfs/remote.h, "leases"): WebDAV LOCK
  * and UNLOCK on a lease URL beside the objects, so that machines starting
  * together convert each model once.
  *
@@ -8,23 +8,17 @@
  * polls for that manifest.  Every failure of the lease machinery falls back
  * to what the tier did without leases, a conversion here: the leases save
  * work, they never decide what bytes are served. */
-#include <ctype.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
-#include "cache_int.h"
-#include "remote_lease.h"
-#include "remote_xfer.h"
+#include "lease.h"
+#include "meshfs/cache.h"
 
-#define TOKEN_MAX 256        /* a Coded-URL's length, at most */
-#define BODY_MAX (64 * 1024) /* a LOCK answer's body, at most */
-#define BODY_KEPT 4096       /* of which this much is looked at */
 #define POLL_FIRST_MS 100
 #define POLL_MAX_MS 1000
 #define HELD_MAX 4096        /* leases held at once; beyond: none taken */
@@ -32,7 +26,7 @@
 
 typedef struct held {
     mfs_cache_key key;
-    char token[TOKEN_MAX + 1];
+    char token[MFS_REMOTE_TOKEN_MAX + 1];
     int after_upload; /* freed when the upload thread is done with the manifest */
     struct held *next;
 } held;
@@ -48,16 +42,6 @@ struct mfs_lease {
     int logged_off, logged_err, logged_short, logged_token;
     mfs_remote_lease_stats st;
 };
-
-/* One exchange's answer, bounded. */
-typedef struct answer {
-    mfs_rx rx;           /* its answered flag and deadline (remote_xfer.h) */
-    char token[TOKEN_MAX + 1];
-    int token_seen, token_bad;
-    char body[BODY_KEPT + 1];
-    size_t nbody, total;
-    int too_long;
-} answer;
 
 static void llog(mfs_lease *l, const char *fmt, ...)
 {
@@ -108,136 +92,19 @@ static void hex_of(const mfs_cache_key *k, char hex[33])
         snprintf(hex + 2 * i, 3, "%02x", k->b[i]);
 }
 
-static void lease_url(const mfs_lease *l, const mfs_cache_key *k, char *out, size_t n)
+static void lease_name(const mfs_cache_key *k, char *out, size_t n)
 {
     char hex[33];
     hex_of(k, hex);
-    snprintf(out, n, "%s/v%d/lease/%s", l->cfg.url, MFS_CACHE_VERSION, hex);
+    snprintf(out, n, "v%d/lease/%s", MFS_CACHE_VERSION, hex);
 }
 
-/* The manifest object's URL: remote.c's object_url for a manifest. */
-static void manifest_url(const mfs_lease *l, const mfs_cache_key *k, char *out, size_t n)
+/* The manifest object's name: common.c's mfs_rc_object_name for a manifest. */
+static void manifest_name(const mfs_cache_key *k, char *out, size_t n)
 {
     char hex[33];
     hex_of(k, hex);
-    snprintf(out, n, "%s/v%d/manifest/%.2s/%s", l->cfg.url, MFS_CACHE_VERSION, hex, hex + 2);
-}
-
-/* ---- one exchange ---- */
-
-/* A Coded-URL ("<" absolute-URI ">", RFC 4918 10.5), trimmed of blanks: 1
- * and copied into out, or 0. */
-static int coded_url(const char *v, size_t n, char *out)
-{
-    while (n && (*v == ' ' || *v == '\t'))
-        v++, n--;
-    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r' || v[n - 1] == '\n'))
-        n--;
-    if (n < 3 || n > TOKEN_MAX || v[0] != '<' || v[n - 1] != '>')
-        return 0;
-    for (size_t i = 1; i + 1 < n; i++)
-        if (v[i] <= 0x20 || v[i] >= 0x7f || v[i] == '<' || v[i] == '>')
-            return 0;
-    memcpy(out, v, n);
-    out[n] = '\0';
-    return 1;
-}
-
-static size_t on_header(char *p, size_t sz, size_t nm, void *u)
-{
-    answer *a = u;
-    size_t n = sz * nm;
-    a->rx.answered = 1;
-    static const char name[] = "lock-token:";
-    if (n >= sizeof name - 1 && !strncasecmp(p, name, sizeof name - 1)) {
-        /* a second one, even equal, is as bad as garbage */
-        if (a->token_seen || !coded_url(p + sizeof name - 1, n - (sizeof name - 1), a->token))
-            a->token_bad = 1;
-        a->token_seen = 1;
-    }
-    return n;
-}
-
-static size_t on_body(char *p, size_t sz, size_t nm, void *u)
-{
-    answer *a = u;
-    size_t n = sz * nm;
-    a->total += n;
-    if (a->total > BODY_MAX) {
-        a->too_long = 1;
-        return 0; /* ends the transfer */
-    }
-    size_t keep = BODY_KEPT - a->nbody < n ? BODY_KEPT - a->nbody : n;
-    memcpy(a->body + a->nbody, p, keep);
-    a->nbody += keep;
-    a->body[a->nbody] = '\0';
-    return n;
-}
-
-/* Sends method to url with the extra headers, and body if not NULL.  The
- * status (0: no answer), and the answer in *a. */
-static long exchange(mfs_lease *l, const char *method, const char *url, const char *const *extra,
-                     const char *body, answer *a, CURLcode *ccp)
-{
-    memset(a, 0, sizeof *a);
-    a->rx.fd = -1;
-    *ccp = CURLE_FAILED_INIT;
-    CURL *h = curl_easy_init();
-    if (!h)
-        return 0;
-    struct curl_slist *hdr = NULL, *t;
-    if (l->cfg.auth && (t = curl_slist_append(hdr, l->cfg.auth)))
-        hdr = t;
-    for (int i = 0; extra && extra[i]; i++)
-        if ((t = curl_slist_append(hdr, extra[i])))
-            hdr = t;
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_SHARE, l->cfg.share);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)l->cfg.timeout_ms);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
-                     (long)l->cfg.timeout_ms + 1000L * l->cfg.data_timeout_s);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-    if (!strcmp(method, "HEAD"))
-        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-    else if (!strcmp(method, "PUT")) {
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
-    } else {
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-        if (body)
-            curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-    }
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, a);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
-    a->rx.h = h;
-    int late = 0;
-    CURLcode cc = mfs_rx_perform(h, &a->rx, l->cfg.timeout_ms, &late);
-    long code = 0;
-    if (!late && (cc == CURLE_OK || (cc == CURLE_WRITE_ERROR && a->too_long)))
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    *ccp = late ? CURLE_OPERATION_TIMEDOUT : cc;
-    curl_easy_cleanup(h);
-    curl_slist_free_all(hdr);
-    return code;
-}
-
-/* What went wrong with an exchange, for a log line. */
-static void what_failed(CURLcode cc, long code, const answer *a, char *out, size_t n)
-{
-    if (a->too_long)
-        snprintf(out, n, "an answer longer than %d bytes", BODY_MAX);
-    else if (cc == CURLE_OPERATION_TIMEDOUT)
-        snprintf(out, n, "no answer in time");
-    else if (cc != CURLE_OK)
-        snprintf(out, n, "%s", curl_easy_strerror(cc));
-    else
-        snprintf(out, n, "HTTP %ld", code);
+    snprintf(out, n, "v%d/manifest/%.2s/%s", MFS_CACHE_VERSION, hex, hex + 2);
 }
 
 /* A LOCK or UNLOCK that failed: counted, said once a session. */
@@ -250,6 +117,26 @@ static void lease_error(mfs_lease *l, const char *what, const char *detail)
 }
 
 /* ---- the lease folder, a lease, its end ---- */
+
+#define README_TEXT                                                                         \
+    "meshfs leases (docs/remote-cache.md): the empty files here were made by WebDAV LOCK.  " \
+    "Any of them may be deleted.\n"
+
+/* A put's bytes from memory. */
+typedef struct mem_src {
+    const char *p;
+    size_t n;
+} mem_src;
+
+static int64_t mem_read(void *ctx, void *p, size_t n, uint64_t off)
+{
+    const mem_src *m = ctx;
+    if (off >= m->n)
+        return 0;
+    size_t k = m->n - off < n ? m->n - (size_t)off : n;
+    memcpy(p, m->p + off, k);
+    return (int64_t)k;
+}
 
 /* A LOCK in a folder that does not exist: nginx's dav_ext answers 409 and
  * keeps the lock anyway until it times out, so this model goes without a
@@ -265,37 +152,14 @@ static void make_folder(mfs_lease *l)
     pthread_mutex_unlock(&l->mu);
     if (tried)
         return;
-    char url[4200];
-    snprintf(url, sizeof url, "%s/v%d/lease/README", l->cfg.url, MFS_CACHE_VERSION);
-    answer a;
-    CURLcode cc;
-    static const char *const ctype[] = {"Content-Type: text/plain", NULL};
-    long code = exchange(l, "PUT", url, ctype,
-                         "meshfs leases (docs/remote-cache.md): the empty files here were made by "
-                         "WebDAV LOCK.  Any of them may be deleted.\n",
-                         &a, &cc);
-    if (code < 200 || code >= 300) {
-        char d[160];
-        what_failed(cc, code, &a, d, sizeof d);
-        lease_error(l, "LOCK: HTTP 409 (no lease folder), and its PUT", d);
-    }
-}
-
-/* The server's lock timeout in a LOCK answer's body (<D:timeout>Second-N),
- * or 0 if it says none or Infinite. */
-static unsigned body_timeout(const answer *a)
-{
-    const char *p = a->body;
-    while ((p = strstr(p, "Second-"))) {
-        p += 7;
-        unsigned long v = 0;
-        int digits = 0;
-        while (isdigit((unsigned char)*p) && digits < 10)
-            v = v * 10 + (unsigned long)(*p++ - '0'), digits++;
-        if (digits)
-            return v > 0xFFFFFFFFul ? 0xFFFFFFFFu : (unsigned)v;
-    }
-    return 0;
+    char name[64];
+    snprintf(name, sizeof name, "v%d/lease/README", MFS_CACHE_VERSION);
+    mem_src m = {README_TEXT, sizeof README_TEXT - 1};
+    mfs_remote_source src = {m.n, mem_read, NULL, &m};
+    mfs_remote_result res;
+    l->cfg.be->put(l->cfg.be->ctx, name, &src, &res);
+    if (res.status != MFS_RB_OK)
+        lease_error(l, "LOCK: HTTP 409 (no lease folder), and its PUT", res.brief);
 }
 
 enum { LOCK_TAKEN, LOCK_HELD_ELSEWHERE, LOCK_NONE };
@@ -304,42 +168,31 @@ enum { LOCK_TAKEN, LOCK_HELD_ELSEWHERE, LOCK_NONE };
  * (423), LOCK_NONE (unsupported, refused or failed: said). */
 static int lock_once(mfs_lease *l, const mfs_cache_key *mk, char *tok)
 {
-    char url[4200], timeout[64];
-    lease_url(l, mk, url, sizeof url);
-    snprintf(timeout, sizeof timeout, "Timeout: Second-%u", l->bound_s);
-    const char *const extra[] = {timeout, "Depth: 0", "Content-Type: application/xml; charset=utf-8",
-                                 NULL};
-    static const char body[] =
-        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
-        "<D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/></D:lockscope>"
-        "<D:locktype><D:write/></D:locktype><D:owner>meshfs</D:owner></D:lockinfo>\n";
-    answer a;
-    CURLcode cc;
-    long code = exchange(l, "LOCK", url, extra, body, &a, &cc);
-    char d[200];
-    if (code == 423)
+    char name[128];
+    lease_name(mk, name, sizeof name);
+    mfs_remote_result res;
+    l->cfg.be->lock(l->cfg.be->ctx, name, l->bound_s, &res);
+    switch (res.status) {
+    case MFS_RB_BUSY:
         return LOCK_HELD_ELSEWHERE;
-    if ((code == 200 || code == 201) && !a.too_long) {
-        if (!a.token_seen || a.token_bad) {
-            /* we may hold a lock we cannot free: the server's timeout ends it */
-            COUNT(l, errors);
-            if (first(l, &l->logged_token))
-                llog(l, "remote cache: %s: LOCK: HTTP %ld with %s; converted without a lease "
-                        "(logged once)", l->cfg.name, code,
-                     a.token_seen ? "a Lock-Token header that is not a Coded-URL (<...>)"
-                                  : "no Lock-Token header");
-            return LOCK_NONE;
-        }
-        unsigned t = body_timeout(&a);
+    case MFS_RB_BAD_ANSWER:
+        /* we may hold a lock we cannot free: the server's timeout ends it */
+        COUNT(l, errors);
+        if (first(l, &l->logged_token))
+            llog(l, "remote cache: %s: LOCK: HTTP %ld with %s; converted without a lease "
+                    "(logged once)", l->cfg.name, res.code, res.detail);
+        return LOCK_NONE;
+    case MFS_RB_OK: {
+        unsigned t = res.lock_timeout_s;
         if (t && t < l->bound_s && first(l, &l->logged_short))
             llog(l, "remote cache: %s: LOCK: the server's locks last %u s, less than a "
                     "conversion and its upload may take (%u s: convert_timeout plus twice "
                     "remote_data_timeout_s); a longer one may be made twice (nginx: "
                     "dav_ext_lock_zone ... timeout=)", l->cfg.name, t, l->bound_s);
-        snprintf(tok, TOKEN_MAX + 1, "%s", a.token);
+        snprintf(tok, MFS_REMOTE_TOKEN_MAX + 1, "%s", res.token);
         return LOCK_TAKEN;
     }
-    if (code == 405 || code == 501 || code == 401 || code == 403) {
+    case MFS_RB_UNSUPPORTED: {
         pthread_mutex_lock(&l->mu);
         int was = l->off;
         l->off = 1;
@@ -349,36 +202,31 @@ static int lock_once(mfs_lease *l, const mfs_cache_key *mk, char *tok)
         if (!was)
             llog(l, "remote cache: %s: LOCK: HTTP %ld, %s; no leases this session: machines "
                     "starting together may convert a model each (docs/remote-cache.md, "
-                    "\"Leases\")", l->cfg.name, code,
-                 code == 405 || code == 501 ? "the server takes no LOCK (nginx: dav_ext)"
-                                            : "LOCK refused");
+                    "\"Leases\")", l->cfg.name, res.code,
+                 res.code == 405 || res.code == 501 ? "the server takes no LOCK (nginx: dav_ext)"
+                                                    : "LOCK refused");
         return LOCK_NONE;
     }
-    if (code == 409) {
+    case MFS_RB_NO_FOLDER:
         make_folder(l);
         return LOCK_NONE;
+    default:
+        lease_error(l, "LOCK", res.brief);
+        return LOCK_NONE;
     }
-    what_failed(cc, code, &a, d, sizeof d);
-    lease_error(l, "LOCK", d);
-    return LOCK_NONE;
 }
 
 static void unlock(mfs_lease *l, const mfs_cache_key *mk, const char *tok)
 {
-    char url[4200], h[TOKEN_MAX + 32];
-    lease_url(l, mk, url, sizeof url);
-    snprintf(h, sizeof h, "Lock-Token: %s", tok);
-    const char *const extra[] = {h, NULL};
-    answer a;
-    CURLcode cc;
-    long code = exchange(l, "UNLOCK", url, extra, NULL, &a, &cc);
-    if (code < 200 || code >= 300) {
-        char d[200];
-        what_failed(cc, code, &a, d, sizeof d);
+    char name[128];
+    lease_name(mk, name, sizeof name);
+    mfs_remote_result res;
+    l->cfg.be->unlock(l->cfg.be->ctx, name, tok, &res);
+    if (res.status != MFS_RB_OK) {
         COUNT(l, errors); /* the server's timeout frees it */
         if (first(l, &l->logged_err))
             llog(l, "remote cache: %s: UNLOCK: %s; the lease ends with the server's lock "
-                    "timeout (logged once)", l->cfg.name, d);
+                    "timeout (logged once)", l->cfg.name, res.brief);
     }
 }
 
@@ -429,14 +277,11 @@ static held *take_out(mfs_lease *l, const mfs_cache_key *mk, int only_after_uplo
 /* 1 the manifest is on the server, 0 not, -1 the server failed. */
 static int manifest_there(mfs_lease *l, const mfs_cache_key *mk)
 {
-    char url[4200];
-    manifest_url(l, mk, url, sizeof url);
-    answer a;
-    CURLcode cc;
-    long code = exchange(l, "HEAD", url, NULL, NULL, &a, &cc);
-    if (code >= 200 && code < 300)
-        return 1;
-    return code == 404 || code == 410 ? 0 : -1;
+    char name[128];
+    manifest_name(mk, name, sizeof name);
+    mfs_remote_result res;
+    l->cfg.be->head(l->cfg.be->ctx, name, &res);
+    return res.status == MFS_RB_OK ? 1 : res.status == MFS_RB_ABSENT ? 0 : -1;
 }
 
 /* Holding the lease: the manifest may have come between the caller's miss
@@ -459,7 +304,7 @@ mfs_lease_outcome mfs_lease_take(mfs_lease *l, const mfs_cache_key *mk)
     pthread_mutex_unlock(&l->mu);
     if (off)
         return MFS_LEASE_NONE;
-    char tok[TOKEN_MAX + 1] = "";
+    char tok[MFS_REMOTE_TOKEN_MAX + 1] = "";
     int got = lock_once(l, mk, tok);
     if (got == LOCK_TAKEN)
         return got_it(l, mk, tok);

@@ -1,4 +1,4 @@
-/* The owed list of the remote tier (remote_owed.c; docs/remote-cache.md,
+/* The owed list of the remote tier (owed.c; docs/remote-cache.md,
  * "Uploads an outage skipped"): uploads that could not be sent, kept on
  * disk beside the entries they name, so a later upload thread, or
  * `meshfs-cache push`, sends them.
@@ -9,12 +9,12 @@
  * to a temporary name in owed/ and renamed, so a record is whole or
  * absent; the objects themselves are the cache's entries.  Older meshfs
  * versions ignore the folder. */
-#ifndef MESHFS_CACHE_REMOTE_OWED_H
-#define MESHFS_CACHE_REMOTE_OWED_H
+#ifndef MESHFS_REMOTE_OWED_H
+#define MESHFS_REMOTE_OWED_H
 
 #include <stdint.h>
 
-#include "cache_int.h"
+#include "meshfs/cache.h"
 
 #define MFS_OWED_DIR "owed"
 /* What a record is charged against the bound: the block a small file

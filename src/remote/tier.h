@@ -1,26 +1,29 @@
 /* The remote tier's client state, shared by its two halves (not part of
  * the contract, which is include/meshfs/remote.h):
  *
- *   remote.c         setup, reads (GET), the shared helpers below, the
- *                    slow-server rule's questions
- *   remote_upload.c  the upload thread (HEAD, PUT), its queue and the
- *                    owed list's passes, mfs_remote_push
+ *   tier.c     setup, reads (GET), the slow-server rule's questions
+ *   common.c   the shared helpers below
+ *   upload.c   the upload thread (HEAD, PUT), its queue and the owed
+ *              list's passes, mfs_remote_push
+ *
+ * The server is reached only through the backend (r->be: meshfs/remote.h,
+ * "the backend"), the local store only through meshfs/cache.h.
  *
  * Everything under mu is guarded by it; the rest is set at mfs_remote_new
  * and read-only after. */
-#ifndef MESHFS_CACHE_REMOTE_CLIENT_H
-#define MESHFS_CACHE_REMOTE_CLIENT_H
+#ifndef MESHFS_REMOTE_TIER_H
+#define MESHFS_REMOTE_TIER_H
 
-#include <curl/curl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
-#include "cache_int.h"
+#include "lease.h"
+#include "meshfs/cache.h"
 #include "meshfs/remote.h"
-#include "meshfs/remote_pace.h"
-#include "remote_lease.h"
-#include "remote_owed.h"
+#include "owed.h"
+#include "pace.h"
 
 #define BACKOFF_MIN_S 30
 #define BACKOFF_MAX_S 300
@@ -51,16 +54,13 @@ enum { UP_SENT, UP_GONE, UP_LATER, UP_NEVER };
 
 struct mfs_remote {
     mfs_cache *c;
-    char *url;   /* without a trailing '/' */
-    char *name;  /* url without user:password@: what log lines show */
-    char *auth;  /* "Authorization: Bearer ..." or NULL */
-    unsigned timeout_ms, data_timeout_s;
+    mfs_remote_backend be;
+    char *name;  /* the url without user:password@: what log lines show */
+    unsigned data_timeout_s;
     uint64_t view_max; /* the largest view a conversion may write; 0: none */
     int read_only;
     void (*log)(void *ctx, const char *msg);
     void *log_ctx;
-    CURLSH *share;
-    pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
 
     pthread_mutex_t mu; /* everything below */
     pthread_cond_t cv;
@@ -74,7 +74,7 @@ struct mfs_remote {
     pthread_t thread;
     backoff rd, up;
     mfs_lease *lease; /* remote_lease.c: NULL when read-only */
-    /* the owed list (remote_owed.h) */
+    /* the owed list (owed.h) */
     uint64_t owed_max;
     int no_owed;
     uint64_t owed_n;  /* records on the list, as last counted */
@@ -96,7 +96,7 @@ struct mfs_remote {
         pthread_mutex_lock(&(r)->mu);                 \
         (r)->st.f += (v);                             \
         pthread_mutex_unlock(&(r)->mu);               \
-        MFS_CACHE_STAT_ADD((r)->c, remote_##f, (v));  \
+        mfs_cache_stat_add((r)->c, offsetof(mfs_cache_stats, remote_##f), (v)); \
     } while (0)
 static inline int64_t mono_s(void)
 {
@@ -114,29 +114,19 @@ static inline int available(mfs_remote *r, const backoff *d)
     pthread_mutex_unlock(&r->mu);
     return ok;
 }
-/* The server is there but says "not now" (or failed): back off. */
-static inline int overloaded(long code)
-{
-    return code == 408 || code == 429 || code >= 500;
-}
-
-/* remote.c: shared with the upload half */
+/* common.c: shared by both halves */
 __attribute__((format(printf, 2, 3))) void mfs_rc_log(mfs_remote *r, const char *fmt, ...);
-/* A failure in direction d: back off (remote.c, "failed"). */
+/* A failure in direction d: back off. */
 void mfs_rc_failed(mfs_remote *r, backoff *d, const char *what, const char *detail,
                    unsigned at_least_s, int no_answer);
 void mfs_rc_succeeded(mfs_remote *r, backoff *d);
-unsigned mfs_rc_retry_after(CURL *h);
-void mfs_rc_answer_text(mfs_remote *r, CURL *h, CURLcode cc, long code, char *out, size_t n);
 /* Logs once per session (*flag) that the server answered what with d. */
 void mfs_rc_once(mfs_remote *r, int *flag, const char *what, const char *d, const char *then);
 void mfs_rc_uploads_refused(mfs_remote *r, const char *what, const char *d);
-void mfs_rc_object_url(const mfs_remote *r, const mfs_cache_key *k, int manifest, char *out,
-                       size_t n);
-CURL *mfs_rc_easy(mfs_remote *r, const char *url, struct curl_slist **hdr);
-int mfs_rc_carried(int kind, int manifest);
+/* The object's name on the server, "v2/view/3f/<30 hex>" (or manifest). */
+void mfs_rc_object_name(const mfs_cache_key *k, int manifest, char *out, size_t n);
 
-/* remote_upload.c: the upload thread, made on first use (none may exist
+/* upload.c: the upload thread, made on first use (none may exist
  * before the daemon detaches: fuse_daemonize forks); called with r->mu
  * held.  And an upload that was not sent kept on the owed list: 1 owed,
  * 0 not (no list, or dropped: said and counted). */

@@ -1,4 +1,4 @@
-/* The owed list on disk (remote_owed.h).
+/* The owed list on disk (owed.h).
  *
  * A folder of small files rather than one log: each record is made and
  * removed on its own (rename in, unlink out), so a mount's upload thread
@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 #include "meshfs/remote.h"
-#include "remote_owed.h"
+#include "fileio.h"
+#include "owed.h"
 
 #define MAGIC "mfsowed1"
 #define REC_LEN 16
@@ -29,10 +30,10 @@ static void rec_name(const mfs_cache_key *k, int manifest, char out[64])
 
 static int read_rec(mfs_cache *c, const char *path, uint8_t rec[REC_LEN])
 {
-    int fd = openat(c->dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(mfs_cache_dirfd(c), path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    int64_t n = mfs_cache_pread_full(fd, rec, REC_LEN, 0);
+    int64_t n = mfs_rio_pread_full(fd, rec, REC_LEN, 0);
     close(fd);
     return n == REC_LEN && !memcmp(rec, MAGIC, 8) ? 0 : -1;
 }
@@ -47,7 +48,7 @@ int mfs_owed_put(mfs_cache *c, const mfs_owed_item *it, int may_add)
         return 0;
     if (!had && !may_add)
         return -2;
-    if (mkdirat(c->dirfd, MFS_OWED_DIR, 0700) < 0 && errno != EEXIST)
+    if (mkdirat(mfs_cache_dirfd(c), MFS_OWED_DIR, 0700) < 0 && errno != EEXIST)
         return -1;
     memset(rec, 0, sizeof rec);
     memcpy(rec, MAGIC, 8);
@@ -55,15 +56,15 @@ int mfs_owed_put(mfs_cache *c, const mfs_owed_item *it, int may_add)
     /* unique while it exists: one thread writes one key's record at once */
     char tmp[128];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%ld", path, (long)getpid(), (long)gettid());
-    int fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = openat(mfs_cache_dirfd(c), tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;
-    int e = mfs_cache_pwrite_full(fd, rec, sizeof rec, 0);
+    int e = mfs_rio_pwrite_full(fd, rec, sizeof rec, 0);
     if (close(fd) < 0 && !e)
         e = errno;
-    if (e || renameat(c->dirfd, tmp, c->dirfd, path) < 0) {
+    if (e || renameat(mfs_cache_dirfd(c), tmp, mfs_cache_dirfd(c), path) < 0) {
         e = e ? e : errno;
-        unlinkat(c->dirfd, tmp, 0);
+        unlinkat(mfs_cache_dirfd(c), tmp, 0);
         errno = e;
         return -1;
     }
@@ -74,7 +75,7 @@ int mfs_owed_done(mfs_cache *c, const mfs_cache_key *k, int manifest)
 {
     char path[64];
     rec_name(k, manifest, path);
-    return unlinkat(c->dirfd, path, 0) == 0;
+    return unlinkat(mfs_cache_dirfd(c), path, 0) == 0;
 }
 
 static int hexval(char ch)
@@ -103,7 +104,7 @@ long mfs_owed_list(mfs_cache *c, mfs_owed_item *out, size_t max, uint64_t *total
 {
     if (total)
         *total = 0;
-    int fd = openat(c->dirfd, MFS_OWED_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(mfs_cache_dirfd(c), MFS_OWED_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT ? 0 : -1;
     DIR *d = fdopendir(fd);

@@ -1,82 +1,96 @@
 /* The remote tier (include/meshfs/remote.h; docs/cache.md, "Remote tier"):
- * setup, reads, and the helpers its upload half (remote_upload.c) shares.
+ * setup and reads; the upload half is upload.c.  The server is the
+ * backend's (r->be; the HTTP one is http.c): this file decides what a
+ * read's answer means for the tier (a hit, a miss, a back-off).
  *
- * Connections: one curl share handle holds the connection cache, DNS and
- * TLS sessions for every easy handle, so reads from any FUSE thread and the
- * upload thread reuse kept-alive connections.  An easy handle per request
- * keeps the threads independent (libcurl forbids sharing one easy handle).
- *
- * Verification is the store's: the object lands in tmp/ under a temporary
- * name, mfs_cache_entry_check judges it exactly as a local entry, and only
- * then is its record moved into the xattr (the local form the store writes;
- * kept as a trailer where xattrs are refused) and the file renamed in. */
-#include <curl/curl.h>
+ * Verification is the store's: the object lands in the cache's tmp/
+ * (mfs_cache_download_begin), and mfs_cache_download_adopt judges it
+ * exactly as a local entry before it is renamed in.  While it grows there
+ * it counts against the cache's cap (mfs_cache_reserve), and it is cut at
+ * the object's limit, so no server's answer fills the disk. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/xattr.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "remote_client.h"
-#include "remote_xfer.h"
+#include "fileio.h"
+#include "tier.h"
 
-
-static void share_lock(CURL *h, curl_lock_data d, curl_lock_access a, void *u)
-{
-    (void)h, (void)a;
-    mfs_remote *r = u;
-    pthread_mutex_lock(&r->share_mu[d]);
-}
-
-static void share_unlock(CURL *h, curl_lock_data d, void *u)
-{
-    (void)h;
-    mfs_remote *r = u;
-    pthread_mutex_unlock(&r->share_mu[d]);
-}
+/* Reservations grow by at least this much for a body of unknown length:
+ * one lock and check per MiB, not per 16 KiB piece. */
+#define RESERVE_STEP (1u << 20)
 
 /* ---- reads ---- */
 
-/* The server answered (any status), rather than the transfer failing. */
-static int answered(CURLcode cc)
+/* Why a download was stopped by us rather than by the server. */
+enum { RX_OK, RX_OVER_LIMIT, RX_NO_ROOM, RX_DISK };
+
+/* A download into the cache's tmp/: the backend's sink. */
+typedef struct download {
+    mfs_cache *c;
+    int fd;
+    uint64_t limit;    /* the largest object accepted, bytes */
+    uint64_t n;        /* body bytes written to fd */
+    uint64_t declared; /* the answer's declared length; 0 none */
+    uint64_t reserved; /* held against the cache's cap */
+    int refused;       /* RX_* */
+    int err;           /* errno of a failed write (RX_DISK) */
+} download;
+
+/* x holds at least total bytes of the cap, or refused says why not. */
+static int hold(download *x, uint64_t total)
 {
-    return cc == CURLE_OK || cc == CURLE_HTTP_RETURNED_ERROR;
+    if (total > x->limit) {
+        x->refused = RX_OVER_LIMIT;
+        return -1;
+    }
+    if (total <= x->reserved)
+        return 0;
+    uint64_t want = total - x->reserved;
+    if (!x->declared && want < RESERVE_STEP)
+        want = RESERVE_STEP;
+    if (want > x->limit - x->reserved)
+        want = x->limit - x->reserved;
+    if (mfs_cache_reserve(x->c, want) < 0) {
+        x->refused = RX_NO_ROOM;
+        return -1;
+    }
+    x->reserved += want;
+    return 0;
 }
 
-
-/* The object in fd judged as a local entry would be; moves its record into
- * the xattr where the cache keeps records there.  NULL fine, else why not. */
-static const char *verify(mfs_remote *r, int fd, const mfs_cache_key *k, int manifest)
+static int dl_declared(void *ctx, uint64_t len)
 {
-    mfs_cache_entry_info info;
-    const char *why = NULL;
-    int ok = mfs_cache_entry_check(fd, k, manifest ? 'm' : 'e', &info, &why);
-    if (ok != 1)
-        return why ? why : "unreadable";
-    if (info.form != MFS_CACHE_FORM_TRAILER)
-        return "not in the trailer form";
-    /* failures are each machine's own: never taken from elsewhere */
-    if (!mfs_rc_carried(info.kind, manifest))
-        return "a kind the remote tier does not carry";
-    if ((r->c->flags & MFS_CACHE_TRAILER_FORM) || atomic_load(&r->c->no_xattr))
-        return NULL;
-    uint8_t rec[MFS_CACHE_REC_LEN];
-    if (mfs_cache_pread_full(fd, rec, sizeof rec, info.length) != (int64_t)sizeof rec)
-        return "cannot read its record";
-    if (fsetxattr(fd, MFS_CACHE_XATTR, rec, sizeof rec, 0) == 0) {
-        if (ftruncate(fd, (off_t)info.length) < 0) {
-            fremovexattr(fd, MFS_CACHE_XATTR);
-            return "cannot truncate it";
-        }
+    download *x = ctx;
+    x->declared = len;
+    return hold(x, len);
+}
+
+static int dl_write(void *ctx, const void *p, size_t n)
+{
+    download *x = ctx;
+    if (hold(x, x->n + n) < 0)
+        return -1;
+    int e = mfs_rio_pwrite_full(x->fd, p, n, x->n);
+    if (e) {
+        x->refused = RX_DISK;
+        x->err = e;
+        return -1;
     }
-    return NULL;
+    x->n += n;
+    return 0;
+}
+
+/* Gives back x's reservation; kept: bytes of it now an entry. */
+static void dl_release(download *x, uint64_t kept)
+{
+    if (x->reserved || kept)
+        mfs_cache_unreserve(x->c, x->reserved, kept);
+    x->reserved = 0;
 }
 
 /* The largest object a fetch accepts, and what sets it (for the log): a
@@ -89,9 +103,7 @@ static uint64_t object_limit(const mfs_remote *r, int manifest, const char **wha
     *what = manifest ? "the limit of a manifest" : "the output cap of a view";
     if (lim)
         lim += MFS_CACHE_REC_LEN;
-    pthread_mutex_lock(&r->c->mu);
-    uint64_t cap = r->c->max_size;
-    pthread_mutex_unlock(&r->c->mu);
+    uint64_t cap = mfs_cache_max_size(r->c);
     if (!lim || cap < lim) {
         lim = cap;
         *what = "the cache's cap";
@@ -102,13 +114,13 @@ static uint64_t object_limit(const mfs_remote *r, int manifest, const char **wha
 /* A download we stopped (too large, no room): a miss, said once a reason.
  * Too large is the server's fault and counted as an error, but no back-off:
  * it is that object, like a bad one, and was cut at its limit. */
-static void refused(mfs_remote *r, const mfs_rx *x, int manifest)
+static void refused(mfs_remote *r, const download *x, int manifest)
 {
     const char *what;
     uint64_t lim = object_limit(r, manifest, &what);
     char d[256];
     STAT_ADD(r, misses, 1);
-    if (x->refused == MFS_RX_OVER_LIMIT) {
+    if (x->refused == RX_OVER_LIMIT) {
         STAT_ADD(r, errors, 1);
         if (x->declared)
             snprintf(d, sizeof d, "an answer of %" PRIu64 " bytes, over %s (%" PRIu64
@@ -117,10 +129,8 @@ static void refused(mfs_remote *r, const mfs_rx *x, int manifest)
             snprintf(d, sizeof d, "an answer longer than %s (%" PRIu64 " bytes); cut there", what,
                      lim);
         mfs_rc_once(r, &r->logged_huge, "GET", d, "a miss: converted locally (logged once)");
-    } else if (x->refused == MFS_RX_NO_ROOM) {
-        pthread_mutex_lock(&r->c->mu);
-        uint64_t cap = r->c->max_size;
-        pthread_mutex_unlock(&r->c->mu);
+    } else if (x->refused == RX_NO_ROOM) {
+        uint64_t cap = mfs_cache_max_size(r->c);
         snprintf(d, sizeof d, "no room for an answer %s%" PRIu64 " bytes under the cache's cap (%"
                  PRIu64 " bytes) beside its entries and other downloads; %s",
                  x->declared ? "of " : "past ", x->declared ? x->declared : x->n, cap,
@@ -148,99 +158,79 @@ int mfs_remote_fetch(mfs_remote *r, const mfs_cache_key *k, int manifest)
 {
     if (!r || !available(r, &r->rd))
         return 0;
-    char url[4200];
-    mfs_rc_object_url(r, k, manifest, url, sizeof url);
+    char name[128];
+    mfs_rc_object_name(k, manifest, name, sizeof name);
     mfs_err err;
     mfs_err_clear(&err);
     char tmp[MFS_CACHE_PATH_MAX];
-    int fd = mfs_cache_tmp_create(r->c, tmp, &err);
+    int fd = mfs_cache_download_begin(r->c, tmp, &err);
     if (fd < 0)
         return 0; /* the local cache's trouble: the caller converts */
     const char *what;
-    mfs_rx x = {.c = r->c, .fd = fd, .limit = object_limit(r, manifest, &what)};
-    struct curl_slist *hdr;
-    CURL *h = mfs_rc_easy(r, url, &hdr);
+    download x = {.c = r->c, .fd = fd, .limit = object_limit(r, manifest, &what)};
+    mfs_remote_sink sink = {dl_declared, dl_write, &x};
+    mfs_remote_result res;
     int got = 0;
     uint64_t kept = 0;
-    if (!h)
-        goto out;
-    mfs_rx_attach(h, &x);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms + 1000L * r->data_timeout_s);
-    curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
-    int late;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    CURLcode cc = mfs_rx_perform(h, &x, r->timeout_ms, &late);
+    r->be.get(r->be.ctx, name, &sink, &res);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    long code = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    if (cc == CURLE_OK && code >= 200 && code < 300) { /* the pace of real transfers */
+    if (res.status == MFS_RB_OK) { /* the pace of real transfers */
         int64_t a = (int64_t)t0.tv_sec * 1000000000 + t0.tv_nsec;
         int64_t b = (int64_t)t1.tv_sec * 1000000000 + t1.tv_nsec;
         pthread_mutex_lock(&r->mu);
         mfs_pace_note(&r->pace, x.n, b - a, b);
         pthread_mutex_unlock(&r->mu);
     }
-    if (late) {
-        /* whatever it would have said: a server this slow costs every read */
-        char d[128];
-        snprintf(d, sizeof d, "no answer within %u ms (remote_timeout_ms)", r->timeout_ms);
-        STAT_ADD(r, misses, 1);
-        mfs_rc_failed(r, &r->rd, "GET", d, 0, 1);
-    } else if (cc == CURLE_OK && code >= 200 && code < 300) {
+    switch (res.status) {
+    case MFS_RB_OK: {
         mfs_rc_succeeded(r, &r->rd);
         server_back(r);
         STAT_ADD(r, bytes_down, x.n);
-        const char *why = verify(r, fd, k, manifest);
-        if (why) {
+        const char *why = NULL;
+        int ad = mfs_cache_download_adopt(r->c, fd, tmp, k, manifest ? 'm' : 'e', &kept, &why, &err);
+        if (ad == 0) {
             STAT_ADD(r, misses, 1);
             pthread_mutex_lock(&r->mu);
             int first = !r->logged_bad;
             r->logged_bad = 1;
             pthread_mutex_unlock(&r->mu);
             if (first)
-                mfs_rc_log(r, "remote cache: %s%s: bad object (%s); not served", r->name,
-                     url + strlen(r->url), why);
+                mfs_rc_log(r, "remote cache: %s/%s: bad object (%s); not served", r->name, name, why);
             got = 2;
-        } else {
-            char final[MFS_CACHE_PATH_MAX];
-            mfs_cache_key_path(k, manifest ? 'm' : 'e', final);
-            struct stat st;
-            if (fstat(fd, &st) == 0 && mfs_cache_rename_into(r->c, tmp, final, &err) == 0) {
-                tmp[0] = '\0';
-                kept = (uint64_t)st.st_size;
-                STAT_ADD(r, hits, 1);
-                got = 1;
-            }
+        } else if (ad == 1) {
+            STAT_ADD(r, hits, 1);
+            got = 1;
         }
-    } else if (x.refused == MFS_RX_OVER_LIMIT || x.refused == MFS_RX_NO_ROOM) {
-        refused(r, &x, manifest);
-    } else if (x.refused == MFS_RX_DISK) {
-        STAT_ADD(r, misses, 1); /* the local disk's trouble, not the server's */
-    } else if (answered(cc) && (code == 404 || code == 410)) {
+        break;
+    }
+    case MFS_RB_STOPPED:
+        if (x.refused == RX_OVER_LIMIT || x.refused == RX_NO_ROOM)
+            refused(r, &x, manifest);
+        else
+            STAT_ADD(r, misses, 1); /* the local disk's trouble, not the server's */
+        break;
+    case MFS_RB_ABSENT:
         mfs_rc_succeeded(r, &r->rd);
         server_back(r);
         STAT_ADD(r, misses, 1);
-    } else if (answered(cc) && code >= 300 && !overloaded(code)) {
+        break;
+    case MFS_RB_REFUSED:
         /* a redirect, a refused token, another 4xx: a miss, said once */
-        char d[512];
-        mfs_rc_answer_text(r, h, cc, code, d, sizeof d);
         mfs_rc_succeeded(r, &r->rd);
         STAT_ADD(r, misses, 1);
-        mfs_rc_once(r, &r->logged_get, "GET", d, "a miss: converted locally (logged once)");
-    } else {
-        char d[512];
-        mfs_rc_answer_text(r, h, cc, code, d, sizeof d);
+        mfs_rc_once(r, &r->logged_get, "GET", res.detail, "a miss: converted locally (logged once)");
+        break;
+    default:
+        /* late (whatever it would have said: a server this slow costs
+         * every read), down, or failing */
         STAT_ADD(r, misses, 1);
-        mfs_rc_failed(r, &r->rd, "GET", d, answered(cc) ? mfs_rc_retry_after(h) : 0, !answered(cc));
+        mfs_rc_failed(r, &r->rd, "GET", res.detail, res.retry_after_s, res.no_answer);
+        break;
     }
-    curl_easy_cleanup(h);
-    curl_slist_free_all(hdr);
-out:
-    close(fd);
-    if (tmp[0])
-        unlinkat(r->c->dirfd, tmp, 0);
-    mfs_rx_release(&x, kept); /* after the unlink: the cap never undercounts */
+    mfs_cache_download_end(r->c, fd, tmp);
+    dl_release(&x, kept); /* after the unlink: the cap never undercounts */
     return got;
 }
 
@@ -287,31 +277,37 @@ int mfs_remote_slower(mfs_remote *r, const char *what, uint64_t bytes, uint64_t 
 
 mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err *err)
 {
-    if (mfs_remote_check_url("remote", cfg->url, err) < 0)
+    mfs_remote_backend be;
+    if (mfs_remote_http_new(cfg, &be, err) < 0)
         return NULL;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
-        mfs_errf(err, "remote: libcurl could not start");
+    return mfs_remote_new_with(cfg, &be, cache, err);
+}
+
+mfs_remote *mfs_remote_new_with(const mfs_remote_cfg *cfg, const mfs_remote_backend *be,
+                                mfs_cache *cache, mfs_err *err)
+{
+    mfs_remote *r = calloc(1, sizeof *r);
+    char *url = strdup(cfg->url);
+    if (!r || !url) {
+        free(r);
+        free(url);
+        be->free(be->ctx);
+        mfs_errf(err, "out of memory");
         return NULL;
     }
-    mfs_remote *r = calloc(1, sizeof *r);
-    if (!r) {
+    size_t n = strlen(url);
+    while (n && url[n - 1] == '/')
+        url[--n] = '\0';
+    r->name = mfs_remote_public_name(url);
+    free(url);
+    if (!r->name) {
+        free(r);
+        be->free(be->ctx);
         mfs_errf(err, "out of memory");
         return NULL;
     }
     r->c = cache;
-    r->url = strdup(cfg->url);
-    if (r->url) {
-        size_t n = strlen(r->url);
-        while (n && r->url[n - 1] == '/')
-            r->url[--n] = '\0';
-        r->name = mfs_remote_public_name(r->url);
-    }
-    if (cfg->token) {
-        size_t n = strlen(cfg->token) + 32;
-        if ((r->auth = malloc(n)))
-            snprintf(r->auth, n, "Authorization: Bearer %s", cfg->token);
-    }
-    r->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : MFS_REMOTE_TIMEOUT_MS_DEFAULT;
+    r->be = *be;
     r->data_timeout_s = cfg->data_timeout_s ? cfg->data_timeout_s : MFS_REMOTE_DATA_TIMEOUT_S_DEFAULT;
     r->view_max = cfg->view_max;
     r->read_only = cfg->read_only;
@@ -324,33 +320,12 @@ mfs_remote *mfs_remote_new(const mfs_remote_cfg *cfg, mfs_cache *cache, mfs_err 
     r->up = (backoff){.name = "uploads", .other = "reads"};
     r->log = cfg->log;
     r->log_ctx = cfg->log_ctx;
-    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
-        pthread_mutex_init(&r->share_mu[i], NULL);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
-    r->share = curl_share_init();
-    if (!r->url || !r->name || (cfg->token && !r->auth) || !r->share) {
-        mfs_errf(err, "out of memory");
-        goto fail;
-    }
-    curl_share_setopt(r->share, CURLSHOPT_LOCKFUNC, share_lock);
-    curl_share_setopt(r->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
-    curl_share_setopt(r->share, CURLSHOPT_USERDATA, r);
-    curl_share_setopt(r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
-    curl_share_setopt(r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-    curl_share_setopt(r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-    mfs_lease_cfg lc = {r->url, r->name, r->auth, r->timeout_ms, r->data_timeout_s,
-                        cfg->convert_timeout_s, r->share, r->log, r->log_ctx};
+    mfs_lease_cfg lc = {&r->be, r->name, r->data_timeout_s, cfg->convert_timeout_s, r->log,
+                        r->log_ctx};
     r->lease = r->read_only ? NULL : mfs_lease_new(&lc); /* NULL: no leases */
     return r;
-fail:
-    if (r->share)
-        curl_share_cleanup(r->share);
-    free(r->url);
-    free(r->name);
-    free(r->auth);
-    free(r);
-    return NULL;
 }
 
 void mfs_remote_free(mfs_remote *r)
@@ -374,21 +349,14 @@ void mfs_remote_free(mfs_remote *r)
              owed == left ? ": owed (the next mount or meshfs-cache push sends them)"
              : owed ? ": some owed, the rest dropped (said above)" : "");
     mfs_lease_free(r->lease);
-    curl_share_cleanup(r->share);
-    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
-        pthread_mutex_destroy(&r->share_mu[i]);
+    r->be.free(r->be.ctx);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
-    if (r->auth) {
-        memset(r->auth, 0, strlen(r->auth));
-        free(r->auth);
-    }
-    free(r->url);
     free(r->name);
     free(r);
 }
 
-/* ---- leases (remote_lease.h): asked for only while this session may
+/* ---- leases (remote.h, "leases"): asked for only while this session may
  * upload and neither direction backs off (a lease promises an upload) ---- */
 
 mfs_lease_outcome mfs_remote_lease(mfs_remote *r, const mfs_cache_key *mk)

@@ -1,11 +1,10 @@
-/* The remote tier's uploads (include/meshfs/remote.h; remote_client.h):
+/* The remote tier's uploads (include/meshfs/remote.h; tier.h):
  * one background thread takes the queue, then the owed list, one object
  * at a time (HEAD, then PUT if the server lacks it), so a conversion never
- * waits for the network.  What it cannot send now is owed (remote_owed.h)
+ * waits for the network.  What it cannot send now is owed (owed.h)
  * and sent on a later pass: once the uploads' back-off is over, or a read
- * finds the server answering again (remote.c, server_back), without a
+ * finds the server answering again (tier.c, server_back), without a
  * remount; and by mfs_remote_push from a cache no client runs on. */
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,52 +13,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "remote_client.h"
-#include "remote_xfer.h"
+#include "tier.h"
 
-typedef struct source {
-    int fd;
-    uint64_t off, len;      /* the file's bytes to send */
-    uint8_t rec[MFS_CACHE_REC_LEN];
-    int add_rec;            /* the xattr form: the record follows */
-} source;
+/* What a PUT sends: the entry's bytes in the TRAILER form. */
+typedef struct sending {
+    mfs_remote *r;
+    mfs_cache_object *o;
+} sending;
 
-static size_t source_read(char *p, size_t sz, size_t nm, void *u)
+static int64_t source_read(void *ctx, void *p, size_t n, uint64_t off)
 {
-    source *s = u;
-    size_t n = sz * nm, done = 0;
-    if (s->off < s->len) {
-        size_t want = s->len - s->off < n ? (size_t)(s->len - s->off) : n;
-        int64_t got = mfs_cache_pread_full(s->fd, p, want, s->off);
-        if (got <= 0)
-            return CURL_READFUNC_ABORT;
-        s->off += (uint64_t)got;
-        return (size_t)got;
-    }
-    if (s->add_rec) {
-        uint64_t ro = s->off - s->len;
-        if (ro < sizeof s->rec) {
-            done = sizeof s->rec - ro < n ? sizeof s->rec - (size_t)ro : n;
-            memcpy(p, s->rec + ro, done);
-            s->off += done;
-        }
-    }
-    return done;
+    sending *s = ctx;
+    return mfs_cache_object_read(s->o, p, n, off);
 }
 
 /* Ends an upload within a second once the client stops (unmount, or a
  * batch run past its drain): a slow server never holds up the exit. */
-static int stop_check(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+static int stop_check(void *ctx)
 {
-    (void)dt, (void)dn, (void)ut, (void)un;
-    mfs_remote *r = u;
-    pthread_mutex_lock(&r->mu);
-    int stop = r->stop;
-    pthread_mutex_unlock(&r->mu);
+    sending *s = ctx;
+    pthread_mutex_lock(&s->r->mu);
+    int stop = s->r->stop;
+    pthread_mutex_unlock(&s->r->mu);
     return stop;
 }
 
@@ -80,96 +58,52 @@ static int upload(mfs_remote *r, const job *j, char *why, size_t wn)
         snprintf(why, wn, "read-only (the server refused an upload)");
         return UP_NEVER;
     }
-    char path[MFS_CACHE_PATH_MAX];
-    mfs_cache_key_path(&j->key, j->manifest ? 'm' : 'e', path);
-    int fd = openat(r->c->dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
+    mfs_cache_object o;
+    const char *bad = NULL;
+    int op = mfs_cache_object_open(r->c, &j->key, j->manifest ? 'm' : 'e', &o, &bad);
+    if (op == MFS_CACHE_OBJECT_ABSENT) {
         snprintf(why, wn, "no longer in the local cache (evicted)");
         return UP_GONE;
     }
-    mfs_cache_entry_info info;
-    const char *bad = NULL;
-    source s = {.fd = fd};
-    if (mfs_cache_entry_check(fd, &j->key, j->manifest ? 'm' : 'e', &info, &bad) != 1 ||
-        !mfs_rc_carried(info.kind, j->manifest)) {
-        close(fd); /* never failures, never a damaged entry */
+    if (op == MFS_CACHE_OBJECT_BAD) { /* never failures, never a damaged entry */
         snprintf(why, wn, "the local entry is %s", bad ? bad : "not one the remote tier carries");
         return UP_GONE;
     }
-    if (info.form == MFS_CACHE_FORM_XATTR) {
-        if (fgetxattr(fd, MFS_CACHE_XATTR, s.rec, sizeof s.rec) != (ssize_t)sizeof s.rec) {
-            close(fd);
-            snprintf(why, wn, "cannot read the local entry's record");
-            return UP_LATER;
-        }
-        s.len = info.length;
-        s.add_rec = 1;
-    } else {
-        s.len = info.size;
-    }
-    char url[4200];
-    mfs_rc_object_url(r, &j->key, j->manifest, url, sizeof url);
-    struct curl_slist *hdr;
-    CURL *h = mfs_rc_easy(r, url, &hdr);
-    if (!h) {
-        close(fd);
-        snprintf(why, wn, "out of memory");
+    if (op != MFS_CACHE_OBJECT_OPEN) {
+        snprintf(why, wn, "cannot read the local entry's record");
         return UP_LATER;
     }
+    char name[128];
+    mfs_rc_object_name(&j->key, j->manifest, name, sizeof name);
     /* the server's copy was found bad: its HEAD would say 200, so the
      * good one is put over it unasked */
     int repair = j->over;
-    CURLcode cc = CURLE_OK;
-    long code = 404;
-    char d[512];
+    const char *d = "";
     int res = UP_LATER;
-    d[0] = '\0';
+    mfs_remote_result hr = {.status = MFS_RB_ABSENT};
     if (!repair) {
-        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms + 1000L * r->data_timeout_s);
-        mfs_rx x = {.c = r->c, .fd = -1};
-        mfs_rx_attach(h, &x);
-        int late;
-        cc = mfs_rx_perform(h, &x, r->timeout_ms, &late);
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-        mfs_rc_answer_text(r, h, cc, code, d, sizeof d);
-        if (late)
-            snprintf(d, sizeof d, "no answer within %u ms (remote_timeout_ms)", r->timeout_ms);
-        if (cc == CURLE_OK && code >= 200 && code < 300)
-            res = UP_SENT; /* there already */
+        r->be.head(r->be.ctx, name, &hr);
+        d = hr.detail;
     }
-    if (cc != CURLE_OK || overloaded(code)) {
-        mfs_rc_failed(r, &r->up, "HEAD", d, cc == CURLE_OK ? mfs_rc_retry_after(h) : 0, cc != CURLE_OK);
-    } else if (code >= 300 && code != 404 && code != 410) {
+    mfs_remote_result pr;
+    if (hr.status == MFS_RB_OK) {
+        res = UP_SENT; /* there already */
+    } else if (hr.status == MFS_RB_REFUSED) {
         mfs_rc_uploads_refused(r, "HEAD", d);
         res = UP_NEVER;
-    } else if (code == 404 || code == 410) {
-        curl_slist_free_all(hdr);
-        curl_easy_cleanup(h);
-        h = mfs_rc_easy(r, url, &hdr);
-        if (!h) {
-            close(fd);
-            snprintf(why, wn, "out of memory");
-            return UP_LATER;
-        }
-        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(h, CURLOPT_READFUNCTION, source_read);
-        curl_easy_setopt(h, CURLOPT_READDATA, &s);
-        curl_off_t total = (curl_off_t)(s.len + (s.add_rec ? sizeof s.rec : 0));
-        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, total);
-        /* streamed: a stalled upload ends after the data timeout of silence */
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)r->data_timeout_s);
-        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, stop_check);
-        curl_easy_setopt(h, CURLOPT_XFERINFODATA, r);
-        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-        cc = curl_easy_perform(h);
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-        mfs_rc_answer_text(r, h, cc, code, d, sizeof d);
-        if (cc == CURLE_OK && code >= 200 && code < 300) {
+    } else if (hr.status != MFS_RB_ABSENT) {
+        mfs_rc_failed(r, &r->up, "HEAD", d, hr.retry_after_s, hr.no_answer);
+    } else {
+        sending sd = {r, &o};
+        mfs_remote_source src = {o.size, source_read, stop_check, &sd};
+        uint64_t total = o.size;
+        r->be.put(r->be.ctx, name, &src, &pr);
+        d = pr.detail;
+        switch (pr.status) {
+        case MFS_RB_OK: {
             res = UP_SENT;
             mfs_rc_succeeded(r, &r->up);
-            STAT_ADD(r, bytes_up, (uint64_t)total);
+            STAT_ADD(r, bytes_up, total);
             pthread_mutex_lock(&r->mu);
             r->st.uploads++;
             r->st.repaired += (uint64_t)repair;
@@ -177,31 +111,34 @@ static int upload(mfs_remote *r, const job *j, char *why, size_t wn)
             r->logged_repair |= repair;
             pthread_mutex_unlock(&r->mu);
             if (first)
-                mfs_rc_log(r, "remote cache: %s%s: a bad object replaced with the one converted here "
-                        "(remote_repaired counts them)", r->name, url + strlen(r->url));
-        } else if (cc == CURLE_OK && code == 413) {
+                mfs_rc_log(r, "remote cache: %s/%s: a bad object replaced with the one converted here "
+                        "(remote_repaired counts them)", r->name, name);
+            break;
+        }
+        case MFS_RB_TOO_LARGE:
             STAT_ADD(r, errors, 1); /* too large for this server: that object only */
             mfs_rc_once(r, &r->logged_big, "PUT", d, "such objects are not uploaded (logged once)");
             res = UP_NEVER;
-        } else if (cc == CURLE_OK && code >= 300 && !overloaded(code)) {
+            break;
+        case MFS_RB_REFUSED:
             mfs_rc_uploads_refused(r, "PUT", d);
             res = UP_NEVER;
-        } else if (cc == CURLE_ABORTED_BY_CALLBACK) {
+            break;
+        case MFS_RB_STOPPED:
             mfs_rc_log(r, "remote cache: %s: PUT of %" PRIu64 " bytes cut short at exit", r->name,
-                 (uint64_t)total);
-            snprintf(d, sizeof d, "cut short at exit");
-        } else {
-            mfs_rc_failed(r, &r->up, "PUT", d, cc == CURLE_OK ? mfs_rc_retry_after(h) : 0, cc != CURLE_OK);
+                 total);
+            break;
+        default:
+            mfs_rc_failed(r, &r->up, "PUT", d, pr.retry_after_s, pr.no_answer);
+            break;
         }
     }
     snprintf(why, wn, "%s", d);
-    curl_easy_cleanup(h);
-    curl_slist_free_all(hdr);
-    close(fd);
+    mfs_cache_object_close(&o);
     return res;
 }
 
-/* ---- the owed list (remote_owed.h) ---- */
+/* ---- the owed list (owed.h) ---- */
 
 /* Keeps an upload that was not sent on the owed list, within its bound;
  * what does not fit, or cannot be written, is dropped, said once and

@@ -1,22 +1,19 @@
-/* The leases of one remote client (remote_lease.c; contract in
- * include/meshfs/remote_lease.h).  The client (remote.c) owns one
+/* The leases of one remote client (lease.c; contract in
+ * include/meshfs/remote.h, "leases").  The client (tier.c) owns one
  * mfs_lease, made and freed with it; the lease set never calls back into
  * the client. */
-#ifndef MESHFS_CACHE_REMOTE_LEASE_H
-#define MESHFS_CACHE_REMOTE_LEASE_H
+#ifndef MESHFS_REMOTE_LEASE_INT_H
+#define MESHFS_REMOTE_LEASE_INT_H
 
-#include <curl/curl.h>
-
-#include "meshfs/remote_lease.h"
+#include "meshfs/remote.h"
 
 typedef struct mfs_lease mfs_lease;
 
 typedef struct mfs_lease_cfg {
-    const char *url, *name;  /* the client's: outlive the leases */
-    const char *auth;        /* "Authorization: ..." or NULL */
-    unsigned timeout_ms, data_timeout_s;
+    const mfs_remote_backend *be; /* the client's: outlives the leases */
+    const char *name;             /* the server as log lines show it: too */
+    unsigned data_timeout_s;
     unsigned convert_timeout_s; /* 0: the default (60) */
-    CURLSH *share;
     void (*log)(void *ctx, const char *msg);
     void *log_ctx;
 } mfs_lease_cfg;
@@ -29,7 +26,7 @@ void mfs_lease_free(mfs_lease *l);
 void mfs_lease_uploaded(mfs_lease *l, const mfs_cache_key *key, int manifest);
 
 /* What mfs_remote_lease, mfs_remote_lease_end and
- * mfs_remote_lease_get_stats do (remote.c holds the client's set and
+ * mfs_remote_lease_get_stats do (tier.c holds the client's set and
  * asks only when the client may upload now); l may be NULL but in take. */
 mfs_lease_outcome mfs_lease_take(mfs_lease *l, const mfs_cache_key *mk);
 void mfs_lease_end(mfs_lease *l, const mfs_cache_key *mk, int after_upload);

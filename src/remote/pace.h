@@ -15,8 +15,8 @@
  * link, a backup) is used again once it is fast.  The clock is the
  * caller's (monotonic ns), so the rule is tested without waiting.  No
  * locking: the caller's. */
-#ifndef MESHFS_REMOTE_PACE_H
-#define MESHFS_REMOTE_PACE_H
+#ifndef MESHFS_REMOTE_PACE_INT_H
+#define MESHFS_REMOTE_PACE_INT_H
 
 #include <stdint.h>
 

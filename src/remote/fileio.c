@@ -1,0 +1,40 @@
+/* Whole-buffer file I/O (fileio.h). */
+#include <errno.h>
+#include <unistd.h>
+
+#include "fileio.h"
+
+int mfs_rio_pwrite_full(int fd, const void *p, size_t n, uint64_t off)
+{
+    const uint8_t *b = p;
+    while (n) {
+        ssize_t w = pwrite(fd, b, n, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        b += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
+}
+
+int64_t mfs_rio_pread_full(int fd, void *p, size_t n, uint64_t off)
+{
+    uint8_t *b = p;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, b + got, n - got, (off_t)(off + got));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (int64_t)got;
+}
