@@ -31,7 +31,6 @@
 #include "meshfs/err.h"
 #include "meshfs/formats.h"
 #include "meshfs/limits.h"
-#include "meshfs/options.h"
 #include "meshfs/proto.h"
 #include "meshfs/remote.h"
 #include "meshfs/views.h"

@@ -6,7 +6,7 @@
 
 #include "meshfs/err.h"
 #include "meshfs/limits.h"
-#include "meshfs/options.h"
+#include "meshfs/formats.h"
 #include "meshfs/proto.h"
 
 #include <sys/types.h>

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "meshfs/options.h"
+#include "meshfs/formats.h"
 
 /* Option text of view `format` (o's options the format reads, with
  * model_path = fmi_model; the importer). */

@@ -33,10 +33,10 @@
 #include "meshfs/jobdirs.h"
 #include "meshfs/job.h"
 #include "meshfs/keyopts.h"
-#include "meshfs/lgepkg.h"
+#include "meshfs/formats.h"
 #include "meshfs/sandbox.h"
 #include "meshfs/spawner.h"
-#include "meshfs/test_hold.h"
+#include "meshfs/util.h"
 #include "meshfs/views.h"
 
 typedef struct root {

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "meshfs/convstore.h"
-#include "meshfs/storerr.h"
+#include "meshfs/util.h"
 
 static void logf_(const mfs_convstore *h, const char *fmt, const char *a, const char *b)
 {

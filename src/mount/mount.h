@@ -32,11 +32,10 @@
 #include "meshfs/jobdirs.h"
 #include "meshfs/formats.h"
 #include "meshfs/limits.h"
-#include "meshfs/latch.h"
-#include "meshfs/log.h"
+#include "meshfs/util.h"
 #include "meshfs/spawner.h"
 #include "meshfs/views.h"
-#include "meshfs/lgepkg.h"
+#include "meshfs/formats.h"
 #include "../names/names.h"
 
 typedef struct mfs_fs_config {

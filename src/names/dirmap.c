@@ -34,8 +34,8 @@
 
 #include "../mount/mount.h"
 #include "names.h"
-#include "meshfs/inputs.h"
-#include "meshfs/timespec.h"
+#include "meshfs/import.h"
+#include "meshfs/util.h"
 #include "meshfs/naming.h"
 #include "meshfs/settings.h"
 

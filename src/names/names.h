@@ -25,7 +25,7 @@
 #include "meshfs/cache.h"
 #include "meshfs/err.h"
 #include "meshfs/formats.h"
-#include "meshfs/log.h"
+#include "meshfs/util.h"
 
 typedef struct mfs_fs mfs_fs;
 typedef struct mfs_dirmaps mfs_dirmaps;

@@ -23,7 +23,7 @@
 #include "meshfs/formats.h"
 #include "meshfs/import.h"
 #include "meshfs/naming.h"
-#include "meshfs/optvalue.h"
+#include "meshfs/util.h"
 #include "meshfs/spawner.h"
 
 enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_CACHE = 3 };

@@ -22,10 +22,8 @@
 #include "meshfs/cache.h"
 #include "cache_explain.h"
 #include "cache_push.h"
-#include "meshfs/json.h"
-#include "meshfs/optvalue.h"
+#include "meshfs/util.h"
 #include "meshfs/spawner.h"
-#include "meshfs/version.h"
 
 enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_CACHE = 3 };
 

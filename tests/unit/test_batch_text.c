@@ -13,7 +13,6 @@
 #include "meshfs/formats.h"
 #include "meshfs/import.h"
 #include "meshfs/keyopts.h"
-#include "meshfs/lgepkg.h"
 
 static void test_quote(void **state)
 {

@@ -11,7 +11,7 @@
 
 #include "fixtures.h"
 #include "meshfs/naming.h"
-#include "meshfs/options.h"
+#include "meshfs/formats.h"
 #include "meshfs/scene.h"
 
 #define NEAR(a, b) assert_true(fabs((double)(a) - (double)(b)) < 1e-5)
