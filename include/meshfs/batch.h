@@ -34,6 +34,7 @@
 #include "meshfs/options.h"
 #include "meshfs/proto.h"
 #include "meshfs/remote.h"
+#include "meshfs/spawner.h"
 #include "meshfs/views.h"
 
 /* ---- plan.c ---------------------------------------------------------- */
@@ -82,6 +83,7 @@ typedef struct mfs_plan {
     unsigned flags;
     FILE *warn;      /* naming warnings ("meshfs-convert: warning: ..."), NULL: none */
     const char *prog;
+    const char *const *exts; /* which files are models (mfs_spawner_extensions) */
     mfs_plan_item *v;
     size_t n, cap;
     mfs_plan_note *notes;
@@ -98,7 +100,10 @@ typedef struct mfs_plan {
     ino_t skip_ino;
 } mfs_plan;
 
-void mfs_plan_init(mfs_plan *p, unsigned flags, const char *prog, FILE *warn);
+/* exts: the model extensions (mfs_spawner_extensions; NULL: no file is a
+ * model), kept, not copied. */
+void mfs_plan_init(mfs_plan *p, unsigned flags, const char *prog, FILE *warn,
+                   const char *const *exts);
 /* The walk never enters the folder at path, reached by any name (a
  * meshfs-convert OUTDIR inside an INPUT folder: its outputs are never
  * inputs).  Nothing if path does not exist. */
@@ -157,6 +162,8 @@ typedef struct mfs_batch_cfg {
     mfs_limits limits;
     const mfs_remote_cfg *remote; /* the remote tier (NULL: none); uploads
                                      are drained at close */
+    mfs_spawner *spawner;  /* the workers conversions run in, the caller's
+                              (open before, closed after the batch) */
 } mfs_batch_cfg;
 
 typedef struct mfs_batch mfs_batch;

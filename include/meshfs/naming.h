@@ -28,7 +28,7 @@
 typedef struct mfs_name_entry {
     const char *name;       /* its real name */
     int is_model;           /* a regular file (not a symlink) whose extension
-                               is a model's (mfs_is_model_name) */
+                               is a model's (mfs_spawner_is_model) */
 } mfs_name_entry;
 
 /* Flags for mfs_names_plan. */
@@ -130,8 +130,8 @@ size_t mfs_name_stem_len(const char *name);
  * Kept for callers that want one name; it runs mfs_names_plan.  Returns 1
  * if the long form was needed, 0 otherwise, -1 if out is too small (or out
  * of memory), -2 if the model gets no views at all. */
-typedef int (*mfs_is_model_fn)(const char *name);
+typedef int (*mfs_is_model_fn)(void *ctx, const char *name);
 int mfs_view_base(const char *model, const char *const *siblings, size_t n,
-                  mfs_is_model_fn is_model, char *out, size_t outsz);
+                  mfs_is_model_fn is_model, void *ctx, char *out, size_t outsz);
 
 #endif

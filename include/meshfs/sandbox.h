@@ -34,14 +34,22 @@
 
 /* ---- parent side (src/convert/worker_user.c) --------------------------- */
 
-/* The user root's workers run as: name NULL means "nobody".  Only matters
- * when the calling process is root; otherwise it is checked for existence
- * and ignored.  Refuses an unknown user and any user with uid 0. */
-int mfs_worker_user_set(const char *name, mfs_err *err);
+/* The user root's workers run as, resolved once by its owner (the mount's
+ * configuration, meshfs-convert's -u) and handed to its spawner
+ * (mfs_spawner_open): no process-wide copy. */
+typedef struct mfs_worker_user {
+    int known; /* 0: none given (the spawner takes "nobody", or lacking it
+                  the kernel's overflow id 65534, which owns nothing) */
+    uid_t uid;
+    gid_t gid;
+} mfs_worker_user;
 
-/* 1 with uid and gid filled when workers started by this process must switch user
- * (it runs as root), else 0.  Without mfs_worker_user_set, "nobody". */
-int mfs_worker_user_get(uid_t *uid, gid_t *gid);
+/* Resolves name (NULL: "nobody") into *u.  Refuses an unknown user and any
+ * user with uid 0.  Only matters when the calling process is root. */
+int mfs_worker_user_resolve(const char *name, mfs_worker_user *u, mfs_err *err);
+
+/* u itself when known, else the default above. */
+mfs_worker_user mfs_worker_user_or_default(const mfs_worker_user *u);
 
 /* Who a worker runs as (see mfs_worker_ident_for). */
 typedef struct mfs_worker_ident {
@@ -68,13 +76,8 @@ typedef struct mfs_worker_ident {
  *     (owner_known 0): the worker user with its own group only.
  * At most MFS_WORKER_GROUPS_MAX groups are kept: fewer can only read less. */
 struct mfs_job;
-int mfs_worker_ident_for(const struct mfs_job *job, mfs_worker_ident *id);
-
-/* Asks the worker once (meshfs-worker --sandbox-status) whether every layer
- * is available here.  NULL if so, else a one-line warning for the caller to
- * print once, after its own "warning: " ("Landlock is not available on this
- * kernel, so ..."). */
-const char *mfs_worker_sandbox_warning(void);
+int mfs_worker_ident_for(const mfs_worker_user *user, const struct mfs_job *job,
+                         mfs_worker_ident *id);
 
 /* Raises RLIMIT_NOFILE's soft limit to the hard limit: every file open
  * through the mount holds a descriptor in the daemon, and systemd's soft

@@ -320,6 +320,8 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
     root *r = ctx;
     mfs_batch *b = r->b;
     memset(man, 0, sizeof *man);
+    if (!b->cfg.spawner) /* a batch opened only to explain keys */
+        return mfs_errf(err, "%s: no worker to convert it with", model);
     mfs_jobdir *d = mfs_jobdirs_take(b->jobdirs, NULL, err);
     if (!d)
         return -1;
@@ -344,7 +346,7 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
         return -1;
     }
     mfs_report rep;
-    if (mfs_worker_convert(&job, &rep, err) < 0) {
+    if (mfs_spawner_convert(b->cfg.spawner, &job, &rep, err) < 0) {
         mfs_jobdirs_give(b->jobdirs, d, run, 0);
         return -1;
     }

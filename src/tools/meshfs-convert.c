@@ -62,6 +62,8 @@ typedef struct batch {
     pthread_mutex_t lock;       /* stdout lines */
     int tty, quiet;
     size_t written, unchanged;  /* output files */
+    mfs_worker_user worker_user; /* --worker-user, resolved */
+    mfs_spawner *spawner;        /* this run's workers (spawner.h) */
 } batch;
 
 static void die(const char *fmt, const char *a)
@@ -706,7 +708,7 @@ static void parse_args(int argc, char **argv, batch *b, const char **report, int
                 die("--importer: %s", err.msg);
             break;
         case 13:
-            if (mfs_worker_user_set(optarg, &err) < 0)
+            if (mfs_worker_user_resolve(optarg, &b->worker_user, &err) < 0)
                 die("--worker-user: %s", err.msg);
             break;
         case 15:
@@ -778,6 +780,10 @@ static void batch_free(batch *b)
     if (b->engine)
         mfs_batch_close(b->engine);
     mfs_plan_free(&b->plan);
+    /* the fork server stopped and reaped, so this process's children's
+     * resource usage (bench-convert's wait4) includes every conversion */
+    mfs_spawner_close(b->spawner);
+    b->spawner = NULL;
 }
 
 /* Nothing to convert: which inputs held no model, so status 1 has its
@@ -877,16 +883,17 @@ int main(int argc, char **argv)
     /* before any thread: a ^C leaves no temporary file in OUTDIR */
     if (mfs_batch_clean_on_signal(&err) < 0)
         die("%s", err.msg);
-    if (!mfs_model_extensions(&err))
+    if (mfs_spawner_open(&b.spawner, &b.worker_user, &err) < 0 ||
+        !mfs_spawner_extensions(b.spawner, &err))
         die("%s", err.msg);
-    const char *sandbox = mfs_worker_sandbox_warning();
+    const char *sandbox = mfs_spawner_sandbox_warning(b.spawner);
     if (sandbox)
         fprintf(stderr, "meshfs-convert: warning: %s\n", sandbox);
     /* the progress line only where someone watches it */
     b.tty = isatty(2) && isatty(1) && !b.quiet;
     mfs_plan_init(&b.plan, (b.lowercase_names ? MFS_PLAN_LOWERCASE : 0) |
                                (b.copy_other ? MFS_PLAN_MOUNT_VIEW : 0),
-                  "meshfs-convert", stderr);
+                  "meshfs-convert", stderr, mfs_spawner_extensions(b.spawner, NULL));
     check_outdir(b.out_root, argv + optind, argc - optind);
     mfs_plan_skip_folder(&b.plan, b.out_root);
     for (int i = optind; i < argc; i++)
@@ -909,7 +916,7 @@ int main(int argc, char **argv)
     remote_cfg.log = remote_log;
     mfs_batch_cfg cfg = {.cache_dir = b.cache_dir, .no_cache = b.no_cache, .formats = b.formats,
                          .opts = b.opts, .limits = b.limits,
-                         .remote = remote_cfg.url ? &remote_cfg : NULL};
+                         .remote = remote_cfg.url ? &remote_cfg : NULL, .spawner = b.spawner};
     if (mfs_batch_open(&cfg, &b.engine, &err) < 0) {
         fprintf(stderr, "meshfs-convert: %s\n", err.msg); /* the cache names itself */
         batch_free(&b);
