@@ -106,16 +106,19 @@ typedef struct mfs_fs_worker {
     /* In a fresh child, before its job is known: confine and sandbox for
      * argv's --root (argv holds only that).  Failing, it remembers why,
      * for run to report. */
-    void (*prepare)(int argc, char **argv);
+    void (*prepare)(void *ctx, int argc, char **argv);
     /* Then the job, with the request's argv and its open output files;
      * the report's file is at MFS_REPORT_FD.  Returns the exit status;
      * 0 only when the report was written (the server's part of the child
      * then closes the outputs and says "done"). */
-    int (*run)(int argc, char **argv, const int *out, int nout);
+    int (*run)(void *ctx, int argc, char **argv, const int *out, int nout);
     /* Once, in the server before it serves (NULL: none): what every child
      * would otherwise redo (the libraries' one-time set-up), on built-in
      * data only.  Any thread it starts must be joined before it returns. */
-    void (*warm)(void);
+    void (*warm)(void *ctx);
+    /* the caller's state, given to each of the three (each child has its
+     * own copy of it after the fork) */
+    void *ctx;
 } mfs_fs_worker;
 
 /* The server's main loop (src/worker/fork_server.c, meshfs-worker only).

@@ -96,8 +96,18 @@ void mfs_nofile_raise(void);
 #define MFS_SANDBOX_EXIT 72
 
 
+/* What a fork server prepares once for all its children
+ * (mfs_sandbox_prepare); zero: nothing prepared. */
+typedef struct mfs_sandbox_prepared {
+    void *bpf;             /* the seccomp filter compiled (struct sock_filter[len]) */
+    unsigned short len;
+    int ns;                /* the namespaces below were made (as root) */
+    int netns, ipcns;      /* ... and entered */
+} mfs_sandbox_prepared;
+
 typedef struct mfs_sandbox_cfg {
     const char *root;   /* SRC: the only tree it may read */
+    const mfs_sandbox_prepared *prepared; /* a fork server's, or NULL */
     const char *outdir; /* the parent's private output directory; NULL: none
                            (a fork server's child writes only to files it is
                            handed open, so Landlock lets it create nothing
@@ -160,7 +170,7 @@ int mfs_sandbox_confine_server(mfs_err *err);
  * skips that unshare; everything per job (output directory, IPC
  * namespace, Landlock, user, seccomp itself) stays per child.  -1 only if
  * the filter cannot be built (the children would fail the same way). */
-int mfs_sandbox_prepare(mfs_err *err);
+int mfs_sandbox_prepare(mfs_sandbox_prepared *p, mfs_err *err);
 
 /* What this kernel and build offer, one "key: value" per line (for
  * meshfs-worker --sandbox-status and the parent's warning). */
