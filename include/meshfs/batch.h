@@ -4,15 +4,15 @@
  * Three parts, each with one job:
  *
  *   plan    (plan.c)    which models a set of inputs holds, under which view
- *                       names (include/meshfs/naming.h, the mount's rule),
+ *                       names (include/meshfs/rules.h, the mount's rule),
  *                       and, for --copy-other, which other entries the mount
  *                       would show beside them;
  *   engine  (engine.c)  each model's views through the mount's resolver
  *                       (mfs_views: memo, local cache, converter) with the
- *                       mount's keys (keyopts.h), so a model converted by a
+ *                       mount's keys (rules.h), so a model converted by a
  *                       mount, by a warm or by an earlier batch is not
  *                       converted again; the converter is a worker run filed
- *                       in the cache as the mount files it (convstore.h);
+ *                       in the cache as the mount files it (convert.h);
  *   output  (output.c)  a view's bytes, or another file or link, written to
  *                       the output tree, left alone when already identical
  *                       (so its mtime stays, and rsync sends nothing).
@@ -28,12 +28,12 @@
 #include <sys/stat.h>
 
 #include "meshfs/cache.h"
+#include "meshfs/convert.h"
 #include "meshfs/err.h"
 #include "meshfs/formats.h"
-#include "meshfs/limits.h"
 #include "meshfs/options.h"
-#include "meshfs/proto.h"
 #include "meshfs/remote.h"
+#include "meshfs/rules.h"
 #include "meshfs/spawner.h"
 #include "meshfs/views.h"
 

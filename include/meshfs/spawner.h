@@ -4,7 +4,7 @@
  * ever runs it in its own address space.  Each conversion is one fresh
  * `meshfs-worker` process (spawned, never forked from a multithreaded
  * parent) that imports the model once, writes every requested format into
- * a private output directory, and reports back over a pipe (proto.h).
+ * a private output directory, and reports back over a pipe (convert.h).
  *
  * A spawner is the parent's state for that: the worker's path, the
  * lifeline pipe every worker inherits (EOF there: the parent died, so the
@@ -21,10 +21,8 @@
 #ifndef MESHFS_SPAWNER_H
 #define MESHFS_SPAWNER_H
 
+#include "meshfs/convert.h"
 #include "meshfs/err.h"
-#include "meshfs/job.h"
-#include "meshfs/proto.h"
-#include "meshfs/sandbox.h"
 
 typedef struct mfs_spawner mfs_spawner;
 
@@ -58,9 +56,6 @@ int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mf
  * asked at open; NULL-terminated, or NULL with the reason. */
 const char *const *mfs_spawner_extensions(const mfs_spawner *sp, mfs_err *err);
 
-/* True if name's extension is one of exts (case-insensitive).  Pure: no
- * process is started (src/rules/modelname.c). */
-int mfs_model_name_in(const char *const *exts, const char *name);
 
 /* True if name's extension is in mfs_spawner_extensions(sp). */
 int mfs_spawner_is_model(const mfs_spawner *sp, const char *name);
@@ -71,7 +66,7 @@ int mfs_spawner_is_model(const mfs_spawner *sp, const char *name);
  * meshfs-convert prints "meshfs-convert: warning: ". */
 const char *mfs_spawner_sandbox_warning(mfs_spawner *sp);
 
-/* How many fork servers this spawner has started (fork_server.h): 1 for
+/* How many fork servers this spawner has started (convert.h): 1 for
  * any number of conversions, plus one per server that died and was
  * replaced; 0 when every conversion was spawned directly. */
 unsigned long mfs_spawner_server_spawns(mfs_spawner *sp);

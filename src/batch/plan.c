@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "meshfs/batch.h"
-#include "meshfs/naming.h"
+#include "meshfs/rules.h"
 #include "meshfs/spawner.h"
 
 static void oom(void)

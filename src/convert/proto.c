@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "meshfs/convert.h"
 #include "meshfs/sink.h"
-#include "meshfs/worker.h"
 
 #define MAX_DEPS 65536
 #define MAX_PATH 4096

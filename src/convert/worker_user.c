@@ -1,4 +1,4 @@
-/* The parent's half of the worker sandbox (include/meshfs/sandbox.h): which
+/* The parent's half of the worker sandbox (include/meshfs/convert.h): which
  * user root's workers become, and the descriptor limit. */
 #include <errno.h>
 #include <grp.h>
@@ -8,8 +8,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "meshfs/job.h"
-#include "meshfs/sandbox.h"
+#include "meshfs/convert.h"
 
 static int resolve(const char *name, uid_t *uid, gid_t *gid, mfs_err *err)
 {

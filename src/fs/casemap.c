@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fs.h"
-#include "meshfs/naming.h"
+#include "meshfs/rules.h"
 
 int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n)
 {

@@ -17,9 +17,9 @@
 #include "coherence.h"
 #include "fs.h"
 #include "prefetch.h"
-#include "meshfs/convstore.h"
+#include "meshfs/convert.h"
+#include "meshfs/rules.h"
 #include "meshfs/storerr.h"
-#include "meshfs/keyopts.h"
 #include "meshfs/test_hold.h"
 
 /* The option text in keys: the recipe shared with meshfs-convert

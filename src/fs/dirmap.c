@@ -36,7 +36,7 @@
 #include "meshfs/inputs.h"
 #include "meshfs/timespec.h"
 #include "lgepkg.h"
-#include "meshfs/naming.h"
+#include "meshfs/rules.h"
 #include "meshfs/settings.h"
 
 /* A folder's table: its entries (sorted by name) and its models with views

@@ -11,11 +11,11 @@
 #include <sys/types.h>
 
 #include "meshfs/cache.h"
-#include "meshfs/jobdirs.h"
+#include "meshfs/convert.h"
 #include "meshfs/formats.h"
-#include "meshfs/limits.h"
 #include "meshfs/latch.h"
 #include "meshfs/log.h"
+#include "meshfs/rules.h"
 #include "meshfs/spawner.h"
 #include "meshfs/views.h"
 

@@ -1,4 +1,4 @@
-/* The naming rule of include/meshfs/naming.h (docs/naming.md).
+/* The naming rule of include/meshfs/rules.h (docs/naming.md).
  *
  * The mount and meshfs-convert must get the same names for the same folder
  * whatever order readdir returned, so everything is decided on sorted names
@@ -12,7 +12,7 @@
 #include <strings.h>
 
 #include "meshfs/formats.h"
-#include "meshfs/naming.h"
+#include "meshfs/rules.h"
 
 size_t mfs_name_stem_len(const char *name)
 {

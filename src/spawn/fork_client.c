@@ -1,8 +1,8 @@
-/* The fork server's client (fork_server.h): the fork-server transport
+/* The fork server's client (convert.h): the fork-server transport
  * (spawn_int.h). */
 #include "spawn_int.h"
 
-/* ---- the fork server (fork_server.h) ---- */
+/* ---- the fork server (convert.h) ---- */
 
 /* Above the numbers the server's fds are dup2()ed to (see mfs_spawner_open). */
 static int high_fd(int fd)
@@ -168,7 +168,7 @@ static int srv_start_locked(mfs_spawner *sp)
 
 
 
-/* One request (fork_server.h) for argv and the requester's MESHFS_*
+/* One request (convert.h) for argv and the requester's MESHFS_*
  * environment, as the child will read it; NULL if it is too long. */
 static char *build_request(char **argv, size_t *len)
 {
@@ -456,7 +456,7 @@ static int srv_reap(srv_child *ch, double deadline, int *timed_out, double *cpu_
     return e.status;
 }
 
-/* Waits for the child's "done" (fork_server.h) or the server's "ended",
+/* Waits for the child's "done" (convert.h) or the server's "ended",
  * whichever comes first, until the deadline.  1: "done" came; 0: anything
  * else (srv_reap then waits for "ended" and the exit status). */
 static int srv_wait_done(const srv_child *ch, int done_r, double deadline)
@@ -577,7 +577,7 @@ static int forksrv_start(mfs_spawner *sp, sp_run *r, mfs_report *rep, mfs_err *e
 
 static void forksrv_wait(sp_run *r, double deadline, sp_ended *e)
 {
-    /* "done" before the exit (fork_server.h): once the report is complete
+    /* "done" before the exit (convert.h): once the report is complete
      * and no output can be written any more, the exit status could change
      * nothing the parent uses, so it is not waited for.  Anything less (no
      * "done", an empty report, an output still open for writing) waits for

@@ -8,7 +8,7 @@ int mfs_sp_spawner_run(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mfs
     memset(rep, 0, sizeof *rep);
     char formats[64];
     argv_buf a;
-    /* the model's owner, resolved here, in the parent (sandbox.h) */
+    /* the model's owner, resolved here, in the parent (convert.h) */
     mfs_worker_ident id;
     int drop = mfs_worker_ident_for(&sp->user, job, &id);
     uid_t uid = id.uid;

@@ -6,7 +6,7 @@
  *   argv.c        a job's argv
  *   direct.c      posix_spawn, the report and the reaping of a direct
  *                 worker: the direct transport
- *   fork_client.c the fork server's client (fork_server.h): the fork-server
+ *   fork_client.c the fork server's client (convert.h): the fork-server
  *                 transport
  *   outputs.c     claiming and purging output folders
  *   run.c         one conversion through the spawner's transport
@@ -40,9 +40,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "meshfs/fdpass.h"
-#include "meshfs/fork_server.h"
-#include "meshfs/sandbox.h"
+#include "meshfs/convert.h"
 #include "meshfs/spawner.h"
 
 
@@ -55,7 +53,7 @@ typedef struct srv_key {
     int kargc;
 } srv_key;
 
-/* A spare the server handed over ("spare", fork_server.h). */
+/* A spare the server handed over ("spare", convert.h). */
 typedef struct srv_spare {
     pid_t pid;
     int job;   /* where its one job goes */
@@ -73,7 +71,7 @@ struct mfs_spawner {
     /* How conversions reach a worker, chosen once at open: the fork
      * server's transport, or with MESHFS_FORK_SERVER=0 the direct one. */
     const sp_transport *transport;
-    mfs_worker_user user;    /* root's workers' user, known when root (sandbox.h) */
+    mfs_worker_user user;    /* root's workers' user, known when root (convert.h) */
     int children_landlocked; /* Landlock in force in a server's children:
                                 the kernel has it, no test hook leaves it out */
     /* Every worker gets the read end of this pipe, whose write end only
@@ -84,7 +82,7 @@ struct mfs_spawner {
     int lifeline[2];
     char **exts;             /* NULL-terminated, or NULL: exts_err says why */
     char exts_err[MFS_ERR_MAX];
-    /* The fork server (fork_server.h): spawned on the first conversion,
+    /* The fork server (convert.h): spawned on the first conversion,
      * respawned on the next one after it died.  srv_mu guards these and
      * serialises sending requests (a SEQPACKET send is one record, but the
      * socket must not be closed under another thread's send). */
@@ -129,7 +127,7 @@ typedef struct sp_run {
     mfs_spawner *sp;
     const mfs_job *job;
     char **argv;
-    int drop;                /* the worker switches to uid (sandbox.h) */
+    int drop;                /* the worker switches to uid (convert.h) */
     uid_t uid;
     const sp_transport *t;   /* the transport carrying it, set by start */
     /* direct.c */

@@ -22,8 +22,8 @@
 #include "meshfs/explain.h"
 #include "meshfs/formats.h"
 #include "meshfs/import.h"
-#include "meshfs/naming.h"
 #include "meshfs/optvalue.h"
+#include "meshfs/rules.h"
 #include "meshfs/spawner.h"
 
 enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_CACHE = 3 };

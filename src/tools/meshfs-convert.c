@@ -19,15 +19,15 @@
 #include <unistd.h>
 
 #include "meshfs/batch.h"
+#include "meshfs/convert.h"
 #include "meshfs/inputs.h"
 #include "meshfs/json.h"
-#include "meshfs/naming.h"
 #include "meshfs/optvalue.h"
-#include "meshfs/sandbox.h"
+#include "meshfs/rules.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
+#include "meshfs/spawner.h"
 #include "meshfs/version.h"
-#include "meshfs/worker.h"
 
 #include "convert_lgepkg.h"
 

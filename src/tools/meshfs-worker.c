@@ -2,7 +2,7 @@
  *
  * Started by meshfs-convert and the mount daemon (src/spawn/),
  * never by hand.  It limits and sandboxes itself before touching the model
- * (include/meshfs/sandbox.h), imports it once, writes every requested format
+ * (include/meshfs/worker.h), imports it once, writes every requested format
  * into its output directory, and writes its report to fd 3.  Anything it
  * says is checked by the parent; anything it does wrong (crash, hang,
  * runaway allocation, an exploited parser) costs only this process. */
@@ -23,8 +23,6 @@
 
 #include "meshfs/import.h"
 
-#include "meshfs/fork_server.h"
-#include "meshfs/sandbox.h"
 #include "meshfs/worker.h"
 
 static void usage(void)
@@ -372,7 +370,7 @@ static int convert_main(int argc, char **argv)
     return rc;
 }
 
-/* ---- a child of the fork server (include/meshfs/fork_server.h) ---- */
+/* ---- a child of the fork server (include/meshfs/worker.h) ---- */
 
 /* A child of the server, from its preparation to its job (the fork
  * server's mfs_fs_worker.ctx: each child has its own copy). */

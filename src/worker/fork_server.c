@@ -1,4 +1,4 @@
-/* The fork server's loop (include/meshfs/fork_server.h).
+/* The fork server's loop (include/meshfs/worker.h).
  *
  * Single-threaded whenever it forks: fork() copies only the calling thread,
  * so a server with a second thread could hand its children a lock held
@@ -20,9 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "meshfs/fdpass.h"
-#include "meshfs/fork_server.h"
-#include "meshfs/proto.h"
+#include "meshfs/convert.h"
+#include "meshfs/worker.h"
 
 #define REQ_FD MFS_REPORT_FD /* the parent put the request socket here */
 #define MAX_ARGS 64
@@ -207,7 +206,7 @@ static void spare_main(server *s, const mfs_fs_worker *w, int sock, pid_t server
         int kept = after && !strcmp(after, "tamper") && nfds > 2 ? dup(fds[2]) : -1;
 #endif
         /* "done": the report is complete and no output is open here any
-         * more, so the parent need not wait for this exit (fork_server.h) */
+         * more, so the parent need not wait for this exit (convert.h) */
         for (int i = 2; i < nfds; i++)
             close(fds[i]);
         while (write(fds[1], "d", 1) < 0 && errno == EINTR)

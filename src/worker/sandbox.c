@@ -1,5 +1,5 @@
 /* The worker's sandbox: what meshfs-worker gives up before it opens a
- * model (include/meshfs/sandbox.h, docs/security.md).
+ * model (include/meshfs/worker.h, docs/security.md).
  *
  * Order matters.  no_new_privs first (Landlock and seccomp require it of an
  * unprivileged process).  The output directory is prepared and entered while
@@ -31,7 +31,7 @@
 #include <unistd.h>
 #include <grp.h>
 
-#include "meshfs/sandbox.h"
+#include "meshfs/worker.h"
 
 /* Landlock constants newer than Debian 12's kernel headers (6.1). */
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE

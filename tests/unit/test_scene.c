@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "fixtures.h"
-#include "meshfs/naming.h"
 #include "meshfs/options.h"
+#include "meshfs/rules.h"
 #include "meshfs/scene.h"
 
 #define NEAR(a, b) assert_true(fabs((double)(a) - (double)(b)) < 1e-5)
