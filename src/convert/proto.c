@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "meshfs/convert.h"
 #include "meshfs/util.h"
 #include "meshfs/worker.h"
 

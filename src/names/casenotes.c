@@ -12,7 +12,7 @@
 
 #include "../mount/mount.h"
 #include "names.h"
-#include "meshfs/naming.h"
+#include "meshfs/rules.h"
 
 int mfs_casenotes_owner(void *ctx, size_t entry, unsigned long *uid)
 {

@@ -35,8 +35,8 @@
 #include "../mount/mount.h"
 #include "names.h"
 #include "meshfs/import.h"
+#include "meshfs/rules.h"
 #include "meshfs/util.h"
-#include "meshfs/naming.h"
 #include "meshfs/settings.h"
 
 /* A folder's table: its entries (sorted by name) and its models with views

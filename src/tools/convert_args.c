@@ -9,7 +9,7 @@
 #include "meshfs/batch.h"
 #include "meshfs/formats.h"
 #include "meshfs/import.h"
-#include "meshfs/sandbox.h"
+#include "meshfs/convert.h"
 #include "meshfs/settings.h"
 #include "meshfs/util.h"
 
@@ -186,7 +186,7 @@ void parse_args(int argc, char **argv, batch *b, const char **report, int *jobs)
                 die("--importer: %s", err.msg);
             break;
         case 13:
-            if (mfs_worker_user_set(optarg, &err) < 0)
+            if (mfs_worker_user_resolve(optarg, &b->worker_user, &err) < 0)
                 die("--worker-user: %s", err.msg);
             break;
         case 15:

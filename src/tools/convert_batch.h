@@ -11,6 +11,7 @@
 
 #include "meshfs/batch.h"
 #include "meshfs/settings.h"
+#include "meshfs/spawner.h"
 
 typedef struct item {
     const mfs_plan_item *p;
@@ -43,6 +44,8 @@ typedef struct batch {
     pthread_mutex_t lock;       /* stdout lines */
     int tty, quiet;
     size_t written, unchanged;  /* output files */
+    mfs_worker_user worker_user; /* --worker-user, resolved */
+    mfs_spawner *spawner;        /* this run's workers (spawner.h) */
     mfs_remote_cfg remote;      /* --remote and its companions (docs/cache.md,
                                    "Remote tier") */
     char *remote_token;

@@ -20,12 +20,13 @@
 #include <unistd.h>
 
 #include "meshfs/batch.h"
+#include "meshfs/convert.h"
 #include "meshfs/import.h"
-#include "meshfs/util.h"
-#include "meshfs/naming.h"
-#include "meshfs/sandbox.h"
+#include "meshfs/rules.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
+#include "meshfs/spawner.h"
+#include "meshfs/util.h"
 #include "meshfs/worker.h"
 
 #include "convert_batch.h"
@@ -321,6 +322,10 @@ static void batch_free(batch *b)
     if (b->engine)
         mfs_batch_close(b->engine);
     mfs_plan_free(&b->plan);
+    /* the fork server stopped and reaped, so this process's children's
+     * resource usage (bench-convert's wait4) includes every conversion */
+    mfs_spawner_close(b->spawner);
+    b->spawner = NULL;
 }
 
 /* Nothing to convert: which inputs held no model, so status 1 has its
@@ -420,16 +425,17 @@ int main(int argc, char **argv)
     /* before any thread: a ^C leaves no temporary file in OUTDIR */
     if (mfs_batch_clean_on_signal(&err) < 0)
         die("%s", err.msg);
-    if (!mfs_model_extensions(&err))
+    if (mfs_spawner_open(&b.spawner, &b.worker_user, &err) < 0 ||
+        !mfs_spawner_extensions(b.spawner, &err))
         die("%s", err.msg);
-    const char *sandbox = mfs_worker_sandbox_warning();
+    const char *sandbox = mfs_spawner_sandbox_warning(b.spawner);
     if (sandbox)
         fprintf(stderr, "meshfs-convert: warning: %s\n", sandbox);
     /* the progress line only where someone watches it */
     b.tty = isatty(2) && isatty(1) && !b.quiet;
     mfs_plan_init(&b.plan, (b.lowercase_names ? MFS_PLAN_LOWERCASE : 0) |
                                (b.copy_other ? MFS_PLAN_MOUNT_VIEW : 0),
-                  "meshfs-convert", stderr);
+                  "meshfs-convert", stderr, mfs_spawner_extensions(b.spawner, NULL));
     check_outdir(b.out_root, argv + optind, argc - optind);
     mfs_plan_skip_folder(&b.plan, b.out_root);
     for (int i = optind; i < argc; i++)
@@ -452,7 +458,7 @@ int main(int argc, char **argv)
     b.remote.log = remote_log;
     mfs_batch_cfg cfg = {.cache_dir = b.cache_dir, .no_cache = b.no_cache, .formats = b.formats,
                          .opts = b.opts, .limits = b.limits,
-                         .remote = b.remote.url ? &b.remote : NULL};
+                         .remote = b.remote.url ? &b.remote : NULL, .spawner = b.spawner};
     if (mfs_batch_open(&cfg, &b.engine, &err) < 0) {
         fprintf(stderr, "meshfs-convert: %s\n", err.msg); /* the cache names itself */
         batch_free(&b);

@@ -14,6 +14,7 @@
 #include <zlib.h>
 #include <libdeflate.h>
 
+#include "meshfs/convert.h"
 #include "meshfs/util.h"
 #include "meshfs/worker.h"
 
