@@ -11,10 +11,10 @@
  *   2b. remote (remote.h, when the host gives one): a local miss asks the
  *      shared server for the manifest by its key, then for the view by its
  *      key; what it brings is a local entry, checked like one.
- *   3. conversion: the host's converter (a worker run, src/fs/convert.c),
+ *   3. conversion: the host's converter (a worker run, src/mount/convert.c),
  *      which stores every view it makes and the manifest; then tier 2 again.
  *
- * Outcomes, never -errno (the host maps them: src/fs/ops.c):
+ * Outcomes, never -errno (the host maps them: src/mount/ops.c):
  *   HIT             bytes in the cache (info: size, mtime, key; with
  *                   MFS_VIEW_OPEN an open descriptor in info->hit)
  *   MISS            not known without work (only the listing query says it)
