@@ -141,6 +141,18 @@ int mfs_pwrite_full(int fd, const void *p, size_t n, uint64_t off);
 /* The bytes read (short only at end of file), or -errno (EINTR retried). */
 int64_t mfs_pread_full(int fd, void *p, size_t n, uint64_t off);
 
+/* ---- counters: named counts as text ---- */
+
+typedef struct mfs_counter {
+    const char *name;
+    uint64_t value;
+} mfs_counter;
+
+/* " name=value" for each of the k counters, into buf (cut to n, always
+ * terminated when n > 0); the length the whole text has, as snprintf
+ * counts it. */
+int mfs_counters_text(char *buf, size_t n, const mfs_counter *c, size_t k);
+
 /* ---- json ---- */
 
 /* Writing JSON strings (meshfs-inspect --json, meshfs-convert --report). */

@@ -394,21 +394,24 @@ static int remote_text(mfs_fs *fs, char *buf, size_t n)
     mfs_remote_stats rs = {0};
     if (fs->remote)
         mfs_remote_get_stats(fs->remote, &rs);
-    return snprintf(buf, n,
-                    " remote_hits=%llu remote_misses=%llu remote_errors=%llu "
-                    "remote_bytes_down=%llu remote_bytes_up=%llu remote_uploads=%llu "
-                    "remote_queue=%llu remote_dropped=%llu "
-                    "remote_read_backoffs=%llu remote_upload_backoffs=%llu remote_repaired=%llu "
-                    "remote_owed=%llu remote_owed_sent=%llu remote_owed_dropped=%llu "
-                    "remote_slow=%llu",
-                    (unsigned long long)rs.hits, (unsigned long long)rs.misses,
-                    (unsigned long long)rs.errors, (unsigned long long)rs.bytes_down,
-                    (unsigned long long)rs.bytes_up, (unsigned long long)rs.uploads,
-                    (unsigned long long)rs.queue, (unsigned long long)rs.dropped,
-                    (unsigned long long)rs.read_backoffs, (unsigned long long)rs.upload_backoffs,
-                    (unsigned long long)rs.repaired, (unsigned long long)rs.owed,
-                    (unsigned long long)rs.owed_sent, (unsigned long long)rs.owed_dropped,
-                    (unsigned long long)rs.slow);
+    const mfs_counter c[] = {
+        {"remote_hits", rs.hits},
+        {"remote_misses", rs.misses},
+        {"remote_errors", rs.errors},
+        {"remote_bytes_down", rs.bytes_down},
+        {"remote_bytes_up", rs.bytes_up},
+        {"remote_uploads", rs.uploads},
+        {"remote_queue", rs.queue},
+        {"remote_dropped", rs.dropped},
+        {"remote_read_backoffs", rs.read_backoffs},
+        {"remote_upload_backoffs", rs.upload_backoffs},
+        {"remote_repaired", rs.repaired},
+        {"remote_owed", rs.owed},
+        {"remote_owed_sent", rs.owed_sent},
+        {"remote_owed_dropped", rs.owed_dropped},
+        {"remote_slow", rs.slow},
+    };
+    return mfs_counters_text(buf, n, c, sizeof c / sizeof *c);
 }
 
 /* The remote tier's leases (meshfs/remote.h, "leases"; zeros without one). */
@@ -417,12 +420,14 @@ static int lease_text(mfs_fs *fs, char *buf, size_t n)
     mfs_remote_lease_stats ls = {0};
     if (fs->remote)
         mfs_remote_lease_get_stats(fs->remote, &ls);
-    return snprintf(buf, n,
-                    " remote_leases=%llu remote_lease_waits=%llu remote_lease_takeovers=%llu "
-                    "remote_lock_unsupported=%llu remote_lease_errors=%llu",
-                    (unsigned long long)ls.taken, (unsigned long long)ls.waited,
-                    (unsigned long long)ls.taken_over, (unsigned long long)ls.unsupported,
-                    (unsigned long long)ls.errors);
+    const mfs_counter c[] = {
+        {"remote_leases", ls.taken},
+        {"remote_lease_waits", ls.waited},
+        {"remote_lease_takeovers", ls.taken_over},
+        {"remote_lock_unsupported", ls.unsupported},
+        {"remote_lease_errors", ls.errors},
+    };
+    return mfs_counters_text(buf, n, c, sizeof c / sizeof *c);
 }
 
 static int stats_text(mfs_fs *fs, char *buf, size_t n)

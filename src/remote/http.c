@@ -149,20 +149,29 @@ static void late_text(const http *b, mfs_remote_result *res)
 
 /* ---- objects ---- */
 
-static void http_get(void *ctx, const char *name, const mfs_remote_sink *sink, mfs_remote_result *res)
+/* The request for object name, res made ready; NULL (res says why) when
+ * it cannot be made. */
+static CURL *begin(http *b, const char *name, mfs_remote_result *res, struct curl_slist **hdr)
 {
-    http *b = ctx;
     result_init(res);
     char url[4200];
     join(b, name, url, sizeof url);
-    struct curl_slist *hdr;
-    CURL *h = easy(b, url, &hdr);
+    CURL *h = easy(b, url, hdr);
     if (!h) {
         snprintf(res->detail, sizeof res->detail, "out of memory");
         snprintf(res->brief, sizeof res->brief, "out of memory");
         res->no_answer = 1;
-        return;
     }
+    return h;
+}
+
+static void http_get(void *ctx, const char *name, const mfs_remote_sink *sink, mfs_remote_result *res)
+{
+    http *b = ctx;
+    struct curl_slist *hdr;
+    CURL *h = begin(b, name, res, &hdr);
+    if (!h)
+        return;
     mfs_rx x = {.sink = sink};
     mfs_rx_attach(h, &x);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)b->timeout_ms + 1000L * b->data_timeout_s);
@@ -198,17 +207,10 @@ static void http_get(void *ctx, const char *name, const mfs_remote_sink *sink, m
 static void http_head(void *ctx, const char *name, mfs_remote_result *res)
 {
     http *b = ctx;
-    result_init(res);
-    char url[4200];
-    join(b, name, url, sizeof url);
     struct curl_slist *hdr;
-    CURL *h = easy(b, url, &hdr);
-    if (!h) {
-        snprintf(res->detail, sizeof res->detail, "out of memory");
-        snprintf(res->brief, sizeof res->brief, "out of memory");
-        res->no_answer = 1;
+    CURL *h = begin(b, name, res, &hdr);
+    if (!h)
         return;
-    }
     curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)b->timeout_ms + 1000L * b->data_timeout_s);
     mfs_rx x = {.sink = NULL};
@@ -266,17 +268,10 @@ static int stop_check(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl
 static void http_put(void *ctx, const char *name, const mfs_remote_source *src, mfs_remote_result *res)
 {
     http *b = ctx;
-    result_init(res);
-    char url[4200];
-    join(b, name, url, sizeof url);
     struct curl_slist *hdr;
-    CURL *h = easy(b, url, &hdr);
-    if (!h) {
-        snprintf(res->detail, sizeof res->detail, "out of memory");
-        snprintf(res->brief, sizeof res->brief, "out of memory");
-        res->no_answer = 1;
+    CURL *h = begin(b, name, res, &hdr);
+    if (!h)
         return;
-    }
     put_state s = {.src = src};
     curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(h, CURLOPT_READFUNCTION, source_read);
