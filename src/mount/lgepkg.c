@@ -75,10 +75,10 @@ static int pkg_list(mfs_fs *fs, const char *dir, pkg *p)
     memset(p, 0, sizeof *p);
     p->fs = fs;
     p->dir = dir;
-    if (mfs_beneath_stat(fs, dir, &p->dir_st) < 0)
+    if (mfs_beneath_stat(&fs->names, dir, &p->dir_st) < 0)
         return -errno;
     mfs_err terr;
-    if (mfs_dirtab_get(fs, dir, 0, &p->tab, &terr) < 0)
+    if (mfs_dirtab_get(&fs->names, dir, 0, &p->tab, &terr) < 0)
         return -mfs_err_errno(&terr);
     p->list = mfs_dirtab_models(p->tab, &p->n);
     p->m = calloc(p->n ? p->n : 1, sizeof *p->m);
@@ -233,7 +233,7 @@ static void narrow_by_model(pkg *p, const pkg_model *pm)
     char path[4200];
     struct stat mst;
     snprintf(path, sizeof path, "%s%s%s", p->dir, p->dir[0] ? "/" : "", pm->model);
-    if (fallback && mfs_beneath_stat(p->fs, path, &mst) == 0)
+    if (fallback && mfs_beneath_stat(&p->fs->names, path, &mst) == 0)
         p->perm = mfs_perm_narrow(p->perm, d->st_uid, d->st_gid, mst.st_uid, mst.st_gid,
                                   mst.st_mode, 0);
 }
@@ -304,15 +304,15 @@ int mfs_lgepkg_present(mfs_fs *fs, const char *dir)
     char path[4200];
     snprintf(path, sizeof path, "%s%s%s", dir, dir[0] ? "/" : "", MFS_LGEPKG_FILE_NAME);
     struct stat st;
-    if (mfs_beneath_stat(fs, path, &st) == 0)
+    if (mfs_beneath_stat(&fs->names, path, &st) == 0)
         return 0;
     char real[4096];
     mfs_err err;
-    int r = mfs_dirmap_real_name(fs, dir, MFS_LGEPKG_FILE_NAME, real, sizeof real, &err);
+    int r = mfs_dirmap_real_name(&fs->names, dir, MFS_LGEPKG_FILE_NAME, real, sizeof real, &err);
     if (r != 0)
         return r > 0 ? 0 : -mfs_err_errno(&err);
     mfs_dirtab *t;
-    if (mfs_dirtab_get(fs, dir, 0, &t, &err) < 0)
+    if (mfs_dirtab_get(&fs->names, dir, 0, &t, &err) < 0)
         return -mfs_err_errno(&err);
     size_t n;
     mfs_dirtab_models(t, &n);
@@ -364,7 +364,7 @@ int mfs_lgepkg_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_lgepkg_
     pkg p;
     memset(&p, 0, sizeof p);
     mfs_err terr;
-    if (mfs_beneath_stat(fs, dir, &p.dir_st) < 0 || mfs_dirtab_get(fs, dir, 0, &p.tab, &terr) < 0)
+    if (mfs_beneath_stat(&fs->names, dir, &p.dir_st) < 0 || mfs_dirtab_get(&fs->names, dir, 0, &p.tab, &terr) < 0)
         return 0;
     p.list = mfs_dirtab_models(p.tab, &p.n);
     uint64_t *sizes = calloc(p.n ? p.n * MFS_LGEPKG_CHUNKS : 1, sizeof *sizes);
@@ -478,7 +478,7 @@ static int assemble(pkg *p, mfs_cache_hit *hit, mfs_err *why)
     /* once per package made, not per stat */
     for (size_t i = 0; i < p->n; i++)
         if (!p->m[i].ok)
-            mfs_fs_log(p->fs, "%s%s%s: left out %s: %s", p->dir, p->dir[0] ? "/" : "",
+            mfs_fs_log(&p->fs->names, "%s%s%s: left out %s: %s", p->dir, p->dir[0] ? "/" : "",
                        MFS_LGEPKG_FILE_NAME, p->m[i].model, p->m[i].reason);
     size_t *packed = calloc(p->packed ? p->packed : 1, sizeof *packed);
     size_t n = 0;
@@ -516,11 +516,11 @@ static int assemble(pkg *p, mfs_cache_hit *hit, mfs_err *why)
             snprintf(why->msg, sizeof why->msg, "%s", err.msg[0] ? err.msg : c.err.msg);
             rc = fc.moved || churn_text(c.err.msg) ? -EAGAIN : -EIO;
             if (rc == -EIO)
-                mfs_fs_log(p->fs, "%s/%s: %s", p->dir, MFS_LGEPKG_FILE_NAME, why->msg);
+                mfs_fs_log(&p->fs->names, "%s/%s: %s", p->dir, MFS_LGEPKG_FILE_NAME, why->msg);
         }
         free(s.buf);
         if (rc == 0 && s.total != p->size) {
-            mfs_fs_log(p->fs, "%s/%s: assembled %llu bytes, expected %llu", p->dir,
+            mfs_fs_log(&p->fs->names, "%s/%s: assembled %llu bytes, expected %llu", p->dir,
                        MFS_LGEPKG_FILE_NAME, (unsigned long long)s.total,
                        (unsigned long long)p->size);
             rc = -EIO;
@@ -531,7 +531,7 @@ static int assemble(pkg *p, mfs_cache_hit *hit, mfs_err *why)
             snprintf(why->msg, sizeof why->msg, "cache: %s", c.err.msg);
             rc = churn_text(c.err.msg) ? -EAGAIN : -EIO;
             if (rc == -EIO)
-                mfs_fs_log_at(p->fs, MFS_LOG_ERROR, "cache: %s", c.err.msg);
+                mfs_fs_log_at(&p->fs->names, MFS_LOG_ERROR, "cache: %s", c.err.msg);
         }
     }
     free(mods);
@@ -559,7 +559,7 @@ static int open_once(mfs_fs *fs, const char *dir, int last, mfs_cache_hit *hit, 
             return -EAGAIN;
         }
     if (!p.size_ok) {
-        mfs_fs_log(fs, "%s%s%s: %s", dir, dir[0] ? "/" : "", MFS_LGEPKG_FILE_NAME, p.size_err);
+        mfs_fs_log(&fs->names, "%s%s%s: %s", dir, dir[0] ? "/" : "", MFS_LGEPKG_FILE_NAME, p.size_err);
         pkg_free(&p);
         return -EIO;
     }
@@ -602,12 +602,12 @@ int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_k
             return rc;
         atomic_fetch_add(&fs->stats.packages_redone, 1);
         if (plan == PACK_PLANS) {
-            mfs_fs_log(fs, "%s%s%s: %s (%d times in a row)", dir, dir[0] ? "/" : "",
+            mfs_fs_log(&fs->names, "%s%s%s: %s (%d times in a row)", dir, dir[0] ? "/" : "",
                        MFS_LGEPKG_FILE_NAME, why.msg, PACK_PLANS);
             return -EIO;
         }
         if (plan == 1)
-            mfs_fs_log_at(fs, MFS_LOG_INFO, "%s%s%s: %s; packing it again", dir, dir[0] ? "/" : "",
+            mfs_fs_log_at(&fs->names, MFS_LOG_INFO, "%s%s%s: %s; packing it again", dir, dir[0] ? "/" : "",
                           MFS_LGEPKG_FILE_NAME, why.msg);
     }
 }
