@@ -147,7 +147,7 @@ static void host_log(void *ctx, const char *model, const char *msg)
     mfs_fs_log(&((mfs_fs *)ctx)->names, "%s: %s", model, msg);
 }
 
-int mfs_fs_views_open(mfs_fs *fs)
+int mfs_fs_views_open(mfs_fs *fs, mfs_err *err)
 {
     mfs_views_host h = {
         .ctx = fs,
@@ -169,7 +169,7 @@ int mfs_fs_views_open(mfs_fs *fs)
         .count_models = 1, /* one open, one model (cache.h) */
     };
     fs->views = mfs_views_new(&h);
-    return fs->views ? 0 : -ENOMEM;
+    return fs->views ? 0 : mfs_err_sys(err, ENOMEM, "resolver: out of memory");
 }
 
 /* ---- the mount's calls into the resolver ---- */

@@ -11,7 +11,7 @@
  * Errors (include/meshfs/err.h): what the session calls answers 0 (or a
  * length) or -errno, the one place -errno crosses a boundary: ops.c's
  * mfs_ops_*, the package's mfs_lgepkg_*, mfs_model_errors and
- * mfs_view_missing (getxattr answers), mfs_fs_views_open.  The resolver's
+ * mfs_view_missing (getxattr answers).  The resolver's
  * calls (mfs_view_get*) answer an outcome with an mfs_err (meshfs/views.h);
  * the rest -1 (or NULL) with an mfs_err, or 1/0 as each says.  What
  * names/ and coherence/ answer (-1 with an mfs_err) becomes -errno only
@@ -230,8 +230,9 @@ void mfs_fs_parts_init(mfs_fs *fs);
  * mount crosses into it here only, and only ops.c turns its outcomes
  * into -errno. */
 
-/* Makes fs->views, with this mount as its host.  0 or -ENOMEM. */
-int mfs_fs_views_open(mfs_fs *fs);
+/* Makes fs->views, with this mount as its host.  0, or -1 with err
+ * (ENOMEM). */
+int mfs_fs_views_open(mfs_fs *fs, mfs_err *err);
 
 /* View `format` of model `name` in folder `dir` (relative to SRC, "" for
  * the root), whose views are named `base`.<fmt>: mfs_views_resolve. */
@@ -343,9 +344,9 @@ int mfs_model_errors(mfs_fs *fs, const char *r, char *out, size_t n);
 
 /* Does folder dir show a package?  Packages on (formats), at least one
  * model with views (mfs_dirmap_models), and no real entry shown under that
- * name (a real file wins).  1, 0 or -errno.  mfs_dir_list applies the same
- * rule to a listing. */
-int mfs_lgepkg_present(mfs_fs *fs, const char *dir);
+ * name (a real file wins).  1, 0, or -1 with err (its code: the folder's
+ * errno).  mfs_dir_list applies the same rule to a listing. */
+int mfs_lgepkg_present(mfs_fs *fs, const char *dir, mfs_err *err);
 
 /* pkgempty.c: 1 if every model of folder dir (table t) is known, without
  * converting, to have a failed package view, so its package would hold no
@@ -420,8 +421,9 @@ int mfs_lgepkg_error(mfs_fs *fs, const char *dir, char *out, size_t n);
 #define MFS_PREFETCH_MAX 65536u
 
 /* Makes fs->prefetch (NULL with cfg.prefetch 0).  No thread starts until
- * something is queued (the daemon may still fork to detach).  0 or -ENOMEM. */
-int mfs_prefetch_open(mfs_fs *fs);
+ * something is queued (the daemon may still fork to detach).  0, or -1
+ * with err (ENOMEM). */
+int mfs_prefetch_open(mfs_fs *fs, mfs_err *err);
 
 /* Drops what waits, lets running conversions finish, joins the threads and
  * frees fs->prefetch.  Called once the FUSE loop is over. */

@@ -84,9 +84,13 @@ static int find_view(mfs_fs *fs, const char *r, char *dir, size_t n, mfs_view_re
     split(r, dir, n, &name);
     if (!strcmp(name, MFS_LGEPKG_FILE_NAME)) {
         /* the folder's package: a view whose format is MFS_FS_LGEPKG */
-        int p = mfs_lgepkg_present(fs, dir);
-        if (p <= 0)
-            return p == 0 ? 0 : mfs_err_sys(err, -p, "%s: %s", r, strerror(-p));
+        int p = mfs_lgepkg_present(fs, dir, err);
+        if (p < 0) {
+            int e = mfs_err_errno(err);
+            return mfs_err_sys(err, e, "%s: %s", r, strerror(e));
+        }
+        if (p == 0)
+            return 0;
         ref->model = strdup("");
         ref->base = strdup(MFS_LGEPKG_DEFAULT_NAME);
         ref->format = MFS_FS_LGEPKG;

@@ -382,7 +382,7 @@ void mfs_prefetch_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
         mfs_fs_log_at(&fs->names, MFS_LOG_INFO, "%s", end);
 }
 
-int mfs_prefetch_open(mfs_fs *fs)
+int mfs_prefetch_open(mfs_fs *fs, mfs_err *err)
 {
     fs->prefetch = NULL;
     if (fs->cfg.prefetch == 0)
@@ -390,7 +390,7 @@ int mfs_prefetch_open(mfs_fs *fs)
     mfs_prefetch *pf = calloc(1, sizeof *pf);
     if (!pf || !(pf->q = calloc(fs->cfg.prefetch, sizeof *pf->q))) {
         free(pf);
-        return -ENOMEM;
+        return mfs_err_sys(err, ENOMEM, "prefetch: out of memory");
     }
     pf->fs = fs;
     pf->cap = fs->cfg.prefetch;

@@ -473,7 +473,7 @@ static int open_state(mfs_fs *fs)
     pthread_cond_init(&fs->job_cond, NULL);
     if (!fs->names.dirs || !fs->coherence.pins || !fs->coherence.kviews)
         return -1;
-    return mfs_fs_views_open(fs) == 0 && mfs_prefetch_open(fs) == 0 ? 0 : -1;
+    return mfs_fs_views_open(fs, &err) == 0 && mfs_prefetch_open(fs, &err) == 0 ? 0 : -1;
 }
 
 /* FUSE threads that can be waiting for conversions at once, beyond which
