@@ -110,7 +110,9 @@ typedef struct mfs_files mfs_files;           /* files.c: the open files' handle
 /* What the mount asks of the session above it, given by the session at
  * mfs_ll_setup (fs->session; NULL before and after), as the resolver's
  * host interface is given to the resolver (meshfs/views.h): the mount's
- * code calls down through it and never includes the session's headers. */
+ * code calls down through it and never includes the session's headers.
+ * coherence/ asks renew and node_current through its own callbacks, which
+ * parts.c points here. */
 typedef struct mfs_fs mfs_fs;
 typedef struct mfs_session_counts {
     uint64_t listing_handles, listing_names;          /* listing.c */
