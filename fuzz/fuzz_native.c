@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../src/import/native.h"
+#include "../src/import/native_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

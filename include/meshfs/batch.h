@@ -4,15 +4,15 @@
  * Three parts, each with one job:
  *
  *   plan    (plan.c)    which models a set of inputs holds, under which view
- *                       names (include/meshfs/naming.h, the mount's rule),
+ *                       names (include/meshfs/rules.h, the mount's rule),
  *                       and, for --copy-other, which other entries the mount
  *                       would show beside them;
  *   engine  (engine.c)  each model's views through the mount's resolver
  *                       (mfs_views: memo, local cache, converter) with the
- *                       mount's keys (keyopts.h), so a model converted by a
+ *                       mount's keys (rules.h), so a model converted by a
  *                       mount, by a warm or by an earlier batch is not
  *                       converted again; the converter is a worker run filed
- *                       in the cache as the mount files it (convstore.h);
+ *                       in the cache as the mount files it (convert.h);
  *   output  (output.c)  a view's bytes, or another file or link, written to
  *                       the output tree, left alone when already identical
  *                       (so its mtime stays, and rsync sends nothing).
@@ -28,12 +28,15 @@
 #include <sys/stat.h>
 
 #include "meshfs/cache.h"
+#include "meshfs/convert.h"
 #include "meshfs/err.h"
 #include "meshfs/formats.h"
-#include "meshfs/limits.h"
-#include "meshfs/options.h"
-#include "meshfs/proto.h"
+#include "meshfs/convert.h"
+#include "meshfs/formats.h"
+#include "meshfs/rules.h"
 #include "meshfs/remote.h"
+#include "meshfs/rules.h"
+#include "meshfs/spawner.h"
 #include "meshfs/views.h"
 
 /* ---- plan.c ---------------------------------------------------------- */
@@ -82,6 +85,7 @@ typedef struct mfs_plan {
     unsigned flags;
     FILE *warn;      /* naming warnings ("meshfs-convert: warning: ..."), NULL: none */
     const char *prog;
+    const char *const *exts; /* which files are models (mfs_spawner_extensions) */
     mfs_plan_item *v;
     size_t n, cap;
     mfs_plan_note *notes;
@@ -98,7 +102,10 @@ typedef struct mfs_plan {
     ino_t skip_ino;
 } mfs_plan;
 
-void mfs_plan_init(mfs_plan *p, unsigned flags, const char *prog, FILE *warn);
+/* exts: the model extensions (mfs_spawner_extensions; NULL: no file is a
+ * model), kept, not copied. */
+void mfs_plan_init(mfs_plan *p, unsigned flags, const char *prog, FILE *warn,
+                   const char *const *exts);
 /* The walk never enters the folder at path, reached by any name (a
  * meshfs-convert OUTDIR inside an INPUT folder: its outputs are never
  * inputs).  Nothing if path does not exist. */
@@ -157,6 +164,8 @@ typedef struct mfs_batch_cfg {
     mfs_limits limits;
     const mfs_remote_cfg *remote; /* the remote tier (NULL: none); uploads
                                      are drained at close */
+    mfs_spawner *spawner;  /* the workers conversions run in, the caller's
+                              (open before, closed after the batch) */
 } mfs_batch_cfg;
 
 typedef struct mfs_batch mfs_batch;

@@ -71,7 +71,7 @@ void mfs_cache_key_hex(const mfs_cache_key *k, char out[33]);
 
 /* Key of one view: domain "meshfs.view.v2", each dep in order, then format
  * name, option text (mfs_options_key for that format's mask, and the
- * importer: include/meshfs/keyopts.h), version. */
+ * importer: include/meshfs/rules.h, keyopts.c), version. */
 int mfs_cache_view_key(const mfs_dep *deps, uint32_t ndeps, const char *format,
                        const char *options, const char *version, mfs_cache_key *out,
                        mfs_err *err);

@@ -3,7 +3,7 @@
  * One mfs_views per input root, with a host that is the mount's less what
  * only a mount needs (FUSE, SRC's confinement by openat2, read bits for
  * other users): paths are stat'ed under the root, models hashed through the
- * cache's stat index, keys made by the shared recipe (keyopts.h), and the
+ * cache's stat index, keys made by the shared recipe (rules.h), and the
  * converter is a worker run filed in the cache by convstore.c, the mount's
  * own filing.  So a batch finds what a mount or an earlier batch made, and
  * a mount finds what a batch made.
@@ -28,15 +28,13 @@
 #include <unistd.h>
 
 #include "meshfs/batch.h"
+#include "meshfs/convert.h"
 #include "meshfs/explain.h"
-#include "meshfs/convstore.h"
-#include "meshfs/jobdirs.h"
-#include "meshfs/job.h"
-#include "meshfs/keyopts.h"
-#include "meshfs/lgepkg.h"
-#include "meshfs/sandbox.h"
+#include "meshfs/convert.h"
+#include "meshfs/formats.h"
+#include "meshfs/rules.h"
 #include "meshfs/spawner.h"
-#include "meshfs/test_hold.h"
+#include "meshfs/util.h"
 #include "meshfs/views.h"
 
 typedef struct root {
@@ -267,7 +265,7 @@ static void host_import_options(void *ctx, char *buf, size_t n)
     mfs_keyopts_import(&r->b->cfg.opts, buf, n);
 }
 
-/* ---- filing a run (convstore.h) ---- */
+/* ---- filing a run (convert.h) ---- */
 
 static int cs_hash(void *ctx, const char *relpath, struct stat *st, uint8_t hash[16], mfs_err *err)
 {
@@ -324,6 +322,8 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
     root *r = ctx;
     mfs_batch *b = r->b;
     memset(man, 0, sizeof *man);
+    if (!b->cfg.spawner) /* a batch opened only to explain keys */
+        return mfs_errf(err, "%s: no worker to convert it with", model);
     mfs_jobdir *d = mfs_jobdirs_take(b->jobdirs, NULL, err);
     if (!d)
         return -1;
@@ -333,7 +333,7 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
                    .outdir = tmp, .limits = b->cfg.limits};
     job.opts.model_path = fmi_model;
     /* who the worker runs as, and the file it must find (include/meshfs/
-     * job.h), from the model's path as the mount resolves SRC's: beneath
+     * convert.h), from the model's path as the mount resolves SRC's: beneath
      * the input, no link followed, so a model swapped for a link since the
      * plan is refused (it is not a regular file) */
     mfs_test_hold_until("MESHFS_TEST_HOLD_OWNER", model); /* tests: swap it now */
@@ -348,7 +348,7 @@ static int host_convert(void *ctx, const char *model, const char *fmi_model, uns
         return -1;
     }
     mfs_report rep;
-    if (mfs_worker_convert(&job, &rep, err) < 0) {
+    if (mfs_spawner_convert(b->cfg.spawner, &job, &rep, err) < 0) {
         mfs_jobdirs_give(b->jobdirs, d, run, 0);
         return -1;
     }

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "meshfs/batch.h"
-#include "meshfs/naming.h"
+#include "meshfs/rules.h"
 #include "meshfs/spawner.h"
 
 static void oom(void)
@@ -86,9 +86,11 @@ static void free_list(char **v, size_t n)
     free(v);
 }
 
-void mfs_plan_init(mfs_plan *p, unsigned flags, const char *prog, FILE *warn)
+void mfs_plan_init(mfs_plan *p, unsigned flags, const char *prog, FILE *warn,
+                   const char *const *exts)
 {
     memset(p, 0, sizeof *p);
+    p->exts = exts;
     p->flags = flags;
     p->prog = prog;
     p->warn = warn;
@@ -197,6 +199,12 @@ static void folder_free(mfs_plan_folder *f)
 
 /* Entries' owners for the naming rule: their lstat's, or -1 (went away,
  * or a regular file with more than one link). */
+/* mfs_is_model_fn over the plan's extensions */
+static int is_model(void *exts, const char *name)
+{
+    return mfs_model_name_in(exts, name);
+}
+
 static int owner_of(void *ctx, size_t entry, unsigned long *uid)
 {
     const long long *u = ctx;
@@ -227,7 +235,7 @@ static mfs_plan_folder *folder_plan(const mfs_plan *p, const char *path, const c
         /* a file with other links may hold bytes another user wrote
          * through one of them: its owner says nothing (docs/naming.md) */
         uid[i] = have && !(reg && st.st_nlink > 1) ? (long long)st.st_uid : -1;
-        e[i] = (mfs_name_entry){names[i], (reg && mfs_is_model_name(names[i])) ||
+        e[i] = (mfs_name_entry){names[i], (reg && mfs_model_name_in(p->exts, names[i])) ||
                                               (force && !strcmp(force, names[i]))};
         free(full);
     }
@@ -525,7 +533,7 @@ void mfs_plan_add_input(mfs_plan *p, const char *in)
         mfs_plan_item *it = new_item(p, dir, name, in);
         it->outdir = xstrdup("");
         char base[NAME_MAX + 1];
-        if (mfs_view_base(name, NULL, 0, mfs_is_model_name, base, sizeof base) < 0)
+        if (mfs_view_base(name, NULL, 0, is_model, (void *)p->exts, base, sizeof base) < 0)
             snprintf(base, sizeof base, "%.*s", NAME_MAX, name);
         if (p->flags & MFS_PLAN_LOWERCASE)
             mfs_name_lower(base);

@@ -61,7 +61,8 @@ int mfs_batch_warm(const mfs_batch_cfg *cfg, const char *src, unsigned plan_flag
     if (mfs_batch_open(cfg, &b, err) < 0)
         return -1;
     mfs_plan plan;
-    mfs_plan_init(&plan, plan_flags | MFS_PLAN_MOUNT_VIEW, "meshfs-cache", warn);
+    mfs_plan_init(&plan, plan_flags | MFS_PLAN_MOUNT_VIEW, "meshfs-cache", warn,
+                  mfs_spawner_extensions(cfg->spawner, NULL));
     mfs_plan_add_input(&plan, src);
     /* a shard's models: by their path relative to src, as their keys hold
      * it (shard.c); the package needs nothing of warm's (the mount packs

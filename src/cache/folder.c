@@ -17,8 +17,7 @@
 #include <string.h>
 
 #include "cache_int.h"
-#include "meshfs/bytes.h"
-#include "meshfs/sink.h"
+#include "meshfs/util.h"
 
 /* A record is read whole (mfs_cache_read_small refuses more than 64 MiB):
  * a folder whose record would pass this is not given one. */

@@ -23,7 +23,7 @@
 #include <xxhash.h>
 
 #include "index_shard.h"
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 
 #define IDX_MAGIC "mfsstat1"
 #define IDX_VERSION 1

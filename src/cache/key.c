@@ -14,7 +14,7 @@
 #include <xxhash.h>
 
 #include "cache_int.h"
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 
 /* The key layouts' versions.  A change to what a key holds moves its
  * domain, so entries of the old layout are simply never asked for (and

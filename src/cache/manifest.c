@@ -38,8 +38,8 @@
 #include <unistd.h>
 
 #include "cache_int.h"
-#include "meshfs/inputs.h"
-#include "meshfs/sink.h"
+#include "meshfs/import.h"
+#include "meshfs/util.h"
 
 /* ---- encoding --------------------------------------------------------- */
 

@@ -35,7 +35,7 @@
 #include <xxhash.h>
 
 #include "cache_int.h"
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 
 #define VERIFY_CHUNK (256 * 1024)
 #define REASON_MAX (64 * 1024)

@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 
 #include "meshfs/cache.h"
-#include "meshfs/limits.h"
+#include "meshfs/rules.h"
 #include "meshfs/views.h"
 #include "../names/names.h"
 

@@ -41,7 +41,7 @@
 #include <xxhash.h>
 
 #include "coherence.h"
-#include "meshfs/timespec.h"
+#include "meshfs/util.h"
 
 typedef struct kslot {
     char *path;

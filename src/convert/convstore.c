@@ -1,4 +1,4 @@
-/* Filing a worker run's outputs in the cache (include/meshfs/convstore.h):
+/* Filing a worker run's outputs in the cache (include/meshfs/convert.h):
  * lifted out of the mount's converter so meshfs-convert files its runs the
  * same way, under the same keys. */
 #include <errno.h>
@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "meshfs/convstore.h"
-#include "meshfs/storerr.h"
+#include "meshfs/convert.h"
+#include "meshfs/util.h"
 
 static void logf_(const mfs_convstore *h, const char *fmt, const char *a, const char *b)
 {

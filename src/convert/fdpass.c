@@ -1,11 +1,11 @@
-/* Descriptors over a unix socket (include/meshfs/fdpass.h): one place for
+/* Descriptors over a unix socket (include/meshfs/convert.h): one place for
  * the control-message arithmetic the server and its parent both need. */
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "meshfs/fdpass.h"
+#include "meshfs/convert.h"
 
 #define MAX_FDS 16
 

@@ -1,5 +1,5 @@
-/* Worker output directories kept between runs (meshfs/jobdirs.h). */
-#include "meshfs/jobdirs.h"
+/* Worker output directories kept between runs (meshfs/convert.h). */
+#include "meshfs/convert.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "meshfs/formats.h"
-#include "meshfs/sandbox.h"
 
 struct mfs_jobdir {
     char path[PATH_MAX + 32];
@@ -135,7 +134,7 @@ static int absent(const mfs_jobdir *d, const char *name)
 }
 
 /* Absent, or the empty output the filing left for the next run
- * (convstore.h, keep_outputs): a regular file of ours, one link, no bytes. */
+ * (convert.h, keep_outputs): a regular file of ours, one link, no bytes. */
 static int reusable(const mfs_jobdir *d, const char *name)
 {
     char path[PATH_MAX + 64];

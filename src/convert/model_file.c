@@ -1,4 +1,4 @@
-/* The parent's look at the model before a run (include/meshfs/job.h): who
+/* The parent's look at the model before a run (include/meshfs/convert.h): who
  * may run it, and which file the worker must find under its name. */
 #include <errno.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
-#include "meshfs/job.h"
+#include "meshfs/convert.h"
 
 /* An access ACL may grant named users or groups write access the mode
  * bits do not show (the group bits are then the mask): it is not read

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "meshfs/sink.h"
+#include "meshfs/convert.h"
+#include "meshfs/util.h"
 #include "meshfs/worker.h"
 
 #define MAX_DEPS 65536

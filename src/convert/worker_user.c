@@ -1,21 +1,14 @@
-/* The parent's half of the worker sandbox (include/meshfs/sandbox.h): which
+/* The parent's half of the worker sandbox (include/meshfs/convert.h): which
  * user root's workers become, and the descriptor limit. */
 #include <errno.h>
 #include <grp.h>
-#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "meshfs/job.h"
-#include "meshfs/sandbox.h"
-
-static pthread_mutex_t user_mu = PTHREAD_MUTEX_INITIALIZER;
-static int user_known;
-static uid_t user_uid;
-static gid_t user_gid;
+#include "meshfs/convert.h"
 
 static int resolve(const char *name, uid_t *uid, gid_t *gid, mfs_err *err)
 {
@@ -33,43 +26,35 @@ static int resolve(const char *name, uid_t *uid, gid_t *gid, mfs_err *err)
     return 0;
 }
 
-int mfs_worker_user_set(const char *name, mfs_err *err)
+int mfs_worker_user_resolve(const char *name, mfs_worker_user *u, mfs_err *err)
 {
     uid_t uid;
     gid_t gid;
     if (resolve(name ? name : "nobody", &uid, &gid, err) < 0)
         return -1;
-    pthread_mutex_lock(&user_mu);
-    user_uid = uid;
-    user_gid = gid;
-    user_known = 1;
-    pthread_mutex_unlock(&user_mu);
+    *u = (mfs_worker_user){1, uid, gid};
     return 0;
 }
 
-int mfs_worker_user_get(uid_t *uid, gid_t *gid)
+mfs_worker_user mfs_worker_user_or_default(const mfs_worker_user *u)
 {
-    if (geteuid() != 0)
-        return 0;
-    pthread_mutex_lock(&user_mu);
-    if (!user_known) {
-        /* nobody asked: the default; lacking even "nobody", the kernel's
-         * overflow id, which owns nothing */
-        if (resolve("nobody", &user_uid, &user_gid, NULL) < 0)
-            user_uid = user_gid = 65534;
-        user_known = 1;
-    }
-    *uid = user_uid;
-    *gid = user_gid;
-    pthread_mutex_unlock(&user_mu);
-    return 1;
+    if (u && u->known)
+        return *u;
+    /* nobody asked: "nobody"; lacking even that, the kernel's overflow
+     * id, which owns nothing */
+    mfs_worker_user d = {1, 65534, 65534};
+    if (resolve("nobody", &d.uid, &d.gid, NULL) < 0)
+        d.uid = d.gid = 65534;
+    return d;
 }
 
-int mfs_worker_ident_for(const mfs_job *job, mfs_worker_ident *id)
+int mfs_worker_ident_for(const mfs_worker_user *user, const mfs_job *job, mfs_worker_ident *id)
 {
     memset(id, 0, sizeof *id);
-    if (!mfs_worker_user_get(&id->uid, &id->gid))
+    if (geteuid() != 0)
         return 0;
+    id->uid = user->uid;
+    id->gid = user->gid;
     uid_t owner = job->owner;
     if (!job->owner_known || owner == 0 || job->shared == MFS_MODEL_OTHERS_WRITE)
         return 1; /* the worker user, its own group only */

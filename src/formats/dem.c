@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "meshfs/formats.h"
-#include "meshfs/numfmt.h"
+#include "meshfs/util.h"
 
 #include "dem_text.h"
 

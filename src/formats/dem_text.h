@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "meshfs/formats.h"
-#include "meshfs/sink.h"
+#include "meshfs/util.h"
 
 /* " <number>": shortest float32 text, -0.0 and subnormals written 0.0. */
 char *dem_put_num(char *p, float v);

@@ -1,4 +1,4 @@
-/* game_resources.lgepkg assembly (include/meshfs/lgepkg.h,
+/* game_resources.lgepkg assembly (include/meshfs/formats.h, "lgepkg";
  * docs/formats/lgepkg.md). */
 #include <errno.h>
 #include <md5.h>
@@ -9,8 +9,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "meshfs/bytes.h"
-#include "meshfs/lgepkg.h"
+#include "meshfs/util.h"
+#include "meshfs/formats.h"
 
 const mfs_format mfs_lgepkg_formats[MFS_LGEPKG_CHUNKS] = {MFS_FMT_VRT, MFS_FMT_TRI, MFS_FMT_TEX,
                                                           MFS_FMT_SPH};

@@ -3,7 +3,7 @@
 
 #include "meshfs/err.h"
 #include "meshfs/import.h"
-#include "meshfs/options.h"
+#include "meshfs/formats.h"
 
 void mfs_options_default(mfs_options *o)
 {

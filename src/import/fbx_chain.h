@@ -50,7 +50,7 @@ int mfs_fbx_fold_chains(mfs_scene *s, mfs_err *err);
 enum { MFS_FBX_INHERIT_RRSS = 0, MFS_FBX_INHERIT_RSRS = 1, MFS_FBX_INHERIT_RRS = 2 };
 
 /* Places the nodes whose InheritType is RrSs or Rrs the way the FBX SDK
- * does (its CalculateGlobalTransform sample): with GR the rotation and
+ * does (its CalculateGlobalTransform sample; fbx_inherit.c): with GR the rotation and
  * GS = GR^-1 * linear(World(parent)) the scale/shear of the parent's world
  * matrix, LR and LS the node's local rotation and scaling,
  *   RrSs: linear(World) = GR * LR * GS * LS

@@ -1,4 +1,4 @@
-/* Absent and listing inputs (include/meshfs/inputs.h): the one definition
+/* Absent and listing inputs (include/meshfs/import.h, "inputs"): the one definition
  * the importers record and the cache checks.  Here, beside the importers
  * that record them, and compiled into the core library, whose cache checks
  * them in a mount that links no importer. */
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 
 static int open_beneath(int rootfd, const char *rel, uint64_t flags)
 {

@@ -25,7 +25,7 @@
 #include <xxhash.h>
 
 #include "iofs.h"
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 
 typedef struct mapped_file {
     const uint8_t *data;
@@ -229,7 +229,7 @@ static void record_dep(mfs_iofs *fs, const char *rel, const uint8_t *data, size_
     memcpy(dep->hash, c.digest, 16);
 }
 
-/* A path tried and not found is an input too (include/meshfs/inputs.h):
+/* A path tried and not found is an input too (include/meshfs/import.h, "inputs"):
  * the file that appears there later must make the views again. */
 static void record_absent(mfs_iofs *fs, const char *rel)
 {
@@ -246,7 +246,7 @@ static void record_absent(mfs_iofs *fs, const char *rel)
 /* A file there that the conversion may not read (it runs as the model's
  * owner): converted without it, said as a warning, and an input whose value
  * is its stat, so a chmod that lets the owner read it makes the views again
- * (include/meshfs/inputs.h). */
+ * (include/meshfs/import.h, "inputs"). */
 static void record_unreadable(mfs_iofs *fs, const char *rel)
 {
     uint8_t h[16];

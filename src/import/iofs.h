@@ -71,7 +71,7 @@ int mfs_iofs_hold_model_place(mfs_iofs *fs);
 int mfs_iofs_owner(mfs_iofs *fs, const char *rel, unsigned *uid);
 
 /* Records the case-insensitive search of rel ("folder/name") as an input:
- * the folder's names equal to name ignoring case (include/meshfs/inputs.h). */
+ * the folder's names equal to name ignoring case (include/meshfs/import.h, "inputs"). */
 void mfs_iofs_record_listing(mfs_iofs *fs, const char *rel);
 
 /* Says the absent input rel missing after all (MFS_DEP_MISSING): the

@@ -28,7 +28,11 @@
  * Declined (assimp reads the file): anything cgltf rejects or cgltf_validate
  * flags, glTF 1.0, Draco and meshopt compression, GPU instancing, required
  * extensions other than materials and texture ones, no scene, a node reached
- * twice, a primitive without positions or without a single face. */
+ * twice, a primitive without positions or without a single face.
+ *
+ * This file builds the scene; the file's bytes, the order objects are met
+ * in and the animations are native_gltf_read.c, _order.c and _anim.c
+ * (native_gltf.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,300 +41,11 @@
 #include <cgltf.h>
 
 #include "native.h"
+#include "native_common.h"
+#include "native_gltf.h"
 #include "texture.h"
 
-#define MAX_ELEMENTS (1u << 27) /* per accessor; more is not a model */
-
-typedef struct decline {
-    char *why;
-    size_t whysz;
-} decline;
-
-/* ---- file access through the confined file system ---- */
-
-typedef struct file_rec {
-    mfs_native_file f;
-    struct file_rec *next;
-} file_rec;
-
-typedef struct io_ctx {
-    mfs_iofs *fs;
-    file_rec *files;
-} io_ctx;
-
-static cgltf_result io_read(const struct cgltf_memory_options *mo, const struct cgltf_file_options *fo,
-                            const char *path, cgltf_size *size, void **data)
-{
-    (void)mo;
-    io_ctx *io = fo->user_data;
-    file_rec *r = calloc(1, sizeof *r);
-    if (!r)
-        return cgltf_result_out_of_memory;
-    if (mfs_native_open(io->fs, path, &r->f) < 0) {
-        free(r);
-        return cgltf_result_file_not_found;
-    }
-    r->next = io->files;
-    io->files = r;
-    if (*size && *size > r->f.size)
-        return cgltf_result_data_too_short;
-    *size = r->f.size;
-    *data = (void *)r->f.data;
-    return cgltf_result_success;
-}
-
-/* Mapped files stay until the import ends (io_close_all): cgltf keeps
- * pointers into them. */
-static void io_release(const struct cgltf_memory_options *mo, const struct cgltf_file_options *fo, void *data)
-{
-    (void)mo;
-    (void)fo;
-    (void)data;
-}
-
-static void io_close_all(io_ctx *io)
-{
-    while (io->files) {
-        file_rec *r = io->files;
-        io->files = r->next;
-        mfs_native_close(io->fs, &r->f);
-        free(r);
-    }
-}
-
-/* ---- the order assimp's glTF reader meets objects in ---- */
-
-typedef struct order {
-    const cgltf_data *d;
-    unsigned char *node_seen, *mesh_seen, *mat_seen, *img_seen, *skin_seen;
-    int32_t *mesh_slot;   /* glTF mesh -> position in meshes[] */
-    uint32_t *meshes, n_meshes;
-    int32_t *mat_slot;    /* glTF material -> scene material */
-    uint32_t *mats, n_mats;
-    int32_t *img_slot;    /* glTF image -> embedded index, -1 if external */
-    uint32_t *imgs, n_imgs;
-} order;
-
-static void see_image(order *o, const cgltf_texture_view *tv)
-{
-    if (!tv->texture || !tv->texture->image)
-        return;
-    size_t i = (size_t)(tv->texture->image - o->d->images);
-    if (o->img_seen[i])
-        return;
-    o->img_seen[i] = 1;
-    const cgltf_image *im = &o->d->images[i];
-    if (im->buffer_view || (im->uri && strncmp(im->uri, "data:", 5) == 0)) {
-        o->img_slot[i] = (int32_t)o->n_imgs;
-        o->imgs[o->n_imgs++] = (uint32_t)i;
-    }
-}
-
-static void see_material(order *o, const cgltf_material *m)
-{
-    size_t i = (size_t)(m - o->d->materials);
-    if (o->mat_seen[i])
-        return;
-    o->mat_seen[i] = 1;
-    see_image(o, &m->pbr_metallic_roughness.base_color_texture);
-    see_image(o, &m->pbr_metallic_roughness.metallic_roughness_texture);
-    see_image(o, &m->normal_texture);
-    see_image(o, &m->occlusion_texture);
-    see_image(o, &m->emissive_texture);
-    if (m->has_pbr_specular_glossiness) {
-        see_image(o, &m->pbr_specular_glossiness.diffuse_texture);
-        see_image(o, &m->pbr_specular_glossiness.specular_glossiness_texture);
-    }
-    o->mat_slot[i] = (int32_t)o->n_mats;
-    o->mats[o->n_mats++] = (uint32_t)i;
-}
-
-static void see_mesh(order *o, const cgltf_mesh *m)
-{
-    size_t i = (size_t)(m - o->d->meshes);
-    if (o->mesh_seen[i])
-        return;
-    o->mesh_seen[i] = 1;
-    for (size_t p = 0; p < m->primitives_count; p++)
-        if (m->primitives[p].material)
-            see_material(o, m->primitives[p].material);
-    o->mesh_slot[i] = (int32_t)o->n_meshes;
-    o->meshes[o->n_meshes++] = (uint32_t)i;
-}
-
-static void see_node(order *o, const cgltf_node *n, int depth);
-
-static void see_skin(order *o, const cgltf_skin *s, int depth)
-{
-    size_t i = (size_t)(s - o->d->skins);
-    if (o->skin_seen[i])
-        return;
-    o->skin_seen[i] = 1;
-    for (size_t j = 0; j < s->joints_count; j++)
-        if (s->joints[j])
-            see_node(o, s->joints[j], depth + 1);
-}
-
-static void see_node(order *o, const cgltf_node *n, int depth)
-{
-    size_t i = (size_t)(n - o->d->nodes);
-    if (o->node_seen[i] || depth > MFS_MAX_NODE_DEPTH + 8)
-        return;
-    o->node_seen[i] = 1;
-    for (size_t c = 0; c < n->children_count; c++)
-        see_node(o, n->children[c], depth + 1);
-    if (n->mesh)
-        see_mesh(o, n->mesh);
-    if (n->skin)
-        see_skin(o, n->skin, depth);
-}
-
-static int order_init(order *o, const cgltf_data *d, const cgltf_scene *sc)
-{
-    memset(o, 0, sizeof *o);
-    o->d = d;
-    size_t nn = d->nodes_count + 1, nm = d->meshes_count + 1, nmat = d->materials_count + 1,
-           ni = d->images_count + 1;
-    o->node_seen = calloc(nn, 1);
-    o->mesh_seen = calloc(nm, 1);
-    o->mat_seen = calloc(nmat, 1);
-    o->img_seen = calloc(ni, 1);
-    o->skin_seen = calloc(d->skins_count + 1, 1);
-    o->mesh_slot = calloc(nm, sizeof *o->mesh_slot);
-    o->meshes = calloc(nm, sizeof *o->meshes);
-    o->mat_slot = calloc(nmat, sizeof *o->mat_slot);
-    o->mats = calloc(nmat, sizeof *o->mats);
-    o->img_slot = calloc(ni, sizeof *o->img_slot);
-    o->imgs = calloc(ni, sizeof *o->imgs);
-    if (!o->node_seen || !o->mesh_seen || !o->mat_seen || !o->img_seen || !o->skin_seen ||
-        !o->mesh_slot || !o->meshes || !o->mat_slot || !o->mats || !o->img_slot || !o->imgs)
-        return -1;
-    for (size_t i = 0; i < ni; i++)
-        o->img_slot[i] = -1;
-    for (size_t i = 0; i < sc->nodes_count; i++)
-        if (sc->nodes[i])
-            see_node(o, sc->nodes[i], 0);
-    for (size_t i = 0; i < d->skins_count; i++)
-        see_skin(o, &d->skins[i], 0);
-    for (size_t a = 0; a < d->animations_count; a++)
-        for (size_t c = 0; c < d->animations[a].channels_count; c++)
-            if (d->animations[a].channels[c].target_node)
-                see_node(o, d->animations[a].channels[c].target_node, 0);
-    return 0;
-}
-
-static void order_free(order *o)
-{
-    free(o->node_seen);
-    free(o->mesh_seen);
-    free(o->mat_seen);
-    free(o->img_seen);
-    free(o->skin_seen);
-    free(o->mesh_slot);
-    free(o->meshes);
-    free(o->mat_slot);
-    free(o->mats);
-    free(o->img_slot);
-    free(o->imgs);
-}
-
-/* ---- what is not for the native path ---- */
-
-/* offset + stride * (count - 1) + elem, the last byte an accessor reads,
- * fits in a size_t.  cgltf_validate adds it up unchecked, so a byteStride
- * of 2^62 wraps to a small sum that passes, and the reads leave the buffer. */
-static int span_fits(cgltf_size offset, cgltf_size stride, cgltf_size count, cgltf_size elem)
-{
-    cgltf_size span;
-    return count == 0 || (!__builtin_mul_overflow(stride, count - 1, &span) &&
-                          !__builtin_add_overflow(span, elem, &span) &&
-                          !__builtin_add_overflow(span, offset, &span));
-}
-
-/* Sizes cgltf_validate would get wrong or check too late: accessor spans
- * that wrap, a sparse part larger than its accessor, and buffer views
- * beyond their buffer (validate reads sparse indices before checking
- * those). */
-static int bad_sizes(const cgltf_data *d, decline *dc)
-{
-    for (size_t i = 0; i < d->buffer_views_count; i++) {
-        const cgltf_buffer_view *v = &d->buffer_views[i];
-        if (v->buffer && (v->offset > v->buffer->size || v->size > v->buffer->size - v->offset)) {
-            snprintf(dc->why, dc->whysz, "buffer view %zu lies beyond its buffer", i);
-            return 1;
-        }
-    }
-    for (size_t i = 0; i < d->accessors_count; i++) {
-        const cgltf_accessor *a = &d->accessors[i];
-        const cgltf_accessor_sparse *sp = &a->sparse;
-        cgltf_size elem = cgltf_calc_size(a->type, a->component_type);
-        int bad = !span_fits(a->offset, a->stride, a->count, elem);
-        if (a->is_sparse)
-            bad |= sp->count > a->count ||
-                   !span_fits(sp->indices_byte_offset, cgltf_component_size(sp->indices_component_type),
-                              sp->count + 1, 0) ||
-                   !span_fits(sp->values_byte_offset, elem, sp->count + 1, 0);
-        if (bad) {
-            snprintf(dc->why, dc->whysz, "accessor %zu: its size overflows", i);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int declines(const cgltf_data *d, decline *dc)
-{
-    static const char *const fine[] = {
-        "KHR_materials_", "KHR_texture_transform", "KHR_texture_basisu", "EXT_texture_webp",
-        "KHR_lights_punctual", "KHR_materials_variants",
-    };
-    for (size_t i = 0; i < d->extensions_required_count; i++) {
-        const char *e = d->extensions_required[i];
-        int ok = 0;
-        for (size_t k = 0; k < sizeof fine / sizeof *fine; k++)
-            ok |= strncmp(e, fine[k], strlen(fine[k])) == 0;
-        if (!ok) {
-            snprintf(dc->why, dc->whysz, "requires extension %s", e);
-            return 1;
-        }
-    }
-    for (size_t i = 0; i < d->buffer_views_count; i++)
-        if (d->buffer_views[i].has_meshopt_compression) {
-            snprintf(dc->why, dc->whysz, "meshopt-compressed buffer views");
-            return 1;
-        }
-    for (size_t i = 0; i < d->nodes_count; i++)
-        if (d->nodes[i].has_mesh_gpu_instancing) {
-            snprintf(dc->why, dc->whysz, "GPU instancing (EXT_mesh_gpu_instancing)");
-            return 1;
-        }
-    for (size_t m = 0; m < d->meshes_count; m++)
-        for (size_t p = 0; p < d->meshes[m].primitives_count; p++)
-            if (d->meshes[m].primitives[p].has_draco_mesh_compression) {
-                snprintf(dc->why, dc->whysz, "Draco-compressed primitives");
-                return 1;
-            }
-    for (size_t i = 0; i < d->accessors_count; i++)
-        if (d->accessors[i].count > MAX_ELEMENTS) {
-            snprintf(dc->why, dc->whysz, "an accessor of %zu elements", (size_t)d->accessors[i].count);
-            return 1;
-        }
-    return bad_sizes(d, dc);
-}
-
 /* ---- nodes ---- */
-
-typedef struct build {
-    const cgltf_data *d;
-    mfs_scene *s;
-    order *o;
-    int32_t *node_at;    /* glTF node -> scene node, -1 if not in the tree */
-    uint32_t *mesh_first; /* glTF mesh slot -> first scene mesh */
-    uint32_t next;
-    decline *dc;
-    int tangents;        /* mfs_import_opts.tangents */
-    mfs_err *err;
-} build;
 
 static uint32_t count_tree(const cgltf_node *n, int depth, int *deep)
 {
@@ -412,19 +127,6 @@ static int add_node(build *b, const cgltf_node *gn, int32_t parent)
 }
 
 /* ---- meshes ---- */
-
-static float *unpack(const cgltf_accessor *a, size_t comps)
-{
-    if (!a || cgltf_num_components(a->type) != comps)
-        return NULL;
-    size_t n = a->count * comps;
-    float *v = malloc(sizeof *v * (n ? n : 1));
-    if (v && cgltf_accessor_unpack_floats(a, v, n) != n) {
-        free(v);
-        return NULL;
-    }
-    return v;
-}
 
 static const cgltf_accessor *attr(const cgltf_primitive *p, cgltf_attribute_type t, int set)
 {
@@ -545,16 +247,16 @@ static int fill_mesh(build *b, mfs_mesh *m, const cgltf_mesh *gm, size_t pi)
     }
     uint32_t n = (uint32_t)pa->count;
     m->n_vertices = n;
-    m->positions = (float (*)[3])unpack(pa, 3);
+    m->positions = (float (*)[3])mfs_gltf_unpack(pa, 3);
     if (!m->positions) {
         snprintf(b->dc->why, b->dc->whysz, "mesh '%s': unreadable positions", m->name);
         return 1;
     }
     const cgltf_accessor *na = attr(p, cgltf_attribute_type_normal, 0);
     if (na && na->count == n) {
-        m->normals = (float (*)[3])unpack(na, 3);
+        m->normals = (float (*)[3])mfs_gltf_unpack(na, 3);
         const cgltf_accessor *ta = attr(p, cgltf_attribute_type_tangent, 0);
-        float *t4 = ta && ta->count == n && m->normals ? unpack(ta, 4) : NULL;
+        float *t4 = ta && ta->count == n && m->normals ? mfs_gltf_unpack(ta, 4) : NULL;
         if (t4) {
             m->tangents = malloc(sizeof *m->tangents * n);
             m->bitangents = malloc(sizeof *m->bitangents * n);
@@ -577,7 +279,7 @@ static int fill_mesh(build *b, mfs_mesh *m, const cgltf_mesh *gm, size_t pi)
         const cgltf_accessor *ua = attr(p, cgltf_attribute_type_texcoord, k);
         if (!ua || ua->count != n || (k == 1 && !m->uv[0]))
             continue;
-        m->uv[k] = (float (*)[2])unpack(ua, 2);
+        m->uv[k] = (float (*)[2])mfs_gltf_unpack(ua, 2);
         if (m->uv[k])
             for (uint32_t i = 0; i < n; i++)
                 m->uv[k][i][1] = 1 - m->uv[k][i][1]; /* glTF's v runs downwards */
@@ -585,7 +287,7 @@ static int fill_mesh(build *b, mfs_mesh *m, const cgltf_mesh *gm, size_t pi)
     const cgltf_accessor *ca = attr(p, cgltf_attribute_type_color, 0);
     if (ca && ca->count == n) {
         size_t comps = cgltf_num_components(ca->type);
-        float *c = comps == 3 || comps == 4 ? unpack(ca, comps) : NULL;
+        float *c = comps == 3 || comps == 4 ? mfs_gltf_unpack(ca, comps) : NULL;
         if (c) {
             m->colors = malloc(sizeof *m->colors * n);
             if (!m->colors) {
@@ -626,7 +328,7 @@ static int skin_mesh(build *b, mfs_mesh *m, const cgltf_primitive *p, const cglt
         return 0;
     m->bones = calloc(nb, sizeof *m->bones);
     uint32_t *cnt = calloc(nb, sizeof *cnt);
-    float *ibm = sk->inverse_bind_matrices ? unpack(sk->inverse_bind_matrices, 16) : NULL;
+    float *ibm = sk->inverse_bind_matrices ? mfs_gltf_unpack(sk->inverse_bind_matrices, 16) : NULL;
     if (!m->bones || !cnt) {
         free(cnt);
         free(ibm);
@@ -642,8 +344,8 @@ static int skin_mesh(build *b, mfs_mesh *m, const cgltf_primitive *p, const cglt
         const cgltf_accessor *wa = attr(p, cgltf_attribute_type_weights, k);
         if (!ja || !wa || ja->count != wa->count || ja->count != m->n_vertices)
             break;
-        js[k] = unpack(ja, 4);
-        ws[k] = unpack(wa, 4);
+        js[k] = mfs_gltf_unpack(ja, 4);
+        ws[k] = mfs_gltf_unpack(wa, 4);
         if (!js[k] || !ws[k]) {
             free(js[k]);
             free(ws[k]);
@@ -764,311 +466,6 @@ static int fill_materials(build *b)
     return 0;
 }
 
-/* ---- animations ---- */
-
-typedef struct track {
-    const cgltf_animation_sampler *smp[3]; /* translation, rotation, scale */
-} track;
-
-/* A CUBICSPLINE sampler as the spec evaluates it (glTF 2.0, appendix C):
- * Hermite between keys with the tangents scaled by the key interval,
- * rotations normalised; times in milliseconds. */
-typedef struct cubic_track {
-    const float *t, *v;
-    size_t n, comps;
-    int path; /* 0 translation, 1 rotation, 2 scale */
-} cubic_track;
-
-static void cubic_pose(void *ctx, double ms, float tr[3], float q[4], float sc[3])
-{
-    const cubic_track *c = ctx;
-    double sec = ms / 1000.0;
-    size_t i = 0, hi = c->n > 1 ? c->n - 1 : 0; /* the interval [t[i], t[i+1]) holding sec */
-    while (hi - i > 1) {
-        size_t mid = (i + hi) / 2;
-        if (sec >= c->t[mid])
-            i = mid;
-        else
-            hi = mid;
-    }
-    float val[4];
-    const float *p0 = &c->v[(3 * i + 1) * c->comps];
-    if (c->n == 1) {
-        memcpy(val, p0, sizeof(float) * c->comps);
-    } else {
-        const float *b0 = &c->v[(3 * i + 2) * c->comps];           /* out-tangent of i */
-        const float *a1 = &c->v[(3 * (i + 1)) * c->comps];         /* in-tangent of i+1 */
-        const float *p1 = &c->v[(3 * (i + 1) + 1) * c->comps];
-        double dt = (double)c->t[i + 1] - c->t[i];
-        double u = dt > 0 ? (sec - c->t[i]) / dt : 0;
-        u = u < 0 ? 0 : u > 1 ? 1 : u;
-        double u2 = u * u, u3 = u2 * u;
-        double h00 = 2 * u3 - 3 * u2 + 1, h10 = u3 - 2 * u2 + u, h01 = -2 * u3 + 3 * u2, h11 = u3 - u2;
-        for (size_t k = 0; k < c->comps; k++)
-            val[k] = (float)(h00 * p0[k] + h10 * dt * b0[k] + h01 * p1[k] + h11 * dt * a1[k]);
-    }
-    tr[0] = tr[1] = tr[2] = 0;
-    q[0] = q[1] = q[2] = 0, q[3] = 1;
-    sc[0] = sc[1] = sc[2] = 1;
-    if (c->path == 1) {
-        double len = 0;
-        for (int k = 0; k < 4; k++)
-            len += (double)val[k] * val[k];
-        if (len > 0 && isfinite(len))
-            for (int k = 0; k < 4; k++)
-                q[k] = (float)(val[k] / sqrt(len));
-    } else {
-        memcpy(c->path == 0 ? tr : sc, val, sizeof(float) * 3);
-    }
-}
-
-/* The keys of a CUBICSPLINE sampler (t, v unpacked; both freed here). */
-static size_t cubic_keys(float *t, float *v, size_t n, int path, double size, double **times, float **vals)
-{
-    size_t comps = path == 1 ? 4 : 3, k = 0;
-    double *kt = malloc(sizeof *kt * n);
-    mfs_channel c;
-    memset(&c, 0, sizeof c);
-    cubic_track ct = {t, v, n, comps, path};
-    mfs_err err;
-    int ok = kt != NULL;
-    for (size_t i = 0; ok && i < n; i++) {
-        kt[k] = (double)(float)(t[i] * 1000.0f);
-        if (k == 0 || kt[k] > kt[k - 1]) /* the spec wants rising times */
-            k++;
-    }
-    ok = ok && k && mfs_channel_follow(&c, kt, k, cubic_pose, &ct, size, &err) == 0;
-    double *ot = ok ? malloc(sizeof *ot * c.n_pos) : NULL;
-    float *ov = ok ? malloc(sizeof *ov * c.n_pos * comps) : NULL;
-    size_t m = 0;
-    if (ot && ov) {
-        for (m = 0; m < c.n_pos; m++) {
-            ot[m] = c.pos[m].time;
-            const float *src = path == 0 ? c.pos[m].v : path == 1 ? c.rot[m].q : c.scale[m].v;
-            memcpy(&ov[m * comps], src, sizeof(float) * comps);
-        }
-    } else {
-        free(ot), free(ov);
-        ot = NULL, ov = NULL;
-    }
-    free(c.pos), free(c.rot), free(c.scale);
-    free(kt), free(t), free(v);
-    *times = ot;
-    *vals = ov;
-    return m;
-}
-
-/* Keys of one sampler in the scene's model (linear between keys, times in
- * milliseconds).  LINEAR as is; STEP as pairs of keys just before each
- * change; CUBICSPLINE at its keys and between them wherever linear keys
- * would leave the curve by more than MFS_FOLLOW_TOLERANCE of the model's
- * size (mfs_channel_follow).  Returns the key count, 0 if unreadable;
- * *times and *vals are malloc'ed. */
-static size_t sampler_keys(const cgltf_animation_sampler *sm, int path, double size, double **times,
-                           float **vals)
-{
-    const cgltf_accessor *in = sm->input, *out = sm->output;
-    size_t n = in->count, comps = path == 1 ? 4 : 3;
-    int cubic = sm->interpolation == cgltf_interpolation_type_cubic_spline;
-    if (!n || cgltf_num_components(in->type) != 1 || cgltf_num_components(out->type) != comps ||
-        out->count < (cubic ? 3 * n : n))
-        return 0;
-    float *t = unpack(in, 1), *v = unpack(out, comps);
-    if (cubic && t && v)
-        return cubic_keys(t, v, n, path, size, times, vals);
-    size_t cap = 2 * n;
-    double *ot = malloc(sizeof *ot * cap);
-    float *ov = malloc(sizeof *ov * cap * comps);
-    if (!t || !v || !ot || !ov) {
-        free(t), free(v), free(ot), free(ov);
-        return 0;
-    }
-    size_t k = 0;
-#define PUT(time, src)                                                                             \
-    do {                                                                                           \
-        ot[k] = (double)(float)((float)(time) * 1000.0f);                                          \
-        memcpy(&ov[k * comps], (src), sizeof(float) * comps);                                      \
-        k++;                                                                                       \
-    } while (0)
-    if (sm->interpolation == cgltf_interpolation_type_step) {
-        for (size_t i = 0; i < n; i++) {
-            if (i > 0) {
-                /* hold the previous value until a microsecond before */
-                double prev = ot[k - 1], at = (double)(float)(t[i] * 1000.0f);
-                double before = at - 1e-3 > prev ? at - 1e-3 : (prev + at) / 2;
-                ot[k] = before;
-                memcpy(&ov[k * comps], &v[(i - 1) * comps], sizeof(float) * comps);
-                k++;
-            }
-            PUT(t[i], &v[i * comps]);
-        }
-    } else {
-        for (size_t i = 0; i < n; i++)
-            PUT(t[i], &v[i * comps]);
-    }
-#undef PUT
-    free(t);
-    free(v);
-    *times = ot;
-    *vals = ov;
-    return k;
-}
-
-static int cmp_vec(const void *a, const void *b)
-{
-    double x = ((const mfs_vec_key *)a)->time, y = ((const mfs_vec_key *)b)->time;
-    return (x > y) - (x < y);
-}
-
-static int cmp_quat(const void *a, const void *b)
-{
-    double x = ((const mfs_quat_key *)a)->time, y = ((const mfs_quat_key *)b)->time;
-    return (x > y) - (x < y);
-}
-
-static int fill_channel(mfs_channel *c, const cgltf_node *gn, const track *tr, double size, double *dur)
-{
-    for (int path = 0; path < 3; path++) {
-        size_t comps = path == 1 ? 4 : 3;
-        double *t = NULL;
-        float *v = NULL;
-        size_t n = tr->smp[path] ? sampler_keys(tr->smp[path], path, size, &t, &v) : 0;
-        const float *rest = path == 0 ? (gn->has_translation ? gn->translation : NULL)
-                          : path == 1 ? (gn->has_rotation ? gn->rotation : NULL)
-                                      : (gn->has_scale ? gn->scale : NULL);
-        /* A node with a negative scale factor and no rotation: its
-         * rotation is the identity (glTF 2.0, 5.25), and it must be said
-         * so.  Left to mfs_channel_sample, the rotation would come from
-         * decomposing the rest matrix, which keeps the scale positive but
-         * for one mirror on x: next to a scale key of (1, -1, 1) that
-         * turns the node 180 degrees about z, and next to (-1, -1, 1),
-         * itself a half turn, it cancels the turn. */
-        static const float unrotated[4] = {0, 0, 0, 1};
-        int negative = gn->has_scale ? (gn->scale[0] < 0) + (gn->scale[1] < 0) + (gn->scale[2] < 0) : 0;
-        if (path == 1 && !rest && !gn->has_matrix && negative > 0)
-            rest = unrotated;
-        if (!n && rest) {
-            /* assimp's one key at 0 for an unanimated part */
-            t = malloc(sizeof *t);
-            v = malloc(sizeof *v * comps);
-            if (!t || !v) {
-                free(t), free(v);
-                return -1;
-            }
-            t[0] = 0;
-            memcpy(v, rest, sizeof *v * comps);
-            n = 1;
-        }
-        if (n && t[n - 1] > *dur && tr->smp[path])
-            *dur = t[n - 1];
-        if (path == 1) {
-            c->rot = calloc(n + 1, sizeof *c->rot);
-            if (!c->rot) {
-                free(t), free(v);
-                return -1;
-            }
-            for (size_t i = 0; i < n; i++) {
-                const float *q = &v[4 * i];
-                double l = sqrt((double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] +
-                                (double)q[3] * q[3]);
-                mfs_quat_key *k = &c->rot[c->n_rot++];
-                k->time = t[i];
-                if (!(l > 1e-12) || !isfinite(l)) {
-                    k->q[0] = k->q[1] = k->q[2] = 0, k->q[3] = 1;
-                } else {
-                    for (int j = 0; j < 4; j++)
-                        k->q[j] = (float)(q[j] / l);
-                }
-            }
-            qsort(c->rot, c->n_rot, sizeof *c->rot, cmp_quat);
-        } else {
-            mfs_vec_key *keys = calloc(n + 1, sizeof *keys);
-            if (!keys) {
-                free(t), free(v);
-                return -1;
-            }
-            for (size_t i = 0; i < n; i++) {
-                keys[i].time = t[i];
-                memcpy(keys[i].v, &v[3 * i], sizeof keys[i].v);
-            }
-            qsort(keys, n, sizeof *keys, cmp_vec);
-            if (path == 0)
-                c->pos = keys, c->n_pos = (uint32_t)n;
-            else
-                c->scale = keys, c->n_scale = (uint32_t)n;
-        }
-        free(t);
-        free(v);
-    }
-    return 0;
-}
-
-static int fill_animations(build *b)
-{
-    const cgltf_data *d = b->d;
-    mfs_scene *s = b->s;
-    double size = mfs_scene_size(s);
-    s->animations = calloc(d->animations_count + 1, sizeof *s->animations);
-    track *tr = calloc(d->nodes_count + 1, sizeof *tr);
-    if (!s->animations || !tr) {
-        free(tr);
-        return mfs_errf(b->err, "out of memory");
-    }
-    for (size_t ai = 0; ai < d->animations_count; ai++) {
-        const cgltf_animation *ga = &d->animations[ai];
-        mfs_animation *a = &s->animations[s->n_animations++];
-        a->name = mfs_strdup(ga->name ? ga->name : "");
-        a->ticks_per_second = 1000.0;
-        memset(tr, 0, sizeof *tr * (d->nodes_count + 1));
-        uint32_t nch = 0;
-        double morph_end = 0;
-        for (size_t ci = 0; ci < ga->channels_count; ci++) {
-            const cgltf_animation_channel *ch = &ga->channels[ci];
-            const cgltf_animation_sampler *sm = ch->sampler;
-            if (!sm || !sm->input || !sm->output || !ch->target_node || sm->input->count > sm->output->count)
-                continue;
-            int path = ch->target_path == cgltf_animation_path_type_translation ? 0
-                     : ch->target_path == cgltf_animation_path_type_rotation    ? 1
-                     : ch->target_path == cgltf_animation_path_type_scale       ? 2 : -1;
-            if (path < 0) {
-                /* morph weights: nothing in the scene moves, but the
-                 * animation lasts as long as they do (as assimp counts it) */
-                float last;
-                if (ch->target_path == cgltf_animation_path_type_weights && sm->input->count &&
-                    cgltf_accessor_read_float(sm->input, sm->input->count - 1, &last, 1) &&
-                    (double)(float)(last * 1000.0f) > morph_end)
-                    morph_end = (double)(float)(last * 1000.0f);
-                continue;
-            }
-            track *t = &tr[ch->target_node - d->nodes];
-            if (!t->smp[0] && !t->smp[1] && !t->smp[2])
-                nch++;
-            t->smp[path] = sm;
-        }
-        a->channels = calloc(nch + 1, sizeof *a->channels);
-        if (!a->name || !a->channels) {
-            free(tr);
-            return mfs_errf(b->err, "out of memory");
-        }
-        double dur = morph_end;
-        for (size_t ni = 0; ni < d->nodes_count; ni++) {
-            if (!tr[ni].smp[0] && !tr[ni].smp[1] && !tr[ni].smp[2])
-                continue;
-            if (b->node_at[ni] < 0)
-                continue; /* a node outside the scene moves nothing */
-            mfs_channel *c = &a->channels[a->n_channels++];
-            c->node = b->node_at[ni];
-            if (fill_channel(c, &d->nodes[ni], &tr[ni], size, &dur) < 0) {
-                free(tr);
-                return mfs_errf(b->err, "out of memory");
-            }
-        }
-        a->duration = dur;
-    }
-    free(tr);
-    return 0;
-}
-
 /* ---- embedded images, for .tex ---- */
 
 static size_t base64_size(const char *s)
@@ -1183,7 +580,7 @@ static int build_scene(build *b, const cgltf_scene *sc)
     for (size_t i = 0; i < sc->nodes_count; i++)
         if (apply_skins(b, sc->nodes[i]) < 0)
             return -1;
-    if (fill_animations(b) < 0)
+    if (mfs_gltf_fill_animations(b) < 0)
         return -1;
     /* An indexed primitive's vertices are the author's: welding would only
      * merge deliberate duplicates (and costs a third of the import), so it
@@ -1229,8 +626,8 @@ int mfs_native_gltf(mfs_iofs *fs, const char *rel, const mfs_import_opts *opt, m
     }
     cgltf_options co;
     memset(&co, 0, sizeof co);
-    co.file.read = io_read;
-    co.file.release = io_release;
+    co.file.read = mfs_gltf_io_read;
+    co.file.release = mfs_gltf_io_release;
     co.file.user_data = &io;
     cgltf_data *d = NULL;
     order o;
@@ -1242,7 +639,7 @@ int mfs_native_gltf(mfs_iofs *fs, const char *rel, const mfs_import_opts *opt, m
         snprintf(why, whysz, "cgltf: %s", cgltf_why(r));
         goto done;
     }
-    if (declines(d, &dc))
+    if (mfs_gltf_declines(d, &dc))
         goto done;
     r = cgltf_load_buffers(&co, d, rel);
     if (mfs_iofs_refusal(fs, err) < 0 || mfs_iofs_oom(fs, err) < 0) {
@@ -1263,7 +660,7 @@ int mfs_native_gltf(mfs_iofs *fs, const char *rel, const mfs_import_opts *opt, m
         snprintf(why, whysz, "no scene");
         goto done;
     }
-    if (order_init(&o, d, sc) < 0) {
+    if (mfs_gltf_order_init(&o, d, sc) < 0) {
         rc = mfs_errf(err, "out of memory");
         goto done;
     }
@@ -1290,10 +687,10 @@ done:
     mfs_scene_free(b.s);
     free(b.node_at);
     free(b.mesh_first);
-    order_free(&o);
+    mfs_gltf_order_free(&o);
     if (d)
         cgltf_free(d);
-    io_close_all(&io);
+    mfs_gltf_io_close_all(&io);
     mfs_native_close(fs, &main);
     return rc;
 }

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "native.h"
+#include "native_common.h"
 #include "near.h"
 
 static float position_epsilon(const mfs_mesh *m)

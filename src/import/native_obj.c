@@ -32,6 +32,7 @@
 #include <fast_obj.h>
 
 #include "native.h"
+#include "native_common.h"
 #include "texture.h"
 
 /* ---- file access through the confined file system ---- */

@@ -15,7 +15,7 @@
  * texture outside the source root is refused unopened, and whatever is read
  * is recorded as a dependency (it decides the .tex bytes, so it must be part
  * of the cache key), as is every candidate not found and every search
- * (include/meshfs/inputs.h).  Nothing here fails the import: a model
+ * (include/meshfs/import.h, "inputs").  Nothing here fails the import: a model
  * without a usable texture still has every other view, and .tex says why
  * in its note.
  *
@@ -37,7 +37,7 @@
 #include <assimp/scene.h>
 #include <stb_image.h>
 
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 #include "texture.h"
 
 /* Compressed image files larger than this are not read (a 16384^2 PNG of
@@ -278,7 +278,7 @@ static int join(const char *dir, const char *name, char *out, size_t cap)
     return mfs_iofs_normalise(tmp, out, cap);
 }
 
-/* The file of dir that pattern picks (include/meshfs/inputs.h: a name
+/* The file of dir that pattern picks (include/meshfs/import.h, "inputs": a name
  * ignoring case, or "STEM.*"), into out as a path under the root.  The
  * search is an input whatever it finds: a name that matches better (or at
  * all) when it appears makes the views again.  0 if none. */

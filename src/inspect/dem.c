@@ -17,8 +17,12 @@
  * numbers with std::stof / std::stoi / std::stoul (which throw on subnormal
  * or out-of-range text), knows only the header `DEM 10`, takes the first
  * token after a keyword as the name, indexes the first token of every line
- * and four fields of every `t` line (docs/formats/dem.md, "Loader rules"). */
-#include "readers.h"
+ * and four fields of every `t` line (docs/formats/dem.md, "Loader rules").
+ *
+ * This file reads the lines into the model and checks what they declare;
+ * dem_fields.c splits a line into fields and numbers and keeps the loader's
+ * rules (dem_read.h). */
+#include "dem_read.h"
 
 #include <errno.h>
 #include <float.h>
@@ -27,309 +31,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAX_TOK 24
-#define NUM_BUF 64
-#define V_NUMBERS 12
-#define V_SKINNED 14
-#define DEFAULT_COMPONENTS 9
-
-typedef struct tok {
-    const char *s;
-    size_t n;
-} tok;
-
-typedef struct line {
-    unsigned no;
-    tok t[MAX_TOK];
-    unsigned nt;       /* tokens kept (at most MAX_TOK) */
-    unsigned all;      /* tokens on the line */
-    const char *rest;  /* text after the keyword and one space */
-    size_t rest_n;
-} line;
-
-/* Which element lines may follow. */
-typedef enum section {
-    SEC_NONE, SEC_VERTS, SEC_TRIS, SEC_WEIGHTS, SEC_SJOINTS, SEC_BOUNDS, SEC_EVENTS,
-    SEC_FRAMES,
-} section;
-
-/* A declared count and the element lines that followed it. */
-typedef struct count {
-    int64_t declared; /* -1: keyword absent */
-    unsigned line;
-    uint64_t lines;
-} count;
-
-typedef struct dem_mesh {
-    int open;
-    char name[MFS_SUMMARY_NAME_LEN];
-    int has_mat;
-    count verts, tris, weights;
-    int v_form;               /* 0 unknown, 12 or 14 numbers */
-    int t_form;               /* 0 unknown, 3 or 4 ints */
-    int64_t max_index;        /* largest t index */
-    unsigned max_index_line;
-    uint32_t *refs;           /* startWeight, countWeight per vertex (v_form 14) */
-    size_t cap_refs;
-    float *bias;              /* per w line */
-    size_t cap_bias;
-    mfs_tally badnormal, zeronormal, nonfinite;
-} dem_mesh;
-
-typedef struct dem_seq {
-    int open;
-    char name[MFS_SUMMARY_NAME_LEN];
-    int64_t components;
-    count joints, bounds, events, frames;
-    uint64_t bad_f;
-    unsigned first_bad_f;
-    int64_t max_e_frame; /* events may precede the frames count */
-    unsigned max_e_line;
-} dem_seq;
-
-/* The loader's rules (see the top of this file), each reported once as a
- * violation at its first breach, with a count of the rest at the end. */
-typedef enum rule {
-    R_SPACING,   /* empty token: leading, trailing or doubled space */
-    R_CONTROL,   /* tab or other control byte: not a separator for the loader */
-    R_EMPTY,     /* empty line: the loader reads the first token of nothing */
-    R_HEADER,    /* header other than exactly `DEM 10` */
-    R_FLOAT,     /* number std::stof throws on (subnormal, out of float range) */
-    R_INT,       /* integer std::stoi / std::stoul throws on (out of range) */
-    R_NAME,      /* name of more than one word */
-    R_TRI3,      /* `t` line without its polygon index */
-    R_COUNT
-} rule;
-
-typedef struct dem {
-    mfs_rd *r;
-    uint64_t broken[R_COUNT]; /* lines breaking each rule */
-    unsigned broken_first[R_COUNT];
-    int header;
-    int model_lines;
-    count joints, meshes, sequences;
-    uint64_t mesh_blocks, seq_blocks;
-    int64_t max_joint; /* largest joint index in w lines, -1 none */
-    unsigned max_joint_line;
-    section sec;
-    int in_seq;
-    dem_mesh m;
-    dem_seq q;
-} dem;
-
-/* ---- the loader's rules ---- */
-
-static const char *const rule_names[R_COUNT] = {
-    "tokens not separated by single spaces", "control characters", "empty lines",
-    "header not 'DEM 10'", "numbers std::stof rejects", "integers out of 32-bit range",
-    "names of more than one word", "'t' lines without a polygon index",
-};
-
-static void loader_rule(dem *d, rule k, unsigned no, const char *fmt, ...) MFS_PRINTF(4, 5);
-
-/* The first breach of rule k becomes a violation (message from fmt, "line
- * N: " in front); later ones are only counted (see loader_totals). */
-static void loader_rule(dem *d, rule k, unsigned no, const char *fmt, ...)
-{
-    if (d->broken[k]++)
-        return;
-    d->broken_first[k] = no;
-    char msg[MFS_SUMMARY_WARN_LEN];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    mfs_rd_violation(d->r, "line %u: %s", no, msg);
-}
-
-static void loader_totals(dem *d)
-{
-    for (int k = 0; k < R_COUNT; k++)
-        if (d->broken[k] > 1)
-            mfs_rd_warn(d->r, "%llu lines in all with %s (first: line %u)",
-                        (unsigned long long)d->broken[k], rule_names[k], d->broken_first[k]);
-}
-
-/* Spacing and bytes of the raw line (CR already cut). */
-static void check_raw_line(dem *d, const char *s, size_t n, unsigned no)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == 0x7f) {
-            loader_rule(d, R_CONTROL, no, "control character 0x%02x (the loader splits on "
-                        "single spaces only, so it stays inside a token)", c);
-            break;
-        }
-    }
-    if (n && (s[0] == ' ' || s[n - 1] == ' ' || memmem(s, n, "  ", 2)))
-        loader_rule(d, R_SPACING, no, "tokens must be separated by exactly one space (a leading, "
-                    "trailing or second space makes an empty token)");
-}
-
-/* ---- tokens and numbers ---- */
-
-static int is_space(char c) { return c == ' ' || c == '\t'; }
-
-static void split(line *l, const char *s, size_t n)
-{
-    l->nt = l->all = 0;
-    l->rest = NULL;
-    l->rest_n = 0;
-    size_t i = 0;
-    while (i < n) {
-        while (i < n && is_space(s[i]))
-            i++;
-        if (i == n)
-            break;
-        size_t b = i;
-        while (i < n && !is_space(s[i]))
-            i++;
-        if (l->all == 1 && !l->rest) {
-            l->rest = s + b;
-            l->rest_n = n - b;
-        }
-        if (l->nt < MAX_TOK)
-            l->t[l->nt++] = (tok){s + b, i - b};
-        l->all++;
-    }
-}
-
-static int tok_is(tok t, const char *lit)
-{
-    return t.n == strlen(lit) && memcmp(t.s, lit, t.n) == 0;
-}
-
-/* A float as std::stof reads it (strtof): *range is set when stof would
- * throw out_of_range (ERANGE: overflow, underflow, subnormal result) or
- * the value is subnormal whatever errno says. */
-static int parse_f(tok t, float *out, int *range)
-{
-    char buf[NUM_BUF];
-    if (t.n == 0 || t.n >= sizeof buf)
-        return -1;
-    memcpy(buf, t.s, t.n);
-    buf[t.n] = '\0';
-    char *end;
-    errno = 0;
-    float f = strtof(buf, &end);
-    if (*end)
-        return -1;
-    *range = errno == ERANGE || fpclassify(f) == FP_SUBNORMAL;
-    *out = f;
-    return 0;
-}
-
-static int parse_i(tok t, int64_t *out)
-{
-    char buf[NUM_BUF];
-    if (t.n == 0 || t.n >= sizeof buf)
-        return -1;
-    memcpy(buf, t.s, t.n);
-    buf[t.n] = '\0';
-    char *end;
-    errno = 0;
-    long long v = strtoll(buf, &end, 10);
-    if (*end || errno)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int bad_field(dem *d, const line *l, unsigned i, const char *want)
-{
-    tok t = l->t[i];
-    return mfs_errf(d->r->err, "line %u: field %u '%.*s' is not %s", l->no, i,
-                    (int)(t.n > 40 ? 40 : t.n), t.s, want);
-}
-
-/* The loader reads counts and `t` indices with std::stoi (int32) and ids
- * with std::stoul (32 bits on Windows, the loader's platform). */
-static void int_range(dem *d, const line *l, unsigned i, int64_t v, int unsigned_field)
-{
-    int64_t lo = unsigned_field ? 0 : INT32_MIN, hi = unsigned_field ? UINT32_MAX : INT32_MAX;
-    if (v < lo || v > hi)
-        loader_rule(d, R_INT, l->no, "field %u '%.*s' is out of the range std::%s reads", i,
-                    (int)(l->t[i].n > 40 ? 40 : l->t[i].n), l->t[i].s,
-                    unsigned_field ? "stoul" : "stoi");
-}
-
-/* Reads k numbers from tokens first.. : ints[j] is 'i' for an integer the
- * loader reads with stoi, 'u' for one it reads with stoul, else a float. */
-static int numbers(dem *d, const line *l, unsigned first, unsigned k, double *out,
-                   const char *ints)
-{
-    for (unsigned j = 0; j < k; j++) {
-        unsigned i = first + j;
-        if (ints && (ints[j] == 'i' || ints[j] == 'u')) {
-            int64_t v;
-            if (parse_i(l->t[i], &v))
-                return bad_field(d, l, i, "an integer");
-            int_range(d, l, i, v, ints[j] == 'u');
-            out[j] = (double)v;
-        } else {
-            float f;
-            int range;
-            if (parse_f(l->t[i], &f, &range))
-                return bad_field(d, l, i, "a number");
-            if (range)
-                loader_rule(d, R_FLOAT, l->no, "field %u '%.*s': std::stof throws out_of_range "
-                            "(%s)", i, (int)(l->t[i].n > 40 ? 40 : l->t[i].n), l->t[i].s,
-                            isinf(f) || fabsf(f) > FLT_MAX ? "beyond float range"
-                                                            : "subnormal or underflowing");
-            out[j] = f;
-        }
-    }
-    return 0;
-}
-
-/* A name line (`model`, `mesh`, `mat`, `sequence`): the loader keeps only
- * the first token after the keyword. */
-static void single_word(dem *d, const line *l, unsigned words)
-{
-    if (l->all > words + 1)
-        loader_rule(d, R_NAME, l->no, "'%.*s' name '%.*s' is not one word (the loader keeps "
-                    "'%.*s')", (int)l->t[0].n, l->t[0].s,
-                    (int)(l->rest_n > 40 ? 40 : l->rest_n), l->rest, (int)l->t[1].n, l->t[1].s);
-}
-
-static int want_fields(dem *d, const line *l, unsigned k)
-{
-    if (l->all != k + 1)
-        return mfs_errf(d->r->err, "line %u: '%.*s' needs %u fields, has %u", l->no,
-                        (int)l->t[0].n, l->t[0].s, k, l->all - 1);
-    return 0;
-}
-
-/* ---- counts ---- */
-
-static int set_count(dem *d, const line *l, count *c, section sec)
-{
-    int64_t v;
-    if (want_fields(d, l, 1))
-        return -1;
-    if (parse_i(l->t[1], &v) || v < 0)
-        return mfs_errf(d->r->err, "line %u: '%.*s' needs a non-negative count, not '%.*s'",
-                        l->no, (int)l->t[0].n, l->t[0].s, (int)(l->t[1].n > 40 ? 40 : l->t[1].n),
-                        l->t[1].s);
-    int_range(d, l, 1, v, 0);
-    if (c->declared >= 0)
-        mfs_rd_violation(d->r, "line %u: second '%.*s' line (first on line %u)", l->no,
-                         (int)l->t[0].n, l->t[0].s, c->line);
-    c->declared = v;
-    c->line = l->no;
-    d->sec = sec;
-    return 0;
-}
-
-static void check_count(dem *d, const char *owner, const count *c, const char *kw,
-                        const char *elem)
-{
-    if (c->declared >= 0 && (uint64_t)c->declared != c->lines)
-        mfs_rd_violation(d->r, "%s%s declares %lld but %llu '%s' %s follow (line %u)", owner, kw,
-                         (long long)c->declared, (unsigned long long)c->lines, elem,
-                         c->lines == 1 ? "line" : "lines", c->line);
-}
 
 /* ---- meshes ---- */
 
@@ -341,7 +42,7 @@ static int vertex_line(dem *d, const line *l)
         return mfs_errf(d->r->err, "line %u: 'v' needs %d or %d numbers, has %u", l->no,
                         V_NUMBERS, V_SKINNED, k);
     double v[V_SKINNED];
-    if (numbers(d, l, 1, k, v, "u" "fffffffffff" "uu"))
+    if (dem_numbers(d, l, 1, k, v, "u" "fffffffffff" "uu"))
         return -1;
     if (m->v_form && m->v_form != (int)k)
         mfs_rd_violation(d->r, "line %u: 'v' with %u numbers after ones with %d", l->no, k,
@@ -392,7 +93,7 @@ static int triangle_line(dem *d, const line *l)
     if (k != 3 && k != 4)
         return mfs_errf(d->r->err, "line %u: 't' needs 3 or 4 integers, has %u", l->no, k);
     double v[4];
-    if (numbers(d, l, 1, k, v, k == 4 ? "uiii" : "iii"))
+    if (dem_numbers(d, l, 1, k, v, k == 4 ? "uiii" : "iii"))
         return -1;
     if (m->t_form && m->t_form != (int)k)
         mfs_rd_violation(d->r, "line %u: 't' with %u integers after ones with %d", l->no, k,
@@ -400,7 +101,7 @@ static int triangle_line(dem *d, const line *l)
     if (!m->t_form)
         m->t_form = (int)k;
     if (k == 3)
-        loader_rule(d, R_TRI3, l->no, "'t' line without a polygon index (the early exporter's "
+        dem_loader_rule(d, R_TRI3, l->no, "'t' line without a polygon index (the early exporter's "
                     "form; the loader reads fields 1 to 4)");
     uint64_t idx = m->tris.lines++;
     const double *ix = v + (k - 3);
@@ -422,7 +123,7 @@ static int weight_line(dem *d, const line *l)
 {
     dem_mesh *m = &d->m;
     double v[6];
-    if (want_fields(d, l, 6) || numbers(d, l, 1, 6, v, "iiffff"))
+    if (dem_want_fields(d, l, 6) || dem_numbers(d, l, 1, 6, v, "iiffff"))
         return -1;
     uint64_t idx = m->weights.lines++;
     if (v[0] != (double)idx)
@@ -490,9 +191,9 @@ static void close_mesh(dem *d)
         return;
     char owner[MFS_SUMMARY_NAME_LEN + 16];
     snprintf(owner, sizeof owner, "mesh '%s': ", m->name);
-    check_count(d, owner, &m->verts, "verts", "v");
-    check_count(d, owner, &m->tris, "tris", "t");
-    check_count(d, owner, &m->weights, "weights", "w");
+    dem_check_count(d, owner, &m->verts, "verts", "v");
+    dem_check_count(d, owner, &m->tris, "tris", "t");
+    dem_check_count(d, owner, &m->weights, "weights", "w");
     if (m->max_index >= 0 && (uint64_t)m->max_index >= m->verts.lines)
         mfs_rd_violation(d->r, "line %u: %svertex index %lld out of range (%llu vertices)",
                          m->max_index_line, owner, (long long)m->max_index,
@@ -546,11 +247,11 @@ static int model_joint_line(dem *d, const line *l)
         return mfs_errf(d->r->err, "line %u: 'j' needs a name, a parent index and 6 numbers",
                         l->no);
     if (l->all > 9)
-        loader_rule(d, R_NAME, l->no, "'j' name '%.*s' is not one word",
+        dem_loader_rule(d, R_NAME, l->no, "'j' name '%.*s' is not one word",
                     (int)(l->t[l->nt - 7].s - l->t[1].s - 1), l->t[1].s);
     unsigned first = l->nt - 7;
     double v[7];
-    if (numbers(d, l, first, 7, v, "iffffff"))
+    if (dem_numbers(d, l, first, 7, v, "iffffff"))
         return -1;
     uint64_t idx = d->joints.lines++;
     if (v[0] != -1 && (v[0] < 0 || v[0] >= (double)idx))
@@ -572,10 +273,10 @@ static int seq_joint_line(dem *d, const line *l)
     if (l->all < 5 || l->all > MAX_TOK)
         return mfs_errf(d->r->err, "line %u: 'j' needs a name and 3 integers", l->no);
     if (l->all > 5)
-        loader_rule(d, R_NAME, l->no, "'j' name '%.*s' is not one word",
+        dem_loader_rule(d, R_NAME, l->no, "'j' name '%.*s' is not one word",
                     (int)(l->t[l->nt - 3].s - l->t[1].s - 1), l->t[1].s);
     double v[3];
-    if (numbers(d, l, l->nt - 3, 3, v, "iii"))
+    if (dem_numbers(d, l, l->nt - 3, 3, v, "iii"))
         return -1;
     uint64_t idx = d->q.joints.lines++;
     if (v[0] != -1 && (v[0] < 0 || v[0] >= (double)idx))
@@ -587,7 +288,7 @@ static int seq_joint_line(dem *d, const line *l)
 static int bounds_line(dem *d, const line *l)
 {
     double v[6];
-    if (want_fields(d, l, 6) || numbers(d, l, 1, 6, v, NULL))
+    if (dem_want_fields(d, l, 6) || dem_numbers(d, l, 1, 6, v, NULL))
         return -1;
     d->q.bounds.lines++;
     if (!(v[0] <= v[3] && v[1] <= v[4] && v[2] <= v[5]))
@@ -600,10 +301,10 @@ static int event_line(dem *d, const line *l)
     if (l->all < 4)
         return mfs_errf(d->r->err, "line %u: 'e' needs an index, a frame and a name", l->no);
     if (l->all > 4)
-        loader_rule(d, R_NAME, l->no, "'e' name '%.*s' is not one word",
+        dem_loader_rule(d, R_NAME, l->no, "'e' name '%.*s' is not one word",
                     (int)(l->rest + l->rest_n - l->t[3].s), l->t[3].s);
     double v[2];
-    if (numbers(d, l, 1, 2, v, "ii"))
+    if (dem_numbers(d, l, 1, 2, v, "ii"))
         return -1;
     uint64_t idx = d->q.events.lines++;
     if (v[0] != (double)idx)
@@ -625,10 +326,10 @@ static int frame_line(dem *d, const line *l)
     if (q->components > MAX_TOK - 3)
         return mfs_errf(d->r->err, "line %u: %lld components per frame line is more than this "
                         "reader takes", l->no, (long long)q->components);
-    if (want_fields(d, l, k))
+    if (dem_want_fields(d, l, k))
         return -1;
     double v[MAX_TOK];
-    if (numbers(d, l, 1, 2, v, "ii") || numbers(d, l, 3, k - 2, v + 2, NULL))
+    if (dem_numbers(d, l, 1, 2, v, "ii") || dem_numbers(d, l, 3, k - 2, v + 2, NULL))
         return -1;
     q->frames.lines++;
     int bad = v[0] < 0 || v[1] < 0 ||
@@ -650,9 +351,9 @@ static void close_seq(dem *d)
         return;
     char owner[MFS_SUMMARY_NAME_LEN + 16];
     snprintf(owner, sizeof owner, "sequence '%s': ", q->name);
-    check_count(d, owner, &q->joints, "joints", "j");
-    check_count(d, owner, &q->bounds, "bounds", "b");
-    check_count(d, owner, &q->events, "events", "e");
+    dem_check_count(d, owner, &q->joints, "joints", "j");
+    dem_check_count(d, owner, &q->bounds, "bounds", "b");
+    dem_check_count(d, owner, &q->events, "events", "e");
     /* "There will be an f line for every joint in the frame." */
     if (q->frames.declared >= 0) {
         uint64_t joints = q->joints.declared >= 0 ? (uint64_t)q->joints.declared : 0;
@@ -693,9 +394,9 @@ static void open_seq(dem *d, const line *l)
 static int seq_value(dem *d, const line *l, int64_t *out)
 {
     int64_t v;
-    if (want_fields(d, l, 1))
+    if (dem_want_fields(d, l, 1))
         return -1;
-    if (parse_i(l->t[1], &v) || v <= 0)
+    if (dem_parse_i(l->t[1], &v) || v <= 0)
         return mfs_errf(d->r->err, "line %u: '%.*s' needs a positive integer", l->no,
                         (int)l->t[0].n, l->t[0].s);
     *out = v;
@@ -731,26 +432,26 @@ static int needs_seq(dem *d, const line *l)
 static int mesh_keyword(dem *d, const line *l, tok k, int *handled)
 {
     *handled = 1;
-    if (tok_is(k, "mat") || tok_is(k, "s")) {
+    if (dem_tok_is(k, "mat") || dem_tok_is(k, "s")) {
         if (needs_mesh(d, l))
             return -1;
-        single_word(d, l, 1);
+        dem_single_word(d, l, 1);
         if (d->m.has_mat++)
             mfs_rd_violation(d->r, "line %u: second material line in mesh '%s'", l->no,
                              d->m.name);
         return 0;
     }
-    if (tok_is(k, "verts"))
-        return needs_mesh(d, l) ? -1 : set_count(d, l, &d->m.verts, SEC_VERTS);
-    if (tok_is(k, "tris"))
-        return needs_mesh(d, l) ? -1 : set_count(d, l, &d->m.tris, SEC_TRIS);
-    if (tok_is(k, "weights"))
-        return needs_mesh(d, l) ? -1 : set_count(d, l, &d->m.weights, SEC_WEIGHTS);
-    if (tok_is(k, "v"))
+    if (dem_tok_is(k, "verts"))
+        return needs_mesh(d, l) ? -1 : dem_set_count(d, l, &d->m.verts, SEC_VERTS);
+    if (dem_tok_is(k, "tris"))
+        return needs_mesh(d, l) ? -1 : dem_set_count(d, l, &d->m.tris, SEC_TRIS);
+    if (dem_tok_is(k, "weights"))
+        return needs_mesh(d, l) ? -1 : dem_set_count(d, l, &d->m.weights, SEC_WEIGHTS);
+    if (dem_tok_is(k, "v"))
         return element(d, l, SEC_VERTS, "v") < 0 ? -1 : vertex_line(d, l);
-    if (tok_is(k, "t"))
+    if (dem_tok_is(k, "t"))
         return element(d, l, SEC_TRIS, "t") < 0 ? -1 : triangle_line(d, l);
-    if (tok_is(k, "w"))
+    if (dem_tok_is(k, "w"))
         return element(d, l, SEC_WEIGHTS, "w") < 0 ? -1 : weight_line(d, l);
     *handled = 0;
     return 0;
@@ -759,23 +460,23 @@ static int mesh_keyword(dem *d, const line *l, tok k, int *handled)
 static int seq_keyword(dem *d, const line *l, tok k, int *handled)
 {
     *handled = 1;
-    if (tok_is(k, "rate")) {
+    if (dem_tok_is(k, "rate")) {
         int64_t v;
         return needs_seq(d, l) || seq_value(d, l, &v) ? -1 : 0;
     }
-    if (tok_is(k, "components"))
+    if (dem_tok_is(k, "components"))
         return needs_seq(d, l) || seq_value(d, l, &d->q.components) ? -1 : 0;
-    if (tok_is(k, "bounds"))
-        return needs_seq(d, l) ? -1 : set_count(d, l, &d->q.bounds, SEC_BOUNDS);
-    if (tok_is(k, "events"))
-        return needs_seq(d, l) ? -1 : set_count(d, l, &d->q.events, SEC_EVENTS);
-    if (tok_is(k, "frames"))
-        return needs_seq(d, l) ? -1 : set_count(d, l, &d->q.frames, SEC_FRAMES);
-    if (tok_is(k, "b"))
+    if (dem_tok_is(k, "bounds"))
+        return needs_seq(d, l) ? -1 : dem_set_count(d, l, &d->q.bounds, SEC_BOUNDS);
+    if (dem_tok_is(k, "events"))
+        return needs_seq(d, l) ? -1 : dem_set_count(d, l, &d->q.events, SEC_EVENTS);
+    if (dem_tok_is(k, "frames"))
+        return needs_seq(d, l) ? -1 : dem_set_count(d, l, &d->q.frames, SEC_FRAMES);
+    if (dem_tok_is(k, "b"))
         return element(d, l, SEC_BOUNDS, "b") < 0 ? -1 : bounds_line(d, l);
-    if (tok_is(k, "e"))
+    if (dem_tok_is(k, "e"))
         return element(d, l, SEC_EVENTS, "e") < 0 ? -1 : event_line(d, l);
-    if (tok_is(k, "f"))
+    if (dem_tok_is(k, "f"))
         return element(d, l, SEC_FRAMES, "f") < 0 ? -1 : frame_line(d, l);
     *handled = 0;
     return 0;
@@ -783,20 +484,20 @@ static int seq_keyword(dem *d, const line *l, tok k, int *handled)
 
 static int model_keyword(dem *d, const line *l, tok k)
 {
-    if (tok_is(k, "model")) {
+    if (dem_tok_is(k, "model")) {
         if (!l->rest)
             return mfs_errf(d->r->err, "line %u: 'model' needs a name", l->no);
-        single_word(d, l, 1);
+        dem_single_word(d, l, 1);
         if (d->model_lines++)
             mfs_rd_violation(d->r, "line %u: second 'model' line", l->no);
         else
             mfs_rd_name(d->r->sum->name, sizeof d->r->sum->name, l->rest, l->rest_n);
         return 0;
     }
-    if (tok_is(k, "joints"))
-        return d->in_seq ? set_count(d, l, &d->q.joints, SEC_SJOINTS)
-                         : set_count(d, l, &d->joints, SEC_NONE);
-    if (tok_is(k, "j")) {
+    if (dem_tok_is(k, "joints"))
+        return d->in_seq ? dem_set_count(d, l, &d->q.joints, SEC_SJOINTS)
+                         : dem_set_count(d, l, &d->joints, SEC_NONE);
+    if (dem_tok_is(k, "j")) {
         if (d->sec == SEC_SJOINTS)
             return seq_joint_line(d, l);
         /* Model joints follow the count lines, before the first mesh. */
@@ -804,23 +505,23 @@ static int model_keyword(dem *d, const line *l, tok k)
             return mfs_errf(d->r->err, "line %u: 'j' line outside its section", l->no);
         return model_joint_line(d, l);
     }
-    if (tok_is(k, "meshes"))
-        return set_count(d, l, &d->meshes, SEC_NONE);
-    if (tok_is(k, "sequences"))
-        return set_count(d, l, &d->sequences, SEC_NONE);
-    if (tok_is(k, "mesh")) {
+    if (dem_tok_is(k, "meshes"))
+        return dem_set_count(d, l, &d->meshes, SEC_NONE);
+    if (dem_tok_is(k, "sequences"))
+        return dem_set_count(d, l, &d->sequences, SEC_NONE);
+    if (dem_tok_is(k, "mesh")) {
         if (!l->rest)
             return mfs_errf(d->r->err, "line %u: 'mesh' needs a name", l->no);
-        single_word(d, l, 1);
+        dem_single_word(d, l, 1);
         close_seq(d);
         d->in_seq = 0;
         open_mesh(d, l);
         return 0;
     }
-    if (tok_is(k, "sequence")) {
+    if (dem_tok_is(k, "sequence")) {
         if (!l->rest)
             return mfs_errf(d->r->err, "line %u: 'sequence' needs a name", l->no);
-        single_word(d, l, 1);
+        dem_single_word(d, l, 1);
         open_seq(d, l);
         return 0;
     }
@@ -835,13 +536,13 @@ static int header_line(dem *d, const line *l, const char *raw, size_t n)
 {
     tok k = l->t[0];
     int64_t v = 0;
-    if (tok_is(k, "DEM") && l->all == 2 && parse_i(l->t[1], &v) == 0) {
+    if (dem_tok_is(k, "DEM") && l->all == 2 && dem_parse_i(l->t[1], &v) == 0) {
         if (v == 10 && !(n == 6 && memcmp(raw, "DEM 10", 6) == 0))
-            loader_rule(d, R_HEADER, l->no, "header '%.*s' is not exactly 'DEM 10'",
+            dem_loader_rule(d, R_HEADER, l->no, "header '%.*s' is not exactly 'DEM 10'",
                         (int)(n > 40 ? 40 : n), raw);
     } else if (k.n > 4 && memcmp(k.s, "DEM_", 4) == 0 && l->all == 1 &&
-               parse_i((tok){k.s + 4, k.n - 4}, &v) == 0) {
-        loader_rule(d, R_HEADER, l->no, "header 'DEM_%lld' is the older form of 'DEM %lld', "
+               dem_parse_i((tok){k.s + 4, k.n - 4}, &v) == 0) {
+        dem_loader_rule(d, R_HEADER, l->no, "header 'DEM_%lld' is the older form of 'DEM %lld', "
                     "which the loader does not recognise (it reads only 'DEM 10')", (long long)v,
                     (long long)v);
     } else {
@@ -863,16 +564,16 @@ static int one_line(dem *d, const char *s, size_t n, unsigned no)
     }
     line l;
     l.no = no;
-    split(&l, s, n);
+    dem_split(&l, s, n);
     if (l.all == 0) {
-        loader_rule(d, R_EMPTY, no, "empty line (the loader reads the first token of every "
+        dem_loader_rule(d, R_EMPTY, no, "empty line (the loader reads the first token of every "
                     "line and there is none)");
         return 0;
     }
     tok k = l.t[0];
     if (k.s[0] == '#' || (k.n >= 2 && k.s[0] == '/' && k.s[1] == '/'))
         return 0;
-    check_raw_line(d, s, n, no);
+    dem_check_raw_line(d, s, n, no);
     if (!d->header)
         return header_line(d, &l, s, n);
     int handled, rc = mesh_keyword(d, &l, k, &handled);
@@ -890,9 +591,9 @@ static void finish(dem *d)
     close_seq(d);
     d->meshes.lines = d->mesh_blocks;
     d->sequences.lines = d->seq_blocks;
-    check_count(d, "", &d->joints, "joints", "j");
-    check_count(d, "", &d->meshes, "meshes", "mesh");
-    check_count(d, "", &d->sequences, "sequences", "sequence");
+    dem_check_count(d, "", &d->joints, "joints", "j");
+    dem_check_count(d, "", &d->meshes, "meshes", "mesh");
+    dem_check_count(d, "", &d->sequences, "sequences", "sequence");
     mfs_summary *s = d->r->sum;
     s->meshes = d->mesh_blocks;
     s->animations = d->seq_blocks;
@@ -902,7 +603,7 @@ static void finish(dem *d)
     if (d->max_joint >= 0 && (uint64_t)d->max_joint >= joints)
         mfs_rd_violation(d->r, "line %u: weight names joint %lld but the model has %llu joints",
                          d->max_joint_line, (long long)d->max_joint, (unsigned long long)joints);
-    loader_totals(d);
+    dem_loader_totals(d);
 }
 
 int mfs_read_dem(mfs_rd *r, const uint8_t *p, size_t n)

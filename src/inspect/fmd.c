@@ -22,7 +22,7 @@
 #include <strings.h>
 #include <zlib.h>
 
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 
 #define MAGIC_BYTES 6
 #define MAT_BYTES 64

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 
 enum {
     T_FILE = 1, T_NODE, T_MESH, T_BONE, T_VERTEXARRAY, T_INDICEARRAY, T_PROPERTIES,

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 
 /* Larger inputs are refused rather than read: no meshfs output comes near. */
 #define MAX_FILE_BYTES ((uint64_t)2 << 30)

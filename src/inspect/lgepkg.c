@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 
 #define PKG_HEADER 48
 #define PKG_FIELD 20

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 
 /* ---- a reading ---- */
 

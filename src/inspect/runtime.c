@@ -9,7 +9,7 @@
 
 #include <math.h>
 
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 
 #define HEADER_BYTES 12
 #define VRT_WORDS 16      /* x y z u v nx ny nz, w0..w3 (f32), b0..b3 (u32) */

@@ -1,7 +1,7 @@
 /* meshfs-inspect's output: a summary as one JSON line or as a few lines
  * for people (fields in docs/inspect.md). */
 #include "meshfs/inspect.h"
-#include "meshfs/json.h"
+#include "meshfs/util.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  * boundary. */
 #include "readers.h"
 
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 
 #define TEX_HEADER_BYTES 16
 

@@ -16,10 +16,9 @@
 
 #include "../coherence/coherence.h"
 #include "mount.h"
-#include "meshfs/convstore.h"
-#include "meshfs/storerr.h"
-#include "meshfs/keyopts.h"
-#include "meshfs/test_hold.h"
+#include "meshfs/convert.h"
+#include "meshfs/rules.h"
+#include "meshfs/util.h"
 
 /* The option text in keys: the recipe shared with meshfs-convert
  * (include/meshfs/keyopts.h); the mount's formats are not in it. */

@@ -21,8 +21,7 @@
 #include <xxhash.h>
 
 #include "mount.h"
-#include "meshfs/storerr.h"
-#include "meshfs/timespec.h"
+#include "meshfs/util.h"
 
 typedef struct pkg_model {
     const char *model, *base; /* borrowed from the mfs_dir_model list */

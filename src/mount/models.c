@@ -18,7 +18,7 @@
 #include "../coherence/coherence.h"
 #include "mount.h"
 #include "meshfs/explain.h"
-#include "meshfs/storerr.h"
+#include "meshfs/util.h"
 
 static int host_stat(void *ctx, const char *path, mfs_view_path kind, struct stat *st,
                      mfs_err *err)

@@ -30,14 +30,13 @@
 #include <sys/types.h>
 
 #include "meshfs/cache.h"
-#include "meshfs/jobdirs.h"
+#include "meshfs/convert.h"
 #include "meshfs/formats.h"
-#include "meshfs/limits.h"
-#include "meshfs/latch.h"
-#include "meshfs/log.h"
+#include "meshfs/rules.h"
+#include "meshfs/util.h"
 #include "meshfs/spawner.h"
 #include "meshfs/views.h"
-#include "meshfs/lgepkg.h"
+#include "meshfs/formats.h"
 #include "../coherence/coherence.h" /* and names.h */
 
 typedef struct mfs_fs_config {
@@ -149,7 +148,7 @@ typedef struct mfs_session_iface {
  *   2. job_lock (convert.c: the job slots), held only to count a slot, never
  *      across a conversion.  The prefetcher's own lock is released before
  *      it (mfs_prefetch_close).
- *   3. the spawner's locks (worker_client.c: the fork server's srv_mu, the
+ *   3. the spawner's locks (src/spawn/: the fork server's srv_mu, the
  *      sandbox probe's sandbox_mu), the job folders' (jobdirs.c), and the
  *      cache's own (cache.h: its stats, the stat index, eviction, revival,
  *      the remote tier's), each held only inside one call of its module.
@@ -175,8 +174,7 @@ typedef struct mfs_session_iface {
  * signatures (listing.c), the held lists (held.c), each user's share
  * (share.c) and the lease waiter (leasewait.c: both run their jobs and
  * callbacks unlocked), the pruner's (lowlevel.c), the prepared views'
- * (formats/prepared.c), the worker user lookup (worker_user.c) and the
- * log's (log.c).
+ * (formats/prepared.c) and the log's (log.c).
  *
  * So a listing (readdir, and the attributes it sends) never waits for a
  * conversion: it takes only leaves, 4 and 5, and trylocks model locks. */
@@ -186,6 +184,7 @@ struct mfs_fs {
     mfs_names_state names;  /* names/: SRC's descriptor, the folder tables */
     mfs_coherence coherence; /* coherence/: kviews, pins, the moving lock */
     mfs_spawner *spawner;   /* the workers: path, lifeline, model extensions */
+    mfs_worker_user worker_user; /* -o worker_user, resolved (for the spawner) */
     mfs_cache *cache;
     mfs_views *views;       /* the resolver over the cache (models.c) */
     mfs_remote *remote;     /* the remote tier, or NULL (remote.h) */

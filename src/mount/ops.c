@@ -15,8 +15,8 @@
 
 #include "../coherence/coherence.h"
 #include "mount.h"
-#include "meshfs/naming.h"
 #include "meshfs/remote.h"
+#include "meshfs/rules.h"
 #include "meshfs/settings.h"
 
 #define XATTR_ERROR "user.meshfs.error"

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <xxhash.h>
 
-#include "meshfs/timespec.h"
+#include "meshfs/util.h"
 #include "mount.h"
 
 #define MARKS 64

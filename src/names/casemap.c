@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "names.h"
-#include "meshfs/naming.h"
+#include "meshfs/rules.h"
 
 /* -1 with err: the path is too long for real's n bytes. */
 static int too_long(const char *shown, mfs_err *err)

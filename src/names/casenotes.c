@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "names.h"
-#include "meshfs/naming.h"
+#include "meshfs/rules.h"
 
 int mfs_casenotes_owner(void *ctx, size_t entry, unsigned long *uid)
 {

@@ -34,12 +34,11 @@
 #include <xxhash.h>
 
 #include "names.h"
-#include "meshfs/inputs.h"
-#include "meshfs/lgepkg.h"
+#include "meshfs/import.h"
+#include "meshfs/rules.h"
 #include "meshfs/spawner.h"
+#include "meshfs/util.h"
 #include "meshfs/views.h"
-#include "meshfs/timespec.h"
-#include "meshfs/naming.h"
 #include "meshfs/settings.h"
 
 /* A folder's table: its entries (sorted by name) and its models with views

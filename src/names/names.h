@@ -28,7 +28,7 @@
 #include "meshfs/cache.h"
 #include "meshfs/err.h"
 #include "meshfs/formats.h"
-#include "meshfs/log.h"
+#include "meshfs/util.h"
 
 typedef struct mfs_dirmaps mfs_dirmaps;
 typedef struct mfs_spawner mfs_spawner;

@@ -8,8 +8,8 @@
 
 #include "meshfs/cache.h"
 #include "meshfs/explain.h"
-#include "meshfs/inputs.h"
-#include "meshfs/json.h"
+#include "meshfs/import.h"
+#include "meshfs/util.h"
 #include "meshfs/settings.h"
 #include "meshfs/views.h"
 

@@ -13,10 +13,10 @@
 
 #include "memo.h"
 #include "meshfs/formats.h"
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
-#include "meshfs/timespec.h"
+#include "meshfs/util.h"
 #include "meshfs/views.h"
 
 /* ---- tier 1: the memo ---- */

@@ -11,10 +11,10 @@
 
 #include "memo.h"
 #include "meshfs/formats.h"
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
-#include "meshfs/timespec.h"
+#include "meshfs/util.h"
 #include "meshfs/views.h"
 
 /* A record's heap bytes: what the allocator hands out for it and its

@@ -19,11 +19,11 @@
 
 #include "memo.h"
 #include "meshfs/formats.h"
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 #include "meshfs/remote.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
-#include "meshfs/timespec.h"
+#include "meshfs/util.h"
 #include "meshfs/views.h"
 
 /* mk: the model entry the view is embedded in, or NULL (its own file) */

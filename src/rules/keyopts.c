@@ -1,9 +1,9 @@
-/* The option text in view and manifest keys (include/meshfs/keyopts.h). */
+/* The option text in view and manifest keys (include/meshfs/rules.h). */
 #include <stdio.h>
 
 #include "meshfs/formats.h"
 #include "meshfs/import.h"
-#include "meshfs/keyopts.h"
+#include "meshfs/rules.h"
 
 void mfs_keyopts_format(const mfs_options *opts, int format, const char *fmi_model, char *buf,
                         size_t n)

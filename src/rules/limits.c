@@ -1,5 +1,5 @@
-/* The limits a conversion runs under unless told otherwise (limits.h). */
-#include "meshfs/limits.h"
+/* The limits a conversion runs under unless told otherwise (rules.h). */
+#include "meshfs/rules.h"
 
 void mfs_limits_default(mfs_limits *l)
 {

@@ -3,7 +3,7 @@
  * that asks never starts a process. */
 #include <string.h>
 
-#include "meshfs/spawner.h"
+#include "meshfs/rules.h"
 
 int mfs_model_name_in(const char *const *exts, const char *name)
 {

@@ -1,4 +1,4 @@
-/* The naming rule of include/meshfs/naming.h (docs/naming.md).
+/* The naming rule of include/meshfs/rules.h (docs/naming.md).
  *
  * The mount and meshfs-convert must get the same names for the same folder
  * whatever order readdir returned, so everything is decided on sorted names
@@ -12,7 +12,7 @@
 #include <strings.h>
 
 #include "meshfs/formats.h"
-#include "meshfs/naming.h"
+#include "meshfs/rules.h"
 
 size_t mfs_name_stem_len(const char *name)
 {
@@ -674,7 +674,7 @@ const mfs_name_model *mfs_names_find_base(const mfs_names *p, const char *base)
 }
 
 int mfs_view_base(const char *model, const char *const *siblings, size_t n,
-                  mfs_is_model_fn is_model, char *out, size_t outsz)
+                  mfs_is_model_fn is_model, void *ctx, char *out, size_t outsz)
 {
     mfs_name_entry *e = malloc((n + 1) * sizeof *e);
     if (!e)
@@ -683,7 +683,7 @@ int mfs_view_base(const char *model, const char *const *siblings, size_t n,
     for (size_t i = 0; i < n; i++) {
         if (strcmp(siblings[i], model) == 0)
             self = k;
-        e[k] = (mfs_name_entry){siblings[i], self == k || is_model(siblings[i])};
+        e[k] = (mfs_name_entry){siblings[i], self == k || is_model(ctx, siblings[i])};
         k++;
     }
     if (self == n) {

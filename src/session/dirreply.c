@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "meshfs/timespec.h"
+#include "meshfs/util.h"
 #include "dirreply.h"
 #include "../mount/mount.h"
 #include "held.h"

@@ -17,10 +17,10 @@
 #include <time.h>
 #include <xxhash.h>
 
-#include "meshfs/timespec.h"
+#include "meshfs/util.h"
 #include "../coherence/coherence.h"
 #include "../mount/mount.h"
-#include "meshfs/inputs.h"
+#include "meshfs/import.h"
 #include "held.h"
 #include "listing.h"
 

@@ -21,12 +21,10 @@
 
 #include "../coherence/coherence.h"
 #include "../mount/mount.h"
-#include "meshfs/optvalue.h"
+#include "meshfs/convert.h"
+#include "meshfs/formats.h"
 #include "meshfs/remote.h"
-#include "meshfs/lgepkg.h"
-#include "meshfs/log.h"
-#include "meshfs/sandbox.h"
-#include "meshfs/version.h"
+#include "meshfs/util.h"
 #include "dirreply.h"
 #include "files.h"
 #include "listing.h"
@@ -382,7 +380,7 @@ static int configure(mfs_fs *fs, cli *c)
         fprintf(stderr, "meshfs: -o importer=%s: %s\n", c->importer, err.msg);
         return -1;
     }
-    if ((c->worker_user || geteuid() == 0) && mfs_worker_user_set(c->worker_user, &err) < 0) {
+    if ((c->worker_user || geteuid() == 0) && mfs_worker_user_resolve(c->worker_user, &fs->worker_user, &err) < 0) {
         fprintf(stderr, "meshfs: -o worker_user: %s\n", err.msg);
         return -1;
     }
@@ -422,7 +420,7 @@ static int open_state(mfs_fs *fs)
         return -1;
     }
     fs->names.src_dev = sst.st_dev;
-    if (mfs_spawner_open(&fs->spawner, &err) < 0 || !mfs_spawner_extensions(fs->spawner, &err)) {
+    if (mfs_spawner_open(&fs->spawner, &fs->worker_user, &err) < 0 || !mfs_spawner_extensions(fs->spawner, &err)) {
         mfs_log(MFS_LOG_ERROR, "%s", err.msg);
         return -1;
     }

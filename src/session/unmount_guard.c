@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "meshfs/log.h"
+#include "meshfs/util.h"
 
 /* mountinfo escapes space, tab, newline and backslash as \ooo */
 static void unescape(char *s)

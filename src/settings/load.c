@@ -7,7 +7,6 @@
 
 #include "meshfs/err.h"
 #include "meshfs/formats.h"
-#include "meshfs/options.h"
 #include "meshfs/settings.h"
 
 _Static_assert(MFS_SETTINGS_MAX_CLIPS == 64, "parse.c's message names 64 clips");

@@ -12,7 +12,6 @@
 #include "meshfs/err.h"
 #include "meshfs/formats.h"
 #include "meshfs/import.h"
-#include "meshfs/options.h"
 #include "meshfs/settings.h"
 #include "values.h"
 

@@ -179,3 +179,41 @@ void mfs_sp_describe_death(int status, const mfs_job *job, double cpu_s, char *o
         snprintf(out, n, "worker ended abnormally");
     }
 }
+
+/* ---- the direct transport (spawn_int.h) ---- */
+
+static int direct_start(mfs_spawner *sp, sp_run *r, mfs_report *rep, mfs_err *err)
+{
+    (void)rep;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return mfs_errf(err, "pipe: %s", strerror(errno));
+    int rc = mfs_sp_spawn(sp, r->argv, p[1], -1, &r->pid, err);
+    close(p[1]);
+    if (rc < 0) {
+        close(p[0]);
+        return -1;
+    }
+    r->report_r = p[0];
+    r->t = &mfs_sp_direct;
+    return 0;
+}
+
+static void direct_wait(sp_run *r, double deadline, sp_ended *e)
+{
+    e->got = mfs_sp_read_report(r->report_r, deadline, &e->buf, &e->len);
+    close(r->report_r);
+    e->status = mfs_sp_reap(r->pid, e->got == 1 ? deadline : mfs_sp_now_s(), &e->timed_out, &e->cpu_s);
+}
+
+static void direct_claim(sp_run *r, mfs_report *rep)
+{
+    mfs_sp_claim_outputs(r->job, rep, r->drop, r->uid);
+}
+
+static void direct_close(mfs_spawner *sp)
+{
+    (void)sp; /* its workers are the caller's children, reaped by each run */
+}
+
+const sp_transport mfs_sp_direct = {direct_start, direct_wait, direct_claim, direct_close};

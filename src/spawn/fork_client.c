@@ -1,7 +1,8 @@
-/* The fork server's client (fork_server.h) (spawn_int.h). */
+/* The fork server's client (convert.h): the fork-server transport
+ * (spawn_int.h). */
 #include "spawn_int.h"
 
-/* ---- the fork server (fork_server.h) ---- */
+/* ---- the fork server (convert.h) ---- */
 
 /* Above the numbers the server's fds are dup2()ed to (see mfs_spawner_open). */
 static int high_fd(int fd)
@@ -78,7 +79,7 @@ static void spare_drop_locked(mfs_spawner *sp, int i)
     sp->spares[i] = sp->spares[--sp->nspares];
 }
 
-void mfs_sp_srv_stop_locked(mfs_spawner *sp)
+static void srv_stop_locked(mfs_spawner *sp)
 {
     while (sp->nspares)
         spare_drop_locked(sp, 0);
@@ -112,9 +113,6 @@ static int srv_start_locked(mfs_spawner *sp)
     /* a worker without a server mode, or a machine that refuses, is tried
      * a few times and then left alone: direct spawning still works */
     if (sp->srv_failures >= 3)
-        return -1;
-    const char *off = getenv("MESHFS_FORK_SERVER");
-    if (off && !strcmp(off, "0"))
         return -1;
     int s[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s) < 0) {
@@ -170,7 +168,7 @@ static int srv_start_locked(mfs_spawner *sp)
 
 
 
-/* One request (fork_server.h) for argv and the requester's MESHFS_*
+/* One request (convert.h) for argv and the requester's MESHFS_*
  * environment, as the child will read it; NULL if it is too long. */
 static char *build_request(char **argv, size_t *len)
 {
@@ -327,7 +325,7 @@ static int srv_recv(int sock, void *out, size_t n, int *fd, double deadline)
  * (then "next" asks for another), or sent to the server as a request,
  * which forks a child for it.  0, or -1 when there is no server to ask
  * (the caller spawns directly). */
-int mfs_sp_srv_spawn(mfs_spawner *sp, char **argv, int report_w, int done_w, const int *out,
+static int srv_spawn(mfs_spawner *sp, char **argv, int report_w, int done_w, const int *out,
                      int nout, srv_child *ch)
 {
     size_t n;
@@ -390,7 +388,7 @@ int mfs_sp_srv_spawn(mfs_spawner *sp, char **argv, int report_w, int done_w, con
             sent = 1;
         } else {
             srv_unexpect_locked(sp);
-            mfs_sp_srv_stop_locked(sp);
+            srv_stop_locked(sp);
         }
     }
     pid_t srv = sp->srv_pid;
@@ -413,7 +411,7 @@ int mfs_sp_srv_spawn(mfs_spawner *sp, char **argv, int report_w, int done_w, con
         close(s[0]);
         pthread_mutex_lock(&sp->srv_mu);
         if (sp->srv_sock >= 0 && sp->srv_pid == srv)
-            mfs_sp_srv_stop_locked(sp);
+            srv_stop_locked(sp);
         pthread_mutex_unlock(&sp->srv_mu);
         return -1;
     }
@@ -434,7 +432,7 @@ static void srv_kill(const srv_child *ch)
 /* mfs_sp_reap() for a child of the server: its wait status comes as "ended".
  * *lost: the server died first, so the status is unknown (the child is
  * killed: nobody can vouch for its outputs). */
-int mfs_sp_srv_reap(srv_child *ch, double deadline, int *timed_out, double *cpu_s, int *lost)
+static int srv_reap(srv_child *ch, double deadline, int *timed_out, double *cpu_s, int *lost)
 {
     mfs_fs_ended e;
     memset(&e, 0, sizeof e);
@@ -458,10 +456,10 @@ int mfs_sp_srv_reap(srv_child *ch, double deadline, int *timed_out, double *cpu_
     return e.status;
 }
 
-/* Waits for the child's "done" (fork_server.h) or the server's "ended",
+/* Waits for the child's "done" (convert.h) or the server's "ended",
  * whichever comes first, until the deadline.  1: "done" came; 0: anything
  * else (srv_reap then waits for "ended" and the exit status). */
-int mfs_sp_srv_wait_done(const srv_child *ch, int done_r, double deadline)
+static int srv_wait_done(const srv_child *ch, int done_r, double deadline)
 {
     for (;;) {
         double left = deadline - mfs_sp_now_s();
@@ -485,25 +483,6 @@ int mfs_sp_srv_wait_done(const srv_child *ch, int done_r, double deadline)
     }
 }
 
-/* Whether Landlock is in force in every server child that got as far as
- * its job (the kernel has it, so a child's sandbox either enforced it or
- * failed), and nothing asked to leave the sandbox out (a test hook). */
-static int landlock_abi;
-static pthread_once_t landlock_once = PTHREAD_ONCE_INIT;
-
-static void ask_landlock(void)
-{
-    /* LANDLOCK_CREATE_RULESET_VERSION */
-    long v = syscall(SYS_landlock_create_ruleset, NULL, 0, 1u);
-    landlock_abi = v > 0 ? (int)v : 0;
-}
-
-static int children_landlocked(void)
-{
-    pthread_once(&landlock_once, ask_landlock);
-    return landlock_abi > 0 && !getenv("MESHFS_TEST_NO_SANDBOX");
-}
-
 /* 1 if no process holds any of the files open for writing, so none can
  * change any more: a server's child cannot open one for writing again
  * (Landlock grants it no write right anywhere), and a read lease is
@@ -511,9 +490,9 @@ static int children_landlocked(void)
  * which a descriptor, a dup of it, a shared mapping or an I/O in flight
  * all keep alive.  The lease is dropped at once: only its grant was
  * wanted. */
-int mfs_sp_outputs_unwritable(const int *rd, int n)
+static int outputs_unwritable(const mfs_spawner *sp, const int *rd, int n)
 {
-    if (!children_landlocked())
+    if (!sp->children_landlocked)
         return 0;
     for (int i = 0; i < n; i++) {
         if (fcntl(rd[i], F_SETLEASE, F_RDLCK) < 0)
@@ -528,7 +507,7 @@ int mfs_sp_outputs_unwritable(const int *rd, int n)
  * only: the server may reap it any moment, and its pid be reused).  Its
  * "ended" is not waited for (the server's send to the closed socket
  * fails quietly). */
-void mfs_sp_srv_release(srv_child *ch)
+static void srv_release(srv_child *ch)
 {
     srv_kill(ch);
     close(ch->reply);
@@ -543,3 +522,94 @@ unsigned long mfs_spawner_server_spawns(mfs_spawner *sp)
     pthread_mutex_unlock(&sp->srv_mu);
     return n;
 }
+
+/* ---- the fork-server transport (spawn_int.h) ---- */
+
+/* Whether a conversion should try the server (a hint: srv_spawn decides). */
+static int srv_wanted(mfs_spawner *sp)
+{
+    pthread_mutex_lock(&sp->srv_mu);
+    int ok = sp->srv_failures < 3;
+    pthread_mutex_unlock(&sp->srv_mu);
+    return ok;
+}
+
+/* The server's child creates no file (its Landlock ruleset grants none):
+ * its outputs are made here, empty, at outdir/<fmt>, and handed to it open
+ * (write-only, in format order; the parent closes its copies once they
+ * are sent).  r->rd gets a read-only descriptor on each: what the parent
+ * checks and claims them by, and never a writer itself, so a read lease
+ * on it tells whether anyone still can write (outputs_unwritable).  The
+ * child reports into a memfd, read once it says "done" (or the server
+ * says it has exited): the parent then wakes once per conversion, not for
+ * the report's bytes and again for its EOF.  A run the server cannot take
+ * goes to the direct transport, with nothing of this one left behind. */
+static int forksrv_start(mfs_spawner *sp, sp_run *r, mfs_report *rep, mfs_err *err)
+{
+    int out[MFS_FMT_COUNT];
+    if (srv_wanted(sp) && mfs_sp_create_outputs(r->job, &r->dfd, out, r->rd, &r->nout) == 0) {
+        int done[2] = {-1, -1};
+        r->rfd = memfd_create("meshfs-report", MFD_CLOEXEC);
+        if (r->rfd >= 0 && pipe2(done, O_CLOEXEC) < 0)
+            done[0] = done[1] = -1;
+        r->ch = (srv_child){.reply = -1, .pid = 0, .pidfd = -1};
+        int via_srv = r->rfd >= 0 && done[0] >= 0 &&
+                      srv_spawn(sp, r->argv, r->rfd, done[1], out, r->nout, &r->ch) == 0;
+        /* only the child may hold them for writing now (the server closes
+         * its copies once it has passed them on) */
+        for (int k = 0; k < r->nout; k++)
+            close(out[k]);
+        if (done[1] >= 0)
+            close(done[1]);
+        if (via_srv) {
+            r->done_r = done[0];
+            r->t = &mfs_sp_forksrv;
+            return 0;
+        }
+        mfs_sp_claim_fd_outputs(r->job, rep, r->dfd, r->rd); /* rep->ok 0: removes them all */
+        if (r->rfd >= 0)
+            close(r->rfd);
+        if (done[0] >= 0)
+            close(done[0]);
+    }
+    return mfs_sp_direct.start(sp, r, rep, err);
+}
+
+static void forksrv_wait(sp_run *r, double deadline, sp_ended *e)
+{
+    /* "done" before the exit (convert.h): once the report is complete
+     * and no output can be written any more, the exit status could change
+     * nothing the parent uses, so it is not waited for.  Anything less (no
+     * "done", an empty report, an output still open for writing) waits for
+     * "ended" and its status. */
+    if (r->ch.pidfd >= 0 && srv_wait_done(&r->ch, r->done_r, deadline) &&
+        mfs_sp_read_memfd_report(r->rfd, &e->buf, &e->len) == 1 && e->len > 0 &&
+        outputs_unwritable(r->sp, r->rd, r->nout)) {
+        srv_release(&r->ch);
+        e->status = 0;
+        e->timed_out = e->lost = 0;
+        e->got = 1;
+    } else {
+        free(e->buf);
+        e->buf = NULL;
+        e->len = 0;
+        e->status = srv_reap(&r->ch, deadline, &e->timed_out, &e->cpu_s, &e->lost);
+        e->got = e->timed_out ? 0 : mfs_sp_read_memfd_report(r->rfd, &e->buf, &e->len);
+    }
+    close(r->rfd);
+    close(r->done_r);
+}
+
+static void forksrv_claim(sp_run *r, mfs_report *rep)
+{
+    mfs_sp_claim_fd_outputs(r->job, rep, r->dfd, r->rd);
+}
+
+static void forksrv_close(mfs_spawner *sp)
+{
+    pthread_mutex_lock(&sp->srv_mu);
+    srv_stop_locked(sp);
+    pthread_mutex_unlock(&sp->srv_mu);
+}
+
+const sp_transport mfs_sp_forksrv = {forksrv_start, forksrv_wait, forksrv_claim, forksrv_close};

@@ -83,7 +83,7 @@ int mfs_sp_create_outputs(const mfs_job *job, int *dfd, int *out, int *rd, int *
             continue;
         const char *name = mfs_format_get((mfs_format)f)->name;
         /* an emptied output of an earlier run of this directory is used
-         * again (convstore.h, keep_outputs): no inode allocated a view.
+         * again (convert.h, keep_outputs): no inode allocated a view.
          * Its writer is gone: that run's child is dead, or held no
          * writable handle (the lease) and can open none (its sandbox). */
         int fd = openat(*dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);

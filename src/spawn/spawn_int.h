@@ -2,12 +2,14 @@
  * one): running meshfs-worker from a parent (meshfs-convert, the mount
  * daemon), split by job:
  *
- *   spawner.c     the worker's path, a spawner's life, the one-shot tools' spawner
+ *   spawner.c     the worker's path, a spawner's life
  *   argv.c        a job's argv
- *   direct.c      posix_spawn, the report and the reaping of a direct worker
- *   fork_client.c the fork server's client (fork_server.h)
+ *   direct.c      posix_spawn, the report and the reaping of a direct
+ *                 worker: the direct transport
+ *   fork_client.c the fork server's client (convert.h): the fork-server
+ *                 transport
  *   outputs.c     claiming and purging output folders
- *   run.c         one conversion through either transport
+ *   run.c         one conversion through the spawner's transport
  *   probe.c       is the sandbox complete here
  *   exts.c        which files are models
  *
@@ -38,9 +40,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "meshfs/fdpass.h"
-#include "meshfs/fork_server.h"
-#include "meshfs/sandbox.h"
+#include "meshfs/convert.h"
 #include "meshfs/spawner.h"
 
 
@@ -53,7 +53,7 @@ typedef struct srv_key {
     int kargc;
 } srv_key;
 
-/* A spare the server handed over ("spare", fork_server.h). */
+/* A spare the server handed over ("spare", convert.h). */
 typedef struct srv_spare {
     pid_t pid;
     int job;   /* where its one job goes */
@@ -64,8 +64,16 @@ typedef struct srv_spare {
 
 #define MAX_SPARES 8
 
+typedef struct sp_transport sp_transport;
+
 struct mfs_spawner {
     char path[PATH_MAX];     /* meshfs-worker */
+    /* How conversions reach a worker, chosen once at open: the fork
+     * server's transport, or with MESHFS_FORK_SERVER=0 the direct one. */
+    const sp_transport *transport;
+    mfs_worker_user user;    /* root's workers' user, known when root (convert.h) */
+    int children_landlocked; /* Landlock in force in a server's children:
+                                the kernel has it, no test hook leaves it out */
     /* Every worker gets the read end of this pipe, whose write end only
      * this process holds (close-on-exec).  When the parent dies, however
      * it dies, the workers read EOF and exit.  PR_SET_PDEATHSIG would not
@@ -74,7 +82,7 @@ struct mfs_spawner {
     int lifeline[2];
     char **exts;             /* NULL-terminated, or NULL: exts_err says why */
     char exts_err[MFS_ERR_MAX];
-    /* The fork server (fork_server.h): spawned on the first conversion,
+    /* The fork server (convert.h): spawned on the first conversion,
      * respawned on the next one after it died.  srv_mu guards these and
      * serialises sending requests (a SEQPACKET send is one record, but the
      * socket must not be closed under another thread's send). */
@@ -113,6 +121,64 @@ typedef struct srv_child {
 } srv_child;
 
 
+/* One conversion's worker, from its start to its outputs' claim.  run.c
+ * fills the first fields; the transport that carries it the rest. */
+typedef struct sp_run {
+    mfs_spawner *sp;
+    const mfs_job *job;
+    char **argv;
+    int drop;                /* the worker switches to uid (convert.h) */
+    uid_t uid;
+    const sp_transport *t;   /* the transport carrying it, set by start */
+    /* direct.c */
+    pid_t pid;
+    int report_r;            /* the report pipe's read end */
+    /* fork_client.c */
+    srv_child ch;
+    int rfd;                 /* the child's report: a memfd */
+    int done_r;              /* the child's "done" pipe */
+    int dfd;                 /* outdir, and its outputs opened read-only */
+    int rd[MFS_FMT_COUNT];
+    int nout;
+} sp_run;
+
+/* How a worker ended, as its transport saw it. */
+typedef struct sp_ended {
+    int got;        /* 1: report read to its end, 0: the deadline passed,
+                       -1: the report outgrew MFS_PROTO_MAX */
+    uint8_t *buf;   /* the report (malloc'ed, may be NULL), len bytes */
+    size_t len;
+    int status;     /* the wait status */
+    int timed_out;  /* killed at the deadline */
+    int lost;       /* the status is unknown: the fork server died first */
+    double cpu_s;   /* CPU time it used */
+} sp_ended;
+
+/* A way of running a worker.  run.c drives every conversion through
+ * these, never asking which transport it has.
+ *
+ * Fallback is the transport's own decision: the fork server's start
+ * hands a run it cannot carry (no server could be started, three failed
+ * starts in a row, its outputs could not be made, the request could not
+ * be sent) to the direct transport's start, which then carries it (r->t
+ * says so).  The direct transport has no fallback. */
+struct sp_transport {
+    /* Starts r's worker and sets r->t.  rep is the zeroed report.  0, or
+     * -1 with err when no worker could be started at all. */
+    int (*start)(mfs_spawner *sp, sp_run *r, mfs_report *rep, mfs_err *err);
+    /* Waits for the worker until deadline (then kills it) and says how it
+     * ended; releases what start took except the outputs. */
+    void (*wait)(sp_run *r, double deadline, sp_ended *e);
+    /* Files the outputs for rep: kept where rep vouches for them and they
+     * are sound, else removed (and rep told). */
+    void (*claim)(sp_run *r, mfs_report *rep);
+    /* At mfs_spawner_close: ends what the transport keeps running. */
+    void (*close)(mfs_spawner *sp);
+};
+
+extern const sp_transport mfs_sp_direct;   /* direct.c */
+extern const sp_transport mfs_sp_forksrv;  /* fork_client.c */
+
 /* ---- argv.c ---- */
 void mfs_sp_build_argv(argv_buf *a, const char *worker, const mfs_job *job, char *formats,
                        size_t fsz, const mfs_worker_ident *id);
@@ -131,15 +197,6 @@ int mfs_sp_wait_readable(int fd, double deadline);
 
 /* ---- exts.c ---- */
 void mfs_sp_load_exts(mfs_spawner *sp);
-
-/* ---- fork_client.c ---- */
-int mfs_sp_outputs_unwritable(const int *rd, int n);
-int mfs_sp_srv_reap(srv_child *ch, double deadline, int *timed_out, double *cpu_s, int *lost);
-void mfs_sp_srv_release(srv_child *ch);
-int mfs_sp_srv_spawn(mfs_spawner *sp, char **argv, int report_w, int done_w, const int *out,
-                     int nout, srv_child *ch);
-void mfs_sp_srv_stop_locked(mfs_spawner *sp);
-int mfs_sp_srv_wait_done(const srv_child *ch, int done_r, double deadline);
 
 /* ---- outputs.c ---- */
 void mfs_sp_claim_fd_outputs(const mfs_job *job, mfs_report *rep, int dfd, const int *out);

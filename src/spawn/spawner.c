@@ -1,4 +1,4 @@
-/* The worker's path, a spawner's life, the one-shot tools' spawner (spawn_int.h). */
+/* The worker's path and a spawner's life (spawn_int.h). */
 #include "spawn_int.h"
 
 static void find_worker(char *out, size_t n)
@@ -31,12 +31,30 @@ const char *mfs_spawner_path(const mfs_spawner *sp)
 
 /* ---- a spawner's life ---- */
 
-int mfs_spawner_open(mfs_spawner **out, mfs_err *err)
+/* Whether Landlock is in force in every server child that got as far as
+ * its job (the kernel has it, so a child's sandbox either enforced it or
+ * failed), and nothing asked to leave the sandbox out (a test hook). */
+static int children_landlocked(void)
+{
+    /* LANDLOCK_CREATE_RULESET_VERSION */
+    long v = syscall(SYS_landlock_create_ruleset, NULL, 0, 1u);
+    return v > 0 && !getenv("MESHFS_TEST_NO_SANDBOX");
+}
+
+int mfs_spawner_open(mfs_spawner **out, const mfs_worker_user *user, mfs_err *err)
 {
     mfs_spawner *sp = calloc(1, sizeof *sp);
     if (!sp)
         return mfs_errf(err, "out of memory");
     find_worker(sp->path, sizeof sp->path);
+    /* the transport, once: the fork server's (which falls back to direct
+     * spawning by itself), unless MESHFS_FORK_SERVER=0 */
+    const char *off = getenv("MESHFS_FORK_SERVER");
+    sp->transport = off && !strcmp(off, "0") ? &mfs_sp_direct : &mfs_sp_forksrv;
+    sp->children_landlocked = children_landlocked();
+    /* only root's workers switch user (mfs_worker_ident_for) */
+    if (geteuid() == 0)
+        sp->user = mfs_worker_user_or_default(user);
     if (pipe2(sp->lifeline, O_CLOEXEC) < 0)
         sp->lifeline[0] = sp->lifeline[1] = -1;
     /* Above the numbers a worker's fds are dup2()ed to: a spawner opened
@@ -64,42 +82,14 @@ void mfs_spawner_close(mfs_spawner *sp)
     for (int i = 0; i < 2; i++)
         if (sp->lifeline[i] >= 0)
             close(sp->lifeline[i]);
-    pthread_mutex_lock(&sp->srv_mu);
-    mfs_sp_srv_stop_locked(sp);
+    sp->transport->close(sp);
     free(sp->asked);
-    pthread_mutex_unlock(&sp->srv_mu);
     pthread_mutex_destroy(&sp->srv_mu);
     for (size_t i = 0; sp->exts && sp->exts[i]; i++)
         free(sp->exts[i]);
     free(sp->exts);
     pthread_mutex_destroy(&sp->sandbox_mu);
     free(sp);
-}
-
-/* ---- the one-shot tools' spawner (spawner.h) ---- */
-
-static mfs_spawner *tool_spawner;
-static pthread_once_t tool_once = PTHREAD_ONCE_INIT;
-
-/* At exit the fork server is stopped and reaped, so the tool's own
- * children's resource usage (getrusage, wait4 of the tool: bench-convert)
- * includes every conversion it ran, as it did with one exec per worker. */
-static void close_tool_spawner(void)
-{
-    mfs_spawner_close(tool_spawner);
-    tool_spawner = NULL;
-}
-
-static void open_tool_spawner(void)
-{
-    if (mfs_spawner_open(&tool_spawner, NULL) == 0 && tool_spawner)
-        atexit(close_tool_spawner);
-}
-
-static mfs_spawner *tool(void)
-{
-    pthread_once(&tool_once, open_tool_spawner);
-    return tool_spawner;
 }
 
 int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mfs_err *err)
@@ -115,48 +105,11 @@ int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mf
     return rc;
 }
 
-int mfs_worker_convert(const mfs_job *job, mfs_report *rep, mfs_err *err)
-{
-    mfs_spawner *sp = tool();
-    if (!sp) {
-        memset(rep, 0, sizeof *rep);
-        return mfs_errf(err, "out of memory");
-    }
-    return mfs_spawner_convert(sp, job, rep, err);
-}
-
-static char tool_path[PATH_MAX];
-static pthread_once_t tool_path_once = PTHREAD_ONCE_INIT;
-
-static void find_tool_path(void)
-{
-    find_worker(tool_path, sizeof tool_path);
-}
-
 const char *mfs_worker_path(void)
 {
-    /* only the path: no process is started for it (errtext.c, tests) */
-    pthread_once(&tool_path_once, find_tool_path);
-    return tool_path;
-}
-
-const char *const *mfs_model_extensions(mfs_err *err)
-{
-    mfs_spawner *sp = tool();
-    if (!sp) {
-        mfs_errf(err, "out of memory");
-        return NULL;
-    }
-    return mfs_spawner_extensions(sp, err);
-}
-
-int mfs_is_model_name(const char *name)
-{
-    return mfs_model_name_in(mfs_model_extensions(NULL), name);
-}
-
-const char *mfs_worker_sandbox_warning(void)
-{
-    mfs_spawner *sp = tool();
-    return sp ? mfs_spawner_sandbox_warning(sp) : NULL;
+    /* only the path, found again at each call: no process is started for
+     * it (errtext.c, tests), and nothing is kept but this thread's copy */
+    static _Thread_local char path[PATH_MAX];
+    find_worker(path, sizeof path);
+    return path;
 }

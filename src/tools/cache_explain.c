@@ -22,8 +22,8 @@
 #include "meshfs/explain.h"
 #include "meshfs/formats.h"
 #include "meshfs/import.h"
-#include "meshfs/naming.h"
-#include "meshfs/optvalue.h"
+#include "meshfs/rules.h"
+#include "meshfs/util.h"
 #include "meshfs/spawner.h"
 
 enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_CACHE = 3 };
@@ -56,15 +56,39 @@ static int from_mount(const char *path, int json)
     return n < 0 ? -1 : 1;
 }
 
+/* The spawner explain asks which files are models: opened on first need
+ * (a view explained through a mount needs none), closed at the end. */
+typedef struct models {
+    mfs_spawner *sp;
+    int opened;
+} models;
+
+/* The model extensions, or NULL with err. */
+static const char *const *exts_of(models *m, mfs_err *err)
+{
+    if (!m->opened) {
+        m->opened = 1;
+        if (mfs_spawner_open(&m->sp, NULL, err) < 0)
+            m->sp = NULL;
+    }
+    return m->sp ? mfs_spawner_extensions(m->sp, err) : NULL;
+}
+
+/* mfs_is_model_fn over exts_of */
+static int is_model(void *m, const char *name)
+{
+    return mfs_model_name_in(exts_of(m, NULL), name);
+}
+
 /* A model through a mount: the views beside it under either form of its
  * base (stem, or the whole name when stems clash). */
-static int model_in_mount(const char *path, int json)
+static int model_in_mount(models *m, const char *path, int json)
 {
     const char *slash = strrchr(path, '/');
     const char *file = slash ? slash + 1 : path;
     size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
     size_t stem = mfs_name_stem_len(file);
-    if (!mfs_is_model_name(file)) /* a .mtl beside crate.obj is not crate.obj */
+    if (!is_model(m, file)) /* a .mtl beside crate.obj is not crate.obj */
         return 0;
     for (int form = 0; form < 2; form++)
         for (int f = 0; f < MFS_FMT_COUNT; f++) {
@@ -79,7 +103,7 @@ static int model_in_mount(const char *path, int json)
 }
 
 /* The model's base in its folder by the naming rule, for its .fmi name. */
-static int fmi_model_of(const char *src, const char *rel, char *out, size_t n)
+static int fmi_model_of(models *m, const char *src, const char *rel, char *out, size_t n)
 {
     char dir[PATH_MAX];
     const char *slash = strrchr(rel, '/');
@@ -105,7 +129,7 @@ static int fmi_model_of(const char *src, const char *rel, char *out, size_t n)
         }
         closedir(d);
     }
-    int r = mfs_view_base(file, (const char *const *)names, nn, mfs_is_model_name, base, sizeof base);
+    int r = mfs_view_base(file, (const char *const *)names, nn, is_model, m, base, sizeof base);
     for (size_t i = 0; i < nn; i++)
         free(names[i]);
     free(names);
@@ -115,7 +139,7 @@ static int fmi_model_of(const char *src, const char *rel, char *out, size_t n)
     return 0;
 }
 
-static int from_src(mfs_batch *b, const char *src_real, const char *path, int json)
+static int from_src(models *m, mfs_batch *b, const char *src_real, const char *path, int json)
 {
     char real[PATH_MAX], fmi[PATH_MAX];
     struct stat st;
@@ -126,13 +150,13 @@ static int from_src(mfs_batch *b, const char *src_real, const char *path, int js
     size_t k = strlen(src_real);
     const char *slash = strrchr(real, '/');
     if (strncmp(real, src_real, k) || real[k] != '/' || !S_ISREG(st.st_mode) ||
-        !mfs_is_model_name(slash ? slash + 1 : real)) {
+        !is_model(m, slash ? slash + 1 : real)) {
         fprintf(stderr, "meshfs-cache: explain: %s: not a model file in %s (a view is explained through a mount)\n",
                 path, src_real);
         return EXIT_BAD;
     }
     const char *rel = real + k + 1;
-    if (fmi_model_of(src_real, rel, fmi, sizeof fmi) < 0) {
+    if (fmi_model_of(m, src_real, rel, fmi, sizeof fmi) < 0) {
         fprintf(stderr, "meshfs-cache: explain: %s: gets no views (its view names would be too long)\n", path);
         return EXIT_BAD;
     }
@@ -151,6 +175,7 @@ static int from_src(mfs_batch *b, const char *src_real, const char *path, int js
 int mfs_cache_explain_main(const char *cache_dir, int json, int argc, char **argv)
 {
     mfs_batch_cfg cfg = {.cache_dir = cache_dir, .no_cap = 1, .formats = MFS_FMT_DEFAULT};
+    models m = {NULL, 0};
     mfs_options_default(&cfg.opts);
     mfs_limits_default(&cfg.limits);
     const char *src = NULL;
@@ -199,7 +224,7 @@ int mfs_cache_explain_main(const char *cache_dir, int json, int argc, char **arg
     for (int i = 0; i < npaths; i++) {
         int r = from_mount(paths[i], json);
         if (r == 0)
-            r = model_in_mount(paths[i], json);
+            r = model_in_mount(&m, paths[i], json);
         if (r > 0)
             continue;
         if (r < 0) {
@@ -214,16 +239,18 @@ int mfs_cache_explain_main(const char *cache_dir, int json, int argc, char **arg
             status = EXIT_BAD;
             continue;
         }
-        if (!b && (!mfs_model_extensions(&err) || mfs_batch_open(&cfg, &b, &err) < 0)) {
+        if (!b && (!exts_of(&m, &err) || mfs_batch_open(&cfg, &b, &err) < 0)) {
             fprintf(stderr, "meshfs-cache: explain: %s\n", err.msg);
             free(paths);
+            mfs_spawner_close(m.sp);
             return EXIT_CACHE;
         }
-        if (from_src(b, src_real, paths[i], json))
+        if (from_src(&m, b, src_real, paths[i], json))
             status = EXIT_BAD;
     }
     if (b)
         mfs_batch_close(b);
+    mfs_spawner_close(m.sp);
     free(paths);
     return status;
 }

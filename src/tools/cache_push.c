@@ -11,9 +11,7 @@
 
 #include "cache_push.h"
 #include "meshfs/cache.h"
-#include "meshfs/cache.h"
-#include "meshfs/json.h"
-#include "meshfs/optvalue.h"
+#include "meshfs/util.h"
 #include "meshfs/remote.h"
 
 enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_CACHE = 3 };

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "meshfs/lgepkg.h"
+#include "meshfs/formats.h"
 
 /* One converted model. */
 typedef struct pkg_input {

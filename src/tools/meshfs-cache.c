@@ -22,10 +22,8 @@
 #include "meshfs/cache.h"
 #include "cache_explain.h"
 #include "cache_push.h"
-#include "meshfs/json.h"
-#include "meshfs/optvalue.h"
+#include "meshfs/util.h"
 #include "meshfs/spawner.h"
-#include "meshfs/version.h"
 
 enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_CACHE = 3 };
 
@@ -555,10 +553,13 @@ static int cmd_warm(tool *t, int argc, char **argv)
     cfg.remote = rcfg.url ? &rcfg : NULL;
     /* the cache a mount would make if there is none; a folder meshfs did
      * not make is refused when the engine opens it (src/cache/claim.c) */
-    if (!mfs_model_extensions(&err)) {
+    mfs_spawner *sp = NULL;
+    if (mfs_spawner_open(&sp, NULL, &err) < 0 || !mfs_spawner_extensions(sp, &err)) {
         fprintf(stderr, "meshfs-cache: %s\n", err.msg);
+        mfs_spawner_close(sp);
         return EXIT_CACHE;
     }
+    cfg.spawner = sp;
     if (!jobs) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         jobs = n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
@@ -572,8 +573,10 @@ static int cmd_warm(tool *t, int argc, char **argv)
     cfg.cache_dir = t->dir;
     mfs_batch_run run;
     FILE *progress = !quiet && !t->json && isatty(2) ? stderr : NULL;
-    if (mfs_batch_warm(&cfg, src, flags, &shard, (int)jobs, progress, quiet ? NULL : stderr, &run,
-                       &err) < 0) {
+    int wrc = mfs_batch_warm(&cfg, src, flags, &shard, (int)jobs, progress, quiet ? NULL : stderr,
+                             &run, &err);
+    mfs_spawner_close(sp);
+    if (wrc < 0) {
         fprintf(stderr, "meshfs-cache: warm: %s\n", err.msg);
         return EXIT_CACHE;
     }

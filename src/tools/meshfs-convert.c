@@ -6,8 +6,9 @@
  * nothing, and a tree a mount (or `meshfs-cache warm`) has converted is up
  * to date here too.  Conversions run in meshfs-worker processes, as the
  * mount's do: a model that crashes or hangs the importer is a failed file
- * and the batch carries on.  This file is the command line, the output
- * tree and the report. */
+ * and the batch carries on.  This file is the run and the output tree;
+ * convert_args.c is the command line and convert_report.c the report
+ * (convert_batch.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -19,66 +20,17 @@
 #include <unistd.h>
 
 #include "meshfs/batch.h"
-#include "meshfs/inputs.h"
-#include "meshfs/json.h"
-#include "meshfs/naming.h"
-#include "meshfs/optvalue.h"
-#include "meshfs/sandbox.h"
+#include "meshfs/convert.h"
+#include "meshfs/import.h"
+#include "meshfs/rules.h"
 #include "meshfs/scene.h"
 #include "meshfs/settings.h"
-#include "meshfs/version.h"
+#include "meshfs/spawner.h"
+#include "meshfs/util.h"
 #include "meshfs/worker.h"
 
+#include "convert_batch.h"
 #include "convert_lgepkg.h"
-
-typedef struct item {
-    const mfs_plan_item *p;
-    char *outdir;    /* output folder: the output root joined with p->outdir */
-    mfs_report rep;  /* per view: ok, size, error, note; stats and inputs */
-    int done_ok;     /* 1: every view asked for is in place; -1: refused */
-    mfs_batch_state state;
-    int remembered;  /* failed in an earlier run, not tried again */
-    char *pkg_tmp;   /* views the package needs that --formats did not ask
-                        for (never left in OUTDIR) */
-    int pkg_only;    /* --shard: another shard's model, resolved only for
-                        its folder's package, which this shard writes */
-} item;
-
-typedef struct batch {
-    mfs_plan plan;
-    item *v;
-    size_t n;
-    mfs_batch *engine;
-    const char *out_root;
-    const char *cache_dir;
-    int no_cache, copy_other;
-    unsigned formats;
-    mfs_options opts;
-    mfs_limits limits;
-    int lowercase_names;        /* write every output name in lowercase */
-    mfs_shard shard;            /* --shard K/N (n 0: the whole tree) */
-    const char *lgepkg_name;    /* game_resources.lgepkg PackageHeader fields */
-    const char *lgepkg_version;
-    pthread_mutex_t lock;       /* stdout lines */
-    int tty, quiet;
-    size_t written, unchanged;  /* output files */
-} batch;
-
-static void die(const char *fmt, const char *a)
-{
-    fprintf(stderr, "meshfs-convert: ");
-    fprintf(stderr, fmt, a);
-    fputc('\n', stderr);
-    exit(2);
-}
-
-static char *xstrdup(const char *s)
-{
-    char *d = strdup(s);
-    if (!d)
-        die("%s", "out of memory");
-    return d;
-}
 
 static char *join(const char *a, const char *b)
 {
@@ -93,24 +45,6 @@ static char *join(const char *a, const char *b)
     else
         snprintf(d, n, "%s/%s", a, b);
     return d;
-}
-
-/* What each model's views are resolved for: those asked for, plus the four
- * a package needs when packages are on. */
-static unsigned job_formats(const batch *b)
-{
-    return mfs_batch_views(b->engine);
-}
-
-static const char *first_error(const batch *b, const item *it)
-{
-    if (!it->rep.ok)
-        return it->rep.error;
-    for (int f = 0; f < MFS_FMT_COUNT; f++)
-        if ((job_formats(b) & (1u << f)) && !it->rep.fmt[f].ok &&
-            !mfs_settings_not_shown(it->rep.fmt[f].error))
-            return it->rep.fmt[f].error;
-    return "";
 }
 
 /* A view made only for the package: to a private folder beside the views. */
@@ -370,400 +304,10 @@ static size_t write_packages(const batch *b)
     return failed;
 }
 
-/* --report FILE, opened before any conversion (once the cache is open,
- * so that a run that cannot start leaves an earlier report alone): a
- * path that cannot be written is a usage error then, not a message after
- * a long run that still exited 0.  Its folder is made as OUTDIR's are,
- * so a report inside an OUTDIR not made yet (-o build --report
- * build/r.json) works as it did when it was written last.  A regular
- * file (or a new one) is written to a temporary name beside it and
- * renamed over it once complete, as the views are: a report that could
- * not be written whole (a full disk) leaves the earlier one, not a torn
- * one.  Anything else (/dev/stdout, a FIFO, a link) is written in place.
- * NULL (said) if it cannot be opened. */
-typedef struct report_out {
-    FILE *f;
-    char tmp[PATH_MAX]; /* "" when written in place */
-} report_out;
-
-static int report_tmp(const char *path, report_out *r)
-{
-    const char *slash = strrchr(path, '/');
-    if (snprintf(r->tmp, sizeof r->tmp, "%.*s.meshfs-tmp-XXXXXX", slash ? (int)(slash - path + 1) : 0,
-                 path) >= (int)sizeof r->tmp) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    int fd = mfs_batch_mkstemp(r->tmp);
-    if (fd < 0)
-        return -1;
-    if (fchmod(fd, mfs_batch_file_mode()) < 0 || !(r->f = fdopen(fd, "w"))) {
-        int e = errno;
-        close(fd);
-        unlink(r->tmp);
-        mfs_batch_tmp_forget(r->tmp);
-        errno = e;
-        return -1;
-    }
-    return 0;
-}
-
-static int open_report(const char *path, report_out *r)
-{
-    r->tmp[0] = '\0';
-    r->f = NULL;
-    size_t len = strlen(path);
-    /* what fopen refuses at once, refused at once: no name, or a folder's */
-    if (!len || path[len - 1] == '/') {
-        fprintf(stderr, "meshfs-convert: --report '%s': %s\n", path, strerror(len ? EISDIR : ENOENT));
-        return -1;
-    }
-    char *dir = xstrdup(path), *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-        *slash = '\0';
-        mfs_batch_mkdirs(dir); /* if it fails, the open says why */
-    }
-    free(dir);
-    struct stat st;
-    int in_place = lstat(path, &st) == 0 && !S_ISREG(st.st_mode);
-    if (in_place ? !(r->f = fopen(path, "we")) : report_tmp(path, r) < 0) {
-        fprintf(stderr, "meshfs-convert: --report '%s': %s\n", path, strerror(errno));
-        r->tmp[0] = '\0';
-        return -1;
-    }
-    return 0;
-}
-
-static const char *state_name(mfs_batch_state st)
-{
-    return st == MFS_BATCH_CONVERTED    ? "converted"
-           : st == MFS_BATCH_UP_TO_DATE ? "up to date"
-           : st == MFS_BATCH_NO_MESH    ? "no mesh"
-                                        : "failed";
-}
-
-/* Writes and closes the report; -1 (said on stderr) if it could not. */
-static int write_report(const batch *b, report_out *r, const char *path)
-{
-    FILE *f = r->f;
-    for (size_t i = 0; i < b->n; i++) {
-        const item *it = &b->v[i];
-        const mfs_stats *st = &it->rep.stats;
-        if (it->pkg_only)
-            continue; /* its own shard's report has it */
-        fputs("{\"model\":", f);
-        mfs_json_str(f, it->p->model);
-        fputs(",\"root\":", f);
-        mfs_json_str(f, it->p->root);
-        fprintf(f, ",\"ok\":%s,\"state\":\"%s\",", it->done_ok == 1 ? "true" : "false",
-                state_name(it->state));
-        fprintf(f, "\"remembered\":%s,\"error\":", it->remembered ? "true" : "false");
-        mfs_json_str(f, first_error(b, it));
-        fprintf(f, ",\"meshes\":%u,\"nodes\":%u,\"bones\":%u,\"animations\":%u,\"vertices\":%llu,"
-                   "\"triangles\":%llu,\"faces\":%llu,\"placed_triangles\":%llu,\"placed_faces\":%llu,\"min\":[%.9g,%.9g,%.9g],\"max\":[%.9g,%.9g,%.9g],\"outputs\":{",
-                st->meshes, st->nodes, st->bones, st->animations, (unsigned long long)st->vertices,
-                (unsigned long long)st->triangles, (unsigned long long)st->faces,
-                (unsigned long long)st->placed_triangles, (unsigned long long)st->placed_faces, st->min[0], st->min[1], st->min[2], st->max[0],
-                st->max[1], st->max[2]);
-        int first = 1;
-        for (int fm = 0; fm < MFS_FMT_COUNT; fm++) {
-            if (!(b->formats & (1u << fm)))
-                continue;
-            const char *name = mfs_format_get((mfs_format)fm)->name;
-            fprintf(f, "%s\"%s\":{\"ok\":%s,\"size\":%llu,\"path\":", first ? "" : ",", name,
-                    it->rep.fmt[fm].ok ? "true" : "false", (unsigned long long)it->rep.fmt[fm].size);
-            char p[PATH_MAX];
-            snprintf(p, sizeof p, "%s/%s.%s", it->outdir, it->p->base, name);
-            mfs_json_str(f, p);
-            fputs(",\"error\":", f);
-            mfs_json_str(f, it->rep.fmt[fm].error);
-            fputs(",\"note\":", f); /* written, with a remark (.tex: why the fallback) */
-            mfs_json_str(f, it->rep.fmt[fm].note);
-            fputc('}', f);
-            first = 0;
-        }
-        fputs("},\"deps\":[", f);
-        int any = 0;
-        for (uint32_t d = 0; d < it->rep.deps.n; d++) {
-            if (it->rep.deps.v[d].kind != MFS_DEP_FILE)
-                continue; /* the files read; paths only looked at are not */
-            if (any++)
-                fputc(',', f);
-            mfs_json_str(f, it->rep.deps.v[d].path);
-        }
-        fputs("],\"warnings\":[", f);
-        for (size_t w = 0; w < it->p->nwarnings; w++) {
-            if (w)
-                fputc(',', f);
-            mfs_json_str(f, it->p->warnings[w]);
-        }
-        uint32_t w = (uint32_t)it->p->nwarnings;
-        for (uint32_t d = 0; d < it->rep.deps.n; d++) {
-            if (!mfs_input_said(it->rep.deps.v, it->rep.deps.n, d))
-                continue;
-            char msg[PATH_MAX + 64];
-            mfs_input_warning(&it->rep.deps.v[d], msg, sizeof msg);
-            if (w++)
-                fputc(',', f);
-            mfs_json_str(f, msg);
-        }
-        if (it->rep.ok && it->rep.repairs[0]) {
-            if (w++)
-                fputc(',', f);
-            mfs_json_str(f, it->rep.repairs);
-        }
-        fputs("]}\n", f);
-    }
-    for (size_t i = 0; i < b->plan.nnotes; i++) {
-        fputs("{\"warning\":", f);
-        mfs_json_str(f, b->plan.notes[i].text);
-        fputs(",\"path\":", f);
-        mfs_json_str(f, b->plan.notes[i].path);
-        fputs("}\n", f);
-    }
-    int bad = ferror(f);
-    errno = 0;
-    int e = fclose(f) != 0 || bad ? (errno ? errno : EIO) : 0;
-    /* fclose's errno when it failed; a write that failed earlier left
-     * only the stream's error flag */
-    if (!e && r->tmp[0] && rename(r->tmp, path) < 0)
-        e = errno;
-    if (r->tmp[0]) {
-        if (e)
-            unlink(r->tmp);
-        mfs_batch_tmp_forget(r->tmp);
-    }
-    if (e) {
-        fprintf(stderr, "meshfs-convert: --report '%s': %s%s\n", path, strerror(e),
-                r->tmp[0] ? " (not written; an earlier report is left as it was)" : "");
-        return -1;
-    }
-    return 0;
-}
-
-/* What -j, --timeout and --memory may ask (the same bounds as the mount's
- * convert_jobs, convert_timeout and convert_memory). */
-#define MAX_JOBS 64
-#define MAX_TIMEOUT_S (7 * 24 * 3600.0)
-#define MIN_MEMORY (64ull << 20)
-
-static void usage(FILE *f)
-{
-    fputs("usage: meshfs-convert [options] INPUT... [-o OUTDIR]\n"
-          "Converts model files, and every model under folders (recursively), into engine\n"
-          "formats, mirroring the folder layout under OUTDIR (default: current folder).\n"
-          "Views come from the cache the meshfs mount uses: a model whose inputs have not\n"
-          "changed since it was converted (here, by a mount or by meshfs-cache warm) is\n"
-          "not converted again, and an output file that already holds its bytes is left\n"
-          "alone (its mtime too).\n\n"
-          "  -o, --output DIR        where converted files go\n"
-          "  -f, --formats LIST      fmd,fmi,gmf,dem,vrt,tri,sph,tex and lgepkg, with ','\n"
-          "                          ':' or '+' between them (one\n"
-          "                          game_resources.lgepkg per output folder with models;\n"
-          "                          it needs vrt,tri,tex,sph, made even when not listed)\n"
-          "                          (default: all = every one of them)\n"
-          "  -j, --jobs N            parallel conversions, 1 to 64 (default: number of\n"
-          "                          CPUs, at most 64)\n"
-          "      --fmd-raw           fmd: FMC's raw layout, node matrices not applied\n"
-          "                          (default: placed geometry, as FGE draws it;\n"
-          "                          --pretrans is accepted and changes nothing)\n"
-          "      --vrt-layout LAYOUT vrt: skinned (64-byte vertex, default) or plain\n"
-          "      --lowercase-names   write every output name in lowercase\n"
-          "      --lgepkg-name NAME  game_resources.lgepkg package name (default game_resources)\n"
-          "      --lgepkg-version V  its version string (default 1.0)\n"
-          "      --fmi-textures      fmi: texture names instead of UNKNOWN\n"
-          "      --reverse-winding   tri: reverse every triangle\n"
-          "      --source-frame      keep the importer's raw coordinates (no axis/unit fix)\n"
-          "      --importer NAME     auto (native glTF/OBJ parsers, assimp for the rest;\n"
-          "                          default) or assimp (assimp for every format)\n"
-          "      --timeout SECONDS   per model (default 60)\n"
-          "      --memory SIZE       address-space cap per conversion (default 4G)\n"
-          "      --worker-user USER  when run as root, the user conversions run as\n"
-          "                          (default nobody; docs/security.md)\n"
-          "      --cache-dir DIR     the cache (default: the mount's,\n"
-          "                          ${XDG_CACHE_HOME:-$HOME/.cache}/meshfs, or\n"
-          "                          /var/cache/meshfs for root)\n"
-          "      --no-cache          convert everything, store nothing (a private cache\n"
-          "                          in TMPDIR holding the models in flight)\n"
-          "      --remote URL        a shared cache over HTTP (WebDAV): fetch views from it\n"
-          "                          before converting, upload what was converted\n"
-          "                          (docs/cache.md, \"Remote tier\")\n"
-          "      --remote-timeout-ms MS      to connect, then for the answer to begin (default 150)\n"
-          "      --remote-data-timeout-s S   a remote read's whole transfer (default 5)\n"
-          "      --remote-read-only  never upload\n"
-          "      --remote-token-file FILE    bearer token (a file only its owner may read)\n"
-          "      --remote-owed-max SIZE  the list of uploads owed after an outage (default 64M)\n"
-          "      --copy-other        also copy every other file, folder and symbolic link\n"
-          "                          the mount shows (textures, sounds, configs; hidden\n"
-          "                          names too; links as links), so OUTDIR equals\n"
-          "                          `cp -r` of a mount with -o hide_sources\n"
-          "      --report FILE       write one JSON line per model\n"
-          "      --shard K/N         only the models in shard K of N (K from 1 to N): those\n"
-          "                          whose path relative to INPUT has XXH3-64 mod N = K-1, so\n"
-          "                          N runs (a CI matrix, a Slurm array, an indexed Job)\n"
-          "                          convert the inputs once between them; a folder's\n"
-          "                          package is written by the shard of its path under\n"
-          "                          OUTDIR (docs/cache.md, \"Sharding\")\n"
-          "  -q, --quiet             no per-model lines, no progress line, no summary\n"
-          "                          unless something failed\n"
-          "  -h, --help              this text\n"
-          "  -V, --version           meshfs's, the formats' and the libraries' versions\n"
-          "On a terminal, a progress line (done/total, models/s, ETA, current file) replaces\n"
-          "the per-model lines.  The last line is the summary:\n"
-          "  meshfs-convert: N converted, M up to date, K failed\n"
-          "A failure is remembered in the cache, as the mount remembers it: the model is\n"
-          "not tried again until it (or a file it reads) is touched or changed, or a run\n"
-          "gives it more --timeout or --memory.\n"
-          "Exit status: 0 if every model converted to every format, 1 otherwise, 2 on usage errors.\n",
-          f);
-}
-
-/* --remote and its companions (docs/cache.md, "Remote tier") */
-static mfs_remote_cfg remote_cfg;
-static char *remote_token;
-
 static void remote_log(void *ctx, const char *msg)
 {
     (void)ctx;
     fprintf(stderr, "meshfs-convert: %s\n", msg);
-}
-
-static void parse_args(int argc, char **argv, batch *b, const char **report, int *jobs)
-{
-    static const struct option longs[] = {
-        {"output", required_argument, 0, 'o'},  {"formats", required_argument, 0, 'f'},
-        {"jobs", required_argument, 0, 'j'},    {"pretrans", no_argument, 0, 1},
-        {"fmi-textures", no_argument, 0, 2},    {"reverse-winding", no_argument, 0, 3},
-        {"source-frame", no_argument, 0, 4},    {"timeout", required_argument, 0, 5},
-        {"memory", required_argument, 0, 6},    {"report", required_argument, 0, 7},
-        {"quiet", no_argument, 0, 'q'},         {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, 'V'},       {"fmd-raw", no_argument, 0, 8},
-        {"vrt-layout", required_argument, 0, 9}, {"lowercase-names", no_argument, 0, 10},
-        {"lgepkg-name", required_argument, 0, 11}, {"lgepkg-version", required_argument, 0, 12},
-        {"worker-user", required_argument, 0, 13}, {"importer", required_argument, 0, 14},
-        {"cache-dir", required_argument, 0, 15}, {"no-cache", no_argument, 0, 16},
-        {"copy-other", no_argument, 0, 17},
-        {"remote", required_argument, 0, 18}, {"remote-timeout-ms", required_argument, 0, 19},
-        {"remote-data-timeout-s", required_argument, 0, 20},
-        {"remote-read-only", no_argument, 0, 21}, {"remote-token-file", required_argument, 0, 22},
-        {"shard", required_argument, 0, 23}, {"remote-owed-max", required_argument, 0, 24},
-        {0, 0, 0, 0}};
-    int c;
-    mfs_err err;
-    while ((c = getopt_long(argc, argv, "o:f:j:qhV", longs, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            /* "" names no folder: every model failed, with messages
-             * naming neither the option nor a path (": No such file") */
-            if (!optarg[0])
-                die("%s", "--output: empty path (give a folder; . for the current one)");
-            b->out_root = optarg;
-            break;
-        case 'f':
-            if (mfs_format_parse_list(optarg, &b->formats, &err) < 0) {
-                fprintf(stderr, "meshfs-convert: --formats=%s: %s\n", optarg, err.msg);
-                exit(2);
-            }
-            break;
-        case 'j': {
-            unsigned n;
-            if (mfs_optv_count("--jobs", optarg, 1, MAX_JOBS, &n, &err) < 0)
-                die("%s", err.msg);
-            *jobs = (int)n;
-            break;
-        }
-        case 1: b->opts.pretrans = 1; break;
-        case 2: b->opts.fmi_textures = 1; break;
-        case 3: b->opts.reverse_winding = 1; break;
-        case 4: b->opts.source_frame = 1; break;
-        case 5:
-            if (mfs_optv_seconds("--timeout", optarg, MAX_TIMEOUT_S, &b->limits.timeout_s, &err) < 0)
-                die("%s", err.msg);
-            break;
-        case 6:
-            if (mfs_optv_size("--memory", optarg, MIN_MEMORY, UINT64_MAX, &b->limits.memory, &err) < 0)
-                die("%s", err.msg);
-            break;
-        case 7: *report = optarg; break;
-        case 8: b->opts.fmd_raw = 1; break;
-        case 9:
-            if (mfs_options_set_vrt_layout(&b->opts, optarg, &err) < 0)
-                die("--vrt-layout: %s", err.msg);
-            break;
-        case 10: b->lowercase_names = 1; break;
-        case 11:
-            if (!optarg[0] || strlen(optarg) > 19)
-                die("--lgepkg-name '%s': must be 1 to 19 bytes (PackageHeader holds 20 with its NUL)", optarg);
-            b->lgepkg_name = optarg;
-            break;
-        case 12:
-            if (strlen(optarg) > 19)
-                die("--lgepkg-version '%s': at most 19 bytes (PackageHeader holds 20 with its NUL)", optarg);
-            b->lgepkg_version = optarg;
-            break;
-        case 14:
-            if (mfs_importer_parse(optarg, &b->opts.importer, &err) < 0)
-                die("--importer: %s", err.msg);
-            break;
-        case 13:
-            if (mfs_worker_user_set(optarg, &err) < 0)
-                die("--worker-user: %s", err.msg);
-            break;
-        case 15:
-            if (!optarg[0])
-                die("%s", "--cache-dir: empty path");
-            b->cache_dir = optarg;
-            break;
-        case 16: b->no_cache = 1; break;
-        case 17: b->copy_other = 1; break;
-        case 18:
-            if (mfs_remote_check_url("--remote", optarg, &err) < 0)
-                die("%s", err.msg);
-            remote_cfg.url = optarg;
-            break;
-        case 19:
-            if (mfs_optv_count("--remote-timeout-ms", optarg, 1, 600000, &remote_cfg.timeout_ms,
-                               &err) < 0)
-                die("%s", err.msg);
-            break;
-        case 20:
-            if (mfs_optv_count("--remote-data-timeout-s", optarg, 1, 3600,
-                               &remote_cfg.data_timeout_s, &err) < 0)
-                die("%s", err.msg);
-            break;
-        case 21: remote_cfg.read_only = 1; break;
-        case 22:
-            if (mfs_remote_read_token(optarg, &remote_token, &err) < 0)
-                die("%s", err.msg);
-            remote_cfg.token = remote_token;
-            break;
-        case 23:
-            if (mfs_shard_parse("--shard", optarg, &b->shard, &err) < 0)
-                die("%s", err.msg);
-            break;
-        case 24:
-            if (mfs_optv_size("--remote-owed-max", optarg, 1, UINT64_MAX, &remote_cfg.owed_max,
-                              &err) < 0)
-                die("%s", err.msg);
-            break;
-        case 'q': b->quiet = 1; break;
-        case 'h': usage(stdout); exit(0);
-        case 'V': mfs_version_print(stdout, "meshfs-convert", MFS_VERSION_WORKER_LIBS); exit(0);
-        default: usage(stderr); exit(2);
-        }
-    }
-    if (optind >= argc) {
-        usage(stderr);
-        /* the reason last, where the terminal leaves it */
-        fputs("meshfs-convert: no INPUT given (a model file, or a folder of them)\n", stderr);
-        exit(2);
-    }
-    if (*jobs < 1)
-        *jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (*jobs < 1)
-        *jobs = 1;
-    if (*jobs > MAX_JOBS)
-        *jobs = MAX_JOBS;
 }
 
 static void batch_free(batch *b)
@@ -778,6 +322,10 @@ static void batch_free(batch *b)
     if (b->engine)
         mfs_batch_close(b->engine);
     mfs_plan_free(&b->plan);
+    /* the fork server stopped and reaped, so this process's children's
+     * resource usage (bench-convert's wait4) includes every conversion */
+    mfs_spawner_close(b->spawner);
+    b->spawner = NULL;
 }
 
 /* Nothing to convert: which inputs held no model, so status 1 has its
@@ -877,16 +425,17 @@ int main(int argc, char **argv)
     /* before any thread: a ^C leaves no temporary file in OUTDIR */
     if (mfs_batch_clean_on_signal(&err) < 0)
         die("%s", err.msg);
-    if (!mfs_model_extensions(&err))
+    if (mfs_spawner_open(&b.spawner, &b.worker_user, &err) < 0 ||
+        !mfs_spawner_extensions(b.spawner, &err))
         die("%s", err.msg);
-    const char *sandbox = mfs_worker_sandbox_warning();
+    const char *sandbox = mfs_spawner_sandbox_warning(b.spawner);
     if (sandbox)
         fprintf(stderr, "meshfs-convert: warning: %s\n", sandbox);
     /* the progress line only where someone watches it */
     b.tty = isatty(2) && isatty(1) && !b.quiet;
     mfs_plan_init(&b.plan, (b.lowercase_names ? MFS_PLAN_LOWERCASE : 0) |
                                (b.copy_other ? MFS_PLAN_MOUNT_VIEW : 0),
-                  "meshfs-convert", stderr);
+                  "meshfs-convert", stderr, mfs_spawner_extensions(b.spawner, NULL));
     check_outdir(b.out_root, argv + optind, argc - optind);
     mfs_plan_skip_folder(&b.plan, b.out_root);
     for (int i = optind; i < argc; i++)
@@ -903,13 +452,13 @@ int main(int argc, char **argv)
         b.v[i].pkg_only = !mfs_shard_has(&b.shard, b.plan.v[i].model);
     }
 
-    if (!remote_cfg.url && (remote_cfg.timeout_ms || remote_cfg.data_timeout_s ||
-                            remote_cfg.read_only || remote_cfg.token || remote_cfg.owed_max))
+    if (!b.remote.url && (b.remote.timeout_ms || b.remote.data_timeout_s ||
+                          b.remote.read_only || b.remote.token || b.remote.owed_max))
         die("%s", "--remote-*: given without --remote URL");
-    remote_cfg.log = remote_log;
+    b.remote.log = remote_log;
     mfs_batch_cfg cfg = {.cache_dir = b.cache_dir, .no_cache = b.no_cache, .formats = b.formats,
                          .opts = b.opts, .limits = b.limits,
-                         .remote = remote_cfg.url ? &remote_cfg : NULL};
+                         .remote = b.remote.url ? &b.remote : NULL, .spawner = b.spawner};
     if (mfs_batch_open(&cfg, &b.engine, &err) < 0) {
         fprintf(stderr, "meshfs-convert: %s\n", err.msg); /* the cache names itself */
         batch_free(&b);

@@ -5,7 +5,7 @@
 
 #include "inspect_settings.h"
 #include "meshfs/inspect.h"
-#include "meshfs/version.h"
+#include "meshfs/util.h"
 
 static void usage(FILE *f)
 {

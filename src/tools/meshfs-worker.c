@@ -2,7 +2,7 @@
  *
  * Started by meshfs-convert and the mount daemon (src/spawn/),
  * never by hand.  It limits and sandboxes itself before touching the model
- * (include/meshfs/sandbox.h), imports it once, writes every requested format
+ * (include/meshfs/worker.h), imports it once, writes every requested format
  * into its output directory, and writes its report to fd 3.  Anything it
  * says is checked by the parent; anything it does wrong (crash, hang,
  * runaway allocation, an exploited parser) costs only this process. */
@@ -23,8 +23,6 @@
 
 #include "meshfs/import.h"
 
-#include "meshfs/fork_server.h"
-#include "meshfs/sandbox.h"
 #include "meshfs/worker.h"
 
 static void usage(void)
@@ -372,15 +370,20 @@ static int convert_main(int argc, char **argv)
     return rc;
 }
 
-/* ---- a child of the fork server (include/meshfs/fork_server.h) ---- */
+/* ---- a child of the fork server (include/meshfs/worker.h) ---- */
 
-static const char *spare_root; /* as the request gave it */
-static const char *spare_abs;  /* made absolute: the sandbox left us in it */
-static int spare_failed;       /* the sandbox did not hold: err says why */
-static int spare_defer;        /* its user comes with the job (it is root) */
-static pid_t spare_server;     /* its parent, the server */
-static int spare_rootfd = -1;  /* SRC, entered once it is the owner */
-static mfs_err spare_err;
+/* A child of the server, from its preparation to its job (the fork
+ * server's mfs_fs_worker.ctx: each child has its own copy). */
+typedef struct spare {
+    mfs_sandbox_prepared prepared; /* the server's share of the sandbox */
+    const char *root;   /* as the request gave it */
+    const char *abs;    /* made absolute: the sandbox left us in it */
+    int failed;         /* the sandbox did not hold: err says why */
+    int defer;          /* its user comes with the job (it is root) */
+    pid_t server;       /* its parent, the server */
+    int rootfd;         /* SRC, entered once it is the owner */
+    mfs_err err;
+} spare;
 
 static void *warm_thread(void *arg)
 {
@@ -398,8 +401,9 @@ static void *warm_thread(void *arg)
  * it once too, before it serves (mfs_fs_worker.warm): the libraries'
  * one-time set-up is then inherited by every child instead of redone in
  * each (docs/benchmarks.md, "Fork server"). */
-static void warm_up(void)
+static void warm_up(void *ctx)
 {
+    (void)ctx;
     pthread_t t;
     if (pthread_create(&t, NULL, warm_thread, NULL) == 0)
         pthread_join(t, NULL);
@@ -414,8 +418,9 @@ static void warm_up(void)
 /* Before the job: argv is "meshfs-worker --root R".  Which user it will
  * run as is the job's (the model's owner), so as root it is confined with
  * the user switch deferred: it keeps CAP_SETUID and CAP_SETGID only. */
-static void spare_prepare(int argc, char **argv)
+static void spare_prepare(void *ctx, int argc, char **argv)
 {
+    spare *sp = ctx;
     mfs_job job;
     mfs_sandbox_cfg sb;
     memset(&job, 0, sizeof job);
@@ -423,8 +428,8 @@ static void spare_prepare(int argc, char **argv)
     for (int i = 1; i + 1 < argc; i += 2)
         if (!strcmp(argv[i], "--root"))
             job.root = argv[i + 1];
-    spare_root = job.root;
-    spare_server = getppid();
+    sp->root = job.root;
+    sp->server = getppid();
     if (geteuid() == 0)
         sb.drop = sb.defer = 1;
     confine();
@@ -434,26 +439,28 @@ static void spare_prepare(int argc, char **argv)
         fprintf(stderr, "meshfs-worker: child %d prepared for %s\n", (int)getpid(),
                 job.root ? job.root : "?");
     if (!job.root) {
-        spare_failed = 1;
-        mfs_errf(&spare_err, "fork server: request without a source root");
+        sp->failed = 1;
+        mfs_errf(&sp->err, "fork server: request without a source root");
         return;
     }
     sb.root = job.root;
     sb.outdir = NULL; /* it writes only to the files the parent hands it */
-    if (sandbox_up(&job, &sb, &spare_err, &spare_rootfd) < 0) {
-        spare_failed = 1;
+    sb.prepared = &sp->prepared;
+    if (sandbox_up(&job, &sb, &sp->err, &sp->rootfd) < 0) {
+        sp->failed = 1;
         return;
     }
-    spare_abs = job.root;
-    spare_defer = sb.defer;
+    sp->abs = job.root;
+    sp->defer = sb.defer;
     /* no watch_lifeline: the server's child dies with the server instead
      * (fork_server.c) */
-    warm_up();
+    warm_up(NULL);
 }
 
 /* The job: the request's argv and one open output file per format. */
-static int spare_run(int argc, char **argv, const int *out, int nout)
+static int spare_run(void *ctx, int argc, char **argv, const int *out, int nout)
 {
+    spare *sp = ctx;
     mfs_job job;
     mfs_sandbox_cfg sb;
     gid_t groups[MFS_WORKER_GROUPS_MAX];
@@ -464,17 +471,17 @@ static int spare_run(int argc, char **argv, const int *out, int nout)
     if (getenv("MESHFS_WORKER_STDERR"))
         fprintf(stderr, "meshfs-worker: child %d converts %s/%s\n", (int)getpid(), job.root,
                 job.model);
-    if (spare_failed)
-        return sandbox_failed(&spare_err);
+    if (sp->failed)
+        return sandbox_failed(&sp->err);
     /* the server prepared this child for the request's root; a mismatch
      * would be the server's bug, and no model is opened under it */
-    if (!spare_root || strcmp(spare_root, job.root) != 0) {
+    if (!sp->root || strcmp(sp->root, job.root) != 0) {
         mfs_err err;
         mfs_errf(&err, "fork server: child prepared for another source root");
         return sandbox_failed(&err);
     }
-    job.root = spare_abs;
-    if (spare_defer) {
+    job.root = sp->abs;
+    if (sp->defer) {
         /* now it becomes the model's owner (or the worker user), and
          * holds no capability from here on */
         mfs_err err;
@@ -486,10 +493,10 @@ static int spare_run(int argc, char **argv, const int *out, int nout)
             return sandbox_failed(&err);
         /* a change of user clears it: dies with the server again */
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        if (getppid() != spare_server)
+        if (getppid() != sp->server)
             return 71;
     }
-    enter_root(&job, spare_rootfd);
+    enter_root(&job, sp->rootfd);
     int fd[MFS_FMT_COUNT];
     int k = 0;
     for (int f = 0; f < MFS_FMT_COUNT; f++)
@@ -520,14 +527,15 @@ int main(int argc, char **argv)
         /* the per-process part of the sandbox, once for every child;
          * failing here, each child fails its own sandbox with the reason */
         mfs_err err;
-        mfs_sandbox_prepare(&err);
+        spare sp = {.rootfd = -1};
+        mfs_sandbox_prepare(&sp.prepared, &err);
         /* then it gives up what it does not use; failing, it does not
          * serve, and the parent spawns each worker directly */
         if (mfs_sandbox_confine_server(&err) < 0) {
             fprintf(stderr, "meshfs-worker: %s\n", err.msg);
             return 1;
         }
-        static const mfs_fs_worker w = {spare_prepare, spare_run, warm_up};
+        const mfs_fs_worker w = {spare_prepare, spare_run, warm_up, &sp};
         return mfs_fork_server_run(&w);
     }
     return convert_main(argc, argv);

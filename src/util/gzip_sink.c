@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <zlib.h>
 
-#include "meshfs/sink.h"
+#include "meshfs/util.h"
 
 #define GZ_WINDOW (256 * 1024) /* first payload block; zlib's window after a switch */
 #define GZ_OUT (64 * 1024)     /* zlib output chunk */

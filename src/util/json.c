@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "meshfs/json.h"
+#include "meshfs/util.h"
 
 /* Length of the valid UTF-8 sequence at s (max n bytes), 0 if invalid. */
 static size_t utf8_len(const unsigned char *s, size_t n)

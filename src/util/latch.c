@@ -1,6 +1,6 @@
 /* A condition said once when it begins and once when it ends
- * (include/meshfs/latch.h). */
-#include "meshfs/latch.h"
+ * (include/meshfs/util.h, "latch"). */
+#include "meshfs/util.h"
 
 int mfs_latch_raise(mfs_latch *l)
 {

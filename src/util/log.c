@@ -1,4 +1,4 @@
-/* The daemon's log (include/meshfs/log.h).
+/* The daemon's log (include/meshfs/util.h, "log").
  *
  * Syslog lines are sent here, not with syslog(3): glibc's socket blocks, so
  * a syslog daemon that stops reading (a stuck journald, a full queue of 10
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "meshfs/log.h"
+#include "meshfs/util.h"
 
 static const char *const names[] = {"error", "warning", "info", "debug"};
 static const int priorities[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};

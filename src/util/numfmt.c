@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "meshfs/numfmt.h"
+#include "meshfs/util.h"
 
 typedef unsigned __int128 u128;
 

@@ -1,8 +1,8 @@
-/* Option values checked whole (include/meshfs/optvalue.h). */
+/* Option values checked whole (include/meshfs/util.h, "optvalue"). */
 #include <stdio.h>
 #include <string.h>
 
-#include "meshfs/optvalue.h"
+#include "meshfs/util.h"
 
 /* Decimal digits with an optional fraction at s: the value and where it
  * ends; NULL if s does not start with one. */

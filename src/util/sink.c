@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "meshfs/sink.h"
+#include "meshfs/util.h"
 
 #define FD_BUF (256 * 1024)
 

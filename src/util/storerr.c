@@ -1,9 +1,9 @@
-/* The cache's file system refusing to store (include/meshfs/storerr.h). */
+/* The cache's file system refusing to store (include/meshfs/util.h, "storerr"). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "meshfs/storerr.h"
+#include "meshfs/util.h"
 
 static const int storage_errnos[] = {ENOSPC, EDQUOT, EROFS, EIO};
 

@@ -1,11 +1,11 @@
-/* include/meshfs/test_hold.h */
+/* include/meshfs/util.h, "test_hold" */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "meshfs/test_hold.h"
+#include "meshfs/util.h"
 
 #ifdef MESHFS_TEST_HOOKS
 static void hold(const char *file)

@@ -7,7 +7,7 @@
 #include <zlib.h>
 
 #include "meshfs/cache.h" /* MFS_CACHE_VERSION */
-#include "meshfs/version.h"
+#include "meshfs/util.h"
 
 void mfs_version_print(FILE *f, const char *tool, unsigned flags)
 {

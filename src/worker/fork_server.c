@@ -1,4 +1,4 @@
-/* The fork server's loop (include/meshfs/fork_server.h).
+/* The fork server's loop (include/meshfs/worker.h).
  *
  * Single-threaded whenever it forks: fork() copies only the calling thread,
  * so a server with a second thread could hand its children a lock held
@@ -20,9 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "meshfs/fdpass.h"
-#include "meshfs/fork_server.h"
-#include "meshfs/proto.h"
+#include "meshfs/convert.h"
+#include "meshfs/worker.h"
 
 #define REQ_FD MFS_REPORT_FD /* the parent put the request socket here */
 #define MAX_ARGS 64
@@ -33,17 +32,19 @@ typedef struct job {
     int reply;
 } job;
 
-static job *jobs;
-static size_t njobs, capjobs;
-
-/* The request's buffer: a child's argv points into it, so it is static
- * (each child has its own copy after the fork). */
-static char msg[MFS_FS_MSG_MAX + 1];
-
-/* The key of the spare being made (see make_key). */
-static char key[MFS_FS_MSG_MAX];
-static size_t keylen;
-static int kargc;
+/* The server's state, on mfs_fork_server_run's stack: each child has its
+ * own copy after the fork, and a child's argv points into its msg or key. */
+typedef struct server {
+    job *jobs;
+    size_t njobs, capjobs;
+    /* the request being handled, split into argv and env */
+    char msg[MFS_FS_MSG_MAX + 1];
+    char *argv[MAX_ARGS], *env[MAX_ARGS];
+    /* the key of the spare being made (see make_key) */
+    char key[MFS_FS_MSG_MAX];
+    size_t keylen;
+    int kargc;
+} server;
 
 /* Blocking: the parent reads every message it asked for (a "spare" lost
  * to a full buffer would leave it waiting). */
@@ -61,14 +62,14 @@ static void send_msg(int sock, const void *p, size_t n, const int *fds, int nfds
 
 /* One record and its descriptors (at most MFS_FS_MAX_FDS kept, the rest
  * closed).  Returns its length, 0 at EOF, -1 on error or truncation. */
-static ssize_t recv_msg(int sock, int *fds, int *nfds)
+static ssize_t recv_msg(server *s, int sock, int *fds, int *nfds)
 {
     int truncated;
-    ssize_t n = mfs_recv_fds(sock, msg, MFS_FS_MSG_MAX, 0, fds, MFS_FS_MAX_FDS, nfds, &truncated);
+    ssize_t n = mfs_recv_fds(sock, s->msg, MFS_FS_MSG_MAX, 0, fds, MFS_FS_MAX_FDS, nfds, &truncated);
     if (n > 0 && truncated)
         return -1;
     if (n > 0)
-        msg[n] = '\0';
+        s->msg[n] = '\0';
     return n;
 }
 
@@ -80,13 +81,13 @@ static void close_all(const int *fds, int n)
 
 /* Splits msg[0..n) (after the header) into argc argv strings and the
  * environment after them.  -1 if malformed. */
-static int split(size_t n, char **argv, int *argc, char **env, int *nenv)
+static int split(server *s, size_t n, char **argv, int *argc, char **env, int *nenv)
 {
     mfs_fs_request rq;
     if (n < sizeof rq)
         return -1;
-    memcpy(&rq, msg, sizeof rq);
-    char *p = msg + sizeof rq, *end = msg + n;
+    memcpy(&rq, s->msg, sizeof rq);
+    char *p = s->msg + sizeof rq, *end = s->msg + n;
     *argc = *nenv = 0;
     while (p < end && *argc < (int)rq.argc && *argc < MAX_ARGS - 1) {
         argv[(*argc)++] = p;
@@ -134,7 +135,7 @@ static size_t make_key(char **argv, int argc, char **env, int nenv, char *out, i
 
 /* In the spare: becomes what posix_spawn would have made, confines itself
  * for the key, then waits for its one job and runs it. */
-static void spare_main(const mfs_fs_worker *w, int sock, pid_t server)
+static void spare_main(server *s, const mfs_fs_worker *w, int sock, pid_t server_pid)
 {
     if (dup2(sock, MFS_REPORT_FD) < 0)
         _exit(70);
@@ -147,9 +148,9 @@ static void spare_main(const mfs_fs_worker *w, int sock, pid_t server)
     sigprocmask(SIG_SETMASK, &none, NULL);
     char *argv[MAX_ARGS], *env[MAX_ARGS];
     int argc = 0, nenv = 0;
-    for (char *p = key, *end = key + keylen; p < end && nenv < MAX_ARGS - 1;
+    for (char *p = s->key, *end = s->key + s->keylen; p < end && nenv < MAX_ARGS - 1;
          p += strlen(p) + 1) {
-        if (argc < kargc)
+        if (argc < s->kargc)
             argv[argc++] = p;
         else
             env[nenv++] = p;
@@ -173,25 +174,25 @@ static void spare_main(const mfs_fs_worker *w, int sock, pid_t server)
     }
     for (int i = 0; i < nenv; i++)
         putenv(env[i]);
-    w->prepare(argc, argv);
+    w->prepare(w->ctx, argc, argv);
     /* Dies with the server, which dies with the parent (its lifeline).
      * Set only now: a change of user clears it.  The server is
      * single-threaded, so unlike a spawned worker's parent it has no
      * thread whose exit could fire this early; and no watcher thread here
      * means no second thread the child's exit must wait out. */
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    if (getppid() != server)
+    if (getppid() != server_pid)
         _exit(0);
     close(MFS_LIFELINE_FD);
     int fds[MFS_FS_MAX_FDS], nfds;
-    ssize_t n = recv_msg(MFS_REPORT_FD, fds, &nfds);
+    ssize_t n = recv_msg(s, MFS_REPORT_FD, fds, &nfds);
     if (n <= 0 || nfds < 1)
         _exit(0); /* retired unused: its socket was closed */
-    if (nfds < 2 || split((size_t)n, argv, &argc, env, &nenv) < 0 ||
+    if (nfds < 2 || split(s, (size_t)n, argv, &argc, env, &nenv) < 0 ||
         dup2(fds[0], MFS_REPORT_FD) < 0)
         _exit(70);
     close(fds[0]);
-    int rc = w->run(argc, argv, fds + 2, nfds - 2);
+    int rc = w->run(w->ctx, argc, argv, fds + 2, nfds - 2);
     /* no exit handlers: the libraries' destructors would only touch (and
      * copy) pages of a process that is about to go */
     fflush(NULL);
@@ -205,7 +206,7 @@ static void spare_main(const mfs_fs_worker *w, int sock, pid_t server)
         int kept = after && !strcmp(after, "tamper") && nfds > 2 ? dup(fds[2]) : -1;
 #endif
         /* "done": the report is complete and no output is open here any
-         * more, so the parent need not wait for this exit (fork_server.h) */
+         * more, so the parent need not wait for this exit (convert.h) */
         for (int i = 2; i < nfds; i++)
             close(fds[i]);
         while (write(fds[1], "d", 1) < 0 && errno == EINTR)
@@ -229,36 +230,36 @@ static void spare_main(const mfs_fs_worker *w, int sock, pid_t server)
 
 /* Forks a child for the key in key[], to read its one job from *sock (the
  * server's end).  Its pid, or -1 with errno. */
-static pid_t fork_child(const mfs_fs_worker *w, int reply, int *sock)
+static pid_t fork_child(server *s, const mfs_fs_worker *w, int reply, int *sock)
 {
-    int s[2];
-    if (njobs == capjobs) {
-        size_t nc = capjobs ? capjobs * 2 : 16;
-        job *nj = realloc(jobs, nc * sizeof *nj);
+    int sp[2];
+    if (s->njobs == s->capjobs) {
+        size_t nc = s->capjobs ? s->capjobs * 2 : 16;
+        job *nj = realloc(s->jobs, nc * sizeof *nj);
         if (!nj) {
             errno = ENOMEM;
             return -1;
         }
-        jobs = nj;
-        capjobs = nc;
+        s->jobs = nj;
+        s->capjobs = nc;
     }
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s) < 0)
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
         return -1;
-    pid_t server = getpid();
+    pid_t server_pid = getpid();
     pid_t pid = fork();
     if (pid == 0) {
-        close(s[0]);
-        spare_main(w, s[1], server);
+        close(sp[0]);
+        spare_main(s, w, sp[1], server_pid);
     }
     int e = errno;
-    close(s[1]);
+    close(sp[1]);
     if (pid < 0) {
-        close(s[0]);
+        close(sp[0]);
         errno = e;
         return -1;
     }
-    jobs[njobs++] = (job){pid, reply};
-    *sock = s[0];
+    s->jobs[s->njobs++] = (job){pid, reply};
+    *sock = sp[0];
     return pid;
 }
 
@@ -268,15 +269,15 @@ static pid_t fork_child(const mfs_fs_worker *w, int reply, int *sock)
  * passes less than through this loop.  Exactly one "spare" answers each
  * request and each "next", made or not (pid 0), so the parent can tell
  * which key each is for by their order. */
-static void offer_spare(const mfs_fs_worker *w)
+static void offer_spare(server *s, const mfs_fs_worker *w)
 {
     mfs_fs_spare m = {MFS_FS_SPARE, 0, 0};
     int rs[2] = {-1, -1}, js = -1;
-    if (!keylen)
+    if (!s->keylen)
         m.err = EINVAL;
     else if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rs) < 0)
         m.err = errno;
-    else if ((m.pid = fork_child(w, rs[1], &js)) < 0) {
+    else if ((m.pid = fork_child(s, w, rs[1], &js)) < 0) {
         m.err = errno;
         m.pid = 0;
         close(rs[1]);
@@ -298,9 +299,9 @@ static void offer_spare(const mfs_fs_worker *w)
 
 /* Hands the request in msg[0..n) to the child at sock with fds; 0, or -1
  * (the child is gone). */
-static int forward(int sock, size_t n, const int *fds, int nfds)
+static int forward(server *s, int sock, size_t n, const int *fds, int nfds)
 {
-    return mfs_send_fds(sock, msg, n, fds, nfds, 0);
+    return mfs_send_fds(sock, s->msg, n, fds, nfds, 0);
 }
 
 /* The parent closed its spawner: nobody wants the children's results.
@@ -308,10 +309,10 @@ static int forward(int sock, size_t n, const int *fds, int nfds)
  * server exits, so the parent's getrusage of its children, once it has
  * reaped the server, counts every conversion (bench-convert, and
  * scripts/bench-fork-server's CPU figures), not those still exiting. */
-static _Noreturn void finish(void)
+static _Noreturn void finish(server *s)
 {
-    for (size_t i = 0; i < njobs; i++)
-        kill(jobs[i].pid, SIGKILL);
+    for (size_t i = 0; i < s->njobs; i++)
+        kill(s->jobs[i].pid, SIGKILL);
     while (wait4(-1, NULL, 0, NULL) > 0 || errno == EINTR)
         ;
     exit(0);
@@ -322,35 +323,35 @@ static _Noreturn void finish(void)
  * answers on the request's reply socket.  A "next" (the parent gave a
  * spare its job itself): nothing to run.  Either way the next spare for
  * the same key is then made and offered. */
-static void start(const mfs_fs_worker *w)
+static void start(server *s, const mfs_fs_worker *w)
 {
     int fds[MFS_FS_MAX_FDS], nfds;
-    ssize_t n = recv_msg(REQ_FD, fds, &nfds);
+    ssize_t n = recv_msg(s, REQ_FD, fds, &nfds);
     if (n == 0)
-        finish(); /* the parent closed its spawner */
+        finish(s); /* the parent closed its spawner */
     if (n < 0) {
         close_all(fds, nfds);
         if (errno == EAGAIN || errno == EINTR)
             return;
         exit(1);
     }
-    static char *argv[MAX_ARGS], *env[MAX_ARGS];
+    char **argv = s->argv, **env = s->env;
     int argc, nenv;
     uint32_t magic = 0;
     if ((size_t)n >= sizeof magic)
-        memcpy(&magic, msg, sizeof magic);
+        memcpy(&magic, s->msg, sizeof magic);
     int next = magic == MFS_FS_NEXT;
     if (next)
-        memcpy(msg, &(uint32_t){MFS_FS_MAGIC}, sizeof magic); /* split reads it as a request */
-    keylen = 0;
-    if ((!next && nfds < 3) || (next && nfds) || split((size_t)n, argv, &argc, env, &nenv) < 0 ||
-        !(keylen = make_key(argv, argc, env, nenv, key, &kargc))) {
+        memcpy(s->msg, &(uint32_t){MFS_FS_MAGIC}, sizeof magic); /* split reads it as a request */
+    s->keylen = 0;
+    if ((!next && nfds < 3) || (next && nfds) || split(s, (size_t)n, argv, &argc, env, &nenv) < 0 ||
+        !(s->keylen = make_key(argv, argc, env, nenv, s->key, &s->kargc))) {
         /* the parent is ours: a bad message is a bug, not an attack; its
          * "spare" still comes (made for no key: none) */
         close_all(fds, nfds);
-        keylen = 0;
-        explicit_bzero(msg, (size_t)n);
-        offer_spare(w);
+        s->keylen = 0;
+        explicit_bzero(s->msg, (size_t)n);
+        offer_spare(s, w);
         return;
     }
     if (!next) {
@@ -359,11 +360,11 @@ static void start(const mfs_fs_worker *w)
         int *cfds = fds + 1, ncfds = nfds - 1;
         mfs_fs_started st = {0, 0};
         int sock;
-        pid_t pid = fork_child(w, reply, &sock);
+        pid_t pid = fork_child(s, w, reply, &sock);
         if (pid < 0) {
             st.err = errno;
         } else {
-            if (forward(sock, (size_t)n, cfds, ncfds) == 0)
+            if (forward(s, sock, (size_t)n, cfds, ncfds) == 0)
                 st.pid = pid;
             else
                 st.err = errno;
@@ -378,34 +379,34 @@ static void start(const mfs_fs_worker *w)
                 close(pidfd);
         } else {
             if (pid > 0)
-                jobs[njobs - 1].reply = -1; /* its "ended" has nobody to go to */
+                s->jobs[s->njobs - 1].reply = -1; /* its "ended" has nobody to go to */
             send_msg(reply, &st, sizeof st, NULL, 0);
             close(reply);
         }
     }
     /* the next spare must not find this request in its copy of memory */
-    explicit_bzero(msg, (size_t)n);
+    explicit_bzero(s->msg, (size_t)n);
     /* prepared while this job runs: on another core, off its path */
-    offer_spare(w);
+    offer_spare(s, w);
 }
 
-static void reap(void)
+static void reap(server *s)
 {
     int status;
     struct rusage ru;
     pid_t pid;
     while ((pid = wait4(-1, &status, WNOHANG, &ru)) > 0) {
-        for (size_t i = 0; i < njobs; i++) {
-            if (jobs[i].pid != pid)
+        for (size_t i = 0; i < s->njobs; i++) {
+            if (s->jobs[i].pid != pid)
                 continue;
             mfs_fs_ended e = {status, 0,
                               (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
                                   (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec};
-            if (jobs[i].reply >= 0) {
-                send_msg(jobs[i].reply, &e, sizeof e, NULL, 0);
-                close(jobs[i].reply);
+            if (s->jobs[i].reply >= 0) {
+                send_msg(s->jobs[i].reply, &e, sizeof e, NULL, 0);
+                close(s->jobs[i].reply);
             }
-            jobs[i] = jobs[--njobs];
+            s->jobs[i] = s->jobs[--s->njobs];
             break;
         }
     }
@@ -413,11 +414,12 @@ static void reap(void)
 
 int mfs_fork_server_run(const mfs_fs_worker *w)
 {
+    server srv_state = {0}, *s = &srv_state;
     /* once here, not in every child: the libraries' one-time set-up (static
      * tables, locale, the importer registry) and a grown heap and thread
      * stack cache for the children to start from (docs/worker.md) */
     if (w->warm)
-        w->warm();
+        w->warm(w->ctx);
     /* nothing above the lifeline is the server's to hold */
     close_range(MFS_LIFELINE_FD + 1, ~0u, 0);
     struct rlimit rl = {0, 0};
@@ -449,10 +451,10 @@ int mfs_fork_server_run(const mfs_fs_worker *w)
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof si) > 0)
                 ;
-            reap();
+            reap(s);
         }
         if (p[0].revents & POLLIN)
-            start(w);
+            start(s, w);
         else if (p[0].revents)
             return 0;
     }

@@ -1,5 +1,5 @@
 /* The worker's sandbox: what meshfs-worker gives up before it opens a
- * model (include/meshfs/sandbox.h, docs/security.md).
+ * model (include/meshfs/worker.h, docs/security.md).
  *
  * Order matters.  no_new_privs first (Landlock and seccomp require it of an
  * unprivileged process).  The output directory is prepared and entered while
@@ -31,7 +31,7 @@
 #include <unistd.h>
 #include <grp.h>
 
-#include "meshfs/sandbox.h"
+#include "meshfs/worker.h"
 
 /* Landlock constants newer than Debian 12's kernel headers (6.1). */
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
@@ -305,18 +305,14 @@ static scmp_filter_ctx build_seccomp(mfs_err *err)
     return ctx;
 }
 
-/* The fork server's share of the sandbox (mfs_sandbox_prepare): the filter
- * compiled once to BPF, and the network namespace its children share. */
-static struct sock_filter *prepared_bpf;
-static unsigned short prepared_len;
-static int prepared_ns, prepared_netns, prepared_ipcns;
-
-static int load_seccomp(mfs_err *err)
+/* pre: the fork server's share of the sandbox (mfs_sandbox_prepare), the
+ * filter compiled once to BPF, or NULL. */
+static int load_seccomp(const mfs_sandbox_prepared *pre, mfs_err *err)
 {
-    if (prepared_bpf) {
+    if (pre && pre->bpf) {
         /* what seccomp_load would do with the same program; no_new_privs
          * is already set */
-        struct sock_fprog prog = {prepared_len, prepared_bpf};
+        struct sock_fprog prog = {pre->len, pre->bpf};
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
             return mfs_errf(err, "sandbox: seccomp: %s", strerror(errno));
         return 0;
@@ -331,8 +327,9 @@ static int load_seccomp(mfs_err *err)
     return 0;
 }
 
-int mfs_sandbox_prepare(mfs_err *err)
+int mfs_sandbox_prepare(mfs_sandbox_prepared *p, mfs_err *err)
 {
+    memset(p, 0, sizeof *p);
     scmp_filter_ctx ctx = build_seccomp(err);
     if (!ctx)
         return -1;
@@ -344,8 +341,8 @@ int mfs_sandbox_prepare(mfs_err *err)
         len / sizeof(struct sock_filter) <= BPF_MAXINSNS) {
         struct sock_filter *bpf = malloc((size_t)len);
         if (bpf && pread(fd, bpf, (size_t)len, 0) == len) {
-            prepared_bpf = bpf;
-            prepared_len = (unsigned short)(len / sizeof(struct sock_filter));
+            p->bpf = bpf;
+            p->len = (unsigned short)(len / sizeof(struct sock_filter));
         } else {
             free(bpf);
         }
@@ -359,9 +356,9 @@ int mfs_sandbox_prepare(mfs_err *err)
      * server then gives up CAP_SYS_ADMIN: the children's filter forbids
      * every System V IPC call, so sharing it gives them nothing either. */
     if (geteuid() == 0) {
-        prepared_netns = unshare(CLONE_NEWNET) == 0;
-        prepared_ipcns = unshare(CLONE_NEWIPC) == 0;
-        prepared_ns = 1;
+        p->netns = unshare(CLONE_NEWNET) == 0;
+        p->ipcns = unshare(CLONE_NEWIPC) == 0;
+        p->ns = 1;
     }
     return 0;
 }
@@ -422,8 +419,9 @@ int mfs_sandbox_enter(const mfs_sandbox_cfg *cfg, mfs_sandbox_state *st, mfs_err
     }
     if (geteuid() == 0) {
         /* "where permitted": a kernel without them still converts */
-        st->netns = prepared_ns ? prepared_netns : unshare(CLONE_NEWNET) == 0;
-        st->ipcns = prepared_ns ? prepared_ipcns : unshare(CLONE_NEWIPC) == 0;
+        const mfs_sandbox_prepared *pre = cfg->prepared;
+        st->netns = pre && pre->ns ? pre->netns : unshare(CLONE_NEWNET) == 0;
+        st->ipcns = pre && pre->ns ? pre->ipcns : unshare(CLONE_NEWIPC) == 0;
     }
     st->landlock_abi = ll_abi();
     int ll = landlock(rootfd, outfd, st->landlock_abi, err);
@@ -449,7 +447,7 @@ int mfs_sandbox_enter(const mfs_sandbox_cfg *cfg, mfs_sandbox_state *st, mfs_err
     }
     if (!SANITIZED)
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); /* nobody of the same uid may ptrace it */
-    if (load_seccomp(err) < 0)
+    if (load_seccomp(cfg->prepared, err) < 0)
         return -1;
     st->seccomp = 1;
     return 0;

@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "meshfs/sandbox.h"
+#include "meshfs/worker.h"
 
 static void result(const char *action, const char *arg, int rc)
 {

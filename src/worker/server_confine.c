@@ -1,5 +1,5 @@
 /* The fork server's own confinement (mfs_sandbox_confine_server,
- * include/meshfs/sandbox.h; docs/security.md, "The fork server").
+ * include/meshfs/worker.h; docs/security.md, "The fork server").
  *
  * The server never opens a model, but it is a process of the daemon's
  * user (root, for an fstab mount) that lives as long as the mount, so it
@@ -25,7 +25,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "meshfs/sandbox.h"
+#include "meshfs/worker.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1

@@ -106,7 +106,7 @@ def mount_refused(src, mnt, options):
 
 def tmp_leftovers(cache):
     """What conversions left in the cache's tmp/ besides the job folders a
-    mount or run keeps for its next conversions (include/meshfs/jobdirs.h),
+    mount or run keeps for its next conversions (include/meshfs/convert.h),
     which may hold only empty output files: [] when nothing else."""
     left = []
     tmp = os.path.join(cache, "tmp")

@@ -1,4 +1,4 @@
-"""A fork server's child says "done" before it exits (include/meshfs/fork_server.h,
+"""A fork server's child says "done" before it exits (include/meshfs/convert.h,
 docs/worker.md): the parent then uses its report without waiting for the
 exit, but only once no output can be written any more (a read lease on
 each output, refused while any descriptor, dup or mapping can still write

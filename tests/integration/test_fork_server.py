@@ -1,4 +1,4 @@
-"""The fork server (include/meshfs/fork_server.h, docs/architecture.md §3):
+"""The fork server (include/meshfs/convert.h, docs/architecture.md §3):
 one pre-initialised meshfs-worker per parent forks a child per conversion,
 ahead of time (the spare: forked and sandboxed for a source root before its
 job is known).  These tests check that it is really one process for many

@@ -1417,7 +1417,7 @@ class WriterTest(unittest.TestCase):
         p = subprocess.Popen([tool("meshfs-convert"), "--no-cache", "-q", "-f", "vrt", "-o", out,
                               self.src], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
-        # planned, and held before its model is opened (meshfs/test_hold.h)
+        # planned, and held before its model is opened (meshfs/util.h, "test_hold")
         for _ in range(3000):
             if os.path.exists(release + ".held") or p.poll() is not None:
                 break

@@ -8,10 +8,8 @@
 #include <unistd.h>
 
 #include "fixtures.h"
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 #include "meshfs/formats.h"
-#include "meshfs/options.h"
-#include "meshfs/sink.h"
 
 static void *xcalloc(size_t n, size_t sz)
 {

@@ -1,6 +1,6 @@
 /* The text the batch shows and keys with: names quoted for messages
  * (mfs_batch_quote) and the key option recipe shared by the mount and
- * meshfs-convert (include/meshfs/keyopts.h). */
+ * meshfs-convert (include/meshfs/rules.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,8 +12,8 @@
 #include "meshfs/batch.h"
 #include "meshfs/formats.h"
 #include "meshfs/import.h"
-#include "meshfs/keyopts.h"
-#include "meshfs/lgepkg.h"
+#include "meshfs/formats.h"
+#include "meshfs/rules.h"
 
 static void test_quote(void **state)
 {

@@ -24,8 +24,8 @@
 
 #include "fixtures.h"
 #include "meshfs/cache.h"
-#include "meshfs/inputs.h"
-#include "meshfs/sink.h"
+#include "meshfs/import.h"
+#include "meshfs/util.h"
 #include "../../src/cache/cache_int.h" /* mfs_cache_entry_check */
 
 typedef fixture_cache_dirs fx;

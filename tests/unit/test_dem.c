@@ -24,7 +24,7 @@
 #include "fixtures.h"
 #include "meshfs/formats.h"
 #include "meshfs/inspect.h"
-#include "meshfs/numfmt.h"
+#include "meshfs/util.h"
 
 /* Writes scene s as .dem and returns the text (NUL-terminated, caller
  * frees); fails the test on a writer error. */

@@ -26,9 +26,8 @@
 #include "fixtures.h"
 #include "meshfs/formats.h"
 #include "meshfs/inspect.h"
-#include "meshfs/options.h"
 #include "meshfs/scene.h"
-#include "meshfs/sink.h"
+#include "meshfs/util.h"
 
 static const char *const hostile[] = {
     "01 - Par d\xe9" "faut",          /* Latin-1, as an MD5 file from 3ds Max carries it */

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 #include "meshfs/inspect.h"
 
 /* ---- a byte builder ---- */

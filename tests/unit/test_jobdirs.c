@@ -1,4 +1,4 @@
-/* meshfs/jobdirs.h: worker output directories kept between runs.  A
+/* meshfs/convert.h: worker output directories kept between runs.  A
  * directory comes back only when its run left each output absent or empty
  * (a regular file of ours, one link) and no worker subdirectory; anything
  * else is removed with what is in it, and the pool removes what it kept. */
@@ -15,9 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "meshfs/convert.h"
 #include "meshfs/formats.h"
-#include "meshfs/jobdirs.h"
-#include "meshfs/sandbox.h"
 
 typedef struct env {
     char root[256];

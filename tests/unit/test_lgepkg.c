@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "fixtures.h"
-#include "meshfs/bytes.h"
+#include "meshfs/util.h"
 #include "meshfs/inspect.h"
-#include "meshfs/lgepkg.h"
+#include "meshfs/formats.h"
 
 /* ---- helpers ---- */
 

@@ -16,7 +16,7 @@
 
 #include "fixtures.h"
 #include "meshfs/cache.h"
-#include "meshfs/sink.h"
+#include "meshfs/util.h"
 #include "../../src/cache/cache_int.h" /* the kind-3 writer of an older meshfs */
 
 typedef struct fx {

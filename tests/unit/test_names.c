@@ -89,7 +89,7 @@ static int setup(void **state)
     snprintf(link, sizeof link, "%s/link", src);
     assert_int_equal(symlink("cars", link), 0);
     mfs_err err;
-    assert_int_equal(mfs_spawner_open(&spawner, &err), 0);
+    assert_int_equal(mfs_spawner_open(&spawner, NULL, &err), 0);
     return 0;
 }
 

@@ -1,4 +1,4 @@
-/* The naming rule (include/meshfs/naming.h, docs/naming.md) as a table:
+/* The naming rule (include/meshfs/rules.h, docs/naming.md) as a table:
  * a folder's entries -> which model each view base stands for, which
  * entries are not shown, and what was reported. */
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "meshfs/formats.h"
-#include "meshfs/naming.h"
+#include "meshfs/rules.h"
 
 /* entries: space-separated names, a trailing '*' marks a model, then
  * "@uid" its owner ("@?": cannot be told; none: uid 0).

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "meshfs/numfmt.h"
+#include "meshfs/util.h"
 
 static float from_bits(uint32_t b)
 {

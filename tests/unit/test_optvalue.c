@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "meshfs/optvalue.h"
+#include "meshfs/util.h"
 
 static void assert_contains(const char *s, const char *part)
 {

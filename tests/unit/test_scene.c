@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "fixtures.h"
-#include "meshfs/naming.h"
-#include "meshfs/options.h"
+#include "meshfs/formats.h"
+#include "meshfs/rules.h"
 #include "meshfs/scene.h"
 
 #define NEAR(a, b) assert_true(fabs((double)(a) - (double)(b)) < 1e-5)
@@ -108,8 +108,9 @@ static void test_world_and_pose(void **state)
     mfs_scene_free(k);
 }
 
-static int fake_model(const char *n)
+static int fake_model(void *ctx, const char *n)
 {
+    (void)ctx;
     const char *d = strrchr(n, '.');
     return d && (!strcmp(d, ".obj") || !strcmp(d, ".fbx"));
 }
@@ -118,19 +119,19 @@ static void test_view_naming(void **state)
 {
     char out[64];
     const char *a[] = {"car.fbx", "readme.txt"};
-    assert_int_equal(mfs_view_base("car.fbx", a, 2, fake_model, out, sizeof out), 0);
+    assert_int_equal(mfs_view_base("car.fbx", a, 2, fake_model, NULL, out, sizeof out), 0);
     assert_string_equal(out, "car");
     const char *b[] = {"a.obj", "a.fbx", "a.mtl"};
-    assert_int_equal(mfs_view_base("a.obj", b, 3, fake_model, out, sizeof out), 1);
+    assert_int_equal(mfs_view_base("a.obj", b, 3, fake_model, NULL, out, sizeof out), 1);
     assert_string_equal(out, "a.obj");
-    assert_int_equal(mfs_view_base("a.fbx", b, 3, fake_model, out, sizeof out), 1);
+    assert_int_equal(mfs_view_base("a.fbx", b, 3, fake_model, NULL, out, sizeof out), 1);
     assert_string_equal(out, "a.fbx");
     const char *c[] = {"t.obj", "t.gmf"}; /* a real file already named like a view */
-    assert_int_equal(mfs_view_base("t.obj", c, 2, fake_model, out, sizeof out), 1);
+    assert_int_equal(mfs_view_base("t.obj", c, 2, fake_model, NULL, out, sizeof out), 1);
     assert_string_equal(out, "t.obj");
     const char *d[] = {".hidden"};
     assert_int_equal(mfs_name_stem_len(".hidden"), 7);
-    assert_int_equal(mfs_view_base(".hidden", d, 1, fake_model, out, 4), -1);
+    assert_int_equal(mfs_view_base(".hidden", d, 1, fake_model, NULL, out, 4), -1);
 }
 
 static void test_option_keys(void **state)

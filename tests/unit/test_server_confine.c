@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "meshfs/sandbox.h"
+#include "meshfs/worker.h"
 
 /* In a child of the test, confined as the server is: 0 when a plain
  * fork-like clone works and a CLONE_NEWUSER one is refused with ENOSYS. */

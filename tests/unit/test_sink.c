@@ -14,7 +14,8 @@
 #include <zlib.h>
 #include <libdeflate.h>
 
-#include "meshfs/sink.h"
+#include "meshfs/convert.h"
+#include "meshfs/util.h"
 #include "meshfs/worker.h"
 
 static void test_le_bytes(void **state)

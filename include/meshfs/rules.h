@@ -1,3 +1,21 @@
+/* rules/'s face: the naming and key rules both front ends (the mount and
+ * meshfs-convert, with `meshfs-cache warm`) share, so each finds the
+ * other's names and cache entries.  Pure functions, no state:
+ *
+ *   naming.c     how the names in a folder are shown (docs/naming.md)
+ *   modelname.c  which names are models', given the worker's extensions
+ *   keyopts.c    the option text in every view and manifest key
+ *   limits.c     the worker's default resource limits */
+#ifndef MESHFS_RULES_H
+#define MESHFS_RULES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "meshfs/formats.h"
+
+/* ==== src/rules/naming.c ==== */
+
 /* How the names in a folder are shown, shared by the mount and
  * meshfs-convert so both produce the same names (and the same .fmi model=
  * paths).  The rule is a function of the folder's entry list alone (names,
@@ -19,16 +37,12 @@
  * NAME_MAX (255 bytes) gets no views either.  So no view name ever stands
  * for two models, and no view hides a real file.  Every such decision is
  * returned as a note. */
-#ifndef MESHFS_NAMING_H
-#define MESHFS_NAMING_H
-
-#include <stddef.h>
 
 /* One entry of a folder, as the rule sees it. */
 typedef struct mfs_name_entry {
     const char *name;       /* its real name */
     int is_model;           /* a regular file (not a symlink) whose extension
-                               is a model's (mfs_is_model_name) */
+                               is a model's (mfs_spawner_is_model) */
 } mfs_name_entry;
 
 /* Flags for mfs_names_plan. */
@@ -130,8 +144,53 @@ size_t mfs_name_stem_len(const char *name);
  * Kept for callers that want one name; it runs mfs_names_plan.  Returns 1
  * if the long form was needed, 0 otherwise, -1 if out is too small (or out
  * of memory), -2 if the model gets no views at all. */
-typedef int (*mfs_is_model_fn)(const char *name);
+typedef int (*mfs_is_model_fn)(void *ctx, const char *name);
 int mfs_view_base(const char *model, const char *const *siblings, size_t n,
-                  mfs_is_model_fn is_model, char *out, size_t outsz);
+                  mfs_is_model_fn is_model, void *ctx, char *out, size_t outsz);
+
+/* ==== src/rules/modelname.c ==== */
+
+/* True if name's extension is one of exts (case-insensitive).  Pure: no
+ * process is started (src/rules/modelname.c). */
+int mfs_model_name_in(const char *const *exts, const char *name);
+
+/* ==== src/rules/keyopts.c ==== */
+
+/* The option text in every view key and manifest key: one recipe for the
+ * mount (src/fs/convert.c), meshfs-convert and `meshfs-cache warm`
+ * (src/batch/), so all of them find each other's entries in a shared cache
+ * (docs/cache.md, "Keys").
+ *
+ * A view's key holds what decides its bytes: its inputs (the caller's
+ * dependency list), its format, the options that format reads, the
+ * importer, the version.  Never the set of formats a run or a mount is
+ * configured with: every conversion imports the same way whatever it
+ * writes (tangents always computed, the texture always searched for and
+ * decoded only for .tex: src/worker/job.c), so a mount with formats=gmf,
+ * a full mount, a `warm --formats fmd` and a `meshfs-convert` of every
+ * format share each view they have in common. */
+
+/* Option text of view `format` (o's options the format reads, with
+ * model_path = fmi_model; the importer). */
+void mfs_keyopts_format(const mfs_options *o, int format, const char *fmi_model, char *buf,
+                        size_t n);
+
+/* Option text of the import (the model entry's key): source frame,
+ * importer. */
+void mfs_keyopts_import(const mfs_options *o, char *buf, size_t n);
+
+/* ==== src/rules/limits.c ==== */
+
+/* What one conversion may use: the worker's resource limits. */
+
+typedef struct mfs_limits {
+    double timeout_s;        /* wall clock; SIGKILL past it (0 = none) */
+    uint64_t memory;         /* RLIMIT_AS bytes (0 = none) */
+    uint64_t output;         /* cap on each output file, bytes (0 = none) */
+    uint64_t cpu_s;          /* RLIMIT_CPU seconds (0 = none) */
+} mfs_limits;
+
+/* 60 s, 4 GiB of address space, 4 GiB per output, 120 s of CPU. */
+void mfs_limits_default(mfs_limits *l);
 
 #endif
