@@ -192,7 +192,7 @@ void mfs_cache_note(mfs_cache *c, mfs_cache_event ev);
  * entries"): the limits its conversion ran with and the newest mtime of its
  * inputs then.  The cache only keeps it; the mount decides that a failure
  * no longer stands when it runs with a limit the failure did not have, or
- * when an input has been touched since (src/fs/failure.c). */
+ * when an input has been touched since (src/coherence/failure.c). */
 typedef struct mfs_cache_failctx {
     double timeout_s;        /* wall clock; 0: none */
     uint64_t memory;         /* address space; 0: none */

@@ -369,7 +369,7 @@ void mfs_jobdirs_give(mfs_jobdirs *p, mfs_jobdir *d, unsigned formats, int clean
 
 /* ==== filing a run (src/convert/convstore.c) ==== */
 
-/* Filing a conversion in the cache: what the mount (src/fs/convert.c) and
+/* Filing a conversion in the cache: what the mount (src/mount/convert.c) and
  * meshfs-convert (src/batch/) do with a worker run's outputs, in one place.
  *
  * The worker writes into a private directory; each output it vouches for is

@@ -40,7 +40,7 @@ typedef struct mfs_options {
     int vrt_plain;          /* vrt_layout=plain (default: skinned, 64-byte vertices) */
     int fmd_raw;            /* fmd: vertices as stored in the source, not placed */
     int importer;           /* mfs_importer (meshfs/import.h): auto or assimp; every
-                               view depends on it (src/fs/convert.c keys it) */
+                               view depends on it (src/mount/convert.c keys it) */
     /* Path of the model relative to the engine's models/ folder, without
      * extension, e.g. "vehicles/car".  Set by the caller from the output
      * layout; the .fmi model= line and the .dem model name use it

@@ -157,7 +157,7 @@ int mfs_model_name_in(const char *const *exts, const char *name);
 /* ==== src/rules/keyopts.c ==== */
 
 /* The option text in every view key and manifest key: one recipe for the
- * mount (src/fs/convert.c), meshfs-convert and `meshfs-cache warm`
+ * mount (src/mount/convert.c), meshfs-convert and `meshfs-cache warm`
  * (src/batch/), so all of them find each other's entries in a shared cache
  * (docs/cache.md, "Keys").
  *

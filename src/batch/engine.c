@@ -29,7 +29,6 @@
 
 #include "meshfs/batch.h"
 #include "meshfs/convert.h"
-#include "meshfs/explain.h"
 #include "meshfs/convert.h"
 #include "meshfs/formats.h"
 #include "meshfs/rules.h"

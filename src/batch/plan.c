@@ -361,7 +361,7 @@ static const char *link_refusal(const char *root, const char *dir, const char *f
     return NULL;
 }
 
-/* A link as the mount shows it (src/fs/ops.c, op_readlink): a relative
+/* A link as the mount shows it (src/mount/ops.c, mfs_ops_readlink): a relative
  * target lowercased under lowercase_names, since it is followed inside
  * the mount, where only lowercase names exist. */
 static void copy_link(mfs_plan *p, const char *full, const char *dst)

@@ -17,7 +17,7 @@
 
 #include "../coherence/coherence.h"
 #include "mount.h"
-#include "meshfs/explain.h"
+#include "meshfs/views.h"
 #include "meshfs/util.h"
 
 static int host_stat(void *ctx, const char *path, mfs_view_path kind, struct stat *st,

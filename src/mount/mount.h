@@ -250,7 +250,7 @@ mfs_view_outcome mfs_view_get_given(mfs_fs *fs, const char *dir, const char *nam
  * one per line (mfs_views_missing): the length, 0 none, or -errno. */
 /* user.meshfs.explain (json 0) and user.meshfs.explain.json of a view:
  * what its model's views' keys are made of and why a lookup would convert
- * (include/meshfs/explain.h), malloc'd; NULL with err. */
+ * (include/meshfs/views.h, "explain"), malloc'd; NULL with err. */
 char *mfs_view_explain(mfs_fs *fs, const char *dir, const char *name, const char *base, int json,
                        mfs_err *err);
 int mfs_view_missing(mfs_fs *fs, const char *dir, const char *name, const char *base,

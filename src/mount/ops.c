@@ -589,7 +589,7 @@ static int model_error(mfs_fs *fs, const char *r, char *value, size_t size)
 }
 
 /* user.meshfs.explain[.json] of a view: what its model's views' keys are
- * made of and why a lookup would convert (explain.h).  Only on views, whose
+ * made of and why a lookup would convert (views.h, "explain").  Only on views, whose
  * readers may read every input the explanation names (the kernel checks
  * it: default_permissions, docs/security.md S1); meshfs-cache explain
  * finds a model's views itself.  Read by name only, like the others. */

@@ -1,5 +1,5 @@
 /* What a view's key is made of, and why a lookup would miss it
- * (include/meshfs/explain.h).  The resolver's own recipe (mfs_views_key,
+ * (include/meshfs/views.h, "explain").  The resolver's own recipe (mfs_views_key,
  * mfs_views_manifest_key) on what the cache holds, looked at without being
  * used: an explanation never changes what it explains. */
 #include <stdio.h>
@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "meshfs/cache.h"
-#include "meshfs/explain.h"
 #include "meshfs/import.h"
 #include "meshfs/util.h"
 #include "meshfs/settings.h"

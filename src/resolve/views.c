@@ -434,7 +434,7 @@ mfs_view_outcome mfs_views_resolve_given(mfs_views *v, const char *path, const c
         out = MFS_VIEW_FAILED_MACHINE;
         info->errnum = mfs_err_errno(err);
         /* EWOULDBLOCK: an input under a lease, which the host waits for
-         * and asks again about, many times a second (src/fs/leasewait.h) */
+         * and asks again about, many times a second (src/session/leasewait.h) */
         if (err->msg[0] && v->h.log && info->errnum != EWOULDBLOCK)
             v->h.log(v->h.ctx, path, err->msg);
     }

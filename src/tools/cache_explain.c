@@ -1,5 +1,5 @@
 /* meshfs-cache explain PATH...: what a model's views' keys are made of and
- * why a lookup would convert (include/meshfs/explain.h, docs/cache.md,
+ * why a lookup would convert (include/meshfs/views.h, "explain"; docs/cache.md,
  * "Explain").
  *
  * Through a mount the daemon answers (user.meshfs.explain of a view: its
@@ -19,7 +19,7 @@
 
 #include "cache_explain.h"
 #include "meshfs/batch.h"
-#include "meshfs/explain.h"
+#include "meshfs/views.h"
 #include "meshfs/formats.h"
 #include "meshfs/import.h"
 #include "meshfs/rules.h"

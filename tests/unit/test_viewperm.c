@@ -1,4 +1,4 @@
-/* Who may read a view (src/fs/viewperm.c, docs/security.md S1) as a table,
+/* Who may read a view (src/resolve/viewperm.c, docs/security.md S1) as a table,
  * checked against every user the kernel could see; what error text users
  * see (src/names/errtext.c); and names.h's path join. */
 #include <setjmp.h>
