@@ -73,7 +73,7 @@ typedef struct mfs_report {
     int ok;                  /* import succeeded (formats may still fail) */
     char error[MFS_ERR_MAX]; /* import failure reason */
     char route[MFS_ERR_MAX]; /* which importer read the model, and why the native
-                                one declined (mfs_import_route()): the mount
+                                one declined (mfs_deps.route): the mount
                                 logs it at debug level */
     char repairs[MFS_ERR_MAX]; /* what the importer repaired to read the model
                                 (mfs_scene.note: names made UTF-8, faces

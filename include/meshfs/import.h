@@ -69,6 +69,10 @@ typedef struct mfs_deps {
      * remembered, and not run again at once either; the next access tries
      * again. */
     int unkeyed;
+    /* How mfs_import read the model: "native gltf", "native obj",
+     * "assimp", or "assimp (native declined: <reason>)".  For the worker's
+     * debug log and the tests; never part of any output. */
+    char route[MFS_ERR_MAX];
 } mfs_deps;
 
 void mfs_deps_free(mfs_deps *d);
@@ -127,10 +131,6 @@ typedef struct mfs_import_opts {
 int mfs_import(const char *root, const char *relpath, const mfs_import_opts *o,
                mfs_scene **out, mfs_deps *deps, mfs_err *err);
 
-/* How the last mfs_import in this process went: "native gltf", "native
- * obj", "assimp", or "assimp (native declined: <reason>)".  For the
- * worker's debug log and the tests; never part of any output. */
-const char *mfs_import_route(void);
 
 /* These two live in the core library (src/import/native_choice.c), so the
  * daemon and meshfs-convert parse the option without linking the importer.

@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "meshfs/cache.h"
+#include "meshfs/util.h"
 
 /* Entries live in ENTRY_DIR/<2 hex>/<30 hex><suffix>.  The directory carries
  * the container version, so a future layout can coexist with this one.
@@ -143,10 +144,7 @@ struct mfs_cache {
 void mfs_cache_fresh_add(mfs_cache *c, const mfs_cache_key *k, char suffix);
 void mfs_cache_fresh_served(mfs_cache *c, const mfs_cache_key *k, char suffix);
 
-/* io.c: I/O helpers.  Return 0 or a positive errno; read_full returns the
- * byte count read (short only at end of file) or -errno. */
-int mfs_cache_pwrite_full(int fd, const void *p, size_t n, uint64_t off);
-int64_t mfs_cache_pread_full(int fd, void *p, size_t n, uint64_t off);
+/* io.c: I/O helpers (whole-buffer reads and writes: util.h, "fullio"). */
 int64_t mfs_cache_now_ns(void);
 int64_t mfs_cache_ts_ns(const struct timespec *ts);
 

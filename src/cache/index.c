@@ -197,7 +197,7 @@ static void migrate(mfs_cache *c)
         m->n = 0;
         uint64_t pos = IDX_HDR_LEN;
         for (;;) {
-            int64_t got = mfs_cache_pread_full(fd, buf, MIGRATE_RECS * IDX_REC_LEN, pos);
+            int64_t got = mfs_pread_full(fd, buf, MIGRATE_RECS * IDX_REC_LEN, pos);
             if (got < IDX_REC_LEN)
                 break;
             uint64_t next = idx_parse(buf, (size_t)got, pos, collect, m);
@@ -331,7 +331,7 @@ static int hash_bytes(int fd, uint8_t out[16], uint64_t *nbytes)
     XXH3_128bits_reset(st);
     *nbytes = 0;
     for (;;) {
-        int64_t got = mfs_cache_pread_full(fd, buf, HASH_CHUNK, *nbytes);
+        int64_t got = mfs_pread_full(fd, buf, HASH_CHUNK, *nbytes);
         if (got < 0) {
             e = (int)-got;
             goto out;

@@ -124,7 +124,7 @@ int idx_header_ok(int fd)
 {
     uint8_t want[IDX_HDR_LEN], got[IDX_HDR_LEN];
     header_bytes(want);
-    return mfs_cache_pread_full(fd, got, IDX_HDR_LEN, 0) == IDX_HDR_LEN &&
+    return mfs_pread_full(fd, got, IDX_HDR_LEN, 0) == IDX_HDR_LEN &&
            memcmp(want, got, IDX_HDR_LEN) == 0;
 }
 
@@ -225,7 +225,7 @@ static void read_tail(idx_shard *s, int fd)
     if (!buf)
         return;
     for (;;) {
-        int64_t got = mfs_cache_pread_full(fd, buf, READ_CHUNK, s->read_pos);
+        int64_t got = mfs_pread_full(fd, buf, READ_CHUNK, s->read_pos);
         if (got < IDX_REC_LEN)
             break;
         uint64_t next = idx_parse(buf, (size_t)got, s->read_pos, take, s);
@@ -362,7 +362,7 @@ static int write_log_file(mfs_cache *c, const idx_shard *s, char tmp[MFS_CACHE_P
         header_bytes(buf);
         for (size_t i = 0; i < n; i++)
             rec_encode(&s->recs[i], buf + IDX_HDR_LEN + i * IDX_REC_LEN);
-        e = mfs_cache_pwrite_full(fd, buf, IDX_HDR_LEN + n * IDX_REC_LEN, 0);
+        e = mfs_pwrite_full(fd, buf, IDX_HDR_LEN + n * IDX_REC_LEN, 0);
         free(buf);
     }
     if (e) {

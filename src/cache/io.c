@@ -25,41 +25,6 @@ static const char tag_text[] =
     "# For information about cache directory tags, see:\n"
     "#\thttps://bford.info/cachedir/\n";
 
-int mfs_cache_pwrite_full(int fd, const void *p, size_t n, uint64_t off)
-{
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t w = pwrite(fd, b, n, (off_t)off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return errno;
-        }
-        b += w;
-        n -= (size_t)w;
-        off += (uint64_t)w;
-    }
-    return 0;
-}
-
-int64_t mfs_cache_pread_full(int fd, void *p, size_t n, uint64_t off)
-{
-    uint8_t *b = p;
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = pread(fd, b + got, n - got, (off_t)(off + got));
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    return (int64_t)got;
-}
-
 int64_t mfs_cache_ts_ns(const struct timespec *ts)
 {
     return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
@@ -182,7 +147,7 @@ int mfs_cache_write_tag(mfs_cache *c, mfs_err *err)
     int fd = mfs_cache_tmp_create(c, tmp, err);
     if (fd < 0)
         return -1;
-    int e = mfs_cache_pwrite_full(fd, tag_text, sizeof tag_text - 1, 0);
+    int e = mfs_pwrite_full(fd, tag_text, sizeof tag_text - 1, 0);
     close(fd);
     if (e) {
         unlinkat(c->dirfd, tmp, 0);

@@ -49,7 +49,7 @@ static const char *judge(mfs_cache *c, int fd, const mfs_cache_key *k, char suff
     if ((c->flags & MFS_CACHE_TRAILER_FORM) || atomic_load(&c->no_xattr))
         return NULL;
     uint8_t rec[MFS_CACHE_REC_LEN];
-    if (mfs_cache_pread_full(fd, rec, sizeof rec, info.length) != (int64_t)sizeof rec)
+    if (mfs_pread_full(fd, rec, sizeof rec, info.length) != (int64_t)sizeof rec)
         return "cannot read its record";
     if (fsetxattr(fd, MFS_CACHE_XATTR, rec, sizeof rec, 0) == 0) {
         if (ftruncate(fd, (off_t)info.length) < 0) {
@@ -124,7 +124,7 @@ int64_t mfs_cache_object_read(const mfs_cache_object *o, void *p, size_t n, uint
 {
     if (off < o->len) {
         size_t want = o->len - off < n ? (size_t)(o->len - off) : n;
-        int64_t got = mfs_cache_pread_full(o->fd, p, want, off);
+        int64_t got = mfs_pread_full(o->fd, p, want, off);
         return got <= 0 ? -1 : got;
     }
     if (!o->add_rec || off - o->len >= sizeof o->rec)

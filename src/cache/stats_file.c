@@ -141,7 +141,7 @@ static int read_file(int fd, parsed *p)
     char *buf = malloc(STATS_MAX + 1);
     if (!buf)
         return -1;
-    int64_t n = mfs_cache_pread_full(fd, buf, STATS_MAX, 0);
+    int64_t n = mfs_pread_full(fd, buf, STATS_MAX, 0);
     if (n < 0) {
         free(buf);
         return -1;
@@ -212,7 +212,7 @@ static int flush(mfs_cache *c, mfs_err *err)
             p->t.cap = sf->cap;
         p->t.updated = (int64_t)time(NULL);
         size_t len = format_file(p, text, STATS_MAX);
-        int e = mfs_cache_pwrite_full(fd, text, len, 0);
+        int e = mfs_pwrite_full(fd, text, len, 0);
         if (!e && ftruncate(fd, (off_t)len) < 0)
             e = errno;
         if (e) {

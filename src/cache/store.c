@@ -88,7 +88,7 @@ static int read_record(int fd, uint64_t size, uint8_t rec[REC], int *form)
         return -1;
     if (size < REC)
         return 0;
-    int64_t got = mfs_cache_pread_full(fd, rec, REC, size - REC);
+    int64_t got = mfs_pread_full(fd, rec, REC, size - REC);
     if (got < 0)
         return -1;
     *form = MFS_CACHE_FORM_TRAILER;
@@ -246,7 +246,7 @@ int mfs_cache_wr_begin(mfs_cache_wr *w, mfs_cache *c, const mfs_cache_key *k, in
 int mfs_cache_wr_write(mfs_cache_wr *w, const void *p, size_t n, mfs_err *err)
 {
     if (!w->err)
-        w->err = mfs_cache_pwrite_full(w->fd, p, n, w->len);
+        w->err = mfs_pwrite_full(w->fd, p, n, w->len);
     if (w->err)
         return mfs_errf(err, "cache %s: writing %s: %s", w->c->dir, w->tmp, strerror(w->err));
     XXH3_128bits_update(w->hash, p, n);
@@ -294,7 +294,7 @@ static int wr_seal(mfs_cache_wr *w, mfs_err *err)
             atomic_store(&c->no_xattr, 1);
     }
     if (e)
-        e = mfs_cache_pwrite_full(w->fd, rec, REC, w->len);
+        e = mfs_pwrite_full(w->fd, rec, REC, w->len);
     int64_t now = mfs_cache_now_ns();
     struct timespec ts[2] = {{0, UTIME_OMIT}, {now / 1000000000, now % 1000000000}};
     futimens(w->fd, ts); /* best effort: only LRU order depends on it */
@@ -477,7 +477,7 @@ static int checksum_ok(int fd, const uint8_t rec[REC], uint64_t len)
     XXH3_128bits_reset(st);
     for (uint64_t off = 0; off < len;) {
         size_t want = len - off < VERIFY_CHUNK ? (size_t)(len - off) : VERIFY_CHUNK;
-        int64_t got = mfs_cache_pread_full(fd, buf, want, off);
+        int64_t got = mfs_pread_full(fd, buf, want, off);
         if (got != (int64_t)want) {
             if (got >= 0) /* shorter than its record says: torn */
                 ok = 0;
@@ -567,7 +567,7 @@ static int read_reason(int fd, int kind, uint64_t len, mfs_cache_hit *hit)
     if (len > REASON_MAX || len < skip)
         return -1;
     char *r = malloc((size_t)len + 1);
-    if (!r || mfs_cache_pread_full(fd, r, (size_t)len, 0) != (int64_t)len) {
+    if (!r || mfs_pread_full(fd, r, (size_t)len, 0) != (int64_t)len) {
         free(r);
         return -1;
     }
@@ -714,7 +714,7 @@ int mfs_cache_read_small(mfs_cache *c, const mfs_cache_key *k, mfs_cache_use use
         close(fd);
         return mfs_errf(err, "cache: out of memory");
     }
-    if (mfs_cache_pread_full(fd, buf, (size_t)*len, 0) != (int64_t)*len)
+    if (mfs_pread_full(fd, buf, (size_t)*len, 0) != (int64_t)*len)
         goto corrupt;
     XXH3_state_t *hs = XXH3_createState();
     if (!hs) {

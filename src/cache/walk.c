@@ -100,7 +100,7 @@ static void count_model_file(mfs_cache *c, const char *path, mfs_cache_usage *u)
                                : NULL;
             mfs_cache_manifest m;
             uint64_t used;
-            if (buf && mfs_cache_pread_full(fd, buf, (size_t)info.length, 0) == (int64_t)info.length &&
+            if (buf && mfs_pread_full(fd, buf, (size_t)info.length, 0) == (int64_t)info.length &&
                 mfs_manifest_get_table(buf, info.length, &used, &m) == 0) {
                 for (uint32_t i = 0; i < m.nviews; i++)
                     u->views_inside += m.views[i].embedded != 0;

@@ -19,19 +19,12 @@
 #include "native.h"
 #include "native_common.h"
 
-static char route[MFS_ERR_MAX] = "assimp";
-
-const char *mfs_import_route(void)
-{
-    return route;
-}
-
-static void set_route(const char *fmt, ...) MFS_PRINTF(1, 2);
-static void set_route(const char *fmt, ...)
+static void set_route(mfs_iofs *fs, const char *fmt, ...) MFS_PRINTF(2, 3);
+static void set_route(mfs_iofs *fs, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(route, sizeof route, fmt, ap);
+    vsnprintf(fs->deps->route, sizeof fs->deps->route, fmt, ap);
     va_end(ap);
 }
 
@@ -53,7 +46,7 @@ static void forget_deps(mfs_iofs *fs)
 int mfs_native_try(mfs_iofs *fs, const char *rel, const mfs_import_opts *o, mfs_scene **out,
                    mfs_err *err)
 {
-    set_route("assimp");
+    set_route(fs, "assimp");
     if (o && o->importer == MFS_IMPORTER_ASSIMP)
         return 1;
     const char *ext = ext_of(rel);
@@ -71,7 +64,7 @@ int mfs_native_try(mfs_iofs *fs, const char *rel, const mfs_import_opts *o, mfs_
         rc = -1;
     }
     if (rc <= 0) {
-        set_route("native %s", gltf ? "gltf" : "obj");
+        set_route(fs, "native %s", gltf ? "gltf" : "obj");
         return rc;
     }
 #else
@@ -79,7 +72,7 @@ int mfs_native_try(mfs_iofs *fs, const char *rel, const mfs_import_opts *o, mfs_
     (void)err;
     snprintf(why, sizeof why, "built without cgltf/fast_obj (scripts/fetch-meshoptimizer)");
 #endif
-    set_route("assimp (native declined: %s)", why);
+    set_route(fs, "assimp (native declined: %s)", why);
     if (getenv("MESHFS_DEBUG"))
         fprintf(stderr, "meshfs: %s: native import declined (%s); assimp reads it\n", rel, why);
     forget_deps(fs);

@@ -18,7 +18,7 @@
  * assimp is to read the model: importer=assimp, a format without a native
  * parser, a build without the parsers, or the native parser declined (an
  * error, or something it does not support: the reason goes to
- * mfs_import_route(), which the worker reports and the mount logs at debug
+ * mfs_deps.route, which the worker reports and the mount logs at debug
  * level, and, with MESHFS_DEBUG set, to stderr for in-process tools).  On 1 the
  * dependency list is emptied, so that assimp's reads alone make it. */
 int mfs_native_try(mfs_iofs *fs, const char *rel, const mfs_import_opts *o, mfs_scene **out,

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "meshfs/remote.h"
-#include "fileio.h"
+#include "meshfs/util.h"
 #include "owed.h"
 
 #define MAGIC "mfsowed1"
@@ -33,7 +33,7 @@ static int read_rec(mfs_cache *c, const char *path, uint8_t rec[REC_LEN])
     int fd = openat(mfs_cache_dirfd(c), path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    int64_t n = mfs_rio_pread_full(fd, rec, REC_LEN, 0);
+    int64_t n = mfs_pread_full(fd, rec, REC_LEN, 0);
     close(fd);
     return n == REC_LEN && !memcmp(rec, MAGIC, 8) ? 0 : -1;
 }
@@ -59,7 +59,7 @@ int mfs_owed_put(mfs_cache *c, const mfs_owed_item *it, int may_add)
     int fd = openat(mfs_cache_dirfd(c), tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;
-    int e = mfs_rio_pwrite_full(fd, rec, sizeof rec, 0);
+    int e = mfs_pwrite_full(fd, rec, sizeof rec, 0);
     if (close(fd) < 0 && !e)
         e = errno;
     if (e || renameat(mfs_cache_dirfd(c), tmp, mfs_cache_dirfd(c), path) < 0) {

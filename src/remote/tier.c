@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fileio.h"
+#include "meshfs/util.h"
 #include "tier.h"
 
 /* Reservations grow by at least this much for a body of unknown length:
@@ -75,7 +75,7 @@ static int dl_write(void *ctx, const void *p, size_t n)
     download *x = ctx;
     if (hold(x, x->n + n) < 0)
         return -1;
-    int e = mfs_rio_pwrite_full(x->fd, p, n, x->n);
+    int e = mfs_pwrite_full(x->fd, p, n, x->n);
     if (e) {
         x->refused = RX_DISK;
         x->err = e;

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "meshfs/util.h"
 #include "meshfs/remote.h"
 
 /* url without the user:password@ of its authority, malloc'd: log lines
@@ -72,7 +72,7 @@ int mfs_remote_read_token(const char *path, char **token, mfs_err *err)
                         "chmod 600 it", path, (unsigned)(st.st_mode & 07777));
     }
     char buf[4096];
-    int64_t n = mfs_rio_pread_full(fd, buf, sizeof buf - 1, 0);
+    int64_t n = mfs_pread_full(fd, buf, sizeof buf - 1, 0);
     close(fd);
     if (n < 0)
         return mfs_errf(err, "remote_token_file=%s: %s", path, strerror(errno));

@@ -201,7 +201,7 @@ int main(int argc, char **argv)
         rc = mfs_import(argv[i], argv[i + 1], &o, &s, &deps, &err);
     }
     printf("{\"route\":");
-    str(mfs_import_route());
+    str(deps.route);
     printf(",\"ok\":%s,\"error\":", rc == 0 ? "true" : "false");
     str(rc == 0 ? "" : err.msg);
     /* the files read, then the paths found empty and the folders searched */

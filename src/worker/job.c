@@ -213,7 +213,7 @@ int mfs_job_run(const mfs_job *job, mfs_report *rep)
     mfs_err_clear(&err);
     int imported = settings ? mfs_import(job->root, job->model, &io, &s, &rep->deps, &err)
                             : mfs_errf(&err, "out of memory");
-    snprintf(rep->route, sizeof rep->route, "%s", mfs_import_route());
+    snprintf(rep->route, sizeof rep->route, "%s", rep->deps.route);
     if (imported < 0) {
         /* assimp turns an allocation refused by RLIMIT_AS into a plain
          * std::bad_alloc; say what it means */

@@ -1,10 +1,10 @@
-/* Whole-buffer file I/O (fileio.h). */
+/* Whole-buffer file I/O (util.h, "fullio"). */
 #include <errno.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "meshfs/util.h"
 
-int mfs_rio_pwrite_full(int fd, const void *p, size_t n, uint64_t off)
+int mfs_pwrite_full(int fd, const void *p, size_t n, uint64_t off)
 {
     const uint8_t *b = p;
     while (n) {
@@ -21,7 +21,7 @@ int mfs_rio_pwrite_full(int fd, const void *p, size_t n, uint64_t off)
     return 0;
 }
 
-int64_t mfs_rio_pread_full(int fd, void *p, size_t n, uint64_t off)
+int64_t mfs_pread_full(int fd, void *p, size_t n, uint64_t off)
 {
     uint8_t *b = p;
     size_t got = 0;
