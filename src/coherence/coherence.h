@@ -2,8 +2,13 @@
  * readers see consistent when sources change, limits change, or the cache
  * cannot hold what it should (docs/coherence.md): what the kernel may keep
  * of a view, when a view moves to a new inode, pins, remembered failures,
- * and the mount points the daemon could not serve.  Their state is the
- * mount's: kview.c's records (fs->kviews), pins.c's pins (fs->pins).
+ * and the mount points the daemon could not serve.  Its state is its own
+ * (mfs_coherence below), one per mount, embedded in the mount's
+ * (mfs_fs.coherence, src/mount/mount.h, which includes this header: the
+ * mount is above, coherence/ never sees it).  It uses names/ below it
+ * (the log, paths beneath SRC); what only the layers above know (whether
+ * a kernel node is still its name's, moving a name to a new node) it asks
+ * through the callbacks the mount gives it.
  *
  * Errors, one rule (include/meshfs/err.h): a call that can fail returns -1
  * with an mfs_err, its code (mfs_err_errno) the errno that matters
@@ -12,10 +17,44 @@
 #ifndef MESHFS_COHERENCE_H
 #define MESHFS_COHERENCE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "../mount/mount.h"
+#include "meshfs/cache.h"
+#include "meshfs/rules.h"
+#include "meshfs/views.h"
+#include "../names/names.h"
+
+typedef struct mfs_kviews mfs_kviews; /* kview.c: what the kernel holds of views */
+typedef struct mfs_pins mfs_pins;     /* pins.c: entries evicted as soon as stored */
+
+/* One mount's coherence (mfs_fs.coherence).  The records, the pins and
+ * the mutex are owned here (the mount makes and frees them); the limits
+ * and the cache's size are the mount's, copied in once known and never
+ * changed after; cache and names are the mount's, borrowed.  renew and
+ * node_current are the layers above (the session's node table, through
+ * the mount: mfs_fs_parts_init, src/mount/parts.c), called with ctx:
+ * renew moves the view at path to a new kernel inode (its node `node`, or
+ * its name's now when 0), answering GETATTR with `kept` until the kernel
+ * forgets it, 1 if it moved now, 0 if it had already or there is no
+ * session; node_current says whether node is still its name's. */
+typedef struct mfs_coherence {
+    mfs_kviews *kviews;
+    mfs_pins *pins;
+    pthread_mutex_t moving;   /* renew.c: one view moved to a new inode at a time */
+    atomic_uint_least64_t views_renewed;          /* views moved to a new kernel inode */
+    atomic_uint_least64_t views_evicted_at_store; /* views too big for the room
+                                                     the cache could make (pins.c) */
+    mfs_limits limits;        /* the mount's, for remembered failures (failure.c) */
+    uint64_t cache_size;      /* the cache's cap, for the log (pins.c) */
+    mfs_cache *cache;         /* borrowed */
+    const mfs_names_state *names; /* borrowed: the log, paths beneath SRC */
+    int (*renew)(void *ctx, const char *path, uint64_t node, const struct stat *kept);
+    int (*node_current)(void *ctx, uint64_t node);
+    void *ctx;
+} mfs_coherence;
 
 /* ---- kview.c: what the kernel holds about each view ----
  *
@@ -94,7 +133,7 @@ void mfs_kview_handle_attr(mfs_kviews *k, void *token, const char *path, struct 
 #define MFS_KVIEW_DEFAULT_CAP (8 * (size_t)MFS_VIEWS_MEMO_DEFAULT)
 #define MFS_KVIEW_RECORD_BYTES 512
 void mfs_kview_set_cap(mfs_kviews *k, size_t n);
-/* The records of one mount (fs->kviews), at most n (0: the default);
+/* The records of one mount (mfs_coherence.kviews), at most n (0: the default);
  * NULL: out of memory.  Freed after the session, with no handle left. */
 mfs_kviews *mfs_kviews_new(size_t n);
 void mfs_kviews_free(mfs_kviews *k);
@@ -106,19 +145,19 @@ void mfs_kview_stats(mfs_kviews *k, uint64_t *entries, uint64_t *evicted, uint64
  * that no view moves meanwhile.  0; or -1 with err, code ESTALE, holding
  * nothing, when `node` is no longer its name's (the name moved on after the kernel
  * walked to it): the open answers ESTALE and the kernel looks again. */
-int mfs_renew_open_begin(mfs_fs *fs, uint64_t node, mfs_err *err);
-void mfs_renew_open_end(mfs_fs *fs);
+int mfs_renew_open_begin(mfs_coherence *co, uint64_t node, mfs_err *err);
+void mfs_renew_open_end(mfs_coherence *co);
 
 /* Between those, from an open of node `node` that the kernel cannot serve
  * on that inode (its handles hold an older entry): the view's name moves to
  * a new node, and the open answers ESTALE, so the kernel looks again. */
-void mfs_renew_view(mfs_fs *fs, const char *path, uint64_t node);
+void mfs_renew_view(mfs_coherence *co, const char *path, uint64_t node);
 
 /* A view's attributes st, about to be given with its name (LOOKUP,
  * readdirplus; id: its entry's key when known): recorded (mfs_kview_attr),
  * and the name moved to a new node first if handles hold its inode on
  * another entry (mfs_kview_held). */
-void mfs_renew_named_attr(mfs_fs *fs, const char *path, const uint8_t id[16], struct stat *st);
+void mfs_renew_named_attr(mfs_coherence *co, const char *path, const uint8_t id[16], struct stat *st);
 
 /* ---- pins.c: entries evicted as soon as they were stored ----
  *
@@ -127,7 +166,7 @@ void mfs_renew_named_attr(mfs_fs *fs, const char *path, const uint8_t id[16], st
  * before the rename (mfs_cache_writer_commit's hit), still read the bytes:
  * the last few are kept here, so such views are served anyway. */
 
-/* One mount's pins (fs->pins), made with its state; NULL: no memory. */
+/* One mount's pins (mfs_coherence.pins), made with its state; NULL: no memory. */
 mfs_pins *mfs_pins_new(void);
 void mfs_pins_free(mfs_pins *ps);
 /* Takes over hit's descriptor. */
@@ -143,7 +182,7 @@ int mfs_pins_open(mfs_pins *ps, const mfs_cache_key *k, mfs_cache_hit *hit);
  * the run was filed), logs that the cache is too small and counts them
  * in views_evicted_at_store; else they were removed from outside (clear,
  * trim, rm -rf), which is said only at info. */
-void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_key *mk,
+void mfs_pins_keep(mfs_coherence *co, const char *relpath, const mfs_cache_key *mk,
                    const mfs_cache_manifest *man, mfs_cache_hit *hits, uint64_t fresh_before);
 
 /* ---- entry.c: an entry as the mount sees it ---- */
@@ -151,22 +190,22 @@ void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_key *mk,
 /* mfs_cache_peek, then: a failure that no longer stands (failure.c) is a
  * miss, and a key missing from the cache but pinned (pins.c) is a hit with
  * its length.  newest: the inputs' newest mtime.  Returns like the peek. */
-int mfs_entry_peek(mfs_fs *fs, const mfs_cache_key *k, struct timespec newest,
+int mfs_entry_peek(mfs_coherence *co, const mfs_cache_key *k, struct timespec newest,
                    mfs_cache_hit *hit, mfs_err *err);
 /* mfs_cache_lookup (mk NULL) or mfs_cache_lookup_in the model entry mk,
  * falling back to the pin when the cache has no entry. */
-int mfs_entry_lookup(mfs_fs *fs, const mfs_cache_key *mk, const mfs_cache_key *k,
+int mfs_entry_lookup(mfs_coherence *co, const mfs_cache_key *mk, const mfs_cache_key *k,
                      mfs_cache_hit *hit, mfs_err *err);
 
 /* ---- failure.c: whether a remembered failure still stands ---- */
 
 /* What a failure of these inputs is recorded under: this mount's limits
  * and the newest mtime of the inputs (as the memo takes them). */
-void mfs_failure_ctx(mfs_fs *fs, const mfs_dep *deps, uint32_t ndeps, mfs_cache_failctx *out);
+void mfs_failure_ctx(mfs_coherence *co, const mfs_dep *deps, uint32_t ndeps, mfs_cache_failctx *out);
 /* 1 if the failure f holds for this mount and inputs whose newest mtime is
  * newest; 0 if it is to be tried again (a limit it ran under is lower than
  * this mount's, or an input was touched since). */
-int mfs_failure_stands(const mfs_fs *fs, const mfs_cache_failctx *f, struct timespec newest);
+int mfs_failure_stands(const mfs_coherence *co, const mfs_cache_failctx *f, struct timespec newest);
 
 /* ---- mountcheck.c: a mount point the daemon could not serve ---- */
 

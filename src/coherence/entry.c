@@ -2,16 +2,16 @@
  * failures this mount tries again, plus the views only a pin still holds. */
 #include "coherence.h"
 
-int mfs_entry_peek(mfs_fs *fs, const mfs_cache_key *k, struct timespec newest,
+int mfs_entry_peek(mfs_coherence *co, const mfs_cache_key *k, struct timespec newest,
                    mfs_cache_hit *hit, mfs_err *err)
 {
-    int r = mfs_cache_peek(fs->cache, k, hit, err);
-    if (r == 1 && hit->reason && !mfs_failure_stands(fs, &hit->fail, newest)) {
+    int r = mfs_cache_peek(co->cache, k, hit, err);
+    if (r == 1 && hit->reason && !mfs_failure_stands(co, &hit->fail, newest)) {
         mfs_cache_hit_release(hit);
         return 0;
     }
     uint64_t length;
-    if (r != 1 && mfs_pins_peek(fs->pins, k, &length)) {
+    if (r != 1 && mfs_pins_peek(co->pins, k, &length)) {
         mfs_cache_hit_release(hit);
         *hit = (mfs_cache_hit){.fd = -1, .length = length};
         return 1;
@@ -19,13 +19,13 @@ int mfs_entry_peek(mfs_fs *fs, const mfs_cache_key *k, struct timespec newest,
     return r;
 }
 
-int mfs_entry_lookup(mfs_fs *fs, const mfs_cache_key *mk, const mfs_cache_key *k,
+int mfs_entry_lookup(mfs_coherence *co, const mfs_cache_key *mk, const mfs_cache_key *k,
                      mfs_cache_hit *hit, mfs_err *err)
 {
-    int r = mk ? mfs_cache_lookup_in(fs->cache, mk, k, hit, err)
-               : mfs_cache_lookup(fs->cache, k, hit, err);
+    int r = mk ? mfs_cache_lookup_in(co->cache, mk, k, hit, err)
+               : mfs_cache_lookup(co->cache, k, hit, err);
     if (r == 1)
         return r;
     mfs_cache_hit_release(hit);
-    return mfs_pins_open(fs->pins, k, hit) ? 1 : r;
+    return mfs_pins_open(co->pins, k, hit) ? 1 : r;
 }

@@ -19,12 +19,12 @@
  *    redone by a touch: the same bytes give the same output. */
 #include "coherence.h"
 
-void mfs_failure_ctx(mfs_fs *fs, const mfs_dep *deps, uint32_t ndeps, mfs_cache_failctx *out)
+void mfs_failure_ctx(mfs_coherence *co, const mfs_dep *deps, uint32_t ndeps, mfs_cache_failctx *out)
 {
-    out->timeout_s = fs->cfg.limits.timeout_s;
-    out->memory = fs->cfg.limits.memory;
-    out->cpu_s = fs->cfg.limits.cpu_s;
-    out->output = fs->cfg.limits.output;
+    out->timeout_s = co->limits.timeout_s;
+    out->memory = co->limits.memory;
+    out->cpu_s = co->limits.cpu_s;
+    out->output = co->limits.output;
     out->inputs_mtime_ns = 0;
     /* the newest mtime as the memo takes it (models.c: the model, then
      * each dependency as the worker opened it) */
@@ -32,7 +32,8 @@ void mfs_failure_ctx(mfs_fs *fs, const mfs_dep *deps, uint32_t ndeps, mfs_cache_
         struct stat st;
         if (deps[i].kind != MFS_DEP_FILE) /* the memo's newest is its files' */
             continue;
-        if ((i ? mfs_beneath_stat_dep(fs, deps[i].path, &st) : mfs_beneath_stat(fs, deps[i].path, &st)) < 0)
+        if ((i ? mfs_beneath_stat_dep(co->names, deps[i].path, &st)
+               : mfs_beneath_stat(co->names, deps[i].path, &st)) < 0)
             continue;
         int64_t t = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
         if (t > out->inputs_mtime_ns)
@@ -48,9 +49,9 @@ static int larger(double now, double then)
     return now == 0 || now > then;
 }
 
-int mfs_failure_stands(const mfs_fs *fs, const mfs_cache_failctx *f, struct timespec newest)
+int mfs_failure_stands(const mfs_coherence *co, const mfs_cache_failctx *f, struct timespec newest)
 {
-    const mfs_limits *l = &fs->cfg.limits;
+    const mfs_limits *l = &co->limits;
     if (larger(l->timeout_s, f->timeout_s) || larger((double)l->memory, (double)f->memory) ||
         larger((double)l->cpu_s, (double)f->cpu_s) || larger((double)l->output, (double)f->output))
         return 0;

@@ -60,7 +60,7 @@ typedef struct kslot {
 #define NBUCKET 4096
 #define GONE_BITS (1u << 16)
 
-/* One mount's records (fs->kviews), all under mu. */
+/* One mount's records (mfs_coherence.kviews), all under mu. */
 struct mfs_kviews {
     pthread_mutex_t mu;
     kslot *bucket[NBUCKET];

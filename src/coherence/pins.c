@@ -25,7 +25,7 @@ typedef struct pin {
     uint64_t used;         /* LRU stamp */
 } pin;
 
-/* One mount's pins (fs->pins), under mu. */
+/* One mount's pins (mfs_coherence.pins), under mu. */
 struct mfs_pins {
     pthread_mutex_t mu;
     pin pins[PINS_MAX];
@@ -109,7 +109,7 @@ int mfs_pins_open(mfs_pins *ps, const mfs_cache_key *k, mfs_cache_hit *hit)
     return fd >= 0;
 }
 
-void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_key *mk,
+void mfs_pins_keep(mfs_coherence *co, const char *relpath, const mfs_cache_key *mk,
                    const mfs_cache_manifest *man, mfs_cache_hit *hits, uint64_t fresh_before)
 {
     unsigned n = 0;
@@ -125,8 +125,8 @@ void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_key *mk,
         mfs_err_clear(&err);
         const mfs_cache_view *v = &man->views[i];
         if (v->embedded && entry_there < 0)
-            entry_there = mfs_cache_peek_in(fs->cache, mk, &v->key, &h, &err) == 1;
-        int there = v->embedded ? entry_there : mfs_cache_peek(fs->cache, &v->key, &h, &err) == 1;
+            entry_there = mfs_cache_peek_in(co->cache, mk, &v->key, &h, &err) == 1;
+        int there = v->embedded ? entry_there : mfs_cache_peek(co->cache, &v->key, &h, &err) == 1;
         mfs_cache_hit_release(&h);
         if (there) {
             mfs_cache_hit_release(&hits[i]);
@@ -134,22 +134,22 @@ void mfs_pins_keep(mfs_fs *fs, const char *relpath, const mfs_cache_key *mk,
         }
         n++;
         bytes += hits[i].length;
-        mfs_pins_put(fs->pins, &man->views[i].key, &hits[i]);
+        mfs_pins_put(co->pins, &man->views[i].key, &hits[i]);
     }
     if (!n)
         return;
     mfs_cache_stats cs;
-    mfs_cache_get_stats(fs->cache, &cs);
+    mfs_cache_get_stats(co->cache, &cs);
     if (cs.fresh_evictions == fresh_before) { /* not the cap: clear, trim, rm -rf */
-        mfs_fs_log_at(fs, MFS_LOG_INFO,
+        mfs_fs_log_at(co->names, MFS_LOG_INFO,
                       "%s: %u of its views were removed from the cache as soon as stored; "
                       "serving them uncached",
                       relpath, n);
         return;
     }
-    atomic_fetch_add(&fs->stats.views_evicted_at_store, n);
-    mfs_fs_log(fs, "%s: cache too small: %u of its views (%llu bytes) were evicted as soon as "
+    atomic_fetch_add(&co->views_evicted_at_store, n);
+    mfs_fs_log(co->names, "%s: cache too small: %u of its views (%llu bytes) were evicted as soon as "
                        "stored (cache_size=%llu); serving them uncached, converting again when "
                        "needed; raise -o cache_size",
-                   relpath, n, (unsigned long long)bytes, (unsigned long long)fs->cfg.cache_size);
+                   relpath, n, (unsigned long long)bytes, (unsigned long long)co->cache_size);
 }

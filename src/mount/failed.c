@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../coherence/coherence.h"
+#include "mount.h"
 
 typedef struct found_model {
     char *model, *base;
@@ -25,7 +26,7 @@ static int find_model(mfs_fs *fs, const char *r, char *dir, size_t n, found_mode
     const char *name = slash ? slash + 1 : r;
     snprintf(dir, n, "%.*s", slash ? (int)(slash - r) : 0, r);
     mfs_dirtab *t;
-    if (mfs_dirtab_get(fs, dir, 0, &t, err) < 0)
+    if (mfs_dirtab_get(&fs->names, dir, 0, &t, err) < 0)
         return -1;
     const mfs_dir_model *dm = mfs_dirtab_model(t, name);
     int rc = dm ? mfs_dir_model_copy(dm, &out->model, &out->base, err) : 0;

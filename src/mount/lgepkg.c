@@ -68,30 +68,30 @@ static void pkg_free(pkg *p)
 }
 
 /* The folder's models and their chunk names (names over every model, packed
- * or not, so a model that fails does not rename its neighbours). */
-static int pkg_list(mfs_fs *fs, const char *dir, pkg *p)
+ * or not, so a model that fails does not rename its neighbours).  0, or -1
+ * with err (code: the folder's errno, ENOMEM). */
+static int pkg_list(mfs_fs *fs, const char *dir, pkg *p, mfs_err *err)
 {
     memset(p, 0, sizeof *p);
     p->fs = fs;
     p->dir = dir;
-    if (mfs_beneath_stat(fs, dir, &p->dir_st) < 0)
-        return -errno;
-    mfs_err terr;
-    if (mfs_dirtab_get(fs, dir, 0, &p->tab, &terr) < 0)
-        return -mfs_err_errno(&terr);
+    if (mfs_beneath_stat(&fs->names, dir, &p->dir_st) < 0)
+        return mfs_err_code(err, errno);
+    if (mfs_dirtab_get(&fs->names, dir, 0, &p->tab, err) < 0)
+        return -1;
     p->list = mfs_dirtab_models(p->tab, &p->n);
     p->m = calloc(p->n ? p->n : 1, sizeof *p->m);
     const char **bases = calloc(p->n ? p->n : 1, sizeof *bases);
     char(*names)[MFS_LGE_NAME_BYTES] = calloc(p->n ? p->n : 1, sizeof *names);
-    mfs_err err;
-    int rc = p->m && bases && names ? 0 : -ENOMEM;
+    mfs_err nerr;
+    int rc = p->m && bases && names ? 0 : -1;
     for (size_t i = 0; p->m && i < p->n; i++)
         for (int k = 0; k < MFS_LGEPKG_CHUNKS; k++)
             p->m[i].vs[k].hit.fd = -1; /* pkg_free releases them */
     for (size_t i = 0; rc == 0 && i < p->n; i++)
         bases[i] = p->list[i].base;
-    if (rc == 0 && mfs_lgepkg_chunk_names(bases, p->n, names, &err) < 0)
-        rc = -ENOMEM;
+    if (rc == 0 && mfs_lgepkg_chunk_names(bases, p->n, names, &nerr) < 0)
+        rc = -1;
     for (size_t i = 0; rc == 0 && i < p->n; i++) {
         pkg_model *pm = &p->m[i];
         pm->model = p->list[i].model;
@@ -100,9 +100,11 @@ static int pkg_list(mfs_fs *fs, const char *dir, pkg *p)
     }
     free(bases);
     free(names);
-    if (rc < 0)
+    if (rc < 0) {
         pkg_free(p);
-    return rc;
+        return mfs_err_code(err, ENOMEM);
+    }
+    return 0;
 }
 
 static void resolve_model(pkg *p, pkg_model *pm)
@@ -232,25 +234,26 @@ static void narrow_by_model(pkg *p, const pkg_model *pm)
     char path[4200];
     struct stat mst;
     snprintf(path, sizeof path, "%s%s%s", p->dir, p->dir[0] ? "/" : "", pm->model);
-    if (fallback && mfs_beneath_stat(p->fs, path, &mst) == 0)
+    if (fallback && mfs_beneath_stat(&p->fs->names, path, &mst) == 0)
         p->perm = mfs_perm_narrow(p->perm, d->st_uid, d->st_gid, mst.st_uid, mst.st_gid,
                                   mst.st_mode, 0);
 }
 
-/* Size, mtime and cache key from the resolved views. */
-static int pkg_summarise(pkg *p)
+/* Size, mtime and cache key from the resolved views.  0, or -1 with err
+ * (ENOMEM). */
+static int pkg_summarise(pkg *p, mfs_err *out)
 {
     p->mtime = p->dir_st.st_mtim;
     p->packed = 0;
     uint64_t *sizes = calloc(p->n ? p->n * MFS_LGEPKG_CHUNKS : 1, sizeof *sizes);
     if (!sizes)
-        return -ENOMEM;
+        return mfs_err_code(out, ENOMEM);
     mfs_cache_keyb kb;
     mfs_err err;
     mfs_err_clear(&err);
     if (mfs_cache_key_init(&kb, "meshfs.lgepkg.v1", &err) < 0) {
         free(sizes);
-        return -ENOMEM;
+        return mfs_err_code(out, ENOMEM);
     }
     mfs_cache_key_add_str(&kb, p->fs->cfg.lgepkg_name);
     mfs_cache_key_add_str(&kb, p->fs->cfg.lgepkg_version);
@@ -296,23 +299,22 @@ static void pkg_stat(const pkg *p, uint64_t size, struct timespec mtime, mode_t 
     st->st_mtim = st->st_ctim = st->st_atim = mtime;
 }
 
-int mfs_lgepkg_present(mfs_fs *fs, const char *dir)
+int mfs_lgepkg_present(mfs_fs *fs, const char *dir, mfs_err *err)
 {
     if (!(fs->cfg.formats & MFS_FMT_LGEPKG_BIT))
         return 0;
     char path[4200];
     snprintf(path, sizeof path, "%s%s%s", dir, dir[0] ? "/" : "", MFS_LGEPKG_FILE_NAME);
     struct stat st;
-    if (mfs_beneath_stat(fs, path, &st) == 0)
+    if (mfs_beneath_stat(&fs->names, path, &st) == 0)
         return 0;
     char real[4096];
-    mfs_err err;
-    int r = mfs_dirmap_real_name(fs, dir, MFS_LGEPKG_FILE_NAME, real, sizeof real, &err);
+    int r = mfs_dirmap_real_name(&fs->names, dir, MFS_LGEPKG_FILE_NAME, real, sizeof real, err);
     if (r != 0)
-        return r > 0 ? 0 : -mfs_err_errno(&err);
+        return r > 0 ? 0 : -1;
     mfs_dirtab *t;
-    if (mfs_dirtab_get(fs, dir, 0, &t, &err) < 0)
-        return -mfs_err_errno(&err);
+    if (mfs_dirtab_get(&fs->names, dir, 0, &t, err) < 0)
+        return -1;
     size_t n;
     mfs_dirtab_models(t, &n);
     int empty = n > 0 && mfs_lgepkg_known_empty(fs, dir, t);
@@ -320,19 +322,19 @@ int mfs_lgepkg_present(mfs_fs *fs, const char *dir)
     return n > 0 && !empty;
 }
 
-/* Lists and resolves the package of folder dir. */
-static int pkg_load(mfs_fs *fs, const char *dir, mfs_view_mode mode, pkg *p)
+/* Lists and resolves the package of folder dir.  0, or -1 with err
+ * (code ENOENT: the folder shows no package). */
+static int pkg_load(mfs_fs *fs, const char *dir, mfs_view_mode mode, pkg *p, mfs_err *err)
 {
-    int present = mfs_lgepkg_present(fs, dir);
+    int present = mfs_lgepkg_present(fs, dir, err);
     if (present <= 0)
-        return present == 0 ? -ENOENT : present;
-    int rc = pkg_list(fs, dir, p);
-    if (rc < 0)
-        return rc;
+        return present == 0 ? mfs_err_code(err, ENOENT) : -1;
+    if (pkg_list(fs, dir, p, err) < 0)
+        return -1;
     pkg_resolve(p, mode);
-    rc = pkg_summarise(p);
+    int rc = pkg_summarise(p, err);
     if (rc == 0 && p->packed == 0 && p->size_ok)
-        rc = -ENOENT; /* no model converted: no package (pkgempty.c) */
+        rc = mfs_err_code(err, ENOENT); /* no model converted: no package (pkgempty.c) */
     if (rc < 0)
         pkg_free(p);
     return rc;
@@ -341,9 +343,9 @@ static int pkg_load(mfs_fs *fs, const char *dir, mfs_view_mode mode, pkg *p)
 int mfs_lgepkg_attr(mfs_fs *fs, const char *dir, struct stat *st)
 {
     pkg p;
-    int rc = pkg_load(fs, dir, MFS_VIEW_ATTR, &p);
-    if (rc < 0)
-        return rc;
+    mfs_err err;
+    if (pkg_load(fs, dir, MFS_VIEW_ATTR, &p, &err) < 0)
+        return -mfs_err_errno(&err);
     pkg_stat(&p, p.size_ok ? p.size : 0, p.mtime, p.perm, st);
     pkg_free(&p);
     return 0;
@@ -363,7 +365,7 @@ int mfs_lgepkg_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_lgepkg_
     pkg p;
     memset(&p, 0, sizeof p);
     mfs_err terr;
-    if (mfs_beneath_stat(fs, dir, &p.dir_st) < 0 || mfs_dirtab_get(fs, dir, 0, &p.tab, &terr) < 0)
+    if (mfs_beneath_stat(&fs->names, dir, &p.dir_st) < 0 || mfs_dirtab_get(&fs->names, dir, 0, &p.tab, &terr) < 0)
         return 0;
     p.list = mfs_dirtab_models(p.tab, &p.n);
     uint64_t *sizes = calloc(p.n ? p.n * MFS_LGEPKG_CHUNKS : 1, sizeof *sizes);
@@ -466,23 +468,23 @@ static int churn_text(const char *msg)
     return strstr(msg, strerror(ENOENT)) != NULL;
 }
 
-/* 0 with *hit, -EAGAIN if a view moved (its model saved) or the cache's
- * files went while packing (then err says why; pack again from the new
- * plan), else -errno (logged). */
+/* 0 with *hit, or -1 with why: code EAGAIN if a view moved (its model
+ * saved) or the cache's files went while packing (why says it; pack again
+ * from the new plan), else the errno (logged). */
 static int assemble(pkg *p, mfs_cache_hit *hit, mfs_err *why)
 {
     mfs_lgepkg_model *mods = calloc(p->packed ? p->packed : 1, sizeof *mods);
     if (!mods)
-        return -ENOMEM;
+        return mfs_err_code(why, ENOMEM);
     /* once per package made, not per stat */
     for (size_t i = 0; i < p->n; i++)
         if (!p->m[i].ok)
-            mfs_fs_log(p->fs, "%s%s%s: left out %s: %s", p->dir, p->dir[0] ? "/" : "",
+            mfs_fs_log(&p->fs->names, "%s%s%s: left out %s: %s", p->dir, p->dir[0] ? "/" : "",
                        MFS_LGEPKG_FILE_NAME, p->m[i].model, p->m[i].reason);
     size_t *packed = calloc(p->packed ? p->packed : 1, sizeof *packed);
     size_t n = 0;
-    int rc = packed ? 0 : -ENOMEM;
-    for (size_t i = 0; rc == 0 && i < p->n; i++) {
+    int code = packed ? 0 : ENOMEM; /* the failure's errno, 0 none yet */
+    for (size_t i = 0; code == 0 && i < p->n; i++) {
         if (!p->m[i].ok)
             continue;
         memcpy(mods[n].name, p->m[i].name, sizeof mods[n].name);
@@ -492,11 +494,11 @@ static int assemble(pkg *p, mfs_cache_hit *hit, mfs_err *why)
     }
     cache_sink_ctx c;
     mfs_err_clear(&c.err);
-    if (rc == 0 && mfs_cache_writer_begin(p->fs->cache, &p->key, &c.w, &c.err) < 0) {
-        rc = churn_text(c.err.msg) ? -EAGAIN : -EIO;
+    if (code == 0 && mfs_cache_writer_begin(p->fs->cache, &p->key, &c.w, &c.err) < 0) {
+        code = churn_text(c.err.msg) ? EAGAIN : EIO;
         snprintf(why->msg, sizeof why->msg, "cache: %s", c.err.msg);
     }
-    if (rc == 0) {
+    if (code == 0) {
         fetch_ctx fc = {p, packed, 0};
         mfs_lgepkg_fetch fetch = {fetch_views, release_views, &fc};
         mfs_sink s;
@@ -508,64 +510,68 @@ static int assemble(pkg *p, mfs_cache_hit *hit, mfs_err *why)
         mfs_err err;
         mfs_err_clear(&err);
         if (!s.buf)
-            rc = -ENOMEM;
+            code = ENOMEM;
         else if (mfs_lgepkg_write_fetched(p->fs->cfg.lgepkg_name, p->fs->cfg.lgepkg_version,
                                           mods, n, &fetch, &s, &err) < 0 ||
                  mfs_sink_finish(&s) != 0) {
             snprintf(why->msg, sizeof why->msg, "%s", err.msg[0] ? err.msg : c.err.msg);
-            rc = fc.moved || churn_text(c.err.msg) ? -EAGAIN : -EIO;
-            if (rc == -EIO)
-                mfs_fs_log(p->fs, "%s/%s: %s", p->dir, MFS_LGEPKG_FILE_NAME, why->msg);
+            code = fc.moved || churn_text(c.err.msg) ? EAGAIN : EIO;
+            if (code == EIO)
+                mfs_fs_log(&p->fs->names, "%s/%s: %s", p->dir, MFS_LGEPKG_FILE_NAME, why->msg);
         }
         free(s.buf);
-        if (rc == 0 && s.total != p->size) {
-            mfs_fs_log(p->fs, "%s/%s: assembled %llu bytes, expected %llu", p->dir,
+        if (code == 0 && s.total != p->size) {
+            mfs_fs_log(&p->fs->names, "%s/%s: assembled %llu bytes, expected %llu", p->dir,
                        MFS_LGEPKG_FILE_NAME, (unsigned long long)s.total,
                        (unsigned long long)p->size);
-            rc = -EIO;
+            code = EIO;
         }
-        if (rc < 0)
+        if (code)
             mfs_cache_writer_abort(c.w);
         else if (mfs_cache_writer_commit(c.w, hit, &c.err) < 0) {
             snprintf(why->msg, sizeof why->msg, "cache: %s", c.err.msg);
-            rc = churn_text(c.err.msg) ? -EAGAIN : -EIO;
-            if (rc == -EIO)
-                mfs_fs_log_at(p->fs, MFS_LOG_ERROR, "cache: %s", c.err.msg);
+            code = churn_text(c.err.msg) ? EAGAIN : EIO;
+            if (code == EIO)
+                mfs_fs_log_at(&p->fs->names, MFS_LOG_ERROR, "cache: %s", c.err.msg);
         }
     }
     free(mods);
     free(packed);
-    return rc;
+    if (code == 0)
+        return 0;
+    why->code = code; /* its text, if any, stays */
+    return -1;
 }
 
-/* One plan packed: as mfs_lgepkg_open, or -EAGAIN (why says it) when the
- * plan no longer holds: a view moved or vanished while packing, or a model
- * was left out for the machine's sake (the cache's files removed under its
- * conversion). */
+/* One plan packed: 0 as mfs_lgepkg_open, or -1 with why: code EAGAIN
+ * (why's text says it) when the plan no longer holds: a view moved or
+ * vanished while packing, or a model was left out for the machine's sake
+ * (the cache's files removed under its conversion); else the errno. */
 static int open_once(mfs_fs *fs, const char *dir, int last, mfs_cache_hit *hit, mfs_cache_key *key,
                      struct stat *st, mfs_err *why)
 {
     hit->fd = -1;
     hit->reason = NULL;
     pkg p;
-    int rc = pkg_load(fs, dir, MFS_VIEW_ATTR, &p);
-    if (rc < 0)
-        return rc;
+    if (pkg_load(fs, dir, MFS_VIEW_ATTR, &p, why) < 0)
+        return -1;
     for (size_t i = 0; !last && i < p.n; i++)
         if (!p.m[i].ok && p.m[i].machine) {
             snprintf(why->msg, sizeof why->msg, "left out %s: %s", p.m[i].model, p.m[i].reason);
+            why->code = EAGAIN;
             pkg_free(&p);
-            return -EAGAIN;
+            return -1;
         }
     if (!p.size_ok) {
-        mfs_fs_log(fs, "%s%s%s: %s", dir, dir[0] ? "/" : "", MFS_LGEPKG_FILE_NAME, p.size_err);
+        mfs_fs_log(&fs->names, "%s%s%s: %s", dir, dir[0] ? "/" : "", MFS_LGEPKG_FILE_NAME, p.size_err);
         pkg_free(&p);
-        return -EIO;
+        return mfs_err_code(why, EIO);
     }
     pthread_mutex_t *lock = &fs->pkg_locks[XXH3_64bits(dir, strlen(dir)) % MFS_PKG_STRIPES];
     pthread_mutex_lock(lock);
     mfs_err err;
     mfs_err_clear(&err);
+    int rc = 0;
     int r = mfs_cache_lookup(fs->cache, &p.key, hit, &err);
     if (r != 1 || hit->fd < 0 || hit->length != p.size) {
         mfs_cache_hit_release(hit);
@@ -596,17 +602,18 @@ int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_k
     for (int plan = 1;; plan++) {
         mfs_err why;
         mfs_err_clear(&why);
-        int rc = open_once(fs, dir, plan == PACK_PLANS, hit, key, st, &why);
-        if (rc != -EAGAIN)
-            return rc;
+        if (open_once(fs, dir, plan == PACK_PLANS, hit, key, st, &why) == 0)
+            return 0;
+        if (mfs_err_errno(&why) != EAGAIN)
+            return -mfs_err_errno(&why); /* the mount's answer to the session */
         atomic_fetch_add(&fs->stats.packages_redone, 1);
         if (plan == PACK_PLANS) {
-            mfs_fs_log(fs, "%s%s%s: %s (%d times in a row)", dir, dir[0] ? "/" : "",
+            mfs_fs_log(&fs->names, "%s%s%s: %s (%d times in a row)", dir, dir[0] ? "/" : "",
                        MFS_LGEPKG_FILE_NAME, why.msg, PACK_PLANS);
             return -EIO;
         }
         if (plan == 1)
-            mfs_fs_log_at(fs, MFS_LOG_INFO, "%s%s%s: %s; packing it again", dir, dir[0] ? "/" : "",
+            mfs_fs_log_at(&fs->names, MFS_LOG_INFO, "%s%s%s: %s; packing it again", dir, dir[0] ? "/" : "",
                           MFS_LGEPKG_FILE_NAME, why.msg);
     }
 }
@@ -614,9 +621,9 @@ int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_k
 int mfs_lgepkg_error(mfs_fs *fs, const char *dir, char *out, size_t n)
 {
     pkg p;
-    int rc = pkg_load(fs, dir, MFS_VIEW_ATTR, &p);
-    if (rc < 0)
-        return rc;
+    mfs_err err;
+    if (pkg_load(fs, dir, MFS_VIEW_ATTR, &p, &err) < 0)
+        return -mfs_err_errno(&err);
     size_t len = 0;
     out[0] = '\0';
     /* one line per entry, as on a model (failed.c) */

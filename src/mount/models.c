@@ -24,14 +24,14 @@ static int host_stat(void *ctx, const char *path, mfs_view_path kind, struct sta
                      mfs_err *err)
 {
     mfs_fs *fs = ctx;
-    int r = kind == MFS_VIEW_PATH_DEP ? mfs_beneath_stat_dep(fs, path, st)
-                                      : mfs_beneath_stat(fs, path, st);
+    int r = kind == MFS_VIEW_PATH_DEP ? mfs_beneath_stat_dep(&fs->names, path, st)
+                                      : mfs_beneath_stat(&fs->names, path, st);
     return r < 0 ? mfs_err_code(err, errno) : 0;
 }
 
 static int host_hash(void *ctx, const char *path, struct stat *st, uint8_t hash[16], mfs_err *err)
 {
-    if (mfs_beneath_hash(ctx, path, st, hash, err) < 0) {
+    if (mfs_beneath_hash(&((mfs_fs *)ctx)->names, path, st, hash, err) < 0) {
         err->code = errno ? errno : EIO; /* EWOULDBLOCK: under a lease */
         return -1;
     }
@@ -89,9 +89,9 @@ static int host_perm(void *ctx, const char *model, char *const *paths, const str
         const char *path = paths[i];
         char real[4096];
         struct stat st;
-        if (mfs_beneath_stat(fs, path, &st) < 0 || S_ISLNK(st.st_mode)) {
+        if (mfs_beneath_stat(&fs->names, path, &st) < 0 || S_ISLNK(st.st_mode)) {
             mfs_err derr; /* not the caller's: its reason is not this one */
-            if (mfs_beneath_dep_real(fs, path, real, sizeof real, &derr) < 0) {
+            if (mfs_beneath_dep_real(&fs->names, path, real, sizeof real, &derr) < 0) {
                 perm = 0; /* cannot tell where it is: only root reads */
                 continue;
             }
@@ -103,7 +103,7 @@ static int host_perm(void *ctx, const char *model, char *const *paths, const str
                 return mfs_err_code(err, ENOMEM);
     }
     for (uint32_t i = 0; i < out->ndirs; i++) {
-        if (mfs_beneath_stat(fs, out->dirs[i], &out->dir_st[i]) < 0)
+        if (mfs_beneath_stat(&fs->names, out->dirs[i], &out->dir_st[i]) < 0)
             return mfs_err_code(err, EAGAIN); /* changed meanwhile: resolve again */
         perm = mfs_perm_narrow(perm, out->uid, out->gid, out->dir_st[i].st_uid,
                                out->dir_st[i].st_gid, out->dir_st[i].st_mode, 1);
@@ -115,13 +115,13 @@ static int host_perm(void *ctx, const char *model, char *const *paths, const str
 static int host_peek(void *ctx, const mfs_cache_key *k, struct timespec newest,
                      mfs_cache_hit *hit, mfs_err *err)
 {
-    return mfs_entry_peek(ctx, k, newest, hit, err);
+    return mfs_entry_peek(&((mfs_fs *)ctx)->coherence, k, newest, hit, err);
 }
 
 static int host_open(void *ctx, const mfs_cache_key *mk, const mfs_cache_key *k,
                      mfs_cache_hit *hit, mfs_err *err)
 {
-    return mfs_entry_lookup(ctx, mk, k, hit, err);
+    return mfs_entry_lookup(&((mfs_fs *)ctx)->coherence, mk, k, hit, err);
 }
 
 static void host_format_options(void *ctx, int format, const char *fmi_model, char *buf, size_t n)
@@ -144,15 +144,15 @@ static void host_log(void *ctx, const char *model, const char *msg)
 {
     if (mfs_storerr_is_reason(msg))
         return; /* the cache's condition, said once by convert.c, not the model's */
-    mfs_fs_log(ctx, "%s: %s", model, msg);
+    mfs_fs_log(&((mfs_fs *)ctx)->names, "%s: %s", model, msg);
 }
 
-int mfs_fs_views_open(mfs_fs *fs)
+int mfs_fs_views_open(mfs_fs *fs, mfs_err *err)
 {
     mfs_views_host h = {
         .ctx = fs,
         .cache = fs->cache,
-        .rootfd = fs->rootfd,
+        .rootfd = fs->names.rootfd,
         .formats = fs->cfg.formats,
         .version = MESHFS_OUTPUT_VERSION,
         .stat_path = host_stat,
@@ -169,7 +169,7 @@ int mfs_fs_views_open(mfs_fs *fs)
         .count_models = 1, /* one open, one model (cache.h) */
     };
     fs->views = mfs_views_new(&h);
-    return fs->views ? 0 : -ENOMEM;
+    return fs->views ? 0 : mfs_err_sys(err, ENOMEM, "resolver: out of memory");
 }
 
 /* ---- the mount's calls into the resolver ---- */
@@ -181,7 +181,7 @@ static int view_paths(mfs_fs *fs, const char *dir, const char *name, const char 
 {
     if (mfs_join(path, 4096, dir, name) < 0 || mfs_join(fmi_model, 4096, dir, base) < 0)
         return -1;
-    mfs_casemap_fold(fs, fmi_model);
+    mfs_casemap_fold(&fs->names, fmi_model);
     return 0;
 }
 

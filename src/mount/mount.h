@@ -3,14 +3,15 @@
  * errno.  This is the folder's whole face.  The session above it
  * (src/session/) is the only code that speaks libfuse; nothing here names
  * a libfuse type.  The mount's state (mfs_fs) is defined here, with the
- * lock order of every mutex the daemon takes; names/ and coherence/ below
- * take it as an argument.  See docs/architecture.md for the path of a
- * read().
+ * lock order of every mutex the daemon takes; it embeds the states of
+ * names/ and coherence/ below (mfs_fs.names, mfs_fs.coherence, declared
+ * in their headers), and their functions take those, never mfs_fs.  See
+ * docs/architecture.md for the path of a read().
  *
  * Errors (include/meshfs/err.h): what the session calls answers 0 (or a
  * length) or -errno, the one place -errno crosses a boundary: ops.c's
  * mfs_ops_*, the package's mfs_lgepkg_*, mfs_model_errors and
- * mfs_view_missing (getxattr answers), mfs_fs_views_open.  The resolver's
+ * mfs_view_missing (getxattr answers).  The resolver's
  * calls (mfs_view_get*) answer an outcome with an mfs_err (meshfs/views.h);
  * the rest -1 (or NULL) with an mfs_err, or 1/0 as each says.  What
  * names/ and coherence/ answer (-1 with an mfs_err) becomes -errno only
@@ -36,7 +37,7 @@
 #include "meshfs/spawner.h"
 #include "meshfs/views.h"
 #include "meshfs/formats.h"
-#include "../names/names.h"
+#include "../coherence/coherence.h" /* and names.h */
 
 typedef struct mfs_fs_config {
     char *src;              /* absolute path of SRC */
@@ -76,7 +77,6 @@ typedef struct mfs_fs_stats {
                                              attributes saves one per name */
     atomic_uint_least64_t read_requests;     /* READ that reached the daemon */
     atomic_uint_least64_t passthrough_opens; /* opens the kernel serves itself */
-    atomic_uint_least64_t views_renewed;     /* views moved to a new kernel inode (ops.c) */
     atomic_uint_least64_t readdir_requests;  /* READDIR that reached the daemon
                                                 (0 for a listing the kernel kept) */
     atomic_uint_least64_t conversions_running;  /* workers running now */
@@ -92,8 +92,6 @@ typedef struct mfs_fs_stats {
                                                    vanished under them (convert.c) */
     atomic_uint_least64_t packages_redone;      /* packages packed again: a view moved
                                                    or vanished while packing (lgepkg.c) */
-    atomic_uint_least64_t views_evicted_at_store; /* views too big for the room
-                                                     the cache could make (pins.c) */
 } mfs_fs_stats;
 
 typedef struct mfs_prefetch mfs_prefetch;
@@ -107,13 +105,13 @@ typedef struct mfs_dirreplies mfs_dirreplies; /* dirreply.c: replies built ahead
 typedef struct mfs_listings mfs_listings;     /* listing.c: open listings, folder signatures */
 typedef struct mfs_pt mfs_pt;                 /* passthrough.c: backing ids by node */
 typedef struct mfs_files mfs_files;           /* files.c: the open files' handles */
-typedef struct mfs_kviews mfs_kviews;         /* kview.c: what the kernel holds of views */
-typedef struct mfs_pins mfs_pins;             /* pins.c: entries evicted as soon as stored */
 
 /* What the mount asks of the session above it, given by the session at
  * mfs_ll_setup (fs->session; NULL before and after), as the resolver's
  * host interface is given to the resolver (meshfs/views.h): the mount's
- * code calls down through it and never includes the session's headers. */
+ * code calls down through it and never includes the session's headers.
+ * coherence/ asks renew and node_current through its own callbacks, which
+ * parts.c points here. */
 typedef struct mfs_fs mfs_fs;
 typedef struct mfs_session_counts {
     uint64_t listing_handles, listing_names;          /* listing.c */
@@ -160,7 +158,7 @@ typedef struct mfs_session_iface {
  *   Opens and replies (the session layer):
  *   4. one of these three, never two at once, and never while 0-3 are held
  *      (an open decides after its resolution returned):
- *      - fs->moving (renew.c), held while an open decides (passthrough,
+ *      - fs->coherence.moving (renew.c), held while an open decides (passthrough,
  *        kview) and while a view moves to a new node;
  *      - the open files' list lock (files.c, fs->files), held while a
  *        reopen of a moved view copies a handle (files.c, open_moved): it takes
@@ -183,14 +181,13 @@ typedef struct mfs_session_iface {
 struct mfs_fs {
     mfs_fs_config cfg;
     const mfs_session_iface *session; /* the session above (mfs_ll_setup) */
-    int rootfd;             /* SRC, O_PATH|O_DIRECTORY */
-    dev_t src_dev;          /* SRC's device (mfs_src_ino) */
+    mfs_names_state names;  /* names/: SRC's descriptor, the folder tables */
+    mfs_coherence coherence; /* coherence/: kviews, pins, the moving lock */
     mfs_spawner *spawner;   /* the workers: path, lifeline, model extensions */
     mfs_worker_user worker_user; /* -o worker_user, resolved (for the spawner) */
     mfs_cache *cache;
     mfs_views *views;       /* the resolver over the cache (models.c) */
     mfs_remote *remote;     /* the remote tier, or NULL (remote.h) */
-    mfs_dirmaps *dirs;
     mfs_fs_stats stats;
     mfs_latch store_refused; /* the cache cannot store: said once (convert.c) */
     atomic_uint_least64_t revivals_said; /* the cache's revivals logged (convert.c) */
@@ -207,16 +204,25 @@ struct mfs_fs {
     mfs_prefetch *prefetch;   /* prefetch.c; NULL with -o prefetch=0 */
     mfs_share *share;         /* each user's share of the request threads (share.h) */
     mfs_leasewait *leasewait; /* opens waiting for a lease (leasewait.h) */
-    mfs_pins *pins;           /* coherence.h */
     mfs_ll *ll;
     mfs_dirreplies *replies;
     mfs_listings *listings;
     mfs_pt *pt;
     mfs_files *files;
-    mfs_kviews *kviews;       /* coherence.h */
-    pthread_mutex_t moving;   /* renew.c: one view moved to a new inode at a time */
     pthread_mutex_t pkg_locks[MFS_PKG_STRIPES]; /* lgepkg.c: a package built once */
 };
+
+/* ---- parts.c: the states of names/ and coherence/ inside the mount's ---- */
+
+/* Copies into fs->names and fs->coherence what they read of the mount's
+ * configuration (parsed, never changed after), lends them the cache and
+ * the spawner, and gives coherence/ its callbacks up into the session
+ * (fs->session, NULL before mfs_ll_setup and after: then no view moves and
+ * no node is current).  Called once the spawner and the cache are open and
+ * the cache's size is known (main.c, open_state).  The parts they own
+ * (SRC's descriptor, tables, records, pins, the moving lock) are made
+ * there too, not here. */
+void mfs_fs_parts_init(mfs_fs *fs);
 
 /* ---- models.c: the resolver's host, and the mount's calls into it ----
  *
@@ -225,8 +231,9 @@ struct mfs_fs {
  * mount crosses into it here only, and only ops.c turns its outcomes
  * into -errno. */
 
-/* Makes fs->views, with this mount as its host.  0 or -ENOMEM. */
-int mfs_fs_views_open(mfs_fs *fs);
+/* Makes fs->views, with this mount as its host.  0, or -1 with err
+ * (ENOMEM). */
+int mfs_fs_views_open(mfs_fs *fs, mfs_err *err);
 
 /* View `format` of model `name` in folder `dir` (relative to SRC, "" for
  * the root), whose views are named `base`.<fmt>: mfs_views_resolve. */
@@ -338,9 +345,9 @@ int mfs_model_errors(mfs_fs *fs, const char *r, char *out, size_t n);
 
 /* Does folder dir show a package?  Packages on (formats), at least one
  * model with views (mfs_dirmap_models), and no real entry shown under that
- * name (a real file wins).  1, 0 or -errno.  mfs_dir_list applies the same
- * rule to a listing. */
-int mfs_lgepkg_present(mfs_fs *fs, const char *dir);
+ * name (a real file wins).  1, 0, or -1 with err (its code: the folder's
+ * errno).  mfs_dir_list applies the same rule to a listing. */
+int mfs_lgepkg_present(mfs_fs *fs, const char *dir, mfs_err *err);
 
 /* pkgempty.c: 1 if every model of folder dir (table t) is known, without
  * converting, to have a failed package view, so its package would hold no
@@ -415,8 +422,9 @@ int mfs_lgepkg_error(mfs_fs *fs, const char *dir, char *out, size_t n);
 #define MFS_PREFETCH_MAX 65536u
 
 /* Makes fs->prefetch (NULL with cfg.prefetch 0).  No thread starts until
- * something is queued (the daemon may still fork to detach).  0 or -ENOMEM. */
-int mfs_prefetch_open(mfs_fs *fs);
+ * something is queued (the daemon may still fork to detach).  0, or -1
+ * with err (ENOMEM). */
+int mfs_prefetch_open(mfs_fs *fs, mfs_err *err);
 
 /* Drops what waits, lets running conversions finish, joins the threads and
  * frees fs->prefetch.  Called once the FUSE loop is over. */

@@ -40,7 +40,7 @@ const char *mfs_ops_rel(mfs_fs *fs, const char *path)
     if (!fs->cfg.lowercase_names)
         return path[0] ? path : ".";
     mfs_err err;
-    if (mfs_casemap_path(fs, path, buf, sizeof buf, &err) < 0) {
+    if (mfs_casemap_path(&fs->names, path, buf, sizeof buf, &err) < 0) {
         errno = mfs_err_errno(&err);
         return NULL;
     }
@@ -84,9 +84,13 @@ static int find_view(mfs_fs *fs, const char *r, char *dir, size_t n, mfs_view_re
     split(r, dir, n, &name);
     if (!strcmp(name, MFS_LGEPKG_FILE_NAME)) {
         /* the folder's package: a view whose format is MFS_FS_LGEPKG */
-        int p = mfs_lgepkg_present(fs, dir);
-        if (p <= 0)
-            return p == 0 ? 0 : mfs_err_sys(err, -p, "%s: %s", r, strerror(-p));
+        int p = mfs_lgepkg_present(fs, dir, err);
+        if (p < 0) {
+            int e = mfs_err_errno(err);
+            return mfs_err_sys(err, e, "%s: %s", r, strerror(e));
+        }
+        if (p == 0)
+            return 0;
         ref->model = strdup("");
         ref->base = strdup(MFS_LGEPKG_DEFAULT_NAME);
         ref->format = MFS_FS_LGEPKG;
@@ -95,7 +99,7 @@ static int find_view(mfs_fs *fs, const char *r, char *dir, size_t n, mfs_view_re
         ref_free(ref);
         return mfs_err_sys(err, ENOMEM, "%s: out of memory", r);
     }
-    return mfs_dirmap_lookup(fs, dir, name, ref, err);
+    return mfs_dirmap_lookup(&fs->names, dir, name, ref, err);
 }
 
 /* Whether a view is not shown: a known failure under -o hide_failed, or
@@ -137,7 +141,7 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
     char mpath[4200];
     snprintf(mpath, sizeof mpath, "%s%s%s", dir, dir[0] ? "/" : "", ref->model);
     struct stat mst;
-    if (mfs_beneath_stat(fs, mpath, &mst) < 0)
+    if (mfs_beneath_stat(&fs->names, mpath, &mst) < 0)
         return -errno;
     mfs_view_info vi;
     mfs_err err;
@@ -182,12 +186,12 @@ static int path_attr(mfs_fs *fs, const char *path, struct stat *st, int lookup,
         rc = pre->rc;
         *st = pre->st;
     } else {
-        rc = mfs_beneath_stat(fs, r, st) == 0 ? 0 : -errno;
+        rc = mfs_beneath_stat(&fs->names, r, st) == 0 ? 0 : -errno;
     }
     if (rc == 0) {
         if (is_hidden_source(fs, r, st))
             return -ENOENT;
-        st->st_ino = mfs_src_ino(fs, st->st_dev, st->st_ino);
+        st->st_ino = mfs_src_ino(&fs->names, st->st_dev, st->st_ino);
         return 0;
     }
     if (rc != -ENOENT)
@@ -206,9 +210,9 @@ static int path_attr(mfs_fs *fs, const char *path, struct stat *st, int lookup,
         return rc;
     /* what the kernel will hold (kview.c) */
     if (lookup)
-        mfs_renew_named_attr(fs, path, have_key ? key : NULL, st);
+        mfs_renew_named_attr(&fs->coherence, path, have_key ? key : NULL, st);
     else
-        mfs_kview_attr(fs->kviews, path, st);
+        mfs_kview_attr(fs->coherence.kviews, path, st);
     return 0;
 }
 
@@ -233,12 +237,12 @@ int mfs_ops_open_path(mfs_fs *fs, const char *path, mfs_ops_opened *out)
         return -errno;
     *out = (mfs_ops_opened){.fd = -1};
     struct stat st;
-    if (mfs_beneath_stat(fs, r, &st) == 0 && !is_hidden_source(fs, r, &st)) {
+    if (mfs_beneath_stat(&fs->names, r, &st) == 0 && !is_hidden_source(fs, r, &st)) {
         /* never a blocking open, which a lease would hold up to the lease
          * break time: O_NONBLOCK starts the break and answers EWOULDBLOCK,
          * and the caller waits elsewhere (leasewait.h).  For a regular file
          * only a lease answers so (FIFOs never reach the daemon). */
-        out->fd = mfs_beneath_open(fs, r, O_RDONLY | O_NONBLOCK);
+        out->fd = mfs_beneath_open(&fs->names, r, O_RDONLY | O_NONBLOCK);
         if (out->fd < 0) {
             int e = errno;
             return e == EWOULDBLOCK && S_ISREG(st.st_mode) ? MFS_OPS_LEASED : -e;
@@ -282,7 +286,7 @@ int mfs_ops_open_path(mfs_fs *fs, const char *path, mfs_ops_opened *out)
     int rc = o == MFS_VIEW_HIT                                         ? 0
              : o == MFS_VIEW_FAILED_MACHINE && vi.errnum == EWOULDBLOCK ? MFS_OPS_LEASED
                                                                         : failure_errno(fs, o, &vi);
-    if (rc == 0 && mfs_beneath_stat(fs, mpath, &mst) < 0)
+    if (rc == 0 && mfs_beneath_stat(&fs->names, mpath, &mst) < 0)
         rc = errno == ENOENT ? -ENOENT : -EIO;
     if (rc != 0) {
         mfs_cache_hit_release(&vi.hit);
@@ -311,7 +315,7 @@ int mfs_ops_leased(mfs_fs *fs, const char *path)
     mfs_view_ref ref;
     if (!r)
         return 0;
-    if (mfs_beneath_stat(fs, r, &st) < 0) {
+    if (mfs_beneath_stat(&fs->names, r, &st) < 0) {
         mfs_err verr;
         if (find_view(fs, r, dir, sizeof dir, &ref, &verr) <= 0)
             return 0;
@@ -319,7 +323,7 @@ int mfs_ops_leased(mfs_fs *fs, const char *path)
         ref_free(&ref);
         r = mpath;
     }
-    int fd = mfs_beneath_open(fs, r, O_RDONLY | O_NONBLOCK);
+    int fd = mfs_beneath_open(&fs->names, r, O_RDONLY | O_NONBLOCK);
     if (fd >= 0)
         close(fd);
     return fd < 0 && errno == EWOULDBLOCK;
@@ -329,20 +333,20 @@ int mfs_ops_leased(mfs_fs *fs, const char *path)
 int mfs_ops_readlink(mfs_fs *fs, const char *path, char *buf, size_t size)
 {
     const char *r = mfs_ops_rel(fs, path);
-    ssize_t n = r ? mfs_beneath_readlink(fs, r, buf, size - 1) : -1;
+    ssize_t n = r ? mfs_beneath_readlink(&fs->names, r, buf, size - 1) : -1;
     if (n < 0)
         return -errno;
     buf[n] = '\0';
     /* a relative link is followed inside the mount, where only lowercase
      * names exist */
     if (buf[0] != '/')
-        mfs_casemap_fold(fs, buf);
+        mfs_casemap_fold(&fs->names, buf);
     return 0;
 }
 
 int mfs_ops_statfs(mfs_fs *fs, struct statvfs *sv)
 {
-    return fstatvfs(fs->rootfd, sv) < 0 ? -errno : 0;
+    return fstatvfs(fs->names.rootfd, sv) < 0 ? -errno : 0;
 }
 
 /* The bounded structures' sizes (docs/scale.md): entries held now and
@@ -352,8 +356,8 @@ static int bounds_text(mfs_fs *fs, char *buf, size_t n)
     mfs_views_stats vs;
     mfs_views_get_stats(fs->views, &vs);
     uint64_t kv, kv_ev, kv_bytes, dt, dn, d_ev;
-    mfs_kview_stats(fs->kviews, &kv, &kv_ev, &kv_bytes);
-    mfs_dirmaps_stats(fs->dirs, &dt, &dn, &d_ev);
+    mfs_kview_stats(fs->coherence.kviews, &kv, &kv_ev, &kv_bytes);
+    mfs_dirmaps_stats(fs->names.dirs, &dt, &dn, &d_ev);
     mfs_cache_stats cs;
     mfs_cache_get_stats(fs->cache, &cs);
     mfs_session_counts sc = {0};
@@ -480,13 +484,13 @@ static int stats_text_base(mfs_fs *fs, char *buf, size_t n)
                     (unsigned long long)atomic_load(&fs->stats.conversions_peak),
                     (unsigned long long)atomic_load(&fs->stats.read_requests),
                     (unsigned long long)atomic_load(&fs->stats.passthrough_opens),
-                    (unsigned long long)atomic_load(&fs->stats.views_renewed),
+                    (unsigned long long)atomic_load(&fs->coherence.views_renewed),
                     (unsigned long long)atomic_load(&fs->stats.prefetched), mfs_prefetch_waiting(fs),
                     slot_waiters,
                     (unsigned long long)atomic_load(&fs->stats.cache_store_failures),
                     (unsigned long long)atomic_load(&fs->stats.conversions_redone),
                     (unsigned long long)atomic_load(&fs->stats.packages_redone),
-                    (unsigned long long)atomic_load(&fs->stats.views_evicted_at_store));
+                    (unsigned long long)atomic_load(&fs->coherence.views_evicted_at_store));
 }
 
 /* The view's failure reason (for user.meshfs.error); 0 if it has none. */
@@ -579,7 +583,7 @@ static int model_error(mfs_fs *fs, const char *r, char *value, size_t size)
     char *text = malloc(cap), *shown = malloc(cap);
     int len = text && shown ? mfs_model_errors(fs, r, text, cap) : -ENOMEM;
     if (len > 0) {
-        mfs_fs_errtext(fs, text, shown, cap);
+        mfs_fs_errtext(&fs->names, text, shown, cap);
         len = reply_xattr(shown, (int)strlen(shown), value, size);
     } else if (len == 0) {
         len = -ENODATA;
@@ -631,11 +635,11 @@ int mfs_ops_getxattr(mfs_fs *fs, const char *path, const char *name, char *value
         return -ENODATA;
     struct stat st;
     if (warnings) /* paths relative to SRC already: nothing to rewrite */
-        return mfs_beneath_stat(fs, r, &st) == 0 ? -ENODATA : view_missing(fs, r, value, size);
-    if (mfs_beneath_stat(fs, r, &st) == 0) {
+        return mfs_beneath_stat(&fs->names, r, &st) == 0 ? -ENODATA : view_missing(fs, r, value, size);
+    if (mfs_beneath_stat(&fs->names, r, &st) == 0) {
         if (!warning && S_ISDIR(st.st_mode)) { /* entries lowercase_names hides */
             mfs_err err;
-            int len = mfs_dirmap_hidden(fs, strcmp(r, ".") ? r : "", value, size, &err);
+            int len = mfs_dirmap_hidden(&fs->names, strcmp(r, ".") ? r : "", value, size, &err);
             return len < 0 ? -mfs_err_errno(&err) : len;
         }
         return !warning && S_ISREG(st.st_mode) ? model_error(fs, r, value, size) : -ENODATA;
@@ -646,7 +650,7 @@ int mfs_ops_getxattr(mfs_fs *fs, const char *path, const char *name, char *value
     /* reasons come from everywhere: files named relative to SRC, no
      * cache or other internal path (errtext.c) */
     char shown[sizeof text];
-    mfs_fs_errtext(fs, text, shown, sizeof shown);
+    mfs_fs_errtext(&fs->names, text, shown, sizeof shown);
     return reply_xattr(shown, (int)strlen(shown), value, size);
 }
 

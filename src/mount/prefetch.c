@@ -192,7 +192,7 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&pf->mu);
         item_free(&it);
         if (line[0])
-            mfs_fs_log_at(pf->fs, MFS_LOG_INFO, "%s", line);
+            mfs_fs_log_at(&pf->fs->names, MFS_LOG_INFO, "%s", line);
         pthread_mutex_lock(&pf->mu);
     }
     pthread_mutex_unlock(&pf->mu);
@@ -228,7 +228,7 @@ static void *reporter(void *arg)
         }
         pthread_mutex_unlock(&pf->mu);
         for (int i = 0; i < nl; i++)
-            mfs_fs_log_at(pf->fs, MFS_LOG_INFO, "%s", lines[i]);
+            mfs_fs_log_at(&pf->fs->names, MFS_LOG_INFO, "%s", lines[i]);
         pthread_mutex_lock(&pf->mu);
     }
     pthread_mutex_unlock(&pf->mu);
@@ -297,7 +297,7 @@ void mfs_prefetch_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
         return; /* another stat of this listing took it */
     mfs_dirtab *tab;
     mfs_err err;
-    if (mfs_dirtab_get(fs, dir, 0, &tab, &err) < 0)
+    if (mfs_dirtab_get(&fs->names, dir, 0, &tab, &err) < 0)
         return;
     size_t nm;
     const mfs_dir_model *models = mfs_dirtab_models(tab, &nm);
@@ -377,12 +377,12 @@ void mfs_prefetch_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
     free(want);
     free(wbase);
     if (line[0])
-        mfs_fs_log_at(fs, MFS_LOG_INFO, "%s", line);
+        mfs_fs_log_at(&fs->names, MFS_LOG_INFO, "%s", line);
     if (end[0])
-        mfs_fs_log_at(fs, MFS_LOG_INFO, "%s", end);
+        mfs_fs_log_at(&fs->names, MFS_LOG_INFO, "%s", end);
 }
 
-int mfs_prefetch_open(mfs_fs *fs)
+int mfs_prefetch_open(mfs_fs *fs, mfs_err *err)
 {
     fs->prefetch = NULL;
     if (fs->cfg.prefetch == 0)
@@ -390,7 +390,7 @@ int mfs_prefetch_open(mfs_fs *fs)
     mfs_prefetch *pf = calloc(1, sizeof *pf);
     if (!pf || !(pf->q = calloc(fs->cfg.prefetch, sizeof *pf->q))) {
         free(pf);
-        return -ENOMEM;
+        return mfs_err_sys(err, ENOMEM, "prefetch: out of memory");
     }
     pf->fs = fs;
     pf->cap = fs->cfg.prefetch;
@@ -428,7 +428,7 @@ void mfs_prefetch_close(mfs_fs *fs)
     if (started == 1)
         pthread_join(pf->reporter, NULL);
     if (dropped)
-        mfs_fs_log_at(fs, MFS_LOG_INFO, "converting: unmounted with %u queued models not converted",
+        mfs_fs_log_at(&fs->names, MFS_LOG_INFO, "converting: unmounted with %u queued models not converted",
                       dropped);
     while (pf->fills) {
         fill *f = pf->fills;

@@ -22,7 +22,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../mount/mount.h"
 #include "names.h"
 
 /* openat2's refusal of every link, without openat2. */
@@ -71,9 +70,9 @@ static int open_how(int rootfd, const char *rel, int flags, uint64_t resolve)
     return fd;
 }
 
-int mfs_beneath_open(const mfs_fs *fs, const char *rel, int flags)
+int mfs_beneath_open(const mfs_names_state *ns, const char *rel, int flags)
 {
-    return open_how(fs->rootfd, rel, flags | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+    return open_how(ns->rootfd, rel, flags | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
 }
 
 /* fstat of an O_PATH descriptor, closed after, errno kept from fstat. */
@@ -100,13 +99,13 @@ static _Thread_local int walk_fd = -1;
 static _Thread_local char walk_dir[4096];
 static _Thread_local size_t walk_len;
 
-void mfs_beneath_walk_begin(const mfs_fs *fs, const char *dir)
+void mfs_beneath_walk_begin(const mfs_names_state *ns, const char *dir)
 {
     mfs_beneath_walk_end();
     size_t len = strlen(dir);
     if (len >= sizeof walk_dir)
         return;
-    walk_fd = mfs_beneath_open(fs, dir, O_PATH | O_DIRECTORY);
+    walk_fd = mfs_beneath_open(ns, dir, O_PATH | O_DIRECTORY);
     memcpy(walk_dir, dir, len + 1);
     walk_len = len;
 }
@@ -132,7 +131,7 @@ static const char *in_walk(const char *rel)
     return name;
 }
 
-int mfs_beneath_stat(const mfs_fs *fs, const char *rel, struct stat *st)
+int mfs_beneath_stat(const mfs_names_state *ns, const char *rel, struct stat *st)
 {
     /* A name in the folder a listing walks: one fstatat on the folder,
      * which was opened beneath SRC with no link followed; the name itself
@@ -141,15 +140,15 @@ int mfs_beneath_stat(const mfs_fs *fs, const char *rel, struct stat *st)
     if (name)
         return fstatat(walk_fd, name, st, AT_SYMLINK_NOFOLLOW);
     if (is_root(rel))
-        return fstat(fs->rootfd, st);
+        return fstat(ns->rootfd, st);
     /* O_PATH|O_NOFOLLOW: a final link is opened as itself, so it can be
      * stat'ed (and read) but never followed */
-    return stat_and_close(mfs_beneath_open(fs, rel, O_PATH), st);
+    return stat_and_close(mfs_beneath_open(ns, rel, O_PATH), st);
 }
 
-ssize_t mfs_beneath_readlink(const mfs_fs *fs, const char *rel, char *buf, size_t n)
+ssize_t mfs_beneath_readlink(const mfs_names_state *ns, const char *rel, char *buf, size_t n)
 {
-    int fd = mfs_beneath_open(fs, rel, O_PATH);
+    int fd = mfs_beneath_open(ns, rel, O_PATH);
     if (fd < 0)
         return -1;
     ssize_t len = readlinkat(fd, "", buf, n);
@@ -159,21 +158,21 @@ ssize_t mfs_beneath_readlink(const mfs_fs *fs, const char *rel, char *buf, size_
     return len;
 }
 
-int mfs_beneath_open_dep(const mfs_fs *fs, const char *rel, int flags)
+int mfs_beneath_open_dep(const mfs_names_state *ns, const char *rel, int flags)
 {
-    return open_how(fs->rootfd, rel, flags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+    return open_how(ns->rootfd, rel, flags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
 }
 
-int mfs_beneath_stat_dep(const mfs_fs *fs, const char *rel, struct stat *st)
+int mfs_beneath_stat_dep(const mfs_names_state *ns, const char *rel, struct stat *st)
 {
     if (is_root(rel))
-        return fstat(fs->rootfd, st);
-    return stat_and_close(mfs_beneath_open_dep(fs, rel, O_PATH), st);
+        return fstat(ns->rootfd, st);
+    return stat_and_close(mfs_beneath_open_dep(ns, rel, O_PATH), st);
 }
 
-int mfs_beneath_dep_real(const mfs_fs *fs, const char *rel, char *out, size_t n, mfs_err *err)
+int mfs_beneath_dep_real(const mfs_names_state *ns, const char *rel, char *out, size_t n, mfs_err *err)
 {
-    int fd = mfs_beneath_open_dep(fs, rel, O_PATH);
+    int fd = mfs_beneath_open_dep(ns, rel, O_PATH);
     if (fd < 0)
         return mfs_err_sys(err, errno, "%s: %s", rel, strerror(errno));
     char proc[64], abs[4096];
@@ -186,10 +185,10 @@ int mfs_beneath_dep_real(const mfs_fs *fs, const char *rel, char *out, size_t n,
     abs[len] = '\0';
     /* the descriptor's path as this process sees it: under SRC's real path
      * (cfg.src went through realpath), unless SRC moved since */
-    size_t sl = strlen(fs->cfg.src);
+    size_t sl = strlen(ns->src);
     if (sl == 1) /* SRC is / */
         sl = 0;
-    if (strncmp(abs, fs->cfg.src, sl) != 0 || (abs[sl] != '/' && abs[sl] != '\0'))
+    if (strncmp(abs, ns->src, sl) != 0 || (abs[sl] != '/' && abs[sl] != '\0'))
         return mfs_err_sys(err, EXDEV, "%s: not beneath SRC", rel);
     const char *r = abs[sl] ? abs + sl + 1 : "";
     if (snprintf(out, n, "%s", r) >= (int)n)
@@ -197,9 +196,9 @@ int mfs_beneath_dep_real(const mfs_fs *fs, const char *rel, char *out, size_t n,
     return 0;
 }
 
-int mfs_beneath_hash(mfs_fs *fs, const char *rel, struct stat *st, uint8_t hash[16], mfs_err *err)
+int mfs_beneath_hash(mfs_names_state *ns, const char *rel, struct stat *st, uint8_t hash[16], mfs_err *err)
 {
-    int fd = mfs_beneath_open(fs, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK);
+    int fd = mfs_beneath_open(ns, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
         mfs_errf(err, "%s: %s", rel, strerror(e));
@@ -211,7 +210,7 @@ int mfs_beneath_hash(mfs_fs *fs, const char *rel, struct stat *st, uint8_t hash[
         rc = mfs_errf(err, "%s: %s", rel, strerror(errno));
     else if (!S_ISREG(st->st_mode))
         rc = mfs_errf(err, "%s: not a regular file", rel);
-    else if ((rc = mfs_cache_file_hash(fs->cache, fd, st, hash, err)) < 0)
+    else if ((rc = mfs_cache_file_hash(ns->cache, fd, st, hash, err)) < 0)
         mfs_err_prefix(err, "%s", rel);
     int e = errno;
     close(fd);

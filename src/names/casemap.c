@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../mount/mount.h"
 #include "names.h"
 #include "meshfs/rules.h"
 
@@ -21,9 +20,9 @@ static int too_long(const char *shown, mfs_err *err)
     return mfs_err_sys(err, ENAMETOOLONG, "%s: %s", shown, strerror(ENAMETOOLONG));
 }
 
-int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n, mfs_err *err)
+int mfs_casemap_path(mfs_names_state *ns, const char *shown, char *real, size_t n, mfs_err *err)
 {
-    if (!fs->cfg.lowercase_names)
+    if (!ns->lowercase_names)
         return snprintf(real, n, "%s", shown) < (int)n ? 0 : too_long(shown, err);
     if (n == 0)
         return too_long(shown, err);
@@ -47,7 +46,7 @@ int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n, mfs_er
         if (mfs_name_has_upper(comp))
             return mfs_err_sys(err, ENOENT, "%s: no shown name has a capital letter", shown);
         int last = !end || !end[1];
-        int rc = mfs_dirmap_real_name(fs, real, comp, hit, sizeof hit, err);
+        int rc = mfs_dirmap_real_name(ns, real, comp, hit, sizeof hit, err);
         if (rc < 0)
             return rc;
         if (rc == 0 && !last) /* views are files, never folders */
@@ -62,8 +61,8 @@ int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n, mfs_er
     return 0;
 }
 
-void mfs_casemap_fold(const mfs_fs *fs, char *path)
+void mfs_casemap_fold(const mfs_names_state *ns, char *path)
 {
-    if (fs->cfg.lowercase_names)
+    if (ns->lowercase_names)
         mfs_name_lower(path);
 }

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../mount/mount.h"
 #include "names.h"
 #include "meshfs/rules.h"
 
@@ -20,7 +19,7 @@ int mfs_casenotes_owner(void *ctx, size_t entry, unsigned long *uid)
     char path[PATH_MAX];
     struct stat st;
     int w = snprintf(path, sizeof path, "%s%s%s", o->dir, o->dir[0] ? "/" : "", o->e[entry].name);
-    if (w < 0 || (size_t)w >= sizeof path || mfs_beneath_stat(o->fs, path, &st) < 0)
+    if (w < 0 || (size_t)w >= sizeof path || mfs_beneath_stat(o->ns, path, &st) < 0)
         return -1; /* gone since the listing: counts as nobody else's */
     /* a hard link's bytes may be another user's (B links A's file, writes
      * into it): with more than one link the owner says nothing, and a

@@ -24,6 +24,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +33,12 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "../mount/mount.h"
 #include "names.h"
 #include "meshfs/import.h"
 #include "meshfs/rules.h"
+#include "meshfs/spawner.h"
 #include "meshfs/util.h"
+#include "meshfs/views.h"
 #include "meshfs/settings.h"
 
 /* A folder's table: its entries (sorted by name) and its models with views
@@ -263,9 +265,9 @@ static int sort_entries(mfs_dirtab *t, mfs_err *err)
 }
 
 /* t's entries, sorted, with types resolved.  0, or -1 with err. */
-static int read_entries(mfs_fs *fs, const char *dir, mfs_dirtab *t, mfs_err *err)
+static int read_entries(mfs_names_state *ns, const char *dir, mfs_dirtab *t, mfs_err *err)
 {
-    int fd = mfs_beneath_open(fs, dir, O_RDONLY | O_DIRECTORY);
+    int fd = mfs_beneath_open(ns, dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0)
         return mfs_err_sys(err, errno, "%s", strerror(errno));
     DIR *d = fdopendir(fd);
@@ -310,7 +312,7 @@ static int read_entries(mfs_fs *fs, const char *dir, mfs_dirtab *t, mfs_err *err
             if (fstatat(dirfd(d), e->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
                 e->type = IFTODT(st.st_mode);
         }
-        e->model = e->type == DT_REG && mfs_spawner_is_model(fs->spawner, e->name);
+        e->model = e->type == DT_REG && mfs_spawner_is_model(ns->spawner, e->name);
         e->hide = e->model || (e->type == DT_REG && mfs_settings_is_file(e->name));
         t->n++;
     }
@@ -320,9 +322,9 @@ static int read_entries(mfs_fs *fs, const char *dir, mfs_dirtab *t, mfs_err *err
     return sort_entries(t, err);
 }
 
-static unsigned naming_flags(const mfs_fs *fs)
+static unsigned naming_flags(const mfs_names_state *ns)
 {
-    return fs->cfg.lowercase_names ? MFS_NAMES_LOWERCASE : 0;
+    return ns->lowercase_names ? MFS_NAMES_LOWERCASE : 0;
 }
 
 static int cmp_cname(const void *a, const void *b)
@@ -338,11 +340,11 @@ static int cmp_format_name(const void *a, const void *b)
 
 /* The formats shown, in byte order of their names: a model's views are
  * listed in that order. */
-static void format_order(const mfs_fs *fs, mfs_dirtab *t)
+static void format_order(const mfs_names_state *ns, mfs_dirtab *t)
 {
     t->nf = 0;
     for (int f = 0; f < MFS_FMT_COUNT; f++)
-        if (fs->cfg.shown & (1u << f))
+        if (ns->shown & (1u << f))
             t->order[t->nf++] = f;
     qsort(t->order, (size_t)t->nf, sizeof *t->order, cmp_format_name);
 }
@@ -350,7 +352,7 @@ static void format_order(const mfs_fs *fs, mfs_dirtab *t)
 /* The naming rule over t's entries (include/meshfs/naming.h): its models
  * and, with lowercase_names, the shown names.  Logs what the rule had to
  * decide when log is set (once per change of the folder). */
-static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log, mfs_err *err)
+static int plan_models(mfs_names_state *ns, const char *dir, mfs_dirtab *t, int log, mfs_err *err)
 {
     mfs_name_entry *ne = malloc((t->n ? t->n : 1) * sizeof *ne);
     if (!ne)
@@ -358,17 +360,17 @@ static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log, mfs_
     for (size_t i = 0; i < t->n; i++)
         ne[i] = (mfs_name_entry){t->e[i].name, t->e[i].model};
     mfs_names p;
-    mfs_casenotes_owners oc = {fs, dir, ne};
-    int rc = mfs_names_plan(ne, t->n, naming_flags(fs), mfs_casenotes_owner, &oc, &p) < 0 ? -ENOMEM : 0;
+    mfs_casenotes_owners oc = {ns, dir, ne};
+    int rc = mfs_names_plan(ne, t->n, naming_flags(ns), mfs_casenotes_owner, &oc, &p) < 0 ? -ENOMEM : 0;
     free(ne);
     if (rc < 0)
         return mfs_err_sys(err, ENOMEM, "out of memory");
     for (size_t i = 0; log && i < p.nnotes; i++)
         if (i == 0 || strcmp(p.notes[i].text, p.notes[i - 1].text)) /* OWNERS: once */
-            mfs_fs_log(fs, "%s: %s", dir[0] ? dir : ".", p.notes[i].text);
+            mfs_fs_log(ns, "%s: %s", dir[0] ? dir : ".", p.notes[i].text);
     t->models = calloc(p.nmodels + 1, sizeof *t->models);
-    t->c = fs->cfg.lowercase_names ? calloc(t->n + p.nhidden + 1, sizeof *t->c) : NULL;
-    rc = t->models && (t->c || !fs->cfg.lowercase_names) ? 0 : -ENOMEM;
+    t->c = ns->lowercase_names ? calloc(t->n + p.nhidden + 1, sizeof *t->c) : NULL;
+    rc = t->models && (t->c || !ns->lowercase_names) ? 0 : -ENOMEM;
     for (size_t i = 0; i < p.nmodels && rc == 0; i++) {
         const mfs_name_model *pm = &p.models[i];
         mfs_dir_model *dm = &t->models[t->nmodels++];
@@ -382,7 +384,7 @@ static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log, mfs_
     }
     for (size_t i = 0; i < t->n && rc == 0; i++) {
         const char *shown = t->e[i].name;
-        if (fs->cfg.lowercase_names) {
+        if (ns->lowercase_names) {
             shown = p.shown[i];
             if (shown && strcmp(shown, t->e[i].name) &&
                 !(shown = arena_dup(&t->strings, shown, strlen(shown))))
@@ -416,12 +418,12 @@ static int plan_models(mfs_fs *fs, const char *dir, mfs_dirtab *t, int log, mfs_
     mfs_names_free(&p);
     if (rc == 0 && t->c)
         qsort(t->c, t->nc, sizeof *t->c, cmp_cname);
-    t->pkg = t->pkg == 0 && t->nmodels && (fs->cfg.formats & MFS_FMT_LGEPKG_BIT);
+    t->pkg = t->pkg == 0 && t->nmodels && (ns->formats & MFS_FMT_LGEPKG_BIT);
     return rc < 0 ? mfs_err_sys(err, -rc, "%s", strerror(-rc)) : 0;
 }
 
 /* A fresh table of folder dir, whose stat (taken before reading it) is st. */
-static int build_tab(mfs_fs *fs, const char *dir, const struct stat *st, int log,
+static int build_tab(mfs_names_state *ns, const char *dir, const struct stat *st, int log,
                      mfs_dirtab **out, mfs_err *err)
 {
     mfs_dirtab *t = calloc(1, sizeof *t);
@@ -434,10 +436,10 @@ static int build_tab(mfs_fs *fs, const char *dir, const struct stat *st, int log
     t->ino = st->st_ino;
     t->dir_seed = XXH3_64bits(dir, strlen(dir));
     t->racy = !mfs_input_times_settled(st);
-    format_order(fs, t);
-    int rc = read_entries(fs, dir, t, err);
+    format_order(ns, t);
+    int rc = read_entries(ns, dir, t, err);
     if (rc == 0)
-        rc = plan_models(fs, dir, t, log, err);
+        rc = plan_models(ns, dir, t, log, err);
     if (rc < 0) {
         tab_free(t);
         return -1;
@@ -452,10 +454,10 @@ static int build_tab(mfs_fs *fs, const char *dir, const struct stat *st, int log
  * eviction: tables are few (folders), and this runs only past the cap.
  * A listing holding a dropped table keeps it until it ends.  Called
  * locked. */
-static void evict_tables(mfs_fs *fs, const dirmap *keep)
+static void evict_tables(mfs_names_state *ns, const dirmap *keep)
 {
-    mfs_dirmaps *d = fs->dirs;
-    size_t cap = 8 * (fs->cfg.memo_size ? fs->cfg.memo_size : MFS_VIEWS_MEMO_DEFAULT);
+    mfs_dirmaps *d = ns->dirs;
+    size_t cap = 8 * (ns->memo_size ? ns->memo_size : MFS_VIEWS_MEMO_DEFAULT);
     while (d->names > cap) {
         const dirmap *prev = NULL;
         for (int b = 0; b < NBUCKET; b++)
@@ -521,10 +523,10 @@ static void drop_slot(mfs_dirmaps *d, unsigned b, dirmap *m)
     map_free(m);
 }
 
-int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out, mfs_err *err)
+int mfs_dirtab_get(mfs_names_state *ns, const char *dir, int fresh, mfs_dirtab **out, mfs_err *err)
 {
     struct stat st;
-    return mfs_dirtab_get_st(fs, dir, fresh, out, &st, err);
+    return mfs_dirtab_get_st(ns, dir, fresh, out, &st, err);
 }
 
 /* The folder's name in a reason: "." for SRC itself. */
@@ -533,15 +535,15 @@ static const char *shown_dir(const char *dir)
     return dir[0] ? dir : ".";
 }
 
-int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out,
+int mfs_dirtab_get_st(mfs_names_state *ns, const char *dir, int fresh, mfs_dirtab **out,
                       struct stat *dir_st, mfs_err *err)
 {
-    mfs_dirmaps *d = fs->dirs;
+    mfs_dirmaps *d = ns->dirs;
     unsigned b = bucket_of(dir);
     int waited = 0, restats = 0;
     for (;;) {
         struct stat st;
-        if (mfs_beneath_stat(fs, dir, &st) < 0)
+        if (mfs_beneath_stat(ns, dir, &st) < 0)
             return mfs_err_sys(err, errno, "%s: %s", shown_dir(dir), strerror(errno));
         if (!S_ISDIR(st.st_mode))
             return mfs_err_sys(err, ENOTDIR, "%s: %s", shown_dir(dir), strerror(ENOTDIR));
@@ -588,7 +590,7 @@ int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out,
         m->building = 1;
         pthread_mutex_unlock(&d->lock);
         mfs_dirtab *t = NULL;
-        int rc = build_tab(fs, dir, &st, changed, &t, err);
+        int rc = build_tab(ns, dir, &st, changed, &t, err);
         pthread_mutex_lock(&d->lock);
         m->building = 0;
         if (rc == 0) {
@@ -597,7 +599,7 @@ int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out,
             m->tab = tab_ref(t);
             d->names += names_of(t);
             m->used = ++d->clock;
-            evict_tables(fs, m);
+            evict_tables(ns, m);
         } else if (!m->tab) {
             drop_slot(d, b, m);
         }
@@ -631,11 +633,11 @@ static const mfs_dir_model *find_base(const mfs_dirtab *t, const char *base, siz
     return NULL;
 }
 
-int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref,
+int mfs_dirmap_lookup(mfs_names_state *ns, const char *dir, const char *name, mfs_view_ref *ref,
                       mfs_err *err)
 {
     mfs_dirtab *t;
-    int rc = mfs_dirtab_get_st(fs, dir, 0, &t, &ref->dir_st, err);
+    int rc = mfs_dirtab_get_st(ns, dir, 0, &t, &ref->dir_st, err);
     if (rc < 0)
         return rc;
     size_t nl = strlen(name);
@@ -665,17 +667,17 @@ size_t mfs_dirtab_count(const mfs_dirtab *t)
     return t->n + t->nmodels * (size_t)t->nf + (t->pkg ? 1 : 0);
 }
 
-int mfs_dirtab_item(const mfs_fs *fs, const mfs_dirtab *t, size_t i, char *buf, size_t bufsz,
+int mfs_dirtab_item(const mfs_names_state *ns, const mfs_dirtab *t, size_t i, char *buf, size_t bufsz,
                     mfs_dir_item *out)
 {
     memset(out, 0, sizeof *out);
     if (i < t->n) {
         const tentry *e = &t->e[i];
-        if (!e->shown || (fs->cfg.hide_sources && e->hide))
+        if (!e->shown || (ns->hide_sources && e->hide))
             return 0;
         out->name = e->shown;
         out->real = e->name;
-        out->ino = mfs_src_ino(fs, t->dev, e->ino);
+        out->ino = mfs_src_ino(ns, t->dev, e->ino);
         out->mode = DTTOIF(e->type);
         return 1;
     }
@@ -742,11 +744,11 @@ const mfs_dir_model *mfs_dirtab_model(const mfs_dirtab *t, const char *model)
     return i >= 0 && t->e[i].mi ? &t->models[t->e[i].mi - 1] : NULL;
 }
 
-int mfs_dirmap_real_name(mfs_fs *fs, const char *dir, const char *shown, char *out, size_t n,
+int mfs_dirmap_real_name(mfs_names_state *ns, const char *dir, const char *shown, char *out, size_t n,
                          mfs_err *err)
 {
     mfs_dirtab *t;
-    int rc = mfs_dirtab_get(fs, dir, 0, &t, err);
+    int rc = mfs_dirtab_get(ns, dir, 0, &t, err);
     if (rc < 0)
         return rc;
     if (t->c) {
@@ -764,12 +766,12 @@ int mfs_dirmap_real_name(mfs_fs *fs, const char *dir, const char *shown, char *o
     return rc;
 }
 
-int mfs_dirmap_hidden(mfs_fs *fs, const char *dir, char *out, size_t n, mfs_err *err)
+int mfs_dirmap_hidden(mfs_names_state *ns, const char *dir, char *out, size_t n, mfs_err *err)
 {
-    if (!fs->cfg.lowercase_names)
+    if (!ns->lowercase_names)
         return mfs_err_sys(err, ENODATA, "every entry is shown");
     mfs_dirtab *t;
-    int rc = mfs_dirtab_get(fs, dir, 0, &t, err);
+    int rc = mfs_dirtab_get(ns, dir, 0, &t, err);
     if (rc < 0)
         return rc;
     size_t len = t->hidden ? strlen(t->hidden) : 0;

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../mount/mount.h"
 #include "names.h"
+#include "meshfs/spawner.h"
 
 /* Characters that end a path in a message ("a/b.obj: ...", "'x'"). */
 static int ends_path(char c)
@@ -56,15 +56,15 @@ static void put(outbuf *o, const char *p, size_t k)
     o->s[o->len] = '\0';
 }
 
-void mfs_fs_errtext(const mfs_fs *fs, const char *in, char *out, size_t n)
+void mfs_fs_errtext(const mfs_names_state *ns, const char *in, char *out, size_t n)
 {
     if (n == 0)
         return;
     outbuf o = {out, n, 0};
     out[0] = '\0';
-    const char *cache = fs->cache ? mfs_cache_dir(fs->cache) : NULL;
-    const char *worker = fs->spawner ? mfs_spawner_path(fs->spawner) : mfs_worker_path();
-    const char *src = fs->cfg.src && strcmp(fs->cfg.src, "/") ? fs->cfg.src : NULL;
+    const char *cache = ns->cache ? mfs_cache_dir(ns->cache) : NULL;
+    const char *worker = ns->spawner ? mfs_spawner_path(ns->spawner) : mfs_worker_path();
+    const char *src = ns->src && strcmp(ns->src, "/") ? ns->src : NULL;
     int in_cache_msg = 0; /* names inside the cache follow its directory */
     const char *p = in;
     while (*p) {
@@ -102,28 +102,28 @@ void mfs_fs_errtext(const mfs_fs *fs, const char *in, char *out, size_t n)
         memmove(dup, dup + 7, strlen(dup + 7) + 1);
 }
 
-static void fs_vlog(mfs_fs *fs, mfs_log_level level, const char *fmt, va_list ap)
+static void fs_vlog(const mfs_names_state *ns, mfs_log_level level, const char *fmt, va_list ap)
 {
     if (!mfs_log_enabled(level))
         return; /* info and debug lines are the common case: not built */
     char raw[1024], msg[1024];
     vsnprintf(raw, sizeof raw, fmt, ap);
-    mfs_fs_errtext(fs, raw, msg, sizeof msg); /* SRC-relative, no cache paths */
+    mfs_fs_errtext(ns, raw, msg, sizeof msg); /* SRC-relative, no cache paths */
     mfs_log(level, "%s", msg);
 }
 
-void mfs_fs_log(mfs_fs *fs, const char *fmt, ...)
+void mfs_fs_log(const mfs_names_state *ns, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fs_vlog(fs, MFS_LOG_WARNING, fmt, ap);
+    fs_vlog(ns, MFS_LOG_WARNING, fmt, ap);
     va_end(ap);
 }
 
-void mfs_fs_log_at(mfs_fs *fs, mfs_log_level level, const char *fmt, ...)
+void mfs_fs_log_at(const mfs_names_state *ns, mfs_log_level level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fs_vlog(fs, level, fmt, ap);
+    fs_vlog(ns, level, fmt, ap);
     va_end(ap);
 }

@@ -8,7 +8,6 @@
 #include <sys/types.h>
 #include <xxhash.h>
 
-#include "../mount/mount.h"
 #include "names.h"
 
 uint64_t mfs_view_ino(dev_t dev, ino_t ino, uint64_t where, int format)
@@ -17,9 +16,9 @@ uint64_t mfs_view_ino(dev_t dev, ino_t ino, uint64_t where, int format)
     return XXH3_64bits(k, sizeof k) | (1ull << 63);
 }
 
-uint64_t mfs_src_ino(const mfs_fs *fs, dev_t dev, ino_t ino)
+uint64_t mfs_src_ino(const mfs_names_state *ns, dev_t dev, ino_t ino)
 {
-    if (dev == fs->src_dev)
+    if (dev == ns->src_dev)
         return (uint64_t)ino;
     uint64_t k[2] = {(uint64_t)dev, (uint64_t)ino};
     return (XXH3_64bits(k, sizeof k) & ~(1ull << 63)) | (1ull << 62);

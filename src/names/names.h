@@ -3,8 +3,11 @@
  * to real ones (-o lowercase_names), every path resolved beneath SRC, and
  * the text of reasons and log lines.  This is the folder's whole face.
  *
- * Its functions take the mount's state (mfs_fs, src/mount/mount.h) for its
- * options, SRC's descriptor and the folder tables it holds (fs->dirs).
+ * Its state is its own (mfs_names_state below), one per mount, embedded
+ * in the mount's (mfs_fs.names, src/mount/mount.h, which includes this
+ * header: the mount is above, names/ never sees it).  Its functions take
+ * that: SRC's descriptor, the options names depend on and the folder
+ * tables.  A unit test makes one without a mount (tests/unit/test_names.c).
  *
  * Errors, one rule (include/meshfs/err.h): a call that can fail returns -1
  * (or NULL) with an mfs_err, whose code (mfs_err_errno) is the errno the
@@ -27,8 +30,29 @@
 #include "meshfs/formats.h"
 #include "meshfs/util.h"
 
-typedef struct mfs_fs mfs_fs;
 typedef struct mfs_dirmaps mfs_dirmaps;
+typedef struct mfs_spawner mfs_spawner;
+
+/* One mount's names (mfs_fs.names).  Not struct mfs_names: that is the
+ * naming rule's plan (meshfs/naming.h).  SRC's descriptor and the folder
+ * tables are owned here (the mount opens and frees them); the options are
+ * the mount's, copied in once they are parsed and never changed after
+ * (mfs_fs_parts_init, src/mount/parts.c); cache and spawner are the
+ * mount's, borrowed (NULL until it opens them: the log then leaves their
+ * paths as they are). */
+typedef struct mfs_names_state {
+    int rootfd;             /* SRC, O_PATH|O_DIRECTORY */
+    dev_t src_dev;          /* SRC's device (mfs_src_ino) */
+    mfs_dirmaps *dirs;      /* the folder tables (dirmap.c) */
+    const char *src;        /* SRC's absolute path (for the log's text) */
+    int lowercase_names;    /* -o lowercase_names */
+    int hide_sources;       /* -o hide_sources */
+    unsigned formats;       /* views converted (MFS_FMT_LGEPKG_BIT: packages) */
+    unsigned shown;         /* views listed */
+    size_t memo_size;       /* -o memo_size (the tables' cap is 8 x it) */
+    mfs_cache *cache;       /* borrowed: file hashes, the log's cache dir */
+    mfs_spawner *spawner;   /* borrowed: model extensions, the worker's path */
+} mfs_names_state;
 
 /* mfs_view_ref.format of a folder's package (game_resources.lgepkg,
  * src/mount/lgepkg.c): after every per-model format. */
@@ -54,7 +78,7 @@ void mfs_dirmaps_stats(mfs_dirmaps *d, uint64_t *tables, uint64_t *names, uint64
 /* If `name` in folder `dir` (relative, "" for the root) is a view, fills ref
  * (model is a malloc'd copy) and returns 1; 0 if not; -1 with err (its
  * code: the folder's errno, ENOMEM). */
-int mfs_dirmap_lookup(mfs_fs *fs, const char *dir, const char *name, mfs_view_ref *ref,
+int mfs_dirmap_lookup(mfs_names_state *ns, const char *dir, const char *name, mfs_view_ref *ref,
                       mfs_err *err);
 
 /* inode.c: stable inode numbers.  A source entry keeps its own, a view gets a hash of
@@ -69,7 +93,7 @@ uint64_t mfs_view_where(const char *dir, const char *base);
  * one st_dev) a hash of (device, inode) with bit 62 set and the top bit
  * clear, so two such file systems' small inode numbers do not make two
  * files one to tar, cp -a, du or find. */
-uint64_t mfs_src_ino(const mfs_fs *fs, dev_t dev, ino_t ino);
+uint64_t mfs_src_ino(const mfs_names_state *ns, dev_t dev, ino_t ino);
 
 /* With lowercase_names: the real name of the entry folder `dir` shows as
  * `shown`, into out; 1 if found, 0 if `shown` is no shown entry (a view,
@@ -77,14 +101,14 @@ uint64_t mfs_src_ino(const mfs_fs *fs, dev_t dev, ino_t ino);
  * that lowercase name (it reaches none of them), or the folder's errno.
  * Without lowercase_names
  * always 0. */
-int mfs_dirmap_real_name(mfs_fs *fs, const char *dir, const char *shown, char *out, size_t n,
+int mfs_dirmap_real_name(mfs_names_state *ns, const char *dir, const char *shown, char *out, size_t n,
                          mfs_err *err);
 /* With lowercase_names: why entries of folder `dir` are not shown, a line
  * each (its user.meshfs.error), into out as getxattr answers: the length
  * (without the NUL; out may be NULL when n is 0), or -1 with err: code
  * ENODATA if every entry is shown, ERANGE if n is too small, or the
  * folder's errno. */
-int mfs_dirmap_hidden(mfs_fs *fs, const char *dir, char *out, size_t n, mfs_err *err);
+int mfs_dirmap_hidden(mfs_names_state *ns, const char *dir, char *out, size_t n, mfs_err *err);
 
 /* A model with views, as the folder's table names it. */
 typedef struct mfs_dir_model {
@@ -105,9 +129,9 @@ typedef struct mfs_dirtab mfs_dirtab;
  * before the folder's times settled (mfs_input_times_settled, inputs.h), unless the
  * caller waited for that very build.  0, or -1 with err (code: the
  * folder's errno, ENOTDIR, ENOMEM). */
-int mfs_dirtab_get(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out, mfs_err *err);
+int mfs_dirtab_get(mfs_names_state *ns, const char *dir, int fresh, mfs_dirtab **out, mfs_err *err);
 /* The same, with the folder's stat it was checked against into *st. */
-int mfs_dirtab_get_st(mfs_fs *fs, const char *dir, int fresh, mfs_dirtab **out, struct stat *st,
+int mfs_dirtab_get_st(mfs_names_state *ns, const char *dir, int fresh, mfs_dirtab **out, struct stat *st,
                       mfs_err *err);
 void mfs_dirtab_put(mfs_dirtab *t);
 
@@ -140,7 +164,7 @@ typedef struct mfs_dir_item {
 size_t mfs_dirtab_count(const mfs_dirtab *t);
 /* The folder's entries: items 0 .. entries-1. */
 size_t mfs_dirtab_entries(const mfs_dirtab *t);
-int mfs_dirtab_item(const mfs_fs *fs, const mfs_dirtab *t, size_t i, char *buf, size_t bufsz,
+int mfs_dirtab_item(const mfs_names_state *ns, const mfs_dirtab *t, size_t i, char *buf, size_t bufsz,
                     mfs_dir_item *out);
 
 /* ---- casenotes.c: owners and hidden entries as a table is built ---- */
@@ -150,7 +174,7 @@ int mfs_dirtab_item(const mfs_fs *fs, const mfs_dirtab *t, size_t i, char *buf, 
 struct mfs_name_entry;
 struct mfs_names;
 typedef struct mfs_casenotes_owners {
-    const mfs_fs *fs;
+    const mfs_names_state *ns;
     const char *dir;
     const struct mfs_name_entry *e;
 } mfs_casenotes_owners;
@@ -168,11 +192,11 @@ char *mfs_casenotes_text(const struct mfs_names *p);
  * collision), ENAMETOOLONG, or a folder's errno.  A
  * last component that is no shown entry is kept as given: it may be a
  * view.  Without lowercase_names the path is copied unchanged. */
-int mfs_casemap_path(mfs_fs *fs, const char *shown, char *real, size_t n, mfs_err *err);
+int mfs_casemap_path(mfs_names_state *ns, const char *shown, char *real, size_t n, mfs_err *err);
 
 /* The shown form of a real SRC-relative path: lowercased in place with
  * lowercase_names (the .fmi model= path must be what FGE will open). */
-void mfs_casemap_fold(const mfs_fs *fs, char *path);
+void mfs_casemap_fold(const mfs_names_state *ns, char *path);
 
 
 /* dir "/" name into out, or name alone when dir is "" (SRC itself): its
@@ -202,41 +226,41 @@ static inline int mfs_join(char *out, size_t n, const char *dir, const char *nam
  * resolved beneath SRC with no symbolic link followed anywhere, the last
  * component included (O_NOFOLLOW is implied).  -1 with errno (ELOOP: a
  * link on the way, EXDEV: ".." out of SRC). */
-int mfs_beneath_open(const mfs_fs *fs, const char *rel, int flags);
+int mfs_beneath_open(const mfs_names_state *ns, const char *rel, int flags);
 /* lstat of such a path; 0 or -1 with errno. */
-int mfs_beneath_stat(const mfs_fs *fs, const char *rel, struct stat *st);
+int mfs_beneath_stat(const mfs_names_state *ns, const char *rel, struct stat *st);
 /* Between these, on this thread, mfs_beneath_stat of a name directly in
  * dir costs one fstatat on dir's descriptor (opened beneath SRC at begin)
  * instead of a resolution from SRC: a listing stats every name of its
  * folder.  Same answers; paths elsewhere as usual. */
-void mfs_beneath_walk_begin(const mfs_fs *fs, const char *dir);
+void mfs_beneath_walk_begin(const mfs_names_state *ns, const char *dir);
 void mfs_beneath_walk_end(void);
 /* readlink of such a path (no NUL added); length or -1 with errno. */
-ssize_t mfs_beneath_readlink(const mfs_fs *fs, const char *rel, char *buf, size_t n);
+ssize_t mfs_beneath_readlink(const mfs_names_state *ns, const char *rel, char *buf, size_t n);
 
 /* A dependency's path (mfs_dep.path): resolved as the worker resolved it,
  * beneath SRC, following links that stay beneath. */
-int mfs_beneath_open_dep(const mfs_fs *fs, const char *rel, int flags);
-int mfs_beneath_stat_dep(const mfs_fs *fs, const char *rel, struct stat *st);
+int mfs_beneath_open_dep(const mfs_names_state *ns, const char *rel, int flags);
+int mfs_beneath_stat_dep(const mfs_names_state *ns, const char *rel, struct stat *st);
 /* The SRC-relative path with no links in it that a dependency path leads
  * to, into out.  0, or -1 with err (its errno: ENOENT, EXDEV, ...). */
-int mfs_beneath_dep_real(const mfs_fs *fs, const char *rel, char *out, size_t n, mfs_err *err);
+int mfs_beneath_dep_real(const mfs_names_state *ns, const char *rel, char *out, size_t n, mfs_err *err);
 /* The content hash of the regular file at such a kernel path (through the
  * cache's stat index, so an unchanged file is not read); st receives its
  * stat.  0, or -1 with err and errno set. */
-int mfs_beneath_hash(mfs_fs *fs, const char *rel, struct stat *st, uint8_t hash[16], mfs_err *err);
+int mfs_beneath_hash(mfs_names_state *ns, const char *rel, struct stat *st, uint8_t hash[16], mfs_err *err);
 
 /* ---- errtext.c: reasons and log lines as users see them ---- */
 
 /* in with SRC's absolute path made relative, and the cache directory (with
  * the names inside it) and the worker's location left out. */
-void mfs_fs_errtext(const mfs_fs *fs, const char *in, char *out, size_t n);
+void mfs_fs_errtext(const mfs_names_state *ns, const char *in, char *out, size_t n);
 
 /* errtext.c: a line for the log (meshfs/log.h: stderr in the foreground,
  * else syslog), its text as mfs_fs_errtext shows it.  mfs_fs_log writes at
  * warning level: a model or view failed, or something to fix. */
-void mfs_fs_log(mfs_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void mfs_fs_log_at(mfs_fs *fs, mfs_log_level level, const char *fmt, ...)
+void mfs_fs_log(const mfs_names_state *ns, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mfs_fs_log_at(const mfs_names_state *ns, mfs_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 

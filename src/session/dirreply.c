@@ -108,7 +108,7 @@ void mfs_dirreply_free(mfs_dirreplies *d)
 
 static uint64_t moves_now(mfs_fs *fs)
 {
-    return atomic_load(&fs->stats.views_renewed);
+    return atomic_load(&fs->coherence.views_renewed);
 }
 
 static int is_dot(const char *name)
@@ -184,7 +184,7 @@ static void reply_drop(reply *r, const char *dir)
         if (r->names && r->names[i]) {
             char path[4200];
             snprintf(path, sizeof path, "%s/%s", strcmp(dir, "/") ? dir : "", r->names[i]);
-            mfs_kview_unknown(r->fs->kviews, path);
+            mfs_kview_unknown(r->fs->coherence.kviews, path);
         }
         mfs_nodes_forget(r->fs->replies->nodes, r->given[i], 1);
     }

@@ -67,7 +67,7 @@ static uintptr_t keep(mfs_fs *fs, handle *h)
 static void handle_free(handle *h)
 {
     if (h->is_view)
-        mfs_kview_release(h->fs->kviews, h->kv, h->direct);
+        mfs_kview_release(h->fs->coherence.kviews, h->kv, h->direct);
     mfs_pt_release(h->fs, h->backing);
     close(h->fd);
     free(h);
@@ -87,16 +87,16 @@ static int decide_open(mfs_fs *fs, const char *path, uint64_t node, struct fuse_
 {
     int b = mfs_pt_open(fs, node, id, h->fd, h->offset, h->length);
     if (b == -ESTALE) {
-        mfs_renew_view(fs, path, node);
+        mfs_renew_view(&fs->coherence, path, node);
         return -ESTALE;
     }
     if (b < 0)
         return b;
     mfs_kview_open res;
-    h->kv = mfs_kview_opened(fs->kviews, path, id, &h->st, &res);
+    h->kv = mfs_kview_opened(fs->coherence.kviews, path, id, &h->st, &res);
     if (res.renew) {
         mfs_pt_release(fs, b);
-        mfs_renew_view(fs, path, node);
+        mfs_renew_view(&fs->coherence, path, node);
         return -ESTALE;
     }
     if (b > 0 && res.direct_io) {
@@ -126,11 +126,11 @@ static int kview_open(mfs_fs *fs, const char *path, uint64_t node, struct fuse_f
      * can move the view's name while it resolves */
     mfs_test_delay("MESHFS_TEST_OPEN_DELAY_MS");
     mfs_err err;
-    int rc = mfs_renew_open_begin(fs, node, &err);
+    int rc = mfs_renew_open_begin(&fs->coherence, node, &err);
     if (rc < 0)
         return -mfs_err_errno(&err);
     rc = decide_open(fs, path, node, fi, h, id);
-    mfs_renew_open_end(fs);
+    mfs_renew_open_end(&fs->coherence);
     if (rc == 1) /* from the OPEN handler itself: kview.c says why */
         mfs_ll_invalidate_node(fs, node);
     return rc < 0 ? rc : 0;
@@ -166,7 +166,7 @@ static int copy_like(mfs_held *n, void *arg)
         }
     }
     h->kv = o->kv;
-    mfs_kview_ref(a->fs->kviews, h->kv, h->direct);
+    mfs_kview_ref(a->fs->coherence.kviews, h->kv, h->direct);
     a->fi->direct_io = h->direct;
     a->fi->keep_cache = !h->direct && !h->backing; /* the inode's pages are this entry's */
 #ifdef MESHFS_HAVE_FUSE_317
@@ -243,7 +243,7 @@ int mfs_files_getattr(mfs_fs *fs, const char *path, struct stat *st, struct fuse
         /* asked through an open view (a read past the size it knows): the
          * entry that handle serves, as kview.c allows */
         *st = fh->st;
-        mfs_kview_handle_attr(fs->kviews, fh->kv, path, st);
+        mfs_kview_handle_attr(fs->coherence.kviews, fh->kv, path, st);
         return 0;
     }
     return mfs_ops_getattr(fs, path, st, fi ? NULL : pre);

@@ -125,7 +125,7 @@ static void record_flush(mfs_fs *fs, dirh *h)
             if (r == 1)
                 atomic_fetch_add(&fs->stats.folder_records_written, 1);
             else if (r < 0)
-                mfs_fs_log_at(fs, MFS_LOG_DEBUG, "%s: %s", h->dir[0] ? h->dir : ".", err.msg);
+                mfs_fs_log_at(&fs->names, MFS_LOG_DEBUG, "%s: %s", h->dir[0] ? h->dir : ".", err.msg);
         }
     }
     mfs_cache_folder_builder_free(h->learnt);
@@ -220,7 +220,7 @@ void mfs_listing_free(mfs_listings *l)
 static int folder_sig(mfs_fs *fs, const char *dir, uint64_t *sig, int *recent)
 {
     struct stat st;
-    if (mfs_beneath_stat(fs, dir[0] ? dir : ".", &st) < 0)
+    if (mfs_beneath_stat(&fs->names, dir[0] ? dir : ".", &st) < 0)
         return -1;
     *recent = !mfs_input_times_settled(&st);
     uint64_t v[10] = {(uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_mode,
@@ -421,7 +421,7 @@ static int plus_attr(mfs_fs *fs, dirh *h, const mfs_dir_item *d, struct stat *mo
     char path[4200];
     if (mfs_join(path, sizeof path, h->dir, d->real) < 0)
         return 0;
-    return mfs_beneath_stat(fs, path, st) == 0;
+    return mfs_beneath_stat(&fs->names, path, st) == 0;
 }
 
 /* Offsets: 1 and 2 are "." and "..", 3 + i the table's item i. */
@@ -432,7 +432,7 @@ int mfs_listing_readdir(mfs_fs *fs, const char *path, void *buf, fuse_fill_dir_t
     if (off == 0 || !h->tab) {
         dirh_clear(h);
         mfs_err err;
-        if (mfs_dirtab_get(fs, h->dir, 1, &h->tab, &err) < 0)
+        if (mfs_dirtab_get(&fs->names, h->dir, 1, &h->tab, &err) < 0)
             return -mfs_err_errno(&err);
         h->count = mfs_dirtab_count(h->tab);
         atomic_fetch_add(&fs->listings->names, h->count);
@@ -444,7 +444,7 @@ int mfs_listing_readdir(mfs_fs *fs, const char *path, void *buf, fuse_fill_dir_t
         return 0;
     int plus = (flags & FUSE_READDIR_PLUS) != 0;
     if (plus)
-        mfs_beneath_walk_begin(fs, h->dir);
+        mfs_beneath_walk_begin(&fs->names, h->dir);
     const size_t none = (size_t)-1;
     size_t checked = none;   /* model whose inputs the last view checked */
     size_t cold = none;      /* model the last view found nothing of */
@@ -454,7 +454,7 @@ int mfs_listing_readdir(mfs_fs *fs, const char *path, void *buf, fuse_fill_dir_t
     char name[4200];
     for (size_t i = off > 2 ? (size_t)off - 2 : 0; i < h->count; i++) {
         mfs_dir_item d;
-        if (!mfs_dirtab_item(fs, h->tab, i, name, sizeof name, &d))
+        if (!mfs_dirtab_item(&fs->names, h->tab, i, name, sizeof name, &d))
             continue;
         struct stat st;
         int have = 0;
@@ -481,13 +481,13 @@ int mfs_listing_readdir(mfs_fs *fs, const char *path, void *buf, fuse_fill_dir_t
         if (asks) {
             if (have && !d.is_view) {
                 keep_listed_stat(h, i, &st);
-                st.st_ino = mfs_src_ino(fs, st.st_dev, st.st_ino);
+                st.st_ino = mfs_src_ino(&fs->names, st.st_dev, st.st_ino);
             }
             checked = d.is_view && !pkg && have ? d.model : none;
             if (have && d.is_view) {
                 char vpath[4200];
                 snprintf(vpath, sizeof vpath, "%s/%s", strcmp(path, "/") ? path : "", d.name);
-                mfs_renew_named_attr(fs, vpath, NULL, &st);
+                mfs_renew_named_attr(&fs->coherence, vpath, NULL, &st);
             }
         }
         if (!have) {

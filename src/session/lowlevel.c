@@ -604,7 +604,7 @@ static int may_wait(mfs_fs *fs, fuse_ino_t ino, const char *child, mfs_ops_prest
         return 0;
     mfs_ops_prestat own;
     mfs_ops_prestat *p = pre ? pre : &own;
-    p->rc = mfs_beneath_stat(fs, r, &p->st) == 0 ? 0 : -errno;
+    p->rc = mfs_beneath_stat(&fs->names, r, &p->st) == 0 ? 0 : -errno;
     /* the request answers from this stat (mfs_ops_prestat) */
     p->known = pre && snprintf(p->rel, sizeof p->rel, "%s", r) < (int)sizeof p->rel;
     return p->rc == -ENOENT;

@@ -402,24 +402,24 @@ static int configure(mfs_fs *fs, cli *c)
 
 static void remote_log(void *ctx, const char *msg)
 {
-    mfs_fs_log(ctx, "%s", msg);
+    mfs_fs_log(&((mfs_fs *)ctx)->names, "%s", msg);
 }
 
 static int open_state(mfs_fs *fs)
 {
     mfs_err err;
     mfs_err_clear(&err);
-    fs->rootfd = open(fs->cfg.src, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fs->rootfd < 0) {
+    fs->names.rootfd = open(fs->cfg.src, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fs->names.rootfd < 0) {
         mfs_log(MFS_LOG_ERROR, "%s: %s", fs->cfg.src, strerror(errno));
         return -1;
     }
     struct stat sst;
-    if (fstat(fs->rootfd, &sst) < 0) {
+    if (fstat(fs->names.rootfd, &sst) < 0) {
         mfs_log(MFS_LOG_ERROR, "%s: %s", fs->cfg.src, strerror(errno));
         return -1;
     }
-    fs->src_dev = sst.st_dev;
+    fs->names.src_dev = sst.st_dev;
     if (mfs_spawner_open(&fs->spawner, &fs->worker_user, &err) < 0 || !mfs_spawner_extensions(fs->spawner, &err)) {
         mfs_log(MFS_LOG_ERROR, "%s", err.msg);
         return -1;
@@ -433,6 +433,7 @@ static int open_state(mfs_fs *fs)
         return -1;
     }
     fs->cfg.cache_size = mfs_cache_max_size(fs->cache);
+    mfs_fs_parts_init(fs); /* names/ and coherence/ read the options, cache, spawner */
     /* worker output goes beside the cache, so filing it is a local copy */
     snprintf(fs->tmpdir, sizeof fs->tmpdir, "%s/tmp", mfs_cache_dir(fs->cache));
     if (mkdir(fs->tmpdir, 0700) < 0 && errno != EEXIST) {
@@ -459,18 +460,18 @@ static int open_state(mfs_fs *fs)
             return -1;
         }
     }
-    fs->dirs = mfs_dirmaps_new();
-    fs->pins = mfs_pins_new();
+    fs->names.dirs = mfs_dirmaps_new();
+    fs->coherence.pins = mfs_pins_new();
     /* what the kernel holds of views: 8 records a model the memo keeps */
-    fs->kviews = mfs_kviews_new(8 * (size_t)fs->cfg.memo_size);
+    fs->coherence.kviews = mfs_kviews_new(8 * (size_t)fs->cfg.memo_size);
     pthread_mutex_init(&fs->job_lock, NULL);
-    pthread_mutex_init(&fs->moving, NULL);
+    pthread_mutex_init(&fs->coherence.moving, NULL);
     for (int i = 0; i < MFS_PKG_STRIPES; i++)
         pthread_mutex_init(&fs->pkg_locks[i], NULL);
     pthread_cond_init(&fs->job_cond, NULL);
-    if (!fs->dirs || !fs->pins || !fs->kviews)
+    if (!fs->names.dirs || !fs->coherence.pins || !fs->coherence.kviews)
         return -1;
-    return mfs_fs_views_open(fs) == 0 && mfs_prefetch_open(fs) == 0 ? 0 : -1;
+    return mfs_fs_views_open(fs, &err) == 0 && mfs_prefetch_open(fs, &err) == 0 ? 0 : -1;
 }
 
 /* FUSE threads that can be waiting for conversions at once, beyond which
@@ -702,9 +703,9 @@ int main(int argc, char **argv)
         memset(fs.cfg.remote_token, 0, strlen(fs.cfg.remote_token));
         free(fs.cfg.remote_token);
     }
-    mfs_dirmaps_free(fs.dirs);
-    mfs_pins_free(fs.pins);
-    mfs_kviews_free(fs.kviews); /* after the session: no handle holds a record */
+    mfs_dirmaps_free(fs.names.dirs);
+    mfs_pins_free(fs.coherence.pins);
+    mfs_kviews_free(fs.coherence.kviews); /* after the session: no handle holds a record */
     mfs_spawner_close(fs.spawner);
     fuse_opt_free_args(&args);
     if (fs.cfg.cache_dir != c.cache_dir)

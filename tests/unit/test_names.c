@@ -1,5 +1,5 @@
 /* names/ without a mount (src/names/names.h): a temporary SRC folder, a
- * mount state with no session, no cache and no resolver, and the answers
+ * names state (mfs_names_state) with no mount, no cache and no resolver, and the answers
  * the daemon's lookups and listings are built on: which names are views of
  * which model (docs/naming.md), what -o lowercase_names maps a shown path
  * to, and that no path leaves SRC or follows a link (docs/security.md, S2).
@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mount.h"
 #include "names.h"
+#include "meshfs/spawner.h"
 
 static char src[PATH_MAX];     /* the temporary SRC */
 static mfs_spawner *spawner;   /* the model extensions, shared by the tests */
@@ -43,15 +43,15 @@ static void folder(const char *rel)
     assert_int_equal(mkdir(p, 0755), 0);
 }
 
-/* A mount's state as far as names/ reads it: SRC, its descriptor and
+/* names/'s state as a mount fills it: SRC, its descriptor and
  * device, the model extensions, the folder tables; views shown in fmd and
  * gmf only. */
-static void mount_state(mfs_fs *fs, int lowercase)
+static void mount_state(mfs_names_state *fs, int lowercase)
 {
     memset(fs, 0, sizeof *fs);
-    fs->cfg.src = src;
-    fs->cfg.lowercase_names = lowercase;
-    fs->cfg.shown = fs->cfg.formats = (1u << MFS_FMT_FMD) | (1u << MFS_FMT_GMF);
+    fs->src = src;
+    fs->lowercase_names = lowercase;
+    fs->shown = fs->formats = (1u << MFS_FMT_FMD) | (1u << MFS_FMT_GMF);
     fs->rootfd = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
     assert_true(fs->rootfd >= 0);
     struct stat st;
@@ -62,7 +62,7 @@ static void mount_state(mfs_fs *fs, int lowercase)
     assert_non_null(fs->dirs);
 }
 
-static void mount_end(mfs_fs *fs)
+static void mount_end(mfs_names_state *fs)
 {
     mfs_dirmaps_free(fs->dirs);
     close(fs->rootfd);
@@ -102,7 +102,7 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-static void assert_view(mfs_fs *fs, const char *dir, const char *name, const char *model,
+static void assert_view(mfs_names_state *fs, const char *dir, const char *name, const char *model,
                         const char *base, const char *format)
 {
     mfs_view_ref ref = {0};
@@ -115,7 +115,7 @@ static void assert_view(mfs_fs *fs, const char *dir, const char *name, const cha
     free(ref.base);
 }
 
-static void assert_no_view(mfs_fs *fs, const char *dir, const char *name)
+static void assert_no_view(mfs_names_state *fs, const char *dir, const char *name)
 {
     mfs_view_ref ref = {0};
     mfs_err err;
@@ -125,7 +125,7 @@ static void assert_no_view(mfs_fs *fs, const char *dir, const char *name)
 static void test_views_of_models(void **state)
 {
     (void)state;
-    mfs_fs fs;
+    mfs_names_state fs;
     mount_state(&fs, 0);
     assert_view(&fs, "cars", "car.gmf", "car.fbx", "car", "gmf");
     assert_view(&fs, "cars", "car.fmd", "car.fbx", "car", "fmd");
@@ -144,7 +144,7 @@ static void test_views_of_models(void **state)
 static void test_listing_items(void **state)
 {
     (void)state;
-    mfs_fs fs;
+    mfs_names_state fs;
     mount_state(&fs, 0);
     mfs_dirtab *t;
     mfs_err err;
@@ -188,7 +188,7 @@ static void test_listing_items(void **state)
 static void test_lowercase_names(void **state)
 {
     (void)state;
-    mfs_fs fs;
+    mfs_names_state fs;
     mount_state(&fs, 1);
     char real[PATH_MAX];
     mfs_err err;
@@ -219,7 +219,7 @@ static void test_lowercase_names(void **state)
 static void test_beneath_refuses(void **state)
 {
     (void)state;
-    mfs_fs fs;
+    mfs_names_state fs;
     mount_state(&fs, 0);
     struct stat st;
     assert_int_equal(mfs_beneath_stat(&fs, "cars/car.fbx", &st), 0);

@@ -11,7 +11,9 @@
 
 #include <cmocka.h>
 
-#include "mount.h"
+#include "names.h"
+#include "meshfs/spawner.h"
+#include "meshfs/views.h"
 
 typedef struct row {
     uid_t fuid;
@@ -109,12 +111,12 @@ static void test_error_text(void **state)
     assert_non_null(mkdtemp(dir));
     char cdir[64];
     snprintf(cdir, sizeof cdir, "%s/cache", dir);
-    mfs_fs fs;
+    mfs_names_state fs;
     memset(&fs, 0, sizeof fs);
     mfs_cache_config cc = {.dir = cdir, .max_size = 1 << 20};
     mfs_err err;
     assert_int_equal(mfs_cache_open(&cc, &fs.cache, &err), 0);
-    fs.cfg.src = "/srv/models";
+    fs.src = "/srv/models";
     const char *cache = mfs_cache_dir(fs.cache);
     char in[1024], out[1024];
     const struct {
