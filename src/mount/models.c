@@ -31,11 +31,7 @@ static int host_stat(void *ctx, const char *path, mfs_view_path kind, struct sta
 
 static int host_hash(void *ctx, const char *path, struct stat *st, uint8_t hash[16], mfs_err *err)
 {
-    if (mfs_beneath_hash(&((mfs_fs *)ctx)->names, path, st, hash, err) < 0) {
-        err->code = errno ? errno : EIO; /* EWOULDBLOCK: under a lease */
-        return -1;
-    }
-    return 0;
+    return mfs_beneath_hash(&((mfs_fs *)ctx)->names, path, st, hash, err);
 }
 
 /* Is folder prefix the model's own folder or one above it? */

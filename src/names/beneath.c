@@ -200,20 +200,19 @@ int mfs_beneath_hash(mfs_names_state *ns, const char *rel, struct stat *st, uint
 {
     int fd = mfs_beneath_open(ns, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
-        int e = errno;
-        mfs_errf(err, "%s: %s", rel, strerror(e));
-        errno = e;
-        return -1;
+        int e = errno; /* EWOULDBLOCK: under a lease */
+        return mfs_err_sys(err, e, "%s: %s", rel, strerror(e));
     }
     int rc;
-    if (fstat(fd, st) < 0)
-        rc = mfs_errf(err, "%s: %s", rel, strerror(errno));
-    else if (!S_ISREG(st->st_mode))
-        rc = mfs_errf(err, "%s: not a regular file", rel);
-    else if ((rc = mfs_cache_file_hash(ns->cache, fd, st, hash, err)) < 0)
+    if (fstat(fd, st) < 0) {
+        int e = errno;
+        rc = mfs_err_sys(err, e, "%s: %s", rel, strerror(e));
+    } else if (!S_ISREG(st->st_mode)) {
+        rc = mfs_err_sys(err, EIO, "%s: not a regular file", rel);
+    } else if ((rc = mfs_cache_file_hash(ns->cache, fd, st, hash, err)) < 0) {
+        err->code = errno ? errno : EIO;
         mfs_err_prefix(err, "%s", rel);
-    int e = errno;
+    }
     close(fd);
-    errno = e;
     return rc;
 }

@@ -247,7 +247,8 @@ int mfs_beneath_stat_dep(const mfs_names_state *ns, const char *rel, struct stat
 int mfs_beneath_dep_real(const mfs_names_state *ns, const char *rel, char *out, size_t n, mfs_err *err);
 /* The content hash of the regular file at such a kernel path (through the
  * cache's stat index, so an unchanged file is not read); st receives its
- * stat.  0, or -1 with err and errno set. */
+ * stat.  0, or -1 with err, whose code is the errno (EWOULDBLOCK: the
+ * file is under another process's lease). */
 int mfs_beneath_hash(mfs_names_state *ns, const char *rel, struct stat *st, uint8_t hash[16], mfs_err *err);
 
 /* ---- errtext.c: reasons and log lines as users see them ---- */
