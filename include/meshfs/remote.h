@@ -193,12 +193,18 @@ typedef struct mfs_remote_sink {
 
 /* What a put sends: size bytes, read in order by read (the count, 0 at the
  * end, -1 an error that ends the put as FAILED); stop (may be NULL) is
- * asked about once a second and ends the put (STOPPED) when nonzero. */
+ * asked about once a second and ends the put (STOPPED) when nonzero.
+ * Or a short text (text set, read NULL): sent whole with its content type,
+ * its answer awaited as a lock's is (begun within the answer timeout, the
+ * whole exchange bounded, a body read to 64 KiB and dropped), for the
+ * small files the tier writes itself (the lease folder's README). */
 typedef struct mfs_remote_source {
     uint64_t size;
     int64_t (*read)(void *ctx, void *p, size_t n, uint64_t off);
     int (*stop)(void *ctx);
     void *ctx;
+    const char *text;
+    const char *content_type; /* with text: "text/plain", ... */
 } mfs_remote_source;
 
 typedef struct mfs_remote_backend {

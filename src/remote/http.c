@@ -265,9 +265,24 @@ static int stop_check(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl
     return s->src->stop ? s->src->stop(s->src->ctx) : 0;
 }
 
+/* An answer's body, which no put reads: counted, never written anywhere
+ * (libcurl's default would write it to stdout, meshfs-convert's). */
+static size_t drop_body(char *p, size_t size, size_t n, void *u)
+{
+    (void)p, (void)u;
+    return size * n;
+}
+
+static void text_put(http *b, const char *name, const mfs_remote_source *src,
+                     mfs_remote_result *res);
+
 static void http_put(void *ctx, const char *name, const mfs_remote_source *src, mfs_remote_result *res)
 {
     http *b = ctx;
+    if (src->text) {
+        text_put(b, name, src, res);
+        return;
+    }
     struct curl_slist *hdr;
     CURL *h = begin(b, name, res, &hdr);
     if (!h)
@@ -277,6 +292,7 @@ static void http_put(void *ctx, const char *name, const mfs_remote_source *src, 
     curl_easy_setopt(h, CURLOPT_READFUNCTION, source_read);
     curl_easy_setopt(h, CURLOPT_READDATA, &s);
     curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)src->size);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, drop_body);
     /* streamed: a stalled upload ends after the data timeout of silence */
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)b->data_timeout_s);
@@ -474,6 +490,37 @@ static void http_lock(void *ctx, const char *name, unsigned timeout_s, mfs_remot
     } else if (code == 409) {
         res->status = MFS_RB_NO_FOLDER;
     }
+    free(a);
+}
+
+/* A short text put as a lock is sent (mfs_remote_source.text). */
+static void text_put(http *b, const char *name, const mfs_remote_source *src,
+                     mfs_remote_result *res)
+{
+    result_init(res);
+    char url[4200], ctype[128];
+    join(b, name, url, sizeof url);
+    snprintf(ctype, sizeof ctype, "Content-Type: %s",
+             src->content_type ? src->content_type : "application/octet-stream");
+    const char *const extra[] = {ctype, NULL};
+    answer *a = malloc(sizeof *a);
+    if (!a) {
+        snprintf(res->brief, sizeof res->brief, "out of memory");
+        snprintf(res->detail, sizeof res->detail, "out of memory");
+        return;
+    }
+    CURLcode cc;
+    long code = exchange(b, "PUT", url, extra, src->text, a, &cc);
+    res->code = code;
+    res->too_long = a->too_long;
+    res->no_answer = !code;
+    res->late = cc == CURLE_OPERATION_TIMEDOUT;
+    brief_text(cc, code, a->too_long, res->brief, sizeof res->brief);
+    snprintf(res->detail, sizeof res->detail, "%s", res->brief);
+    if (code >= 200 && code < 300)
+        res->status = MFS_RB_OK;
+    else if (code >= 300 && !overloaded(code))
+        res->status = MFS_RB_REFUSED;
     free(a);
 }
 

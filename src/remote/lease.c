@@ -122,22 +122,6 @@ static void lease_error(mfs_lease *l, const char *what, const char *detail)
     "meshfs leases (docs/remote-cache.md): the empty files here were made by WebDAV LOCK.  " \
     "Any of them may be deleted.\n"
 
-/* A put's bytes from memory. */
-typedef struct mem_src {
-    const char *p;
-    size_t n;
-} mem_src;
-
-static int64_t mem_read(void *ctx, void *p, size_t n, uint64_t off)
-{
-    const mem_src *m = ctx;
-    if (off >= m->n)
-        return 0;
-    size_t k = m->n - off < n ? m->n - (size_t)off : n;
-    memcpy(p, m->p + off, k);
-    return (int64_t)k;
-}
-
 /* A LOCK in a folder that does not exist: nginx's dav_ext answers 409 and
  * keeps the lock anyway until it times out, so this model goes without a
  * lease (the others that ask for it wait for what this machine uploads);
@@ -154,8 +138,8 @@ static void make_folder(mfs_lease *l)
         return;
     char name[64];
     snprintf(name, sizeof name, "v%d/lease/README", MFS_CACHE_VERSION);
-    mem_src m = {README_TEXT, sizeof README_TEXT - 1};
-    mfs_remote_source src = {m.n, mem_read, NULL, &m};
+    mfs_remote_source src = {.size = sizeof README_TEXT - 1, .text = README_TEXT,
+                             .content_type = "text/plain"};
     mfs_remote_result res;
     l->cfg.be->put(l->cfg.be->ctx, name, &src, &res);
     if (res.status != MFS_RB_OK)

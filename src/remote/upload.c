@@ -95,7 +95,7 @@ static int upload(mfs_remote *r, const job *j, char *why, size_t wn)
         mfs_rc_failed(r, &r->up, "HEAD", d, hr.retry_after_s, hr.no_answer);
     } else {
         sending sd = {r, &o};
-        mfs_remote_source src = {o.size, source_read, stop_check, &sd};
+        mfs_remote_source src = {.size = o.size, .read = source_read, .stop = stop_check, .ctx = &sd};
         uint64_t total = o.size;
         r->be.put(r->be.ctx, name, &src, &pr);
         d = pr.detail;

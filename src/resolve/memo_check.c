@@ -78,7 +78,8 @@ static int input_sig(const mfs_views *v, const char *path, int kind, uint32_t i,
                  slash ? path : ".");
         path = dir;
     }
-    if (mfs_memo_take_sig(v, path, MFS_VIEW_PATH_DEP, s, err) < 0)
+    mfs_err serr; /* not there is this input's answer, not an error */
+    if (mfs_memo_take_sig(v, path, MFS_VIEW_PATH_DEP, s, &serr) < 0)
         *s = (sig){.gone = 1};
     return 0;
 }

@@ -290,6 +290,7 @@ static int refresh(const mfs_views *v, model *m, const char *fmi_model, int form
                 continue;
             }
             mfs_cache_note(v->h.cache, MFS_CACHE_CONVERSION_FAILURE);
+            err->code = 0; /* the run failed (err says why): EIO, whatever its parts said */
             return -1;
         }
         if (!mfs_views_shows_image(v))

@@ -61,17 +61,24 @@ static int from_mount(const char *path, int json)
 typedef struct models {
     mfs_spawner *sp;
     int opened;
+    mfs_err open_err; /* why it could not be opened, for every later ask */
 } models;
 
-/* The model extensions, or NULL with err. */
+/* The model extensions, or NULL with err (may be NULL). */
 static const char *const *exts_of(models *m, mfs_err *err)
 {
     if (!m->opened) {
         m->opened = 1;
-        if (mfs_spawner_open(&m->sp, NULL, err) < 0)
+        mfs_err_clear(&m->open_err);
+        if (mfs_spawner_open(&m->sp, NULL, &m->open_err) < 0)
             m->sp = NULL;
     }
-    return m->sp ? mfs_spawner_extensions(m->sp, err) : NULL;
+    if (!m->sp) {
+        if (err)
+            *err = m->open_err;
+        return NULL;
+    }
+    return mfs_spawner_extensions(m->sp, err);
 }
 
 /* mfs_is_model_fn over exts_of */
@@ -175,7 +182,7 @@ static int from_src(models *m, mfs_batch *b, const char *src_real, const char *p
 int mfs_cache_explain_main(const char *cache_dir, int json, int argc, char **argv)
 {
     mfs_batch_cfg cfg = {.cache_dir = cache_dir, .no_cap = 1, .formats = MFS_FMT_DEFAULT};
-    models m = {NULL, 0};
+    models m = {.sp = NULL};
     mfs_options_default(&cfg.opts);
     mfs_limits_default(&cfg.limits);
     const char *src = NULL;

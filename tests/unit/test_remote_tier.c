@@ -134,6 +134,12 @@ static void fake_put(void *ctx, const char *name, const mfs_remote_source *src, 
     uint8_t *buf = malloc(src->size + 1);
     uint64_t off = 0;
     int64_t got;
+    if (src->text) { /* a short text: no reader (remote.h) */
+        assert_null(src->read);
+        assert_int_equal(strlen(src->text), src->size);
+        memcpy(buf, src->text, src->size);
+        off = src->size;
+    }
     while (off < src->size && (got = src->read(src->ctx, buf + off, 7000, off)) > 0)
         off += (uint64_t)got;
     assert_int_equal(off, src->size);
@@ -511,6 +517,28 @@ static void freed_lease_is_taken_over(void **state)
     mfs_remote_free(r);
 }
 
+static void missing_lease_folder_is_made_once(void **state)
+{
+    world *w = *state;
+    w->f.lock_script[0] = MFS_RB_NO_FOLDER; /* nginx's dav_ext: 409, lock kept */
+    w->f.nlock_script = 1;
+    mfs_remote *r = client(w, w->a);
+    mfs_cache_key k1, k2;
+    key_of("model in a new folder", &k1);
+    key_of("another model", &k2);
+    assert_int_equal(mfs_remote_lease(r, &k1), MFS_LEASE_NONE); /* converted without */
+    assert_int_equal(mfs_remote_lease(r, &k2), MFS_LEASE_NONE);
+    mfs_remote_free(r);
+    /* the folder made by one short text put, once a session */
+    char readme[64];
+    snprintf(readme, sizeof readme, "v%d/lease/README", MFS_CACHE_VERSION);
+    assert_int_equal(count_calls(&w->f, "PUT "), 1);
+    int i = find(&w->f, readme);
+    assert_true(i >= 0);
+    assert_true(w->f.obj[i].n > 20 && !memcmp(w->f.obj[i].p, "meshfs leases", 13));
+    assert_int_equal(count_calls(&w->f, "LOCK "), 2);
+}
+
 static void read_only_takes_no_lease(void **state)
 {
     world *w = *state;
@@ -536,6 +564,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(failures_never_travel, setup, teardown),
         cmocka_unit_test_setup_teardown(busy_lease_waits_for_the_manifest, setup, teardown),
         cmocka_unit_test_setup_teardown(freed_lease_is_taken_over, setup, teardown),
+        cmocka_unit_test_setup_teardown(missing_lease_folder_is_made_once, setup, teardown),
         cmocka_unit_test_setup_teardown(read_only_takes_no_lease, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

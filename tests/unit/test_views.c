@@ -33,6 +33,7 @@ typedef enum behaviour {
     CONVERT_MODEL_FAILS,
     CONVERT_MACHINE_FAILS,
     CONVERT_EMBED,
+    CONVERT_RUN_FAILS, /* no run at all, its error carrying a part's errno */
 } behaviour;
 
 typedef struct fx {
@@ -97,6 +98,8 @@ static int fake_convert(void *ctx, const char *model, const char *fmi_model, uns
     assert_false(f->forbid);
     atomic_fetch_add(&f->converts, 1);
     f->last_formats = formats;
+    if (f->how == CONVERT_RUN_FAILS)
+        return mfs_err_sys(err, ENOENT, "worker: cannot start");
     if (f->slow_ms)
         usleep((useconds_t)f->slow_ms * 1000);
     memset(man, 0, sizeof *man);
@@ -327,6 +330,19 @@ static void test_machine_failure_is_not_remembered(void **state)
     f->how = CONVERT_OK;
     assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_HIT);
     assert_int_equal(atomic_load(&f->converts), 2);
+}
+
+/* A run that failed is EIO to the reader, whatever errno a part of it said:
+ * ENOENT would hide the view and its reason (user.meshfs.error). */
+static void test_failed_run_is_eio(void **state)
+{
+    fx *f = *state;
+    f->how = CONVERT_RUN_FAILS;
+    mfs_view_info info;
+    mfs_err err;
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_FAILED_MACHINE);
+    assert_string_equal(err.msg, "worker: cannot start");
+    assert_int_equal(info.errnum, EIO);
 }
 
 static void test_model_gone(void **state)
@@ -754,6 +770,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_miss_then_hit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_model_failure_is_remembered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_machine_failure_is_not_remembered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_run_is_eio, setup, teardown),
         cmocka_unit_test_setup_teardown(test_model_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listing_never_converts, setup, teardown),
