@@ -14,7 +14,7 @@
  *   u32 ndeps, then per dep:  u32 path_len, path, u64 size, 16-byte hash
  *     (size: its low 56 bits; the top byte, the dep's kind: 0 a file read,
  *     1 a path tried and absent, 2 a folder searched, 3 absent and a file
- *     the model references, 4 unreadable (include/meshfs/inputs.h); its
+ *     the model references, 4 unreadable (include/meshfs/import.h); its
  *     bit 7 set: the texture search's input, mfs_dep.texture).
  *     A meshfs from before kinds reads an absent dep as a file of 2^56 bytes
  *     or more, which never matches: a conversion, never a wrong answer; and

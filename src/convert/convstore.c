@@ -140,7 +140,7 @@ static void done_with(const mfs_convstore *h, const char *out)
         close(fd);
 }
 
-/* A store the cache's file system refused (meshfs/storerr.h): the host
+/* A store the cache's file system refused (util.h, "storerr"): the host
  * says it once for the run (store_failed), not here once per view, and not
  * as the model's.  1 if msg is one (*store_errno keeps the first), else 0. */
 static int cache_refused(const char *msg, int *store_errno, int *machine)
@@ -324,7 +324,7 @@ int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *
         ndeps = 1;
     }
     int machine = 0; /* a view failed for the machine's sake: err says the first */
-    int store_errno = 0; /* ... the cache's file system refused a store (storerr.h) */
+    int store_errno = 0; /* ... the cache's file system refused a store (util.h, "storerr") */
     int rc = file_results(h, relpath, tmp, fmi_model, formats, rep, deps, ndeps, man, hits,
                           &machine, &store_errno, err);
     if (rc == 0 && copy_deps(man, deps, ndeps) < 0)

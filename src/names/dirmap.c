@@ -6,7 +6,7 @@
  * (entries added, removed or renamed).  A view name is parsed, not stored:
  * "car.fmd" is base "car" and format fmd, and the base is looked up among
  * the models, so a table costs per model, not per view.  Naming follows
- * include/meshfs/naming.h, the same rule meshfs-convert uses; the table is
+ * include/meshfs/rules.h, the same rule meshfs-convert uses; the table is
  * also where -o lowercase_names finds a shown name's real entry
  * (casemap.c), and where the rule's notes are logged, once per change.
  *
@@ -349,7 +349,7 @@ static void format_order(const mfs_names_state *ns, mfs_dirtab *t)
     qsort(t->order, (size_t)t->nf, sizeof *t->order, cmp_format_name);
 }
 
-/* The naming rule over t's entries (include/meshfs/naming.h): its models
+/* The naming rule over t's entries (include/meshfs/rules.h): its models
  * and, with lowercase_names, the shown names.  Logs what the rule had to
  * decide when log is set (once per change of the folder). */
 static int plan_models(mfs_names_state *ns, const char *dir, mfs_dirtab *t, int log, mfs_err *err)

@@ -34,7 +34,7 @@ typedef struct mfs_dirmaps mfs_dirmaps;
 typedef struct mfs_spawner mfs_spawner;
 
 /* One mount's names (mfs_fs.names).  Not struct mfs_names: that is the
- * naming rule's plan (meshfs/naming.h).  SRC's descriptor and the folder
+ * naming rule's plan (meshfs/rules.h).  SRC's descriptor and the folder
  * tables are owned here (the mount opens and frees them); the options are
  * the mount's, copied in once they are parsed and never changed after
  * (mfs_fs_parts_init, src/mount/parts.c); cache and spawner are the
@@ -126,7 +126,7 @@ typedef struct mfs_dirtab mfs_dirtab;
 
 /* The current table of folder `dir` (relative, "" for the root), read again
  * if the folder's mtime or ctime moved; with fresh, also if it was built
- * before the folder's times settled (mfs_input_times_settled, inputs.h), unless the
+ * before the folder's times settled (mfs_input_times_settled, import.h), unless the
  * caller waited for that very build.  0, or -1 with err (code: the
  * folder's errno, ENOTDIR, ENOMEM). */
 int mfs_dirtab_get(mfs_names_state *ns, const char *dir, int fresh, mfs_dirtab **out, mfs_err *err);
@@ -257,7 +257,7 @@ int mfs_beneath_hash(mfs_names_state *ns, const char *rel, struct stat *st, uint
  * the names inside it) and the worker's location left out. */
 void mfs_fs_errtext(const mfs_names_state *ns, const char *in, char *out, size_t n);
 
-/* errtext.c: a line for the log (meshfs/log.h: stderr in the foreground,
+/* errtext.c: a line for the log (util.h, "log": stderr in the foreground,
  * else syslog), its text as mfs_fs_errtext shows it.  mfs_fs_log writes at
  * warning level: a model or view failed, or something to fix. */
 void mfs_fs_log(const mfs_names_state *ns, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -45,7 +45,7 @@ typedef struct cli {
     char *worker_user;
     char *log_level;
     char *log_file;         /* -o log_file=PATH: the detached daemon's log */
-    char *convert_timeout, *convert_jobs; /* checked whole (optvalue.h) */
+    char *convert_timeout, *convert_jobs; /* checked whole (util.h, "optvalue") */
     char *prefetch;         /* likewise */
     char *memo_size;
     char *entry_timeout, *attr_timeout, *negative_timeout; /* the kernel's cache times */

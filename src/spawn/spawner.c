@@ -95,7 +95,7 @@ void mfs_spawner_close(mfs_spawner *sp)
 int mfs_spawner_convert(mfs_spawner *sp, const mfs_job *job, mfs_report *rep, mfs_err *err)
 {
     /* the run's wall time goes into the model entry: what a machine
-     * weighs a slow server's download against (meshfs/remote_pace.h) */
+     * weighs a slow server's download against (src/remote/pace.h) */
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = mfs_sp_spawner_run(sp, job, rep, err);

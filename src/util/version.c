@@ -1,4 +1,4 @@
-/* -V/--version's lines (version.h).  The worker's library versions are
+/* -V/--version's lines (util.h, "version").  The worker's library versions are
  * meson's (MESHFS_*_VERSION): the tools that print them do not link the
  * worker's libraries. */
 #include <libdeflate.h>
