@@ -138,8 +138,9 @@ int mfs_memo_same_sig(const sig *a, const sig *b);
 int mfs_memo_current(const mfs_views *v, model *m, const char *fmi_model,
                      const mfs_view_given *given);
 /* Fills the record from manifest man (read from model entry mk): inputs'
- * stats, who may read, each enabled format's entry.  trust: a view whose
- * length man records is taken as there.  0, or -1 with err's code ENOMEM,
+ * stats, who may read, each enabled format's entry.  trust (a listing's
+ * fill): a view whose length man records is taken as there, and the
+ * absent inputs' folders are looked for at the first check.  0, or -1 with err's code ENOMEM,
  * or EAGAIN (an input changed meanwhile: resolve again). */
 int mfs_memo_fill(const mfs_views *v, model *m, const mfs_cache_manifest *man,
                   const mfs_cache_key *mk, const char *fmi_model, int trust, mfs_err *err);

@@ -316,8 +316,12 @@ int mfs_memo_current(const mfs_views *v, model *m, const char *fmi_model,
  * sig already; absent names share their folder's (wit_absent).  So a warm
  * check stats each such folder once, however many inputs lie in it: a
  * model's settings-file candidates, its missing .mtl and its texture
- * searches cost the stats of the one or two folders they are in. */
-static int memo_witnesses(const mfs_views *v, model *m, mfs_err *err)
+ * searches cost the stats of the one or two folders they are in.
+ * defer: the memo is made for a listing's sizes, which most models never
+ * get a second check of; the absent names' folders are looked for at the
+ * first check that finds the memo current (memo_settle), not for every
+ * model listed (a fifth of a warm listing's time without this). */
+static int memo_witnesses(const mfs_views *v, model *m, int defer, mfs_err *err)
 {
     uint32_t n = m->ninputs;
     m->by_wit = calloc(n + 1, 1);
@@ -336,6 +340,10 @@ static int memo_witnesses(const mfs_views *v, model *m, mfs_err *err)
         if (w < 0 && add_wit(m, dir, &m->input_sigs[i], err) < 0)
             return -1;
         m->by_wit[i] = 1;
+    }
+    if (defer) { /* the absent names are checked one by one until then */
+        m->wit_pending = 1;
+        return 0;
     }
     return wit_all(v, m, err);
 }
@@ -368,7 +376,7 @@ static int memo_fill_in(const mfs_views *v, model *m, const mfs_cache_manifest *
         if (mfs_ts_later(t, m->newest))
             m->newest = t;
     }
-    if (memo_witnesses(v, m, err) < 0 || memo_perm(v, m, err) < 0)
+    if (memo_witnesses(v, m, trust, err) < 0 || memo_perm(v, m, err) < 0)
         return -1;
     m->mk = *mk;
     for (int f = 0; f < MFS_FMT_COUNT; f++) {

@@ -764,6 +764,58 @@ static void test_absent_names_checked_by_folder(void **state)
     assert_int_equal(atomic_load(&f->converts), 5);
 }
 
+/* A listing's record (mfs_views_known) does not look for the absent
+ * names' folders: a listing of many models checks most of them only once.
+ * The first check that finds the record current looks for them, and
+ * until then each absent name is checked by itself, so one that appears
+ * between the listing and that check is still seen. */
+static void test_listing_defers_witnesses(void **state)
+{
+    fx *f = *state;
+    f->absent[0] = "sub/car.mtl";
+    f->absent[1] = ".meshfs";
+    f->absent[2] = "sub/car.obj.meshfs";
+    f->nabsent = 3;
+    usleep(120 * 1000); /* the folders' times settle (mfs_input_times_settled) */
+    mfs_view_info info;
+    struct stat mst;
+    mfs_err err;
+    assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_HIT);
+    assert_int_equal(atomic_load(&f->converts), 1);
+
+    for (int round = 0; round < 2; round++) {
+        mfs_views_free(f->views); /* a remount: the record is made by the listing */
+        f->views = new_views(f);
+        f->nstats = 0;
+        f->log_stats = 1;
+        assert_int_equal(mfs_views_known(f->views, MODEL, "sub/car", FMT_A,
+                                         MFS_VIEW_INPUTS_STAT, &mst, &info, NULL),
+                         MFS_VIEW_HIT);
+        f->log_stats = 0;
+        assert_int_equal(stats_of(f, "sub/car.mtl"), 1); /* the fill's own check */
+        assert_int_equal(stats_of(f, "."), 0);          /* no folder looked for */
+        if (round == 0) {
+            /* the first check: every name by itself, then the folders */
+            warm_check(f);
+            assert_int_equal(atomic_load(&f->converts), 1);
+            assert_int_equal(stats_of(f, "sub/car.mtl"), 1);
+            assert_int_equal(stats_of(f, ".meshfs"), 1);
+            assert_int_equal(stats_of(f, "."), 1);
+            /* from then on the folders stand for the names */
+            warm_check(f);
+            assert_int_equal(stats_of(f, "sub/car.mtl"), 0);
+            assert_int_equal(stats_of(f, ".meshfs"), 0);
+            assert_int_equal(stats_of(f, "."), 1);
+        } else {
+            /* a name that appears between the listing and the first check */
+            make_at(f, "sub/car.mtl", 0);
+            f->absent[0] = "sub/y.mtl";
+            assert_int_equal(resolve(f, FMT_A, MFS_VIEW_ATTR, &info, &err), MFS_VIEW_HIT);
+            assert_int_equal(atomic_load(&f->converts), 2);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -782,6 +834,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memo_never_evicts_a_record_in_use, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memo_bytes_bound_long_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_absent_names_checked_by_folder, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_listing_defers_witnesses, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
