@@ -135,10 +135,10 @@ size_t mfs_fmt_f32(float x, char *buf);
 /* ---- fullio: whole buffers through pread(2) and pwrite(2) ---- */
 
 /* The narrow exception to the one error rule (docs/architecture.md): thin
- * wrappers of a system call keep its kind of answer.  0, or the errno of a
- * failed write (EINTR retried). */
+ * wrappers of a system call answer as the call does, -1 and errno.
+ * 0 once all n bytes are written, or -1 (EINTR retried). */
 int mfs_pwrite_full(int fd, const void *p, size_t n, uint64_t off);
-/* The bytes read (short only at end of file), or -errno (EINTR retried). */
+/* The bytes read (short only at end of file), or -1 (EINTR retried). */
 int64_t mfs_pread_full(int fd, void *p, size_t n, uint64_t off);
 
 /* ---- counters: named counts as text ---- */

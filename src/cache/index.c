@@ -333,7 +333,7 @@ static int hash_bytes(int fd, uint8_t out[16], uint64_t *nbytes)
     for (;;) {
         int64_t got = mfs_pread_full(fd, buf, HASH_CHUNK, *nbytes);
         if (got < 0) {
-            e = (int)-got;
+            e = errno;
             goto out;
         }
         XXH3_128bits_update(st, buf, (size_t)got);

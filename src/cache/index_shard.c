@@ -362,7 +362,7 @@ static int write_log_file(mfs_cache *c, const idx_shard *s, char tmp[MFS_CACHE_P
         header_bytes(buf);
         for (size_t i = 0; i < n; i++)
             rec_encode(&s->recs[i], buf + IDX_HDR_LEN + i * IDX_REC_LEN);
-        e = mfs_pwrite_full(fd, buf, IDX_HDR_LEN + n * IDX_REC_LEN, 0);
+        e = mfs_pwrite_full(fd, buf, IDX_HDR_LEN + n * IDX_REC_LEN, 0) < 0 ? errno : 0;
         free(buf);
     }
     if (e) {

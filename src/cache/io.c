@@ -147,7 +147,7 @@ int mfs_cache_write_tag(mfs_cache *c, mfs_err *err)
     int fd = mfs_cache_tmp_create(c, tmp, err);
     if (fd < 0)
         return -1;
-    int e = mfs_pwrite_full(fd, tag_text, sizeof tag_text - 1, 0);
+    int e = mfs_pwrite_full(fd, tag_text, sizeof tag_text - 1, 0) < 0 ? errno : 0;
     close(fd);
     if (e) {
         unlinkat(c->dirfd, tmp, 0);

@@ -212,7 +212,7 @@ static int flush(mfs_cache *c, mfs_err *err)
             p->t.cap = sf->cap;
         p->t.updated = (int64_t)time(NULL);
         size_t len = format_file(p, text, STATS_MAX);
-        int e = mfs_pwrite_full(fd, text, len, 0);
+        int e = mfs_pwrite_full(fd, text, len, 0) < 0 ? errno : 0;
         if (!e && ftruncate(fd, (off_t)len) < 0)
             e = errno;
         if (e) {

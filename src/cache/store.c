@@ -246,7 +246,7 @@ int mfs_cache_wr_begin(mfs_cache_wr *w, mfs_cache *c, const mfs_cache_key *k, in
 int mfs_cache_wr_write(mfs_cache_wr *w, const void *p, size_t n, mfs_err *err)
 {
     if (!w->err)
-        w->err = mfs_pwrite_full(w->fd, p, n, w->len);
+        w->err = mfs_pwrite_full(w->fd, p, n, w->len) < 0 ? errno : 0;
     if (w->err)
         return mfs_errf(err, "cache %s: writing %s: %s", w->c->dir, w->tmp, strerror(w->err));
     XXH3_128bits_update(w->hash, p, n);
@@ -294,7 +294,7 @@ static int wr_seal(mfs_cache_wr *w, mfs_err *err)
             atomic_store(&c->no_xattr, 1);
     }
     if (e)
-        e = mfs_pwrite_full(w->fd, rec, REC, w->len);
+        e = mfs_pwrite_full(w->fd, rec, REC, w->len) < 0 ? errno : 0;
     int64_t now = mfs_cache_now_ns();
     struct timespec ts[2] = {{0, UTIME_OMIT}, {now / 1000000000, now % 1000000000}};
     futimens(w->fd, ts); /* best effort: only LRU order depends on it */
@@ -479,10 +479,8 @@ static int checksum_ok(int fd, const uint8_t rec[REC], uint64_t len)
         size_t want = len - off < VERIFY_CHUNK ? (size_t)(len - off) : VERIFY_CHUNK;
         int64_t got = mfs_pread_full(fd, buf, want, off);
         if (got != (int64_t)want) {
-            if (got >= 0) /* shorter than its record says: torn */
+            if (got >= 0) /* shorter than its record says: torn (else pread's errno) */
                 ok = 0;
-            else
-                errno = (int)-got;
             goto out;
         }
         XXH3_128bits_update(st, buf, want);

@@ -59,7 +59,7 @@ int mfs_owed_put(mfs_cache *c, const mfs_owed_item *it, int may_add)
     int fd = openat(mfs_cache_dirfd(c), tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;
-    int e = mfs_pwrite_full(fd, rec, sizeof rec, 0);
+    int e = mfs_pwrite_full(fd, rec, sizeof rec, 0) < 0 ? errno : 0;
     if (close(fd) < 0 && !e)
         e = errno;
     if (e || renameat(mfs_cache_dirfd(c), tmp, mfs_cache_dirfd(c), path) < 0) {

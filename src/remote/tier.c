@@ -75,7 +75,7 @@ static int dl_write(void *ctx, const void *p, size_t n)
     download *x = ctx;
     if (hold(x, x->n + n) < 0)
         return -1;
-    int e = mfs_pwrite_full(x->fd, p, n, x->n);
+    int e = mfs_pwrite_full(x->fd, p, n, x->n) < 0 ? errno : 0;
     if (e) {
         x->refused = RX_DISK;
         x->err = e;

@@ -73,9 +73,10 @@ int mfs_remote_read_token(const char *path, char **token, mfs_err *err)
     }
     char buf[4096];
     int64_t n = mfs_pread_full(fd, buf, sizeof buf - 1, 0);
+    int e = errno;
     close(fd);
     if (n < 0)
-        return mfs_errf(err, "remote_token_file=%s: %s", path, strerror(errno));
+        return mfs_errf(err, "remote_token_file=%s: %s", path, strerror(e));
     buf[n] = '\0';
     buf[strcspn(buf, "\r\n")] = '\0';
     if (!buf[0])

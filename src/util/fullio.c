@@ -12,7 +12,7 @@ int mfs_pwrite_full(int fd, const void *p, size_t n, uint64_t off)
         if (w < 0) {
             if (errno == EINTR)
                 continue;
-            return errno;
+            return -1;
         }
         b += w;
         n -= (size_t)w;
@@ -30,7 +30,7 @@ int64_t mfs_pread_full(int fd, void *p, size_t n, uint64_t off)
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            return -errno;
+            return -1;
         }
         if (r == 0)
             break;
