@@ -134,9 +134,12 @@ int mfs_memo_take_sig(const mfs_views *v, const char *path, mfs_view_path kind, 
 int mfs_memo_same_sig(const sig *a, const sig *b);
 /* Whether every input (or the folder standing for it) and every folder of
  * who-may-read still has the stat the record holds; given (NULL: none):
- * stats the host has just taken.  Under the record's lock. */
+ * stats the host has just taken.  listing: the check is a listing's (a
+ * view's size), which leaves the absent names' folders to be looked for
+ * by the next resolve (memo_check.c, memo_settle).  Under the record's
+ * lock. */
 int mfs_memo_current(const mfs_views *v, model *m, const char *fmi_model,
-                     const mfs_view_given *given);
+                     const mfs_view_given *given, int listing);
 /* Fills the record from manifest man (read from model entry mk): inputs'
  * stats, who may read, each enabled format's entry.  trust (a listing's
  * fill): a view whose length man records is taken as there, and the

@@ -256,9 +256,10 @@ static int wit_all(const mfs_views *v, model *m, mfs_err *err)
     return 0;
 }
 
-/* A memo made while a folder had not settled checks the absent names in it
- * one by one; once they are found unchanged and the folder has settled,
- * its stat stands for them (as when the memo is made). */
+/* A memo made while a folder had not settled, or made by a listing
+ * (memo_witnesses' defer), checks the absent names one by one; once a
+ * resolve finds them unchanged and the folder has settled, its stat
+ * stands for them (as when the memo is made). */
 static void memo_settle(const mfs_views *v, model *m)
 {
     mfs_err err;
@@ -268,9 +269,10 @@ static void memo_settle(const mfs_views *v, model *m)
 
 /* Whether every input, witness and permission folder still has the stat
  * the memo recorded; given (may be NULL): stats the host has just taken,
- * used for the model (input 0) and its folder instead of a second stat. */
+ * used for the model (input 0) and its folder instead of a second stat;
+ * listing: a listing's check, which leaves memo_settle to a resolve. */
 int mfs_memo_current(const mfs_views *v, model *m, const char *fmi_model,
-                        const mfs_view_given *given)
+                     const mfs_view_given *given, int listing)
 {
     if (!m->valid || strcmp(m->fmi_model, fmi_model))
         return 0;
@@ -307,7 +309,7 @@ int mfs_memo_current(const mfs_views *v, model *m, const char *fmi_model,
             !same_dir_sig(&now, &m->dir_sigs[i]))
             return 0;
     }
-    if (m->wit_pending)
+    if (m->wit_pending && !listing)
         memo_settle(v, m);
     return 1;
 }
@@ -317,10 +319,12 @@ int mfs_memo_current(const mfs_views *v, model *m, const char *fmi_model,
  * check stats each such folder once, however many inputs lie in it: a
  * model's settings-file candidates, its missing .mtl and its texture
  * searches cost the stats of the one or two folders they are in.
- * defer: the memo is made for a listing's sizes, which most models never
- * get a second check of; the absent names' folders are looked for at the
- * first check that finds the memo current (memo_settle), not for every
- * model listed (a fifth of a warm listing's time without this). */
+ * defer: the memo is made for a listing's sizes; the absent names' folders
+ * are looked for by the first resolve that finds it current (memo_settle),
+ * not for every model listed.  A listing's own checks take no stat of the
+ * model's folder (a resolve is given it), so there a folder costs more
+ * than the names it stands for, and finding it (mfs_input_witness, twice
+ * a name) cost a fifth of a warm listing's time. */
 static int memo_witnesses(const mfs_views *v, model *m, int defer, mfs_err *err)
 {
     uint32_t n = m->ninputs;

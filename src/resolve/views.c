@@ -390,7 +390,7 @@ mfs_view_outcome mfs_views_resolve_given(mfs_views *v, const char *path, const c
      * and the open is made again: up to three times, then EIO */
     for (int tries = 0; tries < 3; tries++) {
         /* what the host stat'ed holds for the first look only */
-        if (!mfs_memo_current(v, m, fmi_model, tries ? NULL : given) || !m->fmt[format].known) {
+        if (!mfs_memo_current(v, m, fmi_model, tries ? NULL : given, 0) || !m->fmt[format].known) {
             rc = refresh(v, m, fmi_model, format, err);
             if (rc < 0)
                 break;
@@ -470,7 +470,7 @@ unsigned mfs_views_known_hidden(mfs_views *v, const char *path, const char *fmi_
     unsigned mask = 0;
     if (pthread_mutex_trylock(&m->lock) == 0) {
         mask = m->valid ? hidden_views(m) : 0;
-        if (mask && !mfs_memo_current(v, m, fmi_model, NULL))
+        if (mask && !mfs_memo_current(v, m, fmi_model, NULL, 1))
             mask = 0;
         pthread_mutex_unlock(&m->lock);
     }
@@ -552,7 +552,7 @@ mfs_view_outcome mfs_views_known_hinted(mfs_views *v, const char *path, const ch
     mfs_view_outcome out = MFS_VIEW_MISS;
     int current = inputs == MFS_VIEW_INPUTS_CHECKED
                       ? m->valid && !strcmp(m->fmi_model, fmi_model)
-                      : mfs_memo_current(v, m, fmi_model, &(mfs_view_given){.model = model_st});
+                      : mfs_memo_current(v, m, fmi_model, &(mfs_view_given){.model = model_st}, 1);
     /* a fresh mount over a warm cache: what the cache knows is enough.  A
      * current memo already holds every entry the cache had for these
      * inputs (memo_fill peeks each format), so a view it lacks is not
