@@ -172,9 +172,17 @@ static int find_wit(const model *m, const char *dir)
     return -1;
 }
 
+/* The arrays grow one witness at a time: a memo has one to three, and a
+ * listing's none, where room for one per input cost 400 B a model. */
 static int add_wit(model *m, const char *dir, const sig *s, mfs_err *err)
 {
-    if (!(m->wit_paths[m->nwits] = strdup(dir)))
+    char **paths = realloc(m->wit_paths, (m->nwits + 1) * sizeof *paths);
+    if (paths)
+        m->wit_paths = paths;
+    sig *sigs = paths ? realloc(m->wit_sigs, (m->nwits + 1) * sizeof *sigs) : NULL;
+    if (sigs)
+        m->wit_sigs = sigs;
+    if (!sigs || !(m->wit_paths[m->nwits] = strdup(dir)))
         return mfs_err_code(err, ENOMEM);
     m->wit_sigs[m->nwits] = *s;
     return (int)m->nwits++;
@@ -328,10 +336,7 @@ int mfs_memo_current(const mfs_views *v, model *m, const char *fmi_model,
 static int memo_witnesses(const mfs_views *v, model *m, int defer, mfs_err *err)
 {
     uint32_t n = m->ninputs;
-    m->by_wit = calloc(n + 1, 1);
-    m->wit_paths = calloc(n + 1, sizeof *m->wit_paths);
-    m->wit_sigs = calloc(n + 1, sizeof *m->wit_sigs);
-    if (!m->by_wit || !m->wit_paths || !m->wit_sigs)
+    if (!(m->by_wit = calloc(n + 1, 1)))
         return mfs_err_code(err, ENOMEM);
     for (uint32_t i = 0; i < n; i++) {
         if (m->input_kinds[i] != MFS_DEP_LISTING)
