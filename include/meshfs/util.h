@@ -302,7 +302,7 @@ void mfs_sink_free(mfs_sink *s);
  * On stderr a line reads "meshfs: LEVEL: text"; in syslog the level is the
  * priority (LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG) and the text stands
  * alone after "meshfs[PID]: ".  Lines about a model name it relative to SRC:
- * the mount's callers go through mfs_fs_log (src/names/errtext.c), which
+ * the mount's callers go through mfs_errtext_log (src/names/errtext.c), which
  * rewrites absolute, cache and worker paths first (docs/security.md).
  *
  * The level and destination are set once at start-up, before any thread;

@@ -141,15 +141,15 @@ void mfs_pins_keep(mfs_coherence *co, const char *relpath, const mfs_cache_key *
     mfs_cache_stats cs;
     mfs_cache_get_stats(co->cache, &cs);
     if (cs.fresh_evictions == fresh_before) { /* not the cap: clear, trim, rm -rf */
-        mfs_fs_log_at(co->names, MFS_LOG_INFO,
-                      "%s: %u of its views were removed from the cache as soon as stored; "
-                      "serving them uncached",
-                      relpath, n);
+        mfs_errtext_log_at(co->names, MFS_LOG_INFO,
+                           "%s: %u of its views were removed from the cache as soon as stored; "
+                           "serving them uncached",
+                           relpath, n);
         return;
     }
     atomic_fetch_add(&co->views_evicted_at_store, n);
-    mfs_fs_log(co->names, "%s: cache too small: %u of its views (%llu bytes) were evicted as soon as "
-                       "stored (cache_size=%llu); serving them uncached, converting again when "
-                       "needed; raise -o cache_size",
-                   relpath, n, (unsigned long long)bytes, (unsigned long long)co->cache_size);
+    mfs_errtext_log(co->names, "%s: cache too small: %u of its views (%llu bytes) were evicted as soon as "
+                            "stored (cache_size=%llu); serving them uncached, converting again when "
+                            "needed; raise -o cache_size",
+                        relpath, n, (unsigned long long)bytes, (unsigned long long)co->cache_size);
 }

@@ -188,7 +188,7 @@ static void run_lines_done(run_ctx *rc, int say)
 {
     for (int i = 0; i < rc->nlines; i++) {
         if (say)
-            mfs_fs_log_at(&rc->fs->names, rc->level[i], "%s", rc->line[i]);
+            mfs_errtext_log_at(&rc->fs->names, rc->level[i], "%s", rc->line[i]);
         free(rc->line[i]);
     }
     rc->nlines = 0;
@@ -206,7 +206,7 @@ static void cs_failctx(void *ctx, const mfs_dep *deps, uint32_t ndeps, mfs_cache
 
 static void cs_errtext(void *ctx, const char *in, char *out, size_t n)
 {
-    mfs_fs_errtext(&((run_ctx *)ctx)->fs->names, in, out, n);
+    mfs_errtext(&((run_ctx *)ctx)->fs->names, in, out, n);
 }
 
 static void cs_log(void *ctx, const char *msg)
@@ -226,7 +226,7 @@ static void cs_log(void *ctx, const char *msg)
         level = MFS_LOG_INFO;
     char *copy = rc->nlines < HELD_LINES ? strdup(msg) : NULL;
     if (!copy) {
-        mfs_fs_log_at(&rc->fs->names, level, "%s", msg);
+        mfs_errtext_log_at(&rc->fs->names, level, "%s", msg);
         return;
     }
     rc->level[rc->nlines] = level;
@@ -242,10 +242,10 @@ static void cs_store_failed(void *ctx, const char *relpath, int errnum)
     mfs_fs *fs = ((run_ctx *)ctx)->fs;
     atomic_fetch_add(&fs->stats.cache_store_failures, 1);
     if (mfs_latch_raise(&fs->store_refused))
-        mfs_fs_log_at(&fs->names, MFS_LOG_ERROR,
-                      "cache: %s while storing views (first for %s); views are converted but "
-                      "not kept, and fail, until %s",
-                      strerror(errnum), relpath, mfs_storerr_remedy(errnum));
+        mfs_errtext_log_at(&fs->names, MFS_LOG_ERROR,
+                           "cache: %s while storing views (first for %s); views are converted but "
+                           "not kept, and fail, until %s",
+                           strerror(errnum), relpath, mfs_storerr_remedy(errnum));
 }
 
 /* At the condition's level, so whoever saw it start sees it end. */
@@ -253,7 +253,7 @@ static void cs_stored(void *ctx)
 {
     mfs_fs *fs = ((run_ctx *)ctx)->fs;
     if (mfs_latch_lower(&fs->store_refused))
-        mfs_fs_log_at(&fs->names, MFS_LOG_ERROR, "cache: storing again");
+        mfs_errtext_log_at(&fs->names, MFS_LOG_ERROR, "cache: storing again");
 }
 
 /* Did the run meet the cache's churn?  Its job folder went, or the
@@ -287,7 +287,7 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
     uint_least64_t said = atomic_load(&fs->revivals_said);
     while (cst.revivals > said)
         if (atomic_compare_exchange_weak(&fs->revivals_said, &said, cst.revivals)) {
-            mfs_fs_log(&fs->names, "cache directory was removed while mounted: created it again");
+            mfs_errtext_log(&fs->names, "cache directory was removed while mounted: created it again");
             break;
         }
     if (!jd)
@@ -346,14 +346,14 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
     if (!rep.ok) {
         atomic_fetch_add(&fs->stats.conversion_failures, 1);
-        mfs_fs_log(&fs->names, "%s: conversion failed: %s", relpath, rep.error);
+        mfs_errtext_log(&fs->names, "%s: conversion failed: %s", relpath, rep.error);
     } else {
-        mfs_fs_log_at(&fs->names, MFS_LOG_INFO, "%s: converted in %.2f s", relpath, secs);
+        mfs_errtext_log_at(&fs->names, MFS_LOG_INFO, "%s: converted in %.2f s", relpath, secs);
     }
     if (rep.route[0])
-        mfs_fs_log_at(&fs->names, MFS_LOG_DEBUG, "%s: importer: %s", relpath, rep.route);
+        mfs_errtext_log_at(&fs->names, MFS_LOG_DEBUG, "%s: importer: %s", relpath, rep.route);
     if (rep.ok && rep.repairs[0]) /* once a conversion, as the missing files are */
-        mfs_fs_log(&fs->names, "%s: warning: %s", relpath, rep.repairs);
+        mfs_errtext_log(&fs->names, "%s: warning: %s", relpath, rep.repairs);
     if (rep.ok) { /* which views this run made: those missing, no more */
         char made[64] = "";
         size_t at = 0;
@@ -361,7 +361,7 @@ static int convert_once(mfs_fs *fs, const char *relpath, const char *fmi_model, 
             if (formats & (1u << f))
                 at += (size_t)snprintf(made + at, sizeof made - at, "%s%s", at ? "," : "",
                                        mfs_format_get((mfs_format)f)->name);
-        mfs_fs_log_at(&fs->names, MFS_LOG_DEBUG, "%s: views made: %s", relpath, made);
+        mfs_errtext_log_at(&fs->names, MFS_LOG_DEBUG, "%s: views made: %s", relpath, made);
     }
     run_ctx ctx = {.fs = fs, .jd = jd};
     mfs_convstore cs = {.ctx = &ctx, .cache = fs->cache, .views = fs->views, .hash_model = cs_hash,
@@ -429,14 +429,14 @@ int mfs_fs_convert(mfs_fs *fs, const char *relpath, const char *fmi_model, unsig
             return rc;
         atomic_fetch_add(&fs->stats.conversions_redone, 1);
         if (run == CHURN_RUNS) {
-            mfs_fs_log(&fs->names, "%s: the cache's files were removed during %d conversions in a row; "
-                           "giving up for this access", relpath, CHURN_RUNS);
+            mfs_errtext_log(&fs->names, "%s: the cache's files were removed during %d conversions in a row; "
+                                "giving up for this access", relpath, CHURN_RUNS);
             return mfs_errf(err, "%s: the cache's files were removed during %d conversions in a row",
                             relpath, CHURN_RUNS);
         }
         if (run == 1)
-            mfs_fs_log(&fs->names, "%s: the cache's files were removed during the conversion; converting again",
-                       relpath);
+            mfs_errtext_log(&fs->names, "%s: the cache's files were removed during the conversion; converting again",
+                            relpath);
         mfs_cache_manifest_free(man);
     }
 }

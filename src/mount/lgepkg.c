@@ -288,7 +288,7 @@ static void pkg_stat(const pkg *p, uint64_t size, struct timespec mtime, mode_t 
 {
     memset(st, 0, sizeof *st);
     st->st_dev = p->dir_st.st_dev;
-    st->st_ino = mfs_view_ino(p->dir_st.st_dev, p->dir_st.st_ino, 0, MFS_FS_LGEPKG);
+    st->st_ino = mfs_inode_view(p->dir_st.st_dev, p->dir_st.st_ino, 0, MFS_FS_LGEPKG);
     st->st_mode = S_IFREG | perm;
     st->st_nlink = 1;
     st->st_uid = p->dir_st.st_uid;
@@ -479,8 +479,8 @@ static int assemble(pkg *p, mfs_cache_hit *hit, mfs_err *why)
     /* once per package made, not per stat */
     for (size_t i = 0; i < p->n; i++)
         if (!p->m[i].ok)
-            mfs_fs_log(&p->fs->names, "%s%s%s: left out %s: %s", p->dir, p->dir[0] ? "/" : "",
-                       MFS_LGEPKG_FILE_NAME, p->m[i].model, p->m[i].reason);
+            mfs_errtext_log(&p->fs->names, "%s%s%s: left out %s: %s", p->dir, p->dir[0] ? "/" : "",
+                            MFS_LGEPKG_FILE_NAME, p->m[i].model, p->m[i].reason);
     size_t *packed = calloc(p->packed ? p->packed : 1, sizeof *packed);
     size_t n = 0;
     int code = packed ? 0 : ENOMEM; /* the failure's errno, 0 none yet */
@@ -517,13 +517,13 @@ static int assemble(pkg *p, mfs_cache_hit *hit, mfs_err *why)
             snprintf(why->msg, sizeof why->msg, "%s", err.msg[0] ? err.msg : c.err.msg);
             code = fc.moved || churn_text(c.err.msg) ? EAGAIN : EIO;
             if (code == EIO)
-                mfs_fs_log(&p->fs->names, "%s/%s: %s", p->dir, MFS_LGEPKG_FILE_NAME, why->msg);
+                mfs_errtext_log(&p->fs->names, "%s/%s: %s", p->dir, MFS_LGEPKG_FILE_NAME, why->msg);
         }
         free(s.buf);
         if (code == 0 && s.total != p->size) {
-            mfs_fs_log(&p->fs->names, "%s/%s: assembled %llu bytes, expected %llu", p->dir,
-                       MFS_LGEPKG_FILE_NAME, (unsigned long long)s.total,
-                       (unsigned long long)p->size);
+            mfs_errtext_log(&p->fs->names, "%s/%s: assembled %llu bytes, expected %llu", p->dir,
+                            MFS_LGEPKG_FILE_NAME, (unsigned long long)s.total,
+                            (unsigned long long)p->size);
             code = EIO;
         }
         if (code)
@@ -532,7 +532,7 @@ static int assemble(pkg *p, mfs_cache_hit *hit, mfs_err *why)
             snprintf(why->msg, sizeof why->msg, "cache: %s", c.err.msg);
             code = churn_text(c.err.msg) ? EAGAIN : EIO;
             if (code == EIO)
-                mfs_fs_log_at(&p->fs->names, MFS_LOG_ERROR, "cache: %s", c.err.msg);
+                mfs_errtext_log_at(&p->fs->names, MFS_LOG_ERROR, "cache: %s", c.err.msg);
         }
     }
     free(mods);
@@ -563,7 +563,7 @@ static int open_once(mfs_fs *fs, const char *dir, int last, mfs_cache_hit *hit, 
             return -1;
         }
     if (!p.size_ok) {
-        mfs_fs_log(&fs->names, "%s%s%s: %s", dir, dir[0] ? "/" : "", MFS_LGEPKG_FILE_NAME, p.size_err);
+        mfs_errtext_log(&fs->names, "%s%s%s: %s", dir, dir[0] ? "/" : "", MFS_LGEPKG_FILE_NAME, p.size_err);
         pkg_free(&p);
         return mfs_err_code(why, EIO);
     }
@@ -608,13 +608,13 @@ int mfs_lgepkg_open(mfs_fs *fs, const char *dir, mfs_cache_hit *hit, mfs_cache_k
             return -mfs_err_errno(&why); /* the mount's answer to the session */
         atomic_fetch_add(&fs->stats.packages_redone, 1);
         if (plan == PACK_PLANS) {
-            mfs_fs_log(&fs->names, "%s%s%s: %s (%d times in a row)", dir, dir[0] ? "/" : "",
-                       MFS_LGEPKG_FILE_NAME, why.msg, PACK_PLANS);
+            mfs_errtext_log(&fs->names, "%s%s%s: %s (%d times in a row)", dir, dir[0] ? "/" : "",
+                            MFS_LGEPKG_FILE_NAME, why.msg, PACK_PLANS);
             return -EIO;
         }
         if (plan == 1)
-            mfs_fs_log_at(&fs->names, MFS_LOG_INFO, "%s%s%s: %s; packing it again", dir, dir[0] ? "/" : "",
-                          MFS_LGEPKG_FILE_NAME, why.msg);
+            mfs_errtext_log_at(&fs->names, MFS_LOG_INFO, "%s%s%s: %s; packing it again", dir, dir[0] ? "/" : "",
+                               MFS_LGEPKG_FILE_NAME, why.msg);
     }
 }
 

@@ -140,7 +140,7 @@ static void host_log(void *ctx, const char *model, const char *msg)
 {
     if (mfs_storerr_is_reason(msg))
         return; /* the cache's condition, said once by convert.c, not the model's */
-    mfs_fs_log(&((mfs_fs *)ctx)->names, "%s: %s", model, msg);
+    mfs_errtext_log(&((mfs_fs *)ctx)->names, "%s: %s", model, msg);
 }
 
 int mfs_fs_views_open(mfs_fs *fs, mfs_err *err)
@@ -259,7 +259,7 @@ int mfs_view_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_view_ref 
                                                 model_st, hint, &info, NULL);
     if (o == MFS_VIEW_MISS)
         return info.model_cold ? -1 : 0;
-    mfs_view_stat(model_st, &info, mfs_view_where(dir, ref->base), ref->format, st);
+    mfs_view_stat(model_st, &info, mfs_inode_where(dir, ref->base), ref->format, st);
     return 1;
 }
 
@@ -287,7 +287,7 @@ void mfs_view_stat(const struct stat *mst, const mfs_view_info *vi, uint64_t whe
 {
     memset(st, 0, sizeof *st);
     st->st_dev = mst->st_dev;
-    st->st_ino = mfs_view_ino(mst->st_dev, mst->st_ino, where, format);
+    st->st_ino = mfs_inode_view(mst->st_dev, mst->st_ino, where, format);
     /* never more than the model's own read bits; with the inputs known,
      * narrowed by theirs (their owner is the model's, unless it changed
      * since: then narrowed as any input owned by someone else) */

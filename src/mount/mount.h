@@ -271,7 +271,7 @@ int mfs_view_cached_stat_hinted(mfs_fs *fs, const char *dir, const mfs_view_ref 
                                 mfs_view_hint *hint, struct stat *st);
 
 /* The attributes of a view whose model file has stat mst, where its
- * mfs_view_where.  Its mode: the read bits of mst, narrowed by vi's
+ * mfs_inode_where.  Its mode: the read bits of mst, narrowed by vi's
  * (docs/security.md, S1). */
 void mfs_view_stat(const struct stat *mst, const mfs_view_info *vi, uint64_t where, int format,
                    struct stat *st);

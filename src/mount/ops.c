@@ -168,7 +168,7 @@ static int view_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref, struc
         memcpy(key, vi.key.b, 16);
         *have_key = 1;
     }
-    mfs_view_stat(&mst, &vi, mfs_view_where(dir, ref->base), ref->format, st);
+    mfs_view_stat(&mst, &vi, mfs_inode_where(dir, ref->base), ref->format, st);
     return 0;
 }
 
@@ -191,7 +191,7 @@ static int path_attr(mfs_fs *fs, const char *path, struct stat *st, int lookup,
     if (rc == 0) {
         if (is_hidden_source(fs, r, st))
             return -ENOENT;
-        st->st_ino = mfs_src_ino(&fs->names, st->st_dev, st->st_ino);
+        st->st_ino = mfs_inode_src(&fs->names, st->st_dev, st->st_ino);
         return 0;
     }
     if (rc != -ENOENT)
@@ -278,7 +278,7 @@ int mfs_ops_open_path(mfs_fs *fs, const char *path, mfs_ops_opened *out)
     char mpath[4200];
     snprintf(mpath, sizeof mpath, "%s%s%s", dir, dir[0] ? "/" : "", ref.model);
     int format = ref.format;
-    uint64_t where = mfs_view_where(dir, ref.base);
+    uint64_t where = mfs_inode_where(dir, ref.base);
     ref_free(&ref);
     struct stat mst;
     /* the model under a lease: its hash's O_NONBLOCK open answered
@@ -583,7 +583,7 @@ static int model_error(mfs_fs *fs, const char *r, char *value, size_t size)
     char *text = malloc(cap), *shown = malloc(cap);
     int len = text && shown ? mfs_model_errors(fs, r, text, cap) : -ENOMEM;
     if (len > 0) {
-        mfs_fs_errtext(&fs->names, text, shown, cap);
+        mfs_errtext(&fs->names, text, shown, cap);
         len = reply_xattr(shown, (int)strlen(shown), value, size);
     } else if (len == 0) {
         len = -ENODATA;
@@ -650,7 +650,7 @@ int mfs_ops_getxattr(mfs_fs *fs, const char *path, const char *name, char *value
     /* reasons come from everywhere: files named relative to SRC, no
      * cache or other internal path (errtext.c) */
     char shown[sizeof text];
-    mfs_fs_errtext(&fs->names, text, shown, sizeof shown);
+    mfs_errtext(&fs->names, text, shown, sizeof shown);
     return reply_xattr(shown, (int)strlen(shown), value, size);
 }
 

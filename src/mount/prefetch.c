@@ -192,7 +192,7 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&pf->mu);
         item_free(&it);
         if (line[0])
-            mfs_fs_log_at(&pf->fs->names, MFS_LOG_INFO, "%s", line);
+            mfs_errtext_log_at(&pf->fs->names, MFS_LOG_INFO, "%s", line);
         pthread_mutex_lock(&pf->mu);
     }
     pthread_mutex_unlock(&pf->mu);
@@ -228,7 +228,7 @@ static void *reporter(void *arg)
         }
         pthread_mutex_unlock(&pf->mu);
         for (int i = 0; i < nl; i++)
-            mfs_fs_log_at(&pf->fs->names, MFS_LOG_INFO, "%s", lines[i]);
+            mfs_errtext_log_at(&pf->fs->names, MFS_LOG_INFO, "%s", lines[i]);
         pthread_mutex_lock(&pf->mu);
     }
     pthread_mutex_unlock(&pf->mu);
@@ -377,9 +377,9 @@ void mfs_prefetch_attr(mfs_fs *fs, const char *dir, const mfs_view_ref *ref)
     free(want);
     free(wbase);
     if (line[0])
-        mfs_fs_log_at(&fs->names, MFS_LOG_INFO, "%s", line);
+        mfs_errtext_log_at(&fs->names, MFS_LOG_INFO, "%s", line);
     if (end[0])
-        mfs_fs_log_at(&fs->names, MFS_LOG_INFO, "%s", end);
+        mfs_errtext_log_at(&fs->names, MFS_LOG_INFO, "%s", end);
 }
 
 int mfs_prefetch_open(mfs_fs *fs, mfs_err *err)
@@ -428,8 +428,8 @@ void mfs_prefetch_close(mfs_fs *fs)
     if (started == 1)
         pthread_join(pf->reporter, NULL);
     if (dropped)
-        mfs_fs_log_at(&fs->names, MFS_LOG_INFO, "converting: unmounted with %u queued models not converted",
-                      dropped);
+        mfs_errtext_log_at(&fs->names, MFS_LOG_INFO, "converting: unmounted with %u queued models not converted",
+                           dropped);
     while (pf->fills) {
         fill *f = pf->fills;
         pf->fills = f->next;

@@ -202,7 +202,7 @@ void mfs_dirmaps_free(mfs_dirmaps *d)
     free(d);
 }
 
-/* mfs_view_where (inode.c) with the folder's hash taken once a table. */
+/* mfs_inode_where (inode.c) with the folder's hash taken once a table. */
 static uint64_t where_in(uint64_t dir_seed, const char *base, size_t bl)
 {
     return XXH3_64bits_withSeed(base, bl, dir_seed);
@@ -367,7 +367,7 @@ static int plan_models(mfs_names_state *ns, const char *dir, mfs_dirtab *t, int 
         return mfs_err_sys(err, ENOMEM, "out of memory");
     for (size_t i = 0; log && i < p.nnotes; i++)
         if (i == 0 || strcmp(p.notes[i].text, p.notes[i - 1].text)) /* OWNERS: once */
-            mfs_fs_log(ns, "%s: %s", dir[0] ? dir : ".", p.notes[i].text);
+            mfs_errtext_log(ns, "%s: %s", dir[0] ? dir : ".", p.notes[i].text);
     t->models = calloc(p.nmodels + 1, sizeof *t->models);
     t->c = ns->lowercase_names ? calloc(t->n + p.nhidden + 1, sizeof *t->c) : NULL;
     rc = t->models && (t->c || !ns->lowercase_names) ? 0 : -ENOMEM;
@@ -677,7 +677,7 @@ int mfs_dirtab_item(const mfs_names_state *ns, const mfs_dirtab *t, size_t i, ch
             return 0;
         out->name = e->shown;
         out->real = e->name;
-        out->ino = mfs_src_ino(ns, t->dev, e->ino);
+        out->ino = mfs_inode_src(ns, t->dev, e->ino);
         out->mode = DTTOIF(e->type);
         return 1;
     }
@@ -694,7 +694,7 @@ int mfs_dirtab_item(const mfs_names_state *ns, const mfs_dirtab *t, size_t i, ch
         buf[bl] = '.';
         memcpy(buf + bl + 1, ext, el + 1);
         out->name = buf;
-        out->ino = mfs_view_ino(t->dev, dm->ino, where_in(t->dir_seed, dm->base, bl), f);
+        out->ino = mfs_inode_view(t->dev, dm->ino, where_in(t->dir_seed, dm->base, bl), f);
         out->mode = S_IFREG;
         out->is_view = 1;
         out->model = i / (size_t)t->nf;
@@ -703,7 +703,7 @@ int mfs_dirtab_item(const mfs_names_state *ns, const mfs_dirtab *t, size_t i, ch
     }
     if (i == t->nmodels * (size_t)t->nf && t->pkg) {
         out->name = MFS_LGEPKG_FILE_NAME;
-        out->ino = mfs_view_ino(t->dev, t->ino, 0, MFS_FS_LGEPKG);
+        out->ino = mfs_inode_view(t->dev, t->ino, 0, MFS_FS_LGEPKG);
         out->mode = S_IFREG;
         out->is_view = 1;
         out->model = (size_t)-1;

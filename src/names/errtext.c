@@ -56,7 +56,7 @@ static void put(outbuf *o, const char *p, size_t k)
     o->s[o->len] = '\0';
 }
 
-void mfs_fs_errtext(const mfs_names_state *ns, const char *in, char *out, size_t n)
+void mfs_errtext(const mfs_names_state *ns, const char *in, char *out, size_t n)
 {
     if (n == 0)
         return;
@@ -108,11 +108,11 @@ static void fs_vlog(const mfs_names_state *ns, mfs_log_level level, const char *
         return; /* info and debug lines are the common case: not built */
     char raw[1024], msg[1024];
     vsnprintf(raw, sizeof raw, fmt, ap);
-    mfs_fs_errtext(ns, raw, msg, sizeof msg); /* SRC-relative, no cache paths */
+    mfs_errtext(ns, raw, msg, sizeof msg); /* SRC-relative, no cache paths */
     mfs_log(level, "%s", msg);
 }
 
-void mfs_fs_log(const mfs_names_state *ns, const char *fmt, ...)
+void mfs_errtext_log(const mfs_names_state *ns, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -120,7 +120,7 @@ void mfs_fs_log(const mfs_names_state *ns, const char *fmt, ...)
     va_end(ap);
 }
 
-void mfs_fs_log_at(const mfs_names_state *ns, mfs_log_level level, const char *fmt, ...)
+void mfs_errtext_log_at(const mfs_names_state *ns, mfs_log_level level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -10,13 +10,13 @@
 
 #include "names.h"
 
-uint64_t mfs_view_ino(dev_t dev, ino_t ino, uint64_t where, int format)
+uint64_t mfs_inode_view(dev_t dev, ino_t ino, uint64_t where, int format)
 {
     uint64_t k[4] = {(uint64_t)dev, (uint64_t)ino, (uint64_t)format, where};
     return XXH3_64bits(k, sizeof k) | (1ull << 63);
 }
 
-uint64_t mfs_src_ino(const mfs_names_state *ns, dev_t dev, ino_t ino)
+uint64_t mfs_inode_src(const mfs_names_state *ns, dev_t dev, ino_t ino)
 {
     if (dev == ns->src_dev)
         return (uint64_t)ino;
@@ -26,7 +26,7 @@ uint64_t mfs_src_ino(const mfs_names_state *ns, dev_t dev, ino_t ino)
 
 /* dirmap.c's where_in gives the same number with the folder's hash taken
  * once for its table. */
-uint64_t mfs_view_where(const char *dir, const char *base)
+uint64_t mfs_inode_where(const char *dir, const char *base)
 {
     return XXH3_64bits_withSeed(base, strlen(base), XXH3_64bits(dir, strlen(dir)));
 }

@@ -42,7 +42,7 @@ typedef struct mfs_spawner mfs_spawner;
  * paths as they are). */
 typedef struct mfs_names_state {
     int rootfd;             /* SRC, O_PATH|O_DIRECTORY */
-    dev_t src_dev;          /* SRC's device (mfs_src_ino) */
+    dev_t src_dev;          /* SRC's device (mfs_inode_src) */
     mfs_dirmaps *dirs;      /* the folder tables (dirmap.c) */
     const char *src;        /* SRC's absolute path (for the log's text) */
     int lowercase_names;    /* -o lowercase_names */
@@ -83,17 +83,17 @@ int mfs_dirmap_lookup(mfs_names_state *ns, const char *dir, const char *name, mf
 
 /* inode.c: stable inode numbers.  A source entry keeps its own, a view gets a hash of
  * (device, model inode, where, format) with the top bit set.  where is
- * mfs_view_where(folder, view base), or 0 for a folder's package: hard links
+ * mfs_inode_where(folder, view base), or 0 for a folder's package: hard links
  * to one model under two names or in two folders are one inode, but their
  * views are different files (their .fmi and .fmd name the model). */
-uint64_t mfs_view_ino(dev_t dev, ino_t ino, uint64_t where, int format);
-uint64_t mfs_view_where(const char *dir, const char *base);
+uint64_t mfs_inode_view(dev_t dev, ino_t ino, uint64_t where, int format);
+uint64_t mfs_inode_where(const char *dir, const char *base);
 /* The inode number the kernel is told for a source entry: its own on SRC's
  * device; on another file system mounted inside SRC (all share the mount's
  * one st_dev) a hash of (device, inode) with bit 62 set and the top bit
  * clear, so two such file systems' small inode numbers do not make two
  * files one to tar, cp -a, du or find. */
-uint64_t mfs_src_ino(const mfs_names_state *ns, dev_t dev, ino_t ino);
+uint64_t mfs_inode_src(const mfs_names_state *ns, dev_t dev, ino_t ino);
 
 /* With lowercase_names: the real name of the entry folder `dir` shows as
  * `shown`, into out; 1 if found, 0 if `shown` is no shown entry (a view,
@@ -255,13 +255,13 @@ int mfs_beneath_hash(mfs_names_state *ns, const char *rel, struct stat *st, uint
 
 /* in with SRC's absolute path made relative, and the cache directory (with
  * the names inside it) and the worker's location left out. */
-void mfs_fs_errtext(const mfs_names_state *ns, const char *in, char *out, size_t n);
+void mfs_errtext(const mfs_names_state *ns, const char *in, char *out, size_t n);
 
 /* errtext.c: a line for the log (util.h, "log": stderr in the foreground,
- * else syslog), its text as mfs_fs_errtext shows it.  mfs_fs_log writes at
+ * else syslog), its text as mfs_errtext shows it.  mfs_errtext_log writes at
  * warning level: a model or view failed, or something to fix. */
-void mfs_fs_log(const mfs_names_state *ns, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void mfs_fs_log_at(const mfs_names_state *ns, mfs_log_level level, const char *fmt, ...)
+void mfs_errtext_log(const mfs_names_state *ns, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mfs_errtext_log_at(const mfs_names_state *ns, mfs_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 

@@ -125,7 +125,7 @@ static void record_flush(mfs_fs *fs, dirh *h)
             if (r == 1)
                 atomic_fetch_add(&fs->stats.folder_records_written, 1);
             else if (r < 0)
-                mfs_fs_log_at(&fs->names, MFS_LOG_DEBUG, "%s: %s", h->dir[0] ? h->dir : ".", err.msg);
+                mfs_errtext_log_at(&fs->names, MFS_LOG_DEBUG, "%s: %s", h->dir[0] ? h->dir : ".", err.msg);
         }
     }
     mfs_cache_folder_builder_free(h->learnt);
@@ -481,7 +481,7 @@ int mfs_listing_readdir(mfs_fs *fs, const char *path, void *buf, fuse_fill_dir_t
         if (asks) {
             if (have && !d.is_view) {
                 keep_listed_stat(h, i, &st);
-                st.st_ino = mfs_src_ino(&fs->names, st.st_dev, st.st_ino);
+                st.st_ino = mfs_inode_src(&fs->names, st.st_dev, st.st_ino);
             }
             checked = d.is_view && !pkg && have ? d.model : none;
             if (have && d.is_view) {

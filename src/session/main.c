@@ -402,7 +402,7 @@ static int configure(mfs_fs *fs, cli *c)
 
 static void remote_log(void *ctx, const char *msg)
 {
-    mfs_fs_log(&((mfs_fs *)ctx)->names, "%s", msg);
+    mfs_errtext_log(&((mfs_fs *)ctx)->names, "%s", msg);
 }
 
 static int open_state(mfs_fs *fs)

@@ -139,15 +139,15 @@ static void test_error_text(void **state)
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         snprintf(in, sizeof in, rows[i].fmt, cache);
-        mfs_fs_errtext(&fs, in, out, sizeof out);
+        mfs_errtext(&fs, in, out, sizeof out);
         assert_string_equal(out, rows[i].want);
     }
     snprintf(in, sizeof in, "cannot start worker %s: No such file or directory", mfs_worker_path());
-    mfs_fs_errtext(&fs, in, out, sizeof out);
+    mfs_errtext(&fs, in, out, sizeof out);
     assert_string_equal(out, "cannot start worker meshfs-worker: No such file or directory");
     /* a short buffer truncates, never overflows */
     char small[8];
-    mfs_fs_errtext(&fs, "/srv/models/cars/car.fbx: broken", small, sizeof small);
+    mfs_errtext(&fs, "/srv/models/cars/car.fbx: broken", small, sizeof small);
     assert_string_equal(small, "cars/ca");
     mfs_cache_close(fs.cache);
     char cmd[128];
