@@ -29,8 +29,8 @@ static int pump(const char *path, uint64_t size, take_fn take, void *ctx, mfs_er
     /* named by its format: the path is the cache's business */
     const char *fmt = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return mfs_errf(err, "worker output .%s: %s", fmt, strerror(errno));
+    if (fd < 0) /* ENOENT: removed since the run ended (file_results) */
+        return mfs_err_sys(err, errno, "worker output .%s: %s", fmt, strerror(errno));
     static const size_t chunk = 1 << 20;
     size_t bufn = size < chunk ? (size_t)size + 1 : chunk; /* one more: a longer file shows */
     char *buf = malloc(bufn);
@@ -157,7 +157,8 @@ static int cache_refused(const char *msg, int *store_errno, int *machine)
 static int file_results(const mfs_convstore *h, const char *relpath, const char *tmp,
                         const char *fmi_model, unsigned formats, const mfs_report *rep,
                         const mfs_dep *deps, uint32_t ndeps, mfs_cache_manifest *man,
-                        mfs_cache_hit *hits, int *machine, int *store_errno, mfs_err *err)
+                        mfs_cache_hit *hits, int *machine, int *store_errno, int *lost,
+                        mfs_err *err)
 {
     man->views = calloc(MFS_FMT_COUNT + 1, sizeof *man->views); /* and the host's extra */
     if (!man->views)
@@ -182,8 +183,14 @@ static int file_results(const mfs_convstore *h, const char *relpath, const char 
         if (!reason) {
             mfs_err ferr;
             mfs_err_clear(&ferr);
-            if (file_output(h, out, v, rep->fmt[f].size, &hits[man->nviews - 1], &ferr) < 0 &&
-                !cache_refused(ferr.msg, store_errno, machine)) {
+            int frc = file_output(h, out, v, rep->fmt[f].size, &hits[man->nviews - 1], &ferr);
+            /* ENOENT: the output was there when the run ended (the spawner
+             * checks each), so it went since with the cache's files (an
+             * rm -rf of the cache in progress): churn, as the host takes
+             * outputs_lost */
+            if (frc < 0 && mfs_err_errno(&ferr) == ENOENT)
+                *lost = 1;
+            if (frc < 0 && !cache_refused(ferr.msg, store_errno, machine)) {
                 /* this access fails with the reason and no partial entry;
                  * nothing negative is stored, because the cache's trouble
                  * says nothing about the model and the next access should
@@ -325,8 +332,11 @@ int mfs_convstore_file(const mfs_convstore *h, const char *relpath, const char *
     }
     int machine = 0; /* a view failed for the machine's sake: err says the first */
     int store_errno = 0; /* ... the cache's file system refused a store (util.h, "storerr") */
+    int lost = 0; /* an output removed after the run: rep->outputs_lost */
     int rc = file_results(h, relpath, tmp, fmi_model, formats, rep, deps, ndeps, man, hits,
-                          &machine, &store_errno, err);
+                          &machine, &store_errno, &lost, err);
+    if (lost)
+        rep->outputs_lost = 1;
     if (rc == 0 && copy_deps(man, deps, ndeps) < 0)
         rc = mfs_errf(err, "out of memory");
     if (rc < 0)

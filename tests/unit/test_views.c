@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "meshfs/convert.h"
 #include "meshfs/formats.h"
 #include "meshfs/views.h"
 
@@ -825,6 +826,61 @@ static void test_listing_defers_witnesses(void **state)
     }
 }
 
+/* Filing a run (convert.h, mfs_convstore_file): an output the run vouched
+ * for that is gone when it is filed was removed with the cache's files
+ * (an rm -rf of the cache racing the store): the run's outputs are lost,
+ * which the mount takes as churn and runs again, never as the view's EIO
+ * (seen in a fresh-clone run of test_churn). */
+static void write_output(const char *dir, const char *name, const char *text)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static void test_output_gone_when_filed_is_lost(void **state)
+{
+    fx *f = *state;
+    char out[400];
+    snprintf(out, sizeof out, "%s/out", f->base);
+    assert_int_equal(mkdir(out, 0700), 0);
+    mfs_convstore cs = {.ctx = f, .cache = f->cache, .views = f->views, .hash_model = fake_hash};
+    mfs_dep dep = {.path = MODEL, .size = 32};
+    unsigned formats = (1u << FMT_A) | (1u << FMT_B);
+    for (int gone = 1; gone >= 0; gone--) {
+        mfs_report rep;
+        memset(&rep, 0, sizeof rep);
+        rep.ok = 1;
+        rep.deps.v = &dep;
+        rep.deps.n = 1;
+        for (int fmt = 0; fmt < MFS_FMT_COUNT; fmt++)
+            rep.fmt[fmt] = (mfs_fmt_result){.ok = 1, .size = 10};
+        write_output(out, mfs_format_get(FMT_A)->name, "0123456789");
+        if (!gone)
+            write_output(out, mfs_format_get(FMT_B)->name, "abcdefghij");
+        mfs_cache_manifest man;
+        mfs_cache_key mk;
+        mfs_cache_hit hits[MFS_FMT_COUNT];
+        mfs_err err;
+        mfs_err_clear(&err);
+        int rc = mfs_convstore_file(&cs, MODEL, out, "sub/car", formats, &rep, &man, &mk, hits,
+                                    &err);
+        assert_int_equal(rep.outputs_lost, gone);
+        assert_int_equal(rc, gone ? 1 : 0);
+        if (gone)
+            assert_non_null(strstr(err.msg, "worker output .gmf: No such file or directory"));
+        for (int i = 0; i < MFS_FMT_COUNT; i++)
+            mfs_cache_hit_release(&hits[i]);
+        mfs_cache_manifest_free(&man);
+        rep.deps.v = NULL; /* the test's own */
+        rep.deps.n = 0;
+        mfs_report_free(&rep);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -844,6 +900,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memo_bytes_bound_long_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_absent_names_checked_by_folder, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listing_defers_witnesses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_output_gone_when_filed_is_lost, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
