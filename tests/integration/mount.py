@@ -23,6 +23,19 @@ def tsan_report(pid):
         return f.read()
 
 
+def mounted(path):
+    """Whether path is a mount point in /proc/self/mountinfo: unlike
+    os.path.ismount, also a FUSE mount whose daemon is gone (its lstat
+    fails with ENOTCONN)."""
+    path = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split()[4].encode().decode("unicode_escape")
+            if point == path:
+                return True
+    return False
+
+
 class Mount:
     def __init__(self, src, mnt, cache, *opts, env=None):
         self.src, self.mnt, self.cache = src, mnt, cache
@@ -74,6 +87,15 @@ class Mount:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+            subprocess.run(["fusermount3", "-u", "-z", self.mnt], capture_output=True)
+        # A daemon whose connection was aborted leaves its mount to the
+        # unmount guard (src/session/unmount_guard.c), which unmounts it
+        # a moment after the daemon is gone: waited for, so the test's
+        # folder can be removed; then unmounted here if it is still there.
+        deadline = time.time() + 10
+        while mounted(self.mnt) and time.time() < deadline:
+            time.sleep(0.02)
+        if mounted(self.mnt):
             subprocess.run(["fusermount3", "-u", "-z", self.mnt], capture_output=True)
         self.logf.close()
         # Under ASan+UBSan (scripts/test) a report at exit, a leak above
