@@ -1037,14 +1037,21 @@ class TmpSampler:
         return total
 
     def loop(self):
-        while not self.stop.is_set():
+        while True:
             self.peak = max(self.peak, self.size())
             self.samples += 1
-            time.sleep(0.001)
+            self.started.set()
+            if self.stop.wait(0.001):
+                return
 
     def __enter__(self):
+        # the with block starts only once a first sample is taken, and the
+        # loop takes one more after it ends: a busy machine may sample the
+        # block itself a few times only, but never zero times unseen
+        self.started = threading.Event()
         self.thread = threading.Thread(target=self.loop, daemon=True)
         self.thread.start()
+        self.started.wait()
         return self
 
     def __exit__(self, *exc):
@@ -1149,7 +1156,9 @@ class RemoteSlowOrHugeTest(unittest.TestCase):
                     st = m.stats()
                     log = m.output()
                 self.assertEqual(views, self.want)
-                self.assertGreater(s.samples, 20)
+                # sampled before, during and after the reads (a count of
+                # 16 in all was seen in CI under load: no fixed rate holds)
+                self.assertGreaterEqual(s.samples, 3)
                 # the cap, plus the workers' own outputs of these small models
                 self.assertLessEqual(s.peak, cap + MIB, (s.peak, log))
                 self.assertEqual(st["remote_hits"], 0, st)
