@@ -1,6 +1,7 @@
 #define _XOPEN_SOURCE 700
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +203,18 @@ int fixture_tempdir(char *buf, size_t n, const char *name)
 void fixture_rmtree(const char *path)
 {
     nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int fixture_write(const char *dir, const char *name, const char *text)
+{
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s/%s", dir, name) >= (int)sizeof p)
+        return -1;
+    FILE *fp = fopen(p, "w");
+    if (!fp)
+        return -1;
+    int bad = fputs(text, fp) < 0;
+    return fclose(fp) != 0 || bad ? -1 : 0;
 }
 
 int fixture_cache_dirs_setup(void **state, const char *name)

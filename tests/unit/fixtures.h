@@ -43,6 +43,9 @@ mfs_scene *fixture_skinned_strip(void);
 int fixture_tempdir(char *buf, size_t n, const char *name);
 void fixture_rmtree(const char *path);
 
+/* Writes text to dir/name (created or truncated): 0, or -1 with errno. */
+int fixture_write(const char *dir, const char *name, const char *text);
+
 /* A cache test's folders, under a private folder base: the cache
  * directory's path (not created) and a source folder (created, open). */
 typedef struct fixture_cache_dirs {

@@ -17,6 +17,7 @@
 
 #include "meshfs/convert.h"
 #include "meshfs/formats.h"
+#include "fixtures.h"
 
 typedef struct env {
     char root[256];
@@ -53,16 +54,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static void put(const char *dir, const char *name, const char *bytes)
-{
-    char p[600];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fputs(bytes, f);
-    fclose(f);
-}
-
 static int entries(const char *dir)
 {
     char cmd[600];
@@ -86,8 +77,8 @@ static void test_emptied_outputs_keep_the_directory(void **state)
     assert_true(S_ISDIR(st.st_mode));
     /* the filing emptied the run's outputs (keep_outputs): kept, and the
      * next take is the same directory with the same files */
-    put(path, "vrt", "");
-    put(path, "gmf", "");
+    assert_int_equal(fixture_write(path, "vrt", ""), 0);
+    assert_int_equal(fixture_write(path, "gmf", ""), 0);
     mfs_jobdirs_give(e->pool, d, VRT_GMF, 1);
     mfs_jobdir *again = mfs_jobdirs_take(e->pool, NULL, &err);
     assert_non_null(again);
@@ -118,20 +109,20 @@ static void test_anything_else_removes_the_directory(void **state)
         char path[600], p[700], q[700];
         snprintf(path, sizeof path, "%s", mfs_jobdir_path(d));
         snprintf(p, sizeof p, "%s/gmf", path);
-        put(path, "vrt", "");
+        assert_int_equal(fixture_write(path, "vrt", ""), 0);
         int clean = 1;
         if (!strcmp(why[k], "bytes")) {
-            put(path, "gmf", "left over");
+            assert_int_equal(fixture_write(path, "gmf", "left over"), 0);
         } else if (!strcmp(why[k], "link")) {
             assert_int_equal(symlink("/etc/passwd", p), 0);
         } else if (!strcmp(why[k], "subdir")) {
             snprintf(q, sizeof q, "%s/%s", path, MFS_SANDBOX_OUT_SUBDIR);
             assert_int_equal(mkdir(q, 0700), 0);
-            put(q, "gmf", "a worker's");
+            assert_int_equal(fixture_write(q, "gmf", "a worker's"), 0);
         } else if (!strcmp(why[k], "unclean")) {
             clean = 0; /* the run failed before filing */
         } else {
-            put(path, "gmf", "");
+            assert_int_equal(fixture_write(path, "gmf", ""), 0);
             snprintf(q, sizeof q, "%s/../elsewhere-%zu", path, k);
             assert_int_equal(link(p, q), 0); /* two links: not ours alone */
         }

@@ -23,6 +23,7 @@
 #include "meshfs/convert.h"
 #include "meshfs/formats.h"
 #include "meshfs/views.h"
+#include "fixtures.h"
 
 #define FMT_A MFS_FMT_FMD
 #define FMT_B MFS_FMT_GMF
@@ -831,16 +832,6 @@ static void test_listing_defers_witnesses(void **state)
  * (an rm -rf of the cache racing the store): the run's outputs are lost,
  * which the mount takes as churn and runs again, never as the view's EIO
  * (seen in a fresh-clone run of test_churn). */
-static void write_output(const char *dir, const char *name, const char *text)
-{
-    char p[600];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *fp = fopen(p, "w");
-    assert_non_null(fp);
-    fputs(text, fp);
-    fclose(fp);
-}
-
 static void test_output_gone_when_filed_is_lost(void **state)
 {
     fx *f = *state;
@@ -858,9 +849,9 @@ static void test_output_gone_when_filed_is_lost(void **state)
         rep.deps.n = 1;
         for (int fmt = 0; fmt < MFS_FMT_COUNT; fmt++)
             rep.fmt[fmt] = (mfs_fmt_result){.ok = 1, .size = 10};
-        write_output(out, mfs_format_get(FMT_A)->name, "0123456789");
+        assert_int_equal(fixture_write(out, mfs_format_get(FMT_A)->name, "0123456789"), 0);
         if (!gone)
-            write_output(out, mfs_format_get(FMT_B)->name, "abcdefghij");
+            assert_int_equal(fixture_write(out, mfs_format_get(FMT_B)->name, "abcdefghij"), 0);
         mfs_cache_manifest man;
         mfs_cache_key mk;
         mfs_cache_hit hits[MFS_FMT_COUNT];
