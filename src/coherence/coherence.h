@@ -71,7 +71,7 @@ typedef struct mfs_kview_open {
     int direct_io;  /* no record could be made (out of memory): read around
                        the page cache, whose pages may be another entry's */
     int invalidate; /* the kernel may hold another entry's size or pages:
-                       the caller must mfs_ll_invalidate_node() before replying */
+                       the caller must mfs_kview_invalidate() before replying */
     int renew;      /* handles on another entry hold this inode: the view
                        needs a new one (mfs_kview_detach, then a new node id) */
 } mfs_kview_open;
@@ -83,9 +83,19 @@ void *mfs_kview_opened(mfs_kviews *k, const char *path, const uint8_t id[16],
                        const struct stat *st, mfs_kview_open *res);
 void mfs_kview_release(mfs_kviews *k, void *token, int direct_io);
 
+/* After an open told to invalidate (mfs_kview_opened, mfs_kview_ref):
+ * send(arg) tells the kernel to drop the inode's attributes and pages, and
+ * the record then knows the kernel holds none.  Until it has been sent,
+ * every other open of the record invalidates too: an open that trusted an
+ * invalidation still on its way was answered while the kernel kept
+ * another entry's size (test_coherence, under ThreadSanitizer). */
+void mfs_kview_invalidate(mfs_kviews *k, void *token, void (*send)(void *arg), void *arg);
+
 /* One more handle on token's entry (a handle opened as a copy of another:
- * ops.c's reopen of a moved view); released like the others. */
-void mfs_kview_ref(mfs_kviews *k, void *token, int direct_io);
+ * files.c's reopen of a moved view); released like the others.  1 when
+ * the caller must mfs_kview_invalidate before replying: the inode was
+ * told other attributes, or an invalidation is on its way. */
+int mfs_kview_ref(mfs_kviews *k, void *token, int direct_io);
 
 /* The path's view moves to a new kernel inode (a new node id): its record
  * leaves with the old inode's handles, whose tokens stay valid until

@@ -24,7 +24,9 @@
  * takes the inode lock only for O_TRUNC, which a read-only mount refuses
  * first), and sending it after the reply would leave a window in which the
  * opener's fstat reads the stale size.  An attribute reply racing with the
- * invalidation is dropped by the kernel, which compares attr_version.
+ * invalidation is dropped by the kernel, which compares attr_version.  The
+ * record trusts an invalidation only once it is sent (inval_pending): an
+ * open deciding meanwhile sends its own.
  *
  * Bounded (docs/scale.md): at most a cap of records (8 per memo_size
  * model), least recently used out first.  A record with cached handles
@@ -51,8 +53,10 @@ typedef struct kslot {
     uint8_t id[16];
     struct stat served;  /* its attributes */
     unsigned nopen;      /* cached handles open on id */
-    int told;            /* the kernel may hold told_size/told_mtime */
+    int told;            /* the kernel may hold told_size/told_mtime (-1: any) */
     int detached;        /* its inode is no longer the path's: held by handles only */
+    unsigned inval_pending; /* opens that must invalidate and have not yet */
+    uint64_t tells;      /* attribute replies recorded, for mfs_kview_invalidate */
     off_t told_size;
     struct timespec told_mtime;
 } kslot;
@@ -228,16 +232,37 @@ void *mfs_kview_opened(mfs_kviews *k, const char *path, const uint8_t id[16], co
     }
     int attrs_ok = !s->told || (s->told_size == st->st_size && mfs_ts_equal(s->told_mtime, st->st_mtim));
     int pages_ok = s->opened && memcmp(s->id, id, 16) == 0;
-    *res = (mfs_kview_open){.keep_cache = attrs_ok && pages_ok};
+    /* another open's invalidation still on its way: the kernel may hold
+     * what it drops until it is sent, so this open sends one too */
+    *res = (mfs_kview_open){.keep_cache = attrs_ok && pages_ok && !s->inval_pending};
     res->invalidate = !res->keep_cache && (s->told || s->opened);
     s->opened = 1;
     memcpy(s->id, id, 16);
     s->served = *st;
     s->nopen++;
     if (res->invalidate)
-        s->told = 0; /* the kernel asks again, and hears s->served */
+        s->inval_pending++;
     pthread_mutex_unlock(&k->mu);
     return s;
+}
+
+void mfs_kview_invalidate(mfs_kviews *k, void *token, void (*send)(void *arg), void *arg)
+{
+    kslot *s = token;
+    pthread_mutex_lock(&k->mu);
+    uint64_t before = s->tells;
+    pthread_mutex_unlock(&k->mu);
+    send(arg);
+    pthread_mutex_lock(&k->mu);
+    /* sent: the kernel holds nothing told before, and drops a reply to a
+     * request it sent before.  Told since the count was read: a reply to
+     * a later request, maybe, which the kernel keeps; what the record
+     * says then stays (it may also say a dropped one: one more
+     * invalidation at worst). */
+    if (s->tells == before)
+        s->told = 0;
+    s->inval_pending--;
+    pthread_mutex_unlock(&k->mu);
 }
 
 /* Takes *pp out of its bucket and the LRU list; its handles' tokens keep it
@@ -292,12 +317,22 @@ void mfs_kview_detach(mfs_kviews *k, const char *path)
     pthread_mutex_unlock(&k->mu);
 }
 
+/* The kernel keeps the attribute reply it accepts last, and drops one to a
+ * request it sent before an accepted change (attr_version): which of two
+ * replies overlapping in flight it keeps is not known here, whatever order
+ * they were recorded in.  So once two different attributes have been told
+ * since the kernel last dropped its own, the record says "any" (told_size
+ * -1), which matches no entry: the next open invalidates.  (A record that
+ * said the later of two replies while the kernel kept the earlier would
+ * let an open of that entry keep a size the kernel does not hold.) */
 static void told_locked(kslot *s, struct stat *st)
 {
     if (s->nopen)
         *st = s->served;
+    int same = !s->told || (s->told_size == st->st_size && mfs_ts_equal(s->told_mtime, st->st_mtim));
+    s->tells++;
     s->told = 1;
-    s->told_size = st->st_size;
+    s->told_size = same ? st->st_size : -1;
     s->told_mtime = st->st_mtim;
 }
 
@@ -330,14 +365,22 @@ int mfs_kview_named(mfs_kviews *k, const char *path, const uint8_t id[16], struc
     return held;
 }
 
-void mfs_kview_ref(mfs_kviews *k, void *token, int direct_io)
+int mfs_kview_ref(mfs_kviews *k, void *token, int direct_io)
 {
     kslot *s = token;
     if (!s || direct_io) /* as mfs_kview_release counts them */
-        return;
+        return 0;
     pthread_mutex_lock(&k->mu);
     s->nopen++;
+    /* the inode may have been told another entry's attributes (by name,
+     * before its handles opened), or an open's invalidation is on its way */
+    int inval = s->inval_pending ||
+                (s->told && (s->told_size != s->served.st_size ||
+                             !mfs_ts_equal(s->told_mtime, s->served.st_mtim)));
+    if (inval)
+        s->inval_pending++;
     pthread_mutex_unlock(&k->mu);
+    return inval;
 }
 
 void mfs_kview_release(mfs_kviews *k, void *token, int direct_io)

@@ -117,6 +117,25 @@ static int decide_open(mfs_fs *fs, const char *path, uint64_t node, struct fuse_
     return res.invalidate;
 }
 
+/* Sends an inode invalidation for kview.c (mfs_kview_invalidate), from the
+ * OPEN handler itself: kview.c says why. */
+typedef struct inval_ctx {
+    mfs_fs *fs;
+    uint64_t node;
+} inval_ctx;
+
+static void send_inval(void *arg)
+{
+    inval_ctx *c = arg;
+    mfs_ll_invalidate_node(c->fs, c->node);
+}
+
+static void invalidate(mfs_fs *fs, uint64_t node, handle *h)
+{
+    inval_ctx c = {fs, node};
+    mfs_kview_invalidate(fs->coherence.kviews, h->kv, send_inval, &c);
+}
+
 static int kview_open(mfs_fs *fs, const char *path, uint64_t node, struct fuse_file_info *fi, handle *h,
                       const uint8_t id[16])
 {
@@ -131,8 +150,8 @@ static int kview_open(mfs_fs *fs, const char *path, uint64_t node, struct fuse_f
         return -mfs_err_errno(&err);
     rc = decide_open(fs, path, node, fi, h, id);
     mfs_renew_open_end(&fs->coherence);
-    if (rc == 1) /* from the OPEN handler itself: kview.c says why */
-        mfs_ll_invalidate_node(fs, node);
+    if (rc == 1)
+        invalidate(fs, node, h);
     return rc < 0 ? rc : 0;
 }
 
@@ -142,6 +161,7 @@ typedef struct like {
     uint64_t node;
     handle *out;
     struct fuse_file_info *fi;
+    int invalidate; /* mfs_kview_ref's answer */
 } like;
 
 static int copy_like(mfs_held *n, void *arg)
@@ -166,9 +186,10 @@ static int copy_like(mfs_held *n, void *arg)
         }
     }
     h->kv = o->kv;
-    mfs_kview_ref(a->fs->coherence.kviews, h->kv, h->direct);
+    a->invalidate = mfs_kview_ref(a->fs->coherence.kviews, h->kv, h->direct);
     a->fi->direct_io = h->direct;
-    a->fi->keep_cache = !h->direct && !h->backing; /* the inode's pages are this entry's */
+    /* the inode's pages are this entry's, unless it was told another's */
+    a->fi->keep_cache = !h->direct && !h->backing && !a->invalidate;
 #ifdef MESHFS_HAVE_FUSE_317
     a->fi->backing_id = h->backing;
 #endif
@@ -196,6 +217,8 @@ static int open_moved(mfs_fs *fs, uint64_t node, int retry, struct fuse_file_inf
         free(h);
         return rc < 0 ? rc : -ESTALE; /* no handle left to copy */
     }
+    if (a.invalidate)
+        invalidate(fs, node, h);
     fi->fh = keep(fs, h);
     atomic_fetch_add(&fs->stats.views_served, 1);
     if (h->backing > 0)

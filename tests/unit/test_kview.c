@@ -31,6 +31,17 @@ static void told(const char *path, off_t size)
     mfs_kview_attr(kv, path, &st);
 }
 
+static void send_nothing(void *arg)
+{
+    (void)arg;
+}
+
+/* An invalidation during which a GETATTR of size *arg is answered. */
+static void send_while_told(void *arg)
+{
+    told("/pending.gmf", *(off_t *)arg);
+}
+
 static void fill_others(int from, int n)
 {
     for (int i = from; i < from + n; i++) {
@@ -132,6 +143,114 @@ static void test_evicted_path_reopens_with_invalidation(void **state)
     mfs_kview_release(kv, tok, res.direct_io);
 }
 
+/* Two different attributes told since the kernel last dropped its own:
+ * the kernel keeps whichever reply it accepted last, and drops a reply to
+ * a request sent before an accepted change, so the record cannot know
+ * which; an open of either entry invalidates.  The same attributes told
+ * twice are known, and an invalidating open makes them known again. */
+static void test_two_sizes_told_are_unknown(void **state)
+{
+    (void)state;
+    mfs_kview_set_cap(kv, 64);
+    uint8_t a[16] = {31}, b[16] = {32};
+    struct stat sa = sized(524), sb = sized(102348);
+    mfs_kview_open res;
+    void *tok = mfs_kview_opened(kv, "/race.vrt", b, &sb, &res);
+    mfs_kview_release(kv, tok, res.direct_io);
+    told("/race.vrt", 102348);
+    told("/race.vrt", 102348);
+    tok = mfs_kview_opened(kv, "/race.vrt", b, &sb, &res); /* the same twice: known */
+    assert_int_equal(res.keep_cache, 1);
+    assert_int_equal(res.invalidate, 0);
+    mfs_kview_release(kv, tok, res.direct_io);
+    /* two replies in flight at once, A's recorded first, B's last: the
+     * kernel may keep A's */
+    told("/race.vrt", 524);
+    told("/race.vrt", 102348);
+    tok = mfs_kview_opened(kv, "/race.vrt", b, &sb, &res);
+    assert_int_equal(res.keep_cache, 0);
+    assert_int_equal(res.invalidate, 1);
+    mfs_kview_invalidate(kv, tok, send_nothing, NULL);
+    mfs_kview_release(kv, tok, res.direct_io);
+    /* invalidated: what it is told next is what it holds */
+    told("/race.vrt", 524);
+    tok = mfs_kview_opened(kv, "/race.vrt", a, &sa, &res);
+    assert_int_equal(res.invalidate, 1); /* A's size, but B's pages */
+    mfs_kview_invalidate(kv, tok, send_nothing, NULL);
+    mfs_kview_release(kv, tok, res.direct_io);
+    told("/race.vrt", 524);
+    tok = mfs_kview_opened(kv, "/race.vrt", a, &sa, &res);
+    assert_int_equal(res.keep_cache, 1);
+    assert_int_equal(res.invalidate, 0);
+    mfs_kview_release(kv, tok, res.direct_io);
+    /* once unknown, it stays so until an open invalidates */
+    told("/race.vrt", 102348);
+    told("/race.vrt", 524);
+    told("/race.vrt", 524);
+    tok = mfs_kview_opened(kv, "/race.vrt", a, &sa, &res);
+    assert_int_equal(res.invalidate, 1);
+    mfs_kview_invalidate(kv, tok, send_nothing, NULL);
+    mfs_kview_release(kv, tok, res.direct_io);
+}
+
+/* An open told to invalidate has not sent it yet: until it has, another
+ * open of the same entry invalidates too, though size and pages now look
+ * right to the record (before, it trusted the invalidation on its way and
+ * was answered while the kernel still held the other size: a reader's
+ * fstat said 583 of a handle that read 47869 bytes).  Once sent, the
+ * kernel holds nothing; a reply told meanwhile may be kept, and counts. */
+static void test_an_invalidation_on_its_way_is_not_trusted(void **state)
+{
+    (void)state;
+    mfs_kview_set_cap(kv, 64);
+    uint8_t a[16] = {41}, b[16] = {42};
+    struct stat sa = sized(583), sb = sized(47869);
+    mfs_kview_open res;
+    void *tok = mfs_kview_opened(kv, "/pending.gmf", a, &sa, &res); /* A's pages */
+    mfs_kview_release(kv, tok, res.direct_io);
+    told("/pending.gmf", 47869); /* B's size by name; A's pages */
+    void *first = mfs_kview_opened(kv, "/pending.gmf", b, &sb, &res);
+    assert_int_equal(res.invalidate, 1); /* the pages are A's */
+    /* not sent yet: B's size was told and B is the entry now, but the
+     * kernel's pages are still A's */
+    void *second = mfs_kview_opened(kv, "/pending.gmf", b, &sb, &res);
+    assert_int_equal(res.keep_cache, 0);
+    assert_int_equal(res.invalidate, 1);
+    /* a copy of a handle (a moved view's reopen) waits for it as well */
+    assert_int_equal(mfs_kview_ref(kv, first, 0), 1);
+    mfs_kview_invalidate(kv, first, send_nothing, NULL);
+    mfs_kview_invalidate(kv, first, send_nothing, NULL); /* the copy's */
+    mfs_kview_invalidate(kv, second, send_nothing, NULL);
+    mfs_kview_release(kv, first, 0);
+    mfs_kview_release(kv, first, 0);
+    mfs_kview_release(kv, second, 0);
+    /* all sent and nothing told since: the kernel asks, and hears B */
+    void *third = mfs_kview_opened(kv, "/pending.gmf", b, &sb, &res);
+    assert_int_equal(res.keep_cache, 1);
+    assert_int_equal(res.invalidate, 0);
+    assert_int_equal(mfs_kview_ref(kv, third, 0), 0);
+    mfs_kview_release(kv, third, 0);
+    mfs_kview_release(kv, third, 0);
+    /* two sizes told: unknown.  A GETATTR answered while the invalidation
+     * is sent may be kept, and what the record says stays... */
+    told("/pending.gmf", 583);
+    told("/pending.gmf", 47869);
+    tok = mfs_kview_opened(kv, "/pending.gmf", b, &sb, &res);
+    assert_int_equal(res.invalidate, 1);
+    off_t mid = 47869;
+    mfs_kview_invalidate(kv, tok, send_while_told, &mid);
+    mfs_kview_release(kv, tok, 0);
+    tok = mfs_kview_opened(kv, "/pending.gmf", b, &sb, &res);
+    assert_int_equal(res.invalidate, 1);
+    /* ...and with nothing told meanwhile, the record starts afresh */
+    mfs_kview_invalidate(kv, tok, send_nothing, NULL);
+    mfs_kview_release(kv, tok, 0);
+    tok = mfs_kview_opened(kv, "/pending.gmf", b, &sb, &res);
+    assert_int_equal(res.invalidate, 0);
+    assert_int_equal(res.keep_cache, 1);
+    mfs_kview_release(kv, tok, 0);
+}
+
 /* The path moves to a new inode while A's handles are open: their record
  * leaves with them (their tokens stay good), and the path starts afresh,
  * so the new inode hears B's size and opens without direct I/O. */
@@ -216,6 +335,8 @@ int main(void)
         cmocka_unit_test(test_long_paths_evict_by_bytes),
         cmocka_unit_test(test_evicted_path_reopens_with_invalidation),
         cmocka_unit_test(test_detach_leaves_the_old_handles_their_record),
+        cmocka_unit_test(test_two_sizes_told_are_unknown),
+        cmocka_unit_test(test_an_invalidation_on_its_way_is_not_trusted),
     };
     kv = mfs_kviews_new(0);
     if (!kv)
