@@ -212,6 +212,12 @@ void mfs_kview_stats(mfs_kviews *k, uint64_t *entries, uint64_t *evicted, uint64
     pthread_mutex_unlock(&k->mu);
 }
 
+/* Whether the kernel can hold only attributes st for s's inode (or none). */
+static int told_only(const kslot *s, const struct stat *st)
+{
+    return !s->told || (s->told_size == st->st_size && mfs_ts_equal(s->told_mtime, st->st_mtim));
+}
+
 void *mfs_kview_opened(mfs_kviews *k, const char *path, const uint8_t id[16], const struct stat *st,
                        mfs_kview_open *res)
 {
@@ -230,7 +236,7 @@ void *mfs_kview_opened(mfs_kviews *k, const char *path, const uint8_t id[16], co
         pthread_mutex_unlock(&k->mu);
         return NULL;
     }
-    int attrs_ok = !s->told || (s->told_size == st->st_size && mfs_ts_equal(s->told_mtime, st->st_mtim));
+    int attrs_ok = told_only(s, st);
     int pages_ok = s->opened && memcmp(s->id, id, 16) == 0;
     /* another open's invalidation still on its way: the kernel may hold
      * what it drops until it is sent, so this open sends one too */
@@ -329,7 +335,7 @@ static void told_locked(kslot *s, struct stat *st)
 {
     if (s->nopen)
         *st = s->served;
-    int same = !s->told || (s->told_size == st->st_size && mfs_ts_equal(s->told_mtime, st->st_mtim));
+    int same = told_only(s, st);
     s->tells++;
     s->told = 1;
     s->told_size = same ? st->st_size : -1;
@@ -374,9 +380,7 @@ int mfs_kview_ref(mfs_kviews *k, void *token, int direct_io)
     s->nopen++;
     /* the inode may have been told another entry's attributes (by name,
      * before its handles opened), or an open's invalidation is on its way */
-    int inval = s->inval_pending ||
-                (s->told && (s->told_size != s->served.st_size ||
-                             !mfs_ts_equal(s->told_mtime, s->served.st_mtim)));
+    int inval = s->inval_pending || !told_only(s, &s->served);
     if (inval)
         s->inval_pending++;
     pthread_mutex_unlock(&k->mu);
