@@ -42,6 +42,23 @@ static void send_while_told(void *arg)
     told("/pending.gmf", *(off_t *)arg);
 }
 
+/* One open of entry id at path, closed again: what the record told it
+ * (keep_cache, invalidate; never direct I/O here), the invalidation sent
+ * when it was told to send one. */
+static void open_close(const char *path, const uint8_t id[16], const struct stat *st, int keep,
+                       int inval)
+{
+    mfs_kview_open res;
+    void *tok = mfs_kview_opened(kv, path, id, st, &res);
+    assert_non_null(tok);
+    assert_int_equal(res.keep_cache, keep);
+    assert_int_equal(res.invalidate, inval);
+    assert_int_equal(res.direct_io, 0);
+    if (res.invalidate)
+        mfs_kview_invalidate(kv, tok, send_nothing, NULL);
+    mfs_kview_release(kv, tok, res.direct_io);
+}
+
 static void fill_others(int from, int n)
 {
     for (int i = from; i < from + n; i++) {
@@ -121,26 +138,15 @@ static void test_evicted_path_reopens_with_invalidation(void **state)
     mfs_kview_set_cap(kv, 4);
     uint8_t a[16] = {7}, b[16] = {8};
     struct stat sa = sized(300), sb = sized(400);
-    mfs_kview_open res;
-    void *tok = mfs_kview_opened(kv, "/v.gmf", a, &sa, &res);
-    mfs_kview_release(kv, tok, res.direct_io);
+    open_close("/v.gmf", a, &sa, 0, 0);
     told("/v.gmf", 300); /* the kernel holds size 300 and A's pages */
     /* kept: the same entry keeps the kernel's pages */
-    tok = mfs_kview_opened(kv, "/v.gmf", a, &sa, &res);
-    assert_int_equal(res.keep_cache, 1);
-    assert_int_equal(res.invalidate, 0);
-    mfs_kview_release(kv, tok, res.direct_io);
+    open_close("/v.gmf", a, &sa, 1, 0);
     fill_others(300, 20); /* /v.gmf's record goes */
     /* entry B now: what the kernel holds is unknown, so invalidate */
-    tok = mfs_kview_opened(kv, "/v.gmf", b, &sb, &res);
-    assert_int_equal(res.keep_cache, 0);
-    assert_int_equal(res.invalidate, 1);
-    assert_int_equal(res.direct_io, 0);
-    mfs_kview_release(kv, tok, res.direct_io);
+    open_close("/v.gmf", b, &sb, 0, 1);
     /* a path never seen before: the kernel holds nothing of it */
-    tok = mfs_kview_opened(kv, "/never-seen.gmf", b, &sb, &res);
-    assert_int_equal(res.invalidate, 0);
-    mfs_kview_release(kv, tok, res.direct_io);
+    open_close("/never-seen.gmf", b, &sb, 0, 0);
 }
 
 /* Two different attributes told since the kernel last dropped its own:
@@ -154,43 +160,25 @@ static void test_two_sizes_told_are_unknown(void **state)
     mfs_kview_set_cap(kv, 64);
     uint8_t a[16] = {31}, b[16] = {32};
     struct stat sa = sized(524), sb = sized(102348);
-    mfs_kview_open res;
-    void *tok = mfs_kview_opened(kv, "/race.vrt", b, &sb, &res);
-    mfs_kview_release(kv, tok, res.direct_io);
+    open_close("/race.vrt", b, &sb, 0, 0);
     told("/race.vrt", 102348);
     told("/race.vrt", 102348);
-    tok = mfs_kview_opened(kv, "/race.vrt", b, &sb, &res); /* the same twice: known */
-    assert_int_equal(res.keep_cache, 1);
-    assert_int_equal(res.invalidate, 0);
-    mfs_kview_release(kv, tok, res.direct_io);
+    open_close("/race.vrt", b, &sb, 1, 0); /* the same twice: known */
     /* two replies in flight at once, A's recorded first, B's last: the
      * kernel may keep A's */
     told("/race.vrt", 524);
     told("/race.vrt", 102348);
-    tok = mfs_kview_opened(kv, "/race.vrt", b, &sb, &res);
-    assert_int_equal(res.keep_cache, 0);
-    assert_int_equal(res.invalidate, 1);
-    mfs_kview_invalidate(kv, tok, send_nothing, NULL);
-    mfs_kview_release(kv, tok, res.direct_io);
+    open_close("/race.vrt", b, &sb, 0, 1);
     /* invalidated: what it is told next is what it holds */
     told("/race.vrt", 524);
-    tok = mfs_kview_opened(kv, "/race.vrt", a, &sa, &res);
-    assert_int_equal(res.invalidate, 1); /* A's size, but B's pages */
-    mfs_kview_invalidate(kv, tok, send_nothing, NULL);
-    mfs_kview_release(kv, tok, res.direct_io);
+    open_close("/race.vrt", a, &sa, 0, 1); /* A's size, but B's pages */
     told("/race.vrt", 524);
-    tok = mfs_kview_opened(kv, "/race.vrt", a, &sa, &res);
-    assert_int_equal(res.keep_cache, 1);
-    assert_int_equal(res.invalidate, 0);
-    mfs_kview_release(kv, tok, res.direct_io);
+    open_close("/race.vrt", a, &sa, 1, 0);
     /* once unknown, it stays so until an open invalidates */
     told("/race.vrt", 102348);
     told("/race.vrt", 524);
     told("/race.vrt", 524);
-    tok = mfs_kview_opened(kv, "/race.vrt", a, &sa, &res);
-    assert_int_equal(res.invalidate, 1);
-    mfs_kview_invalidate(kv, tok, send_nothing, NULL);
-    mfs_kview_release(kv, tok, res.direct_io);
+    open_close("/race.vrt", a, &sa, 0, 1);
 }
 
 /* An open told to invalidate has not sent it yet: until it has, another
@@ -206,8 +194,7 @@ static void test_an_invalidation_on_its_way_is_not_trusted(void **state)
     uint8_t a[16] = {41}, b[16] = {42};
     struct stat sa = sized(583), sb = sized(47869);
     mfs_kview_open res;
-    void *tok = mfs_kview_opened(kv, "/pending.gmf", a, &sa, &res); /* A's pages */
-    mfs_kview_release(kv, tok, res.direct_io);
+    open_close("/pending.gmf", a, &sa, 0, 0); /* A's pages */
     told("/pending.gmf", 47869); /* B's size by name; A's pages */
     void *first = mfs_kview_opened(kv, "/pending.gmf", b, &sb, &res);
     assert_int_equal(res.invalidate, 1); /* the pages are A's */
@@ -235,20 +222,14 @@ static void test_an_invalidation_on_its_way_is_not_trusted(void **state)
      * is sent may be kept, and what the record says stays... */
     told("/pending.gmf", 583);
     told("/pending.gmf", 47869);
-    tok = mfs_kview_opened(kv, "/pending.gmf", b, &sb, &res);
+    void *tok = mfs_kview_opened(kv, "/pending.gmf", b, &sb, &res);
     assert_int_equal(res.invalidate, 1);
     off_t mid = 47869;
     mfs_kview_invalidate(kv, tok, send_while_told, &mid);
     mfs_kview_release(kv, tok, 0);
-    tok = mfs_kview_opened(kv, "/pending.gmf", b, &sb, &res);
-    assert_int_equal(res.invalidate, 1);
     /* ...and with nothing told meanwhile, the record starts afresh */
-    mfs_kview_invalidate(kv, tok, send_nothing, NULL);
-    mfs_kview_release(kv, tok, 0);
-    tok = mfs_kview_opened(kv, "/pending.gmf", b, &sb, &res);
-    assert_int_equal(res.invalidate, 0);
-    assert_int_equal(res.keep_cache, 1);
-    mfs_kview_release(kv, tok, 0);
+    open_close("/pending.gmf", b, &sb, 0, 1);
+    open_close("/pending.gmf", b, &sb, 1, 0);
 }
 
 /* The path moves to a new inode while A's handles are open: their record
